@@ -1,0 +1,47 @@
+# zkgroup: make test runs every check CI runs; make demo runs the daemon
+# against a local cluster. See README.md.
+
+SHELL    := /bin/bash
+GO        ?= go
+GOFLAGS   ?=
+# Packages of integration tests each start one shared 3-broker cluster; two
+# packages at a time keep a 2-core machine busy without starving the JVMs.
+TEST_P    ?= 2
+TEST_ARGS ?=
+ZKCLUSTER := $(GO) run ./internal/testcluster/cmd/zkcluster
+
+.PHONY: test fmt-check vet unit fetch cluster-up cluster-down cluster-status demo bench build
+
+## test: gofmt check, go vet, and go test -race over every package, integration tests included
+test: fmt-check vet fetch
+	@set -o pipefail; $(GO) test -race -count=1 -p $(TEST_P) -timeout 20m -json $(TEST_ARGS) ./... | $(GO) run ./internal/testreport
+
+fmt-check:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed in:"; echo "$$out"; exit 1; fi; echo "gofmt: ok"
+
+vet:
+	$(GO) vet ./...
+
+## unit: the tests that need no cluster (fast)
+unit:
+	$(GO) test -short -race -count=1 ./...
+
+## fetch: download Kafka and ZooKeeper from Maven Central into the cache (once)
+fetch:
+	@$(ZKCLUSTER) fetch
+
+## cluster-up / cluster-down: a local 3-broker cluster for trying zkgroup
+cluster-up:
+	@$(ZKCLUSTER) up -brokers $${BROKERS:-3}
+
+cluster-down:
+	@$(ZKCLUSTER) down
+
+cluster-status:
+	@$(ZKCLUSTER) status
+
+build:
+	$(GO) build ./...
+
+demo:
+	@if [ -d cmd/zkgroup ]; then ./scripts/demo.sh; else echo "make demo: not yet: the zkgroup daemon (cmd/zkgroup) is still being built; 'make cluster-up' starts the local cluster meanwhile"; fi

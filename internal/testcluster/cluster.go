@@ -1,0 +1,605 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-zookeeper/zk"
+)
+
+// Options configures a cluster. The zero value is not useful: use
+// DefaultOptions and the Option functions.
+type Options struct {
+	Brokers      int           // 1 to 3 Kafka brokers
+	Chroot       string        // ZooKeeper chroot of the Kafka cluster, e.g. "/kafka"
+	Dir          string        // working folder; a temporary one when empty
+	Detach       bool          // processes survive this process (for cluster-up)
+	StartTimeout time.Duration // how long Start waits for brokers and a controller
+	BrokerHeapMB int
+	ZKHeapMB     int
+	// ZKTickMs is ZooKeeper's tickTime; sessions are negotiated into
+	// [2, 20] x tick. 500 ms allows sessions of 1 s to 10 s.
+	ZKTickMs int
+	// BrokerSessionTimeout is the brokers' own ZooKeeper session timeout:
+	// how long a kill -9'd broker stays registered.
+	BrokerSessionTimeout time.Duration
+}
+
+// Option changes Options.
+type Option func(*Options)
+
+// Brokers sets the number of Kafka brokers (1 to 3).
+func Brokers(n int) Option { return func(o *Options) { o.Brokers = n } }
+
+// Chroot sets the ZooKeeper chroot under which the brokers register.
+func Chroot(path string) Option { return func(o *Options) { o.Chroot = path } }
+
+// Dir sets the working folder (configs, logs, data).
+func Dir(path string) Option { return func(o *Options) { o.Dir = path } }
+
+// Detach makes the JVMs outlive the calling process (for cluster-up).
+func Detach() Option { return func(o *Options) { o.Detach = true } }
+
+// DefaultOptions returns 1 broker under chroot /kafka.
+func DefaultOptions() Options {
+	return Options{
+		Brokers:              1,
+		Chroot:               "/kafka",
+		StartTimeout:         120 * time.Second,
+		BrokerHeapMB:         512,
+		ZKHeapMB:             192,
+		ZKTickMs:             500,
+		BrokerSessionTimeout: 6 * time.Second,
+	}
+}
+
+func (o Options) validate() error {
+	if o.Brokers < 1 || o.Brokers > 3 {
+		return fmt.Errorf("testcluster: Brokers: %d is not between 1 and 3", o.Brokers)
+	}
+	if o.Chroot != "" && (!strings.HasPrefix(o.Chroot, "/") || strings.HasSuffix(o.Chroot, "/")) {
+		return fmt.Errorf("testcluster: Chroot: %q must start with / and not end with /", o.Chroot)
+	}
+	return nil
+}
+
+// Cluster is a running ZooKeeper and its Kafka brokers on loopback. Its
+// methods are safe for concurrent use.
+type Cluster struct {
+	opts    Options
+	lib     string
+	dir     string
+	ownsDir bool
+
+	zkPort int
+	zk     *process
+
+	mu      sync.Mutex
+	brokers map[int32]*broker // by broker id (1..n)
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// attached: a cluster this process did not start (see Attach).
+	attached []string
+}
+
+// Attach returns a Cluster for a detached cluster described by s (started by
+// another process): addresses, topics and producing work; stopping,
+// killing and starting processes do not. Close does nothing.
+func Attach(s State) *Cluster {
+	c := &Cluster{lib: s.LibDir, dir: s.Dir, brokers: map[int32]*broker{}, attached: s.Brokers}
+	c.opts = DefaultOptions()
+	c.opts.Chroot = strings.TrimPrefix(s.ZooKeeperConnect, s.ZooKeeper)
+	if _, p, err := net.SplitHostPort(s.ZooKeeper); err == nil {
+		c.zkPort, _ = strconv.Atoi(p)
+	}
+	c.closeOnce.Do(func() {})
+	return c
+}
+
+type broker struct {
+	id   int32
+	port int
+	dir  string
+	proc *process
+}
+
+// Launch fetches the jars if needed, starts ZooKeeper and the brokers on free
+// loopback ports, and waits until every broker is registered under
+// /brokers/ids and a controller is elected. On error everything it started
+// is stopped again. It blocks for the whole start (10 to 30 s).
+func Launch(ctx context.Context, opts ...Option) (*Cluster, error) {
+	o := DefaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	fr, err := Fetch()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: o, lib: fr.LibDir, brokers: map[int32]*broker{}}
+	if o.Dir == "" {
+		d, err := os.MkdirTemp("", "zkgroup-cluster-")
+		if err != nil {
+			return nil, fmt.Errorf("testcluster: %w", err)
+		}
+		c.dir, c.ownsDir = d, true
+	} else {
+		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("testcluster: %w", err)
+		}
+		c.dir = o.Dir
+	}
+	if err := c.start(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.zkPort = port
+	if err := c.setupZooKeeper(); err != nil {
+		return err
+	}
+	if err := c.StartZooKeeper(ctx); err != nil {
+		return err
+	}
+	for i := 1; i <= c.opts.Brokers; i++ {
+		if err := c.setupBroker(int32(i)); err != nil {
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, c.opts.Brokers)
+	for i := 1; i <= c.opts.Brokers; i++ {
+		wg.Add(1)
+		go func(id int32) {
+			defer wg.Done()
+			errs[id-1] = c.brokers[id].proc.start()
+		}(int32(i))
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	return c.WaitReady(ctx)
+}
+
+func (c *Cluster) setupZooKeeper() error {
+	dir := filepath.Join(c.dir, "zookeeper")
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	cfg := fmt.Sprintf(`tickTime=%d
+initLimit=10
+syncLimit=5
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+minSessionTimeout=%d
+maxSessionTimeout=%d
+`, c.opts.ZKTickMs, filepath.Join(dir, "data"), c.zkPort, 2*c.opts.ZKTickMs, 20*c.opts.ZKTickMs)
+	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	if err := writeLog4j(dir, filepath.Join(dir, "zookeeper.log")); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	args := append(jvmArgs(c.lib, dir, c.opts.ZKHeapMB),
+		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg"))
+	c.zk = newProcess("zookeeper", dir, c.opts.Detach, nil, args...)
+	c.zk.appLog = filepath.Join(dir, "zookeeper.log")
+	return nil
+}
+
+func (c *Cluster) setupBroker(id int32) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	rf := c.opts.Brokers
+	minISR := 1
+	cfg := fmt.Sprintf(`broker.id=%d
+listeners=PLAINTEXT://127.0.0.1:%d
+advertised.listeners=PLAINTEXT://127.0.0.1:%d
+zookeeper.connect=127.0.0.1:%d%s
+zookeeper.session.timeout.ms=%d
+zookeeper.connection.timeout.ms=30000
+log.dirs=%s
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=false
+delete.topic.enable=true
+offsets.topic.replication.factor=%d
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=%d
+transaction.state.log.min.isr=%d
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+background.threads=4
+log.cleaner.enable=true
+log.cleaner.threads=1
+log.cleaner.dedupe.buffer.size=2097152
+controlled.shutdown.enable=true
+controlled.shutdown.max.retries=1
+controlled.shutdown.retry.backoff.ms=500
+unclean.leader.election.enable=false
+leader.imbalance.check.interval.seconds=10
+replica.lag.time.max.ms=10000
+replica.socket.timeout.ms=5000
+replica.fetch.wait.max.ms=200
+`, id, port, port, c.zkPort, c.opts.Chroot, c.opts.BrokerSessionTimeout.Milliseconds(),
+		filepath.Join(dir, "data"), rf, rf, minISR)
+	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	if err := writeLog4j(dir, filepath.Join(dir, "server.log")); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	args := append(jvmArgs(c.lib, dir, c.opts.BrokerHeapMB), "kafka.Kafka", filepath.Join(dir, "server.properties"))
+	b := &broker{id: id, port: port, dir: dir,
+		proc: newProcess(fmt.Sprintf("broker-%d", id), dir, c.opts.Detach, nil, args...)}
+	b.proc.appLog = filepath.Join(dir, "server.log")
+	c.mu.Lock()
+	c.brokers[id] = b
+	c.mu.Unlock()
+	return nil
+}
+
+// freePort asks the kernel for a free loopback TCP port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("testcluster: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Dir returns the cluster's working folder (configs, logs and data).
+func (c *Cluster) Dir() string { return c.dir }
+
+// LibDir returns the folder of Kafka's jars (for running Kafka's own tools).
+func (c *Cluster) LibDir() string { return c.lib }
+
+// ZooKeeperAddr returns "127.0.0.1:port" of ZooKeeper (no chroot).
+func (c *Cluster) ZooKeeperAddr() string { return fmt.Sprintf("127.0.0.1:%d", c.zkPort) }
+
+// Chroot returns the chroot the brokers register under, e.g. "/kafka".
+func (c *Cluster) Chroot() string { return c.opts.Chroot }
+
+// ZooKeeperConnect returns the connect string with the chroot, as Kafka's
+// zookeeper.connect and zkgroup take it: "127.0.0.1:port/kafka".
+func (c *Cluster) ZooKeeperConnect() string { return c.ZooKeeperAddr() + c.opts.Chroot }
+
+// BrokerIDs returns the ids of all brokers, running or not, sorted.
+func (c *Cluster) BrokerIDs() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]int32, 0, len(c.brokers))
+	for id := range c.brokers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// BrokerAddr returns "127.0.0.1:port" of broker id.
+func (c *Cluster) BrokerAddr(id int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.brokers[id]; ok {
+		return fmt.Sprintf("127.0.0.1:%d", b.port)
+	}
+	return ""
+}
+
+// Addrs returns the addresses of the brokers that are running.
+func (c *Cluster) Addrs() []string {
+	if c.attached != nil {
+		return append([]string(nil), c.attached...)
+	}
+	var out []string
+	for _, id := range c.BrokerIDs() {
+		c.mu.Lock()
+		b := c.brokers[id]
+		c.mu.Unlock()
+		if b.proc.running() {
+			out = append(out, fmt.Sprintf("127.0.0.1:%d", b.port))
+		}
+	}
+	return out
+}
+
+func (c *Cluster) broker(id int32) (*broker, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.brokers[id]
+	if !ok {
+		return nil, fmt.Errorf("testcluster: no broker %d", id)
+	}
+	return b, nil
+}
+
+// StopBroker stops broker id with SIGTERM (a controlled shutdown that moves
+// its leaderships away) and waits until it has exited.
+func (c *Cluster) StopBroker(id int32) error {
+	b, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	return b.proc.stop(syscall.SIGTERM, 60*time.Second)
+}
+
+// KillBroker kills broker id with SIGKILL (a crash) and waits for its exit.
+// Its registration stays in ZooKeeper until its session times out.
+func (c *Cluster) KillBroker(id int32) error {
+	b, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	return b.proc.stop(syscall.SIGKILL, 0)
+}
+
+// StartBroker starts broker id again with its data and port, and waits
+// until it is registered in ZooKeeper.
+func (c *Cluster) StartBroker(ctx context.Context, id int32) error {
+	b, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	if err := b.proc.start(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	return c.waitBroker(ctx, b)
+}
+
+// StopZooKeeper stops ZooKeeper (SIGTERM) and waits for its exit; brokers
+// keep running and reconnect when it is back.
+func (c *Cluster) StopZooKeeper() error { return c.zk.stop(syscall.SIGTERM, 20*time.Second) }
+
+// KillZooKeeper kills ZooKeeper with SIGKILL.
+func (c *Cluster) KillZooKeeper() error { return c.zk.stop(syscall.SIGKILL, 0) }
+
+// StartZooKeeper starts ZooKeeper (again, with its data) and waits until it
+// answers on its port.
+func (c *Cluster) StartZooKeeper(ctx context.Context) error {
+	if err := c.zk.start(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	for {
+		if ruok(c.ZooKeeperAddr()) {
+			return nil
+		}
+		if err := c.zk.exitError(); err != nil {
+			return fmt.Errorf("testcluster: zookeeper exited: %v\n%s", err, c.zk.tail(30))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testcluster: zookeeper not serving on %s: %w\n%s", c.ZooKeeperAddr(), ctx.Err(), c.zk.tail(30))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// ruok sends ZooKeeper's four-letter "ruok" and expects "imok".
+func ruok(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("ruok")); err != nil {
+		return false
+	}
+	buf := make([]byte, 4)
+	n, _ := conn.Read(buf)
+	return string(buf[:n]) == "imok"
+}
+
+// Connect opens a go-zookeeper session to the cluster's ZooKeeper (no
+// chroot: paths are absolute, e.g. c.Chroot()+"/brokers/ids"). The caller
+// closes it.
+func (c *Cluster) Connect(timeout time.Duration) (*zk.Conn, error) {
+	conn, _, err := zk.Connect([]string{c.ZooKeeperAddr()}, timeout, zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: connect zookeeper: %w", err)
+	}
+	return conn, nil
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...interface{}) {}
+
+// WaitReady waits until every running broker is registered under
+// /brokers/ids and a controller is elected.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	for _, id := range c.BrokerIDs() {
+		b, _ := c.broker(id)
+		if !b.proc.running() {
+			continue
+		}
+		if err := c.waitBroker(ctx, b); err != nil {
+			return err
+		}
+	}
+	return c.waitZNode(ctx, c.opts.Chroot+"/controller", nil, "a controller")
+}
+
+// waitBroker waits until broker b is registered in ZooKeeper and answers a
+// metadata request: a broker registers before its socket server serves.
+func (c *Cluster) waitBroker(ctx context.Context, b *broker) error {
+	path := c.opts.Chroot + "/brokers/ids/" + strconv.Itoa(int(b.id))
+	if err := c.waitZNode(ctx, path, b.proc, fmt.Sprintf("broker %d", b.id)); err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", b.port)
+	var last error
+	for {
+		if last = metadataOK(addr); last == nil {
+			return nil
+		}
+		select {
+		case <-b.proc.done():
+			return fmt.Errorf("testcluster: broker %d exited: %v\n%s", b.id, b.proc.exitError(), b.proc.tail(40))
+		case <-ctx.Done():
+			return fmt.Errorf("testcluster: broker %d registered but not serving on %s (%v): %w", b.id, addr, last, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// metadataOK sends one metadata request to addr.
+func metadataOK(addr string) error {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	cfg.Net.DialTimeout = 2 * time.Second
+	cfg.Net.ReadTimeout = 5 * time.Second
+	br := sarama.NewBroker(addr)
+	if err := br.Open(cfg); err != nil {
+		return err
+	}
+	defer br.Close()
+	_, err := br.GetMetadata(&sarama.MetadataRequest{Version: 7})
+	return err
+}
+
+// waitZNode waits, with a ZooKeeper watch, until path exists. If p exits in
+// the meantime, it fails with the tail of p's log.
+func (c *Cluster) waitZNode(ctx context.Context, path string, p *process, what string) error {
+	conn, err := c.Connect(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var exited <-chan struct{}
+	if p != nil {
+		exited = p.done()
+	}
+	for {
+		ok, _, ev, err := conn.ExistsW(path)
+		if err == nil && ok {
+			return nil
+		}
+		retry := time.After(time.Second) // on error, or a lost watch
+		if err == nil {
+			retry = nil
+		}
+		select {
+		case <-ev:
+		case <-retry:
+		case <-exited:
+			return fmt.Errorf("testcluster: %s exited before registering: %v\n%s", what, p.exitError(), p.tail(40))
+		case <-ctx.Done():
+			tail := ""
+			if p != nil {
+				tail = "\n" + p.tail(40)
+			}
+			return fmt.Errorf("testcluster: waiting for %s (%s): %w%s", what, path, ctx.Err(), tail)
+		}
+	}
+}
+
+// PIDs returns the pids of the running JVMs.
+func (c *Cluster) PIDs() []int {
+	var pids []int
+	if pid := c.zk.pid(); pid != 0 {
+		pids = append(pids, pid)
+	}
+	for _, id := range c.BrokerIDs() {
+		b, _ := c.broker(id)
+		if pid := b.proc.pid(); pid != 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Logs returns the tails of every process log, for a failing test.
+func (c *Cluster) Logs(lines int) string {
+	var sb strings.Builder
+	if c.zk != nil {
+		fmt.Fprintf(&sb, "=== zookeeper\n%s\n", c.zk.tail(lines))
+	}
+	for _, id := range c.BrokerIDs() {
+		b, _ := c.broker(id)
+		fmt.Fprintf(&sb, "=== broker %d\n%s\n", id, b.proc.tail(lines))
+	}
+	return sb.String()
+}
+
+// Close stops every broker (SIGTERM, concurrently, SIGKILL after a grace
+// period), then ZooKeeper, and removes the working folder if Start made it.
+// It is idempotent and blocks until every JVM has exited.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		for _, id := range c.BrokerIDs() {
+			b, _ := c.broker(id)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A broker that is the last one alive waits on controlled
+				// shutdown retries; 15 s is plenty on loopback.
+				if err := b.proc.stop(syscall.SIGTERM, 15*time.Second); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if c.zk != nil {
+			if err := c.zk.stop(syscall.SIGTERM, 10*time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if c.ownsDir && os.Getenv("ZKGROUP_KEEP_CLUSTER_DIR") == "" {
+			if err := os.RemoveAll(c.dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}

@@ -1,0 +1,203 @@
+// Command zkcluster starts and stops a local Apache Kafka cluster (ZooKeeper
+// mode) and its ZooKeeper on loopback, for trying zkgroup and for the demo.
+//
+//	zkcluster fetch                      fetch the jars from Maven Central (cached)
+//	zkcluster up [-brokers N] [-dir D]   start detached, print the addresses
+//	zkcluster status [-dir D]            print the addresses of a running cluster
+//	zkcluster down [-dir D]              stop it; no java process is left
+//	zkcluster topic -name T -partitions P [-replication R] [-dir D]
+//	zkcluster produce -topic T -partitions P -n N [-from I] [-dir D]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "fetch":
+		err = fetch()
+	case "up":
+		err = up(os.Args[2:])
+	case "down":
+		err = down(os.Args[2:])
+	case "status":
+		err = status(os.Args[2:])
+	case "topic":
+		err = topic(os.Args[2:])
+	case "produce":
+		err = produce(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zkcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: zkcluster fetch | up [-brokers N] [-dir D] | status [-dir D] | down [-dir D] | topic -name T -partitions P | produce -topic T -partitions P -n N")
+	os.Exit(2)
+}
+
+func defaultDir() string {
+	if d := os.Getenv("ZKGROUP_CLUSTER_DIR"); d != "" {
+		return d
+	}
+	return ".cluster"
+}
+
+func fetch() error {
+	r, err := testcluster.Fetch()
+	if err != nil {
+		return err
+	}
+	how := "fetched with mvn"
+	if r.Cached {
+		how = "already cached"
+	}
+	fmt.Printf("Kafka %s, ZooKeeper %s: %s in %v (%s)\n", testcluster.KafkaVersion,
+		testcluster.ZooKeeperVersion(r.LibDir), how, r.Duration.Round(time.Millisecond), r.LibDir)
+	return nil
+}
+
+func up(args []string) error {
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	brokers := fs.Int("brokers", 3, "number of Kafka brokers (1 to 3)")
+	dir := fs.String("dir", defaultDir(), "cluster folder (configs, logs, data, state)")
+	_ = fs.Parse(args)
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if s, err := testcluster.ReadState(abs); err == nil {
+		return fmt.Errorf("a cluster already runs in %s (ZooKeeper %s); run zkcluster down first", abs, s.ZooKeeperConnect)
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return err
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := testcluster.Launch(ctx, testcluster.Brokers(*brokers), testcluster.Dir(abs), testcluster.Detach())
+	if err != nil {
+		return err
+	}
+	if err := c.WriteState(); err != nil {
+		_ = c.Close()
+		return err
+	}
+	s := c.State()
+	fmt.Printf("Kafka %s (ZooKeeper mode) with %d broker(s) and ZooKeeper %s, up in %v\n",
+		s.KafkaVersion, *brokers, s.ZooKeeperVersion, time.Since(start).Round(time.Millisecond))
+	printState(s)
+	fmt.Printf("stop it with: zkcluster down -dir %s   (or make cluster-down)\n", abs)
+	return nil
+}
+
+func printState(s testcluster.State) {
+	fmt.Printf("  zookeeper (for zkgroup --zookeeper): %s\n", s.ZooKeeperConnect)
+	fmt.Printf("  zookeeper (no chroot):               %s\n", s.ZooKeeper)
+	fmt.Printf("  kafka brokers:                       %v\n", s.Brokers)
+	fmt.Printf("  folder (logs, data):                 %s\n", s.Dir)
+}
+
+func status(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ExitOnError)
+	dir := fs.String("dir", defaultDir(), "cluster folder")
+	asJSON := fs.Bool("json", false, "print the state as JSON")
+	_ = fs.Parse(args)
+	s, err := testcluster.ReadState(*dir)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(s)
+	}
+	printState(s)
+	return nil
+}
+
+func down(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	dir := fs.String("dir", defaultDir(), "cluster folder")
+	_ = fs.Parse(args)
+	if _, err := os.Stat(filepath.Join(*dir, testcluster.StateFile)); errors.Is(err, os.ErrNotExist) {
+		fmt.Println("no cluster running in", *dir)
+		return nil
+	}
+	if err := testcluster.StopDetached(*dir); err != nil {
+		return err
+	}
+	fmt.Println("cluster stopped; no java process left")
+	return nil
+}
+
+// attach rebuilds enough of a Cluster from a state file to create topics and produce.
+func attach(dir string) (*testcluster.Cluster, error) {
+	s, err := testcluster.ReadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	return testcluster.Attach(s), nil
+}
+
+func topic(args []string) error {
+	fs := flag.NewFlagSet("topic", flag.ExitOnError)
+	dir := fs.String("dir", defaultDir(), "cluster folder")
+	name := fs.String("name", "", "topic name")
+	parts := fs.Int("partitions", 8, "partitions")
+	rf := fs.Int("replication", 1, "replication factor")
+	_ = fs.Parse(args)
+	if *name == "" {
+		return errors.New("topic: -name is required")
+	}
+	c, err := attach(*dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateTopic(ctx, *name, int32(*parts), int16(*rf)); err != nil {
+		return err
+	}
+	fmt.Printf("topic %s: %d partitions, replication factor %d\n", *name, *parts, *rf)
+	return nil
+}
+
+func produce(args []string) error {
+	fs := flag.NewFlagSet("produce", flag.ExitOnError)
+	dir := fs.String("dir", defaultDir(), "cluster folder")
+	name := fs.String("topic", "", "topic name")
+	parts := fs.Int("partitions", 8, "partitions of the topic")
+	n := fs.Int("n", 1000, "messages")
+	from := fs.Int("from", 0, "index of the first message")
+	_ = fs.Parse(args)
+	if *name == "" {
+		return errors.New("produce: -topic is required")
+	}
+	c, err := attach(*dir)
+	if err != nil {
+		return err
+	}
+	p, err := c.Produce(*name, int32(*parts), *from, *n)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("produced %d messages to %s: %v per partition\n", len(p.Offsets), *name, p.PerPartition)
+	return nil
+}

@@ -1,0 +1,251 @@
+package testcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-zookeeper/zk"
+)
+
+// SaramaConfig returns a sarama config for talking to the local cluster.
+func SaramaConfig() *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	cfg.ClientID = "zkgroup-testcluster"
+	cfg.Metadata.Retry.Max = 10
+	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Retry.Max = 10
+	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	return cfg
+}
+
+// CreateTopic creates topic with the given partitions and replication
+// factor and waits until every partition has a leader. It blocks.
+func (c *Cluster) CreateTopic(ctx context.Context, topic string, partitions int32, replication int16) error {
+	admin, err := sarama.NewClusterAdmin(c.Addrs(), SaramaConfig())
+	if err != nil {
+		return fmt.Errorf("testcluster: admin: %w", err)
+	}
+	defer admin.Close()
+	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: replication}, false)
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("testcluster: create topic %q: %w", topic, err)
+	}
+	for p := int32(0); p < partitions; p++ {
+		if _, err := c.WaitLeader(ctx, topic, p, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddPartitions raises topic's partition count to total.
+func (c *Cluster) AddPartitions(ctx context.Context, topic string, total int32) error {
+	admin, err := sarama.NewClusterAdmin(c.Addrs(), SaramaConfig())
+	if err != nil {
+		return fmt.Errorf("testcluster: admin: %w", err)
+	}
+	defer admin.Close()
+	if err := admin.CreatePartitions(topic, total, nil, false); err != nil {
+		return fmt.Errorf("testcluster: create partitions %q -> %d: %w", topic, total, err)
+	}
+	for p := int32(0); p < total; p++ {
+		if _, err := c.WaitLeader(ctx, topic, p, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteTopic deletes topic.
+func (c *Cluster) DeleteTopic(topic string) error {
+	admin, err := sarama.NewClusterAdmin(c.Addrs(), SaramaConfig())
+	if err != nil {
+		return fmt.Errorf("testcluster: admin: %w", err)
+	}
+	defer admin.Close()
+	if err := admin.DeleteTopic(topic); err != nil {
+		return fmt.Errorf("testcluster: delete topic %q: %w", topic, err)
+	}
+	return nil
+}
+
+type partitionState struct {
+	Leader int32   `json:"leader"`
+	ISR    []int32 `json:"isr"`
+}
+
+// Leader reads the current leader of a partition from its ZooKeeper state
+// node (-1 when it has none).
+func (c *Cluster) Leader(topic string, partition int32) (int32, error) {
+	conn, err := c.Connect(10 * time.Second)
+	if err != nil {
+		return -1, err
+	}
+	defer conn.Close()
+	st, _, err := readState(conn, c.statePath(topic, partition), false)
+	return st.Leader, err
+}
+
+func (c *Cluster) statePath(topic string, partition int32) string {
+	return c.opts.Chroot + "/brokers/topics/" + topic + "/partitions/" + strconv.Itoa(int(partition)) + "/state"
+}
+
+func readState(conn *zk.Conn, path string, watch bool) (partitionState, <-chan zk.Event, error) {
+	var (
+		data []byte
+		ev   <-chan zk.Event
+		err  error
+	)
+	if watch {
+		var ok bool
+		ok, _, ev, err = conn.ExistsW(path)
+		if err != nil || !ok {
+			return partitionState{Leader: -1}, ev, err
+		}
+		data, _, ev, err = conn.GetW(path)
+	} else {
+		data, _, err = conn.Get(path)
+	}
+	if err != nil {
+		return partitionState{Leader: -1}, ev, err
+	}
+	st := partitionState{Leader: -1}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return partitionState{Leader: -1}, ev, fmt.Errorf("testcluster: %s: %w", path, err)
+	}
+	return st, ev, nil
+}
+
+// WaitLeader waits, with a ZooKeeper watch, until the partition has a leader
+// other than not (pass -1 for any leader) that is a running broker, and
+// returns it.
+func (c *Cluster) WaitLeader(ctx context.Context, topic string, partition int32, not int32) (int32, error) {
+	conn, err := c.Connect(10 * time.Second)
+	if err != nil {
+		return -1, err
+	}
+	defer conn.Close()
+	path := c.statePath(topic, partition)
+	for {
+		st, ev, err := readState(conn, path, true)
+		if err == nil && st.Leader >= 0 && st.Leader != not {
+			if c.attached != nil {
+				return st.Leader, nil
+			}
+			if b, e := c.broker(st.Leader); e == nil && b.proc.running() {
+				return st.Leader, nil
+			}
+		}
+		var retry <-chan time.Time
+		if err != nil || ev == nil {
+			retry = time.After(200 * time.Millisecond)
+		} else {
+			// A watch fires on change; a kill -9'd broker's leadership also
+			// ends with a state change, so no polling is needed here.
+			retry = time.After(2 * time.Second)
+		}
+		select {
+		case <-ev:
+		case <-retry:
+		case <-ctx.Done():
+			return -1, fmt.Errorf("testcluster: waiting for a leader of %s/%d (not %d, last state %+v, err %v): %w", topic, partition, not, st, err, ctx.Err())
+		}
+	}
+}
+
+// Key and Value give the content Produce writes for message i of a topic:
+// "<topic>-k-<i>" and "<topic>-v-<i>".
+func Key(topic string, i int) string   { return topic + "-k-" + strconv.Itoa(i) }
+func Value(topic string, i int) string { return topic + "-v-" + strconv.Itoa(i) }
+
+// Produced is what Produce wrote.
+type Produced struct {
+	// Count of messages per partition.
+	PerPartition map[int32]int64
+	// Offsets of message i, by i.
+	Offsets map[int]Position
+}
+
+// Position is where a message landed.
+type Position struct {
+	Partition int32
+	Offset    int64
+}
+
+// Produce writes n messages with Key(topic, i) and Value(topic, i) for i in
+// [from, from+n), message i to partition i mod partitions, with acks=all,
+// and returns where each landed. It blocks until all are acknowledged.
+func (c *Cluster) Produce(topic string, partitions int32, from, n int) (Produced, error) {
+	cfg := SaramaConfig()
+	cfg.Producer.Flush.Messages = 500
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	p, err := sarama.NewAsyncProducer(c.Addrs(), cfg)
+	if err != nil {
+		return Produced{}, fmt.Errorf("testcluster: producer: %w", err)
+	}
+	out := Produced{PerPartition: map[int32]int64{}, Offsets: make(map[int]Position, n)}
+	done := make(chan error, 1)
+	go func() {
+		var firstErr error
+		for i := 0; i < n; i++ {
+			select {
+			case m := <-p.Successes():
+				idx := m.Metadata.(int)
+				out.PerPartition[m.Partition]++
+				out.Offsets[idx] = Position{Partition: m.Partition, Offset: m.Offset}
+			case e := <-p.Errors():
+				if firstErr == nil {
+					firstErr = fmt.Errorf("testcluster: produce %s: %w", topic, e.Err)
+				}
+			}
+		}
+		done <- firstErr
+	}()
+	for i := from; i < from+n; i++ {
+		p.Input() <- &sarama.ProducerMessage{
+			Topic:     topic,
+			Partition: int32(i % int(partitions)),
+			Key:       sarama.StringEncoder(Key(topic, i)),
+			Value:     sarama.StringEncoder(Value(topic, i)),
+			Metadata:  i,
+		}
+	}
+	err = <-done
+	if cerr := p.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("testcluster: producer close: %w", cerr)
+	}
+	return out, err
+}
+
+// HighWaterMarks returns the log-end offset of each partition of topic.
+func (c *Cluster) HighWaterMarks(topic string) (map[int32]int64, error) {
+	client, err := sarama.NewClient(c.Addrs(), SaramaConfig())
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: client: %w", err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: partitions of %q: %w", topic, err)
+	}
+	out := make(map[int32]int64, len(parts))
+	for _, p := range parts {
+		off, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+		if err != nil {
+			return nil, fmt.Errorf("testcluster: offset of %s/%d: %w", topic, p, err)
+		}
+		out[p] = off
+	}
+	return out, nil
+}

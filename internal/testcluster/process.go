@@ -1,0 +1,200 @@
+package testcluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one JVM (ZooKeeper or a broker). It is safe for concurrent use.
+type process struct {
+	name    string
+	dir     string // working folder: config, logs, data
+	args    []string
+	env     []string
+	detach  bool   // survive the Go process (cluster-up); no parent-death signal
+	logPath string // stdout and stderr of the JVM
+	appLog  string // the log4j file, for tails
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+}
+
+func newProcess(name, dir string, detach bool, env []string, args ...string) *process {
+	return &process{name: name, dir: dir, args: args, env: env, detach: detach,
+		logPath: filepath.Join(dir, name+".out")}
+}
+
+// start launches the JVM; its stdout and stderr are appended to logPath.
+func (p *process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		select {
+		case <-p.exited:
+		default:
+			return fmt.Errorf("testcluster: %s is already running (pid %d)", p.name, p.cmd.Process.Pid)
+		}
+	}
+	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testcluster: %s: log: %w", p.name, err)
+	}
+	cmd := exec.Command("java", p.args...)
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group, so that a terminal's ^C reaches only the Go
+	// process, which then stops the JVMs in order. Unless detached, the kernel
+	// kills the JVM when the thread that started it dies (the test binary was
+	// killed or timed out), so no java process outlives a test run.
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if !p.detach {
+		attr.Pdeathsig = syscall.SIGKILL
+	}
+	cmd.SysProcAttr = attr
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("testcluster: start %s: %w", p.name, err)
+	}
+	exited := make(chan struct{})
+	p.cmd, p.exited, p.exitErr = cmd, exited, nil
+	go func() {
+		err := cmd.Wait()
+		log.Close()
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+// pid returns the running JVM's pid, or 0.
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-p.exited:
+		return 0
+	default:
+		return p.cmd.Process.Pid
+	}
+}
+
+// running reports whether the JVM is alive.
+func (p *process) running() bool { return p.pid() != 0 }
+
+// done returns a channel closed when the current JVM has exited (nil if never started).
+func (p *process) done() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited
+}
+
+// signal sends sig to the JVM's process group and waits up to grace for it
+// to exit; then it sends SIGKILL and waits for the exit. It returns once the
+// process is gone.
+func (p *process) stop(sig syscall.Signal, grace time.Duration) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return nil
+	default:
+	}
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, sig)
+	if sig != syscall.SIGKILL {
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(grace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("testcluster: %s (pid %d) did not exit after SIGKILL", p.name, pgid)
+	}
+}
+
+// tail returns the last n lines of the process log, for failure messages.
+func (p *process) tail(n int) string {
+	out, _ := os.ReadFile(p.logPath)
+	app, _ := os.ReadFile(p.appLog)
+	b := append(out, app...)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// exitError returns why the JVM exited, if it has.
+func (p *process) exitError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited == nil {
+		return errors.New("never started")
+	}
+	select {
+	case <-p.exited:
+		if p.exitErr == nil {
+			return errors.New("exited with status 0")
+		}
+		return p.exitErr
+	default:
+		return nil
+	}
+}
+
+// jvmArgs returns the common JVM flags: a small heap and a log4j config.
+func jvmArgs(lib, dir string, heapMB int) []string {
+	return []string{
+		fmt.Sprintf("-Xms%dm", heapMB/4),
+		fmt.Sprintf("-Xmx%dm", heapMB),
+		"-XX:+UseSerialGC",
+		// C1 only: a JVM starts with a fraction of the CPU, which matters
+		// on 2 cores with 4 JVMs starting at once.
+		"-XX:TieredStopAtLevel=1",
+		"-XX:-UsePerfData",
+		"-Djava.awt.headless=true",
+		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
+		"-Dzookeeper.admin.enableServer=false",
+		"-cp", filepath.Join(lib, "*"),
+	}
+}
+
+const log4jProperties = `log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=${logfile}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.log.LogCleaner=WARN
+`
+
+func writeLog4j(dir, logfile string) error {
+	s := strings.ReplaceAll(log4jProperties, "${logfile}", logfile)
+	return os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(s), 0o644)
+}

@@ -1,0 +1,128 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// InCI reports whether the tests run in CI (CI=true), where a test that
+// needs the cluster fails instead of skipping when the cluster is missing.
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v == "true" || v == "1" || v == "yes"
+}
+
+// unavailable skips (outside CI, when java or mvn is missing) or fails.
+func unavailable(tb testing.TB, err error) {
+	tb.Helper()
+	if !InCI() && errors.Is(err, ErrNoJava) {
+		tb.Skipf("no local Kafka cluster: %v (set CI=true to make this a failure)", err)
+	}
+	tb.Fatalf("local Kafka cluster: %v", err)
+}
+
+// Start starts a cluster of its own for one test and stops it when the test
+// ends; on a failed test the process logs are printed. Use it for tests that
+// stop or kill brokers or ZooKeeper; other tests use Shared.
+func Start(tb testing.TB, opts ...Option) *Cluster {
+	tb.Helper()
+	if testing.Short() && !InCI() {
+		tb.Skip("integration test: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := Launch(ctx, opts...)
+	if err != nil {
+		unavailable(tb, err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("cluster logs:\n%s", c.Logs(60))
+		}
+		if err := c.Close(); err != nil {
+			tb.Errorf("stopping the cluster: %v", err)
+		}
+	})
+	return c
+}
+
+var shared struct {
+	once sync.Once
+	c    *Cluster
+	err  error
+}
+
+// SharedBrokers is the number of brokers of the shared cluster.
+const SharedBrokers = 3
+
+// Shared returns the cluster shared by every test of this test binary
+// (3 brokers, started on first use). Tests must use their own topic and
+// group names (see Name) and must not stop or kill its processes. The
+// package's TestMain must call Main so that the cluster is stopped.
+func Shared(tb testing.TB) *Cluster {
+	tb.Helper()
+	if testing.Short() && !InCI() {
+		tb.Skip("integration test: skipped with -short")
+	}
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		shared.c, shared.err = Launch(ctx, Brokers(SharedBrokers))
+	})
+	if shared.err != nil {
+		unavailable(tb, shared.err)
+	}
+	return shared.c
+}
+
+// Main runs the tests of a package and then stops the shared cluster, if
+// one was started. Call it from TestMain: os.Exit(testcluster.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared.c != nil {
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "shared cluster logs:\n%s\n", shared.c.Logs(40))
+		}
+		if err := shared.c.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the shared cluster: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+var nameSeq struct {
+	sync.Mutex
+	n int
+}
+
+// Name returns a topic or group name unique within this test binary and
+// readable in logs: the test name, sanitised, plus a suffix.
+func Name(tb testing.TB, suffix string) string {
+	nameSeq.Lock()
+	nameSeq.n++
+	n := nameSeq.n
+	nameSeq.Unlock()
+	var sb strings.Builder
+	for _, r := range tb.Name() {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('_')
+		}
+	}
+	s := fmt.Sprintf("%s-%s-%d-%d", sb.String(), suffix, os.Getpid()%100000, n)
+	if len(s) > 200 {
+		s = s[len(s)-200:]
+	}
+	return s
+}

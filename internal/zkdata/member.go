@@ -1,0 +1,158 @@
+package zkdata
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MemberRegistrationVersion is the version Marshal writes when Version is 0.
+const MemberRegistrationVersion = 1
+
+// MemberRegistration is the data of /consumers/<group>/ids/<consumerId>. It
+// is a plain value; copies share the Subscription map, so treat it as
+// read-only when sharing between goroutines.
+type MemberRegistration struct {
+	Version int
+	// Subscription maps a topic (pattern "static") or the one wildcard
+	// expression (patterns "white_list", "black_list") to a stream count.
+	Subscription map[string]int
+	Pattern      string // "static", "white_list" or "black_list"; not checked here
+	Timestamp    int64  // milliseconds since the epoch; 0 when absent
+}
+
+type memberOut struct {
+	Version      int            `json:"version"`
+	Subscription map[string]int `json:"subscription"`
+	Pattern      string         `json:"pattern"`
+	Timestamp    string         `json:"timestamp"`
+}
+
+type memberIn struct {
+	Version      int             `json:"version"`
+	Subscription map[string]int  `json:"subscription"`
+	Pattern      *string         `json:"pattern"`
+	Timestamp    json.RawMessage `json:"timestamp"`
+}
+
+// Marshal encodes m as Kafka's ZooKeeper consumer does:
+// {"version":1,"subscription":{...},"pattern":"static","timestamp":"<ms>"},
+// with the timestamp as a JSON string (JVM tools reject a number), the
+// subscription keys sorted and HTML characters unescaped. Version 0 is
+// written as MemberRegistrationVersion. It rejects, with an error wrapping
+// ErrMalformed, an empty pattern or subscription, stream counts below 1, a
+// negative timestamp and strings that are not valid UTF-8. It is pure, safe
+// for concurrent use, and does not block.
+func (m MemberRegistration) Marshal() ([]byte, error) {
+	const node = "member registration"
+	switch {
+	case m.Pattern == "":
+		return nil, malformed(node, "pattern", "", "empty")
+	case !utf8.ValidString(m.Pattern):
+		return nil, malformed(node, "pattern", m.Pattern, "invalid UTF-8")
+	case len(m.Subscription) == 0:
+		return nil, malformed(node, "subscription", "", "empty")
+	case m.Timestamp < 0:
+		return nil, malformed(node, "timestamp", strconv.FormatInt(m.Timestamp, 10), "negative")
+	}
+	for k, n := range m.Subscription {
+		if !utf8.ValidString(k) {
+			return nil, malformed(node, "subscription", k, "invalid UTF-8")
+		}
+		if n < 1 {
+			return nil, malformed(node, "subscription", k, "stream count "+strconv.Itoa(n)+" below 1")
+		}
+	}
+	v := m.Version
+	if v == 0 {
+		v = MemberRegistrationVersion
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(memberOut{
+		Version:      v,
+		Subscription: m.Subscription,
+		Pattern:      m.Pattern,
+		Timestamp:    strconv.FormatInt(m.Timestamp, 10),
+	})
+	if err != nil {
+		e := malformed(node, "", "", err.Error())
+		e.Err = err
+		return nil, e
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// ParseMemberRegistration decodes the ids node of consumer id. "pattern" and
+// "subscription" are required and non-empty; stream counts must be
+// non-negative integers. "timestamp" may be a string of decimal digits (as
+// the JVM writes it), a non-negative JSON integer (as older Go consumers
+// wrote it), null or absent (0). Unknown fields are ignored. Errors wrap
+// ErrMalformed and name the member and field. It is pure, safe for
+// concurrent use, and does not block.
+func ParseMemberRegistration(id string, data []byte) (MemberRegistration, error) {
+	node := "member " + strconv.Quote(id)
+	var raw memberIn
+	if err := decodeObject(node, data, &raw); err != nil {
+		return MemberRegistration{}, err
+	}
+	if raw.Pattern == nil {
+		return MemberRegistration{}, malformed(node, "pattern", "", "missing")
+	}
+	if *raw.Pattern == "" {
+		return MemberRegistration{}, malformed(node, "pattern", "", "empty")
+	}
+	if len(raw.Subscription) == 0 {
+		return MemberRegistration{}, malformed(node, "subscription", "", "missing or empty")
+	}
+	for k, n := range raw.Subscription {
+		if n < 0 {
+			return MemberRegistration{}, malformed(node, "subscription", k,
+				"negative stream count "+strconv.Itoa(n))
+		}
+	}
+	ts, reason := parseTimestamp(raw.Timestamp)
+	if reason != "" {
+		return MemberRegistration{}, malformed(node, "timestamp", string(raw.Timestamp), reason)
+	}
+	return MemberRegistration{
+		Version:      raw.Version,
+		Subscription: raw.Subscription,
+		Pattern:      *raw.Pattern,
+		Timestamp:    ts,
+	}, nil
+}
+
+// parseTimestamp accepts a JSON string of decimal digits, a JSON integer,
+// null or nothing, and returns a reason when raw is none of these.
+func parseTimestamp(raw json.RawMessage) (int64, string) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, ""
+	}
+	digits := string(raw)
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &digits); err != nil {
+			return 0, "bad string"
+		}
+	} else if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, "want a string or an integer"
+	}
+	if digits == "" {
+		return 0, "empty"
+	}
+	if digits[0] == '-' {
+		return 0, "negative"
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, "not a decimal integer"
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, "out of range"
+	}
+	return n, ""
+}

@@ -1,0 +1,128 @@
+package zkdata
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestMemberMarshal(t *testing.T) {
+	tests := []struct {
+		name string
+		m    MemberRegistration
+		want string
+	}{
+		{
+			name: "static",
+			m: MemberRegistration{Version: 1, Pattern: "static", Timestamp: 1440000000000,
+				Subscription: map[string]int{"topicB": 1, "topicA": 1}},
+			want: `{"version":1,"subscription":{"topicA":1,"topicB":1},"pattern":"static","timestamp":"1440000000000"}`,
+		},
+		{
+			name: "whitelist with HTML characters, version defaulted",
+			m:    MemberRegistration{Pattern: "white_list", Subscription: map[string]int{"a&b|<c>": 2}},
+			want: `{"version":1,"subscription":{"a&b|<c>":2},"pattern":"white_list","timestamp":"0"}`,
+		},
+		{
+			name: "escaping",
+			m:    MemberRegistration{Version: 1, Pattern: "black_list", Subscription: map[string]int{`a\.b"`: 1}},
+			want: `{"version":1,"subscription":{"a\\.b\"":1},"pattern":"black_list","timestamp":"0"}`,
+		},
+	}
+	for _, tt := range tests {
+		got, err := tt.m.Marshal()
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%s: Marshal = %s, %v\nwant %s", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+func TestMemberMarshalErrors(t *testing.T) {
+	ok := map[string]int{"a": 1}
+	tests := []struct {
+		m    MemberRegistration
+		want string
+	}{
+		{MemberRegistration{Subscription: ok}, "zkdata: member registration: pattern: empty"},
+		{MemberRegistration{Pattern: "static"}, "subscription: empty"},
+		{MemberRegistration{Pattern: "static", Subscription: map[string]int{"a": 0}}, `subscription "a": stream count 0 below 1`},
+		{MemberRegistration{Pattern: "static", Subscription: ok, Timestamp: -1}, `timestamp "-1": negative`},
+		{MemberRegistration{Pattern: "static", Subscription: map[string]int{"\xff": 1}}, "invalid UTF-8"},
+		{MemberRegistration{Pattern: "st\xffatic", Subscription: ok}, "pattern"},
+	}
+	for _, tt := range tests {
+		got, err := tt.m.Marshal()
+		if got != nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Marshal(%+v) = %s, %v; want error containing %q", tt.m, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseMemberRegistration(t *testing.T) {
+	tests := []struct {
+		name, data string
+		want       MemberRegistration
+	}{
+		{
+			name: "JVM static",
+			data: `{"version":1,"subscription":{"topicA":1,"topicB":1},"pattern":"static","timestamp":"1440000000000"}`,
+			want: MemberRegistration{Version: 1, Pattern: "static", Timestamp: 1440000000000,
+				Subscription: map[string]int{"topicA": 1, "topicB": 1}},
+		},
+		{
+			name: "JVM white_list without timestamp",
+			data: `{"version":1,"subscription":{"orders.*":1},"pattern":"white_list"}`,
+			want: MemberRegistration{Version: 1, Pattern: "white_list", Subscription: map[string]int{"orders.*": 1}},
+		},
+		{
+			name: "old Go consumer integer timestamp",
+			data: `{"pattern":"static","subscription":{"t":1},"timestamp":1440000000000,"version":1}`,
+			want: MemberRegistration{Version: 1, Pattern: "static", Timestamp: 1440000000000, Subscription: map[string]int{"t": 1}},
+		},
+		{
+			name: "null timestamp, unknown fields, zero count",
+			data: `{"version":1,"subscription":{"x":0},"pattern":"black_list","timestamp":null,"host":"h","extra":[1]}`,
+			want: MemberRegistration{Version: 1, Pattern: "black_list", Subscription: map[string]int{"x": 0}},
+		},
+	}
+	for _, tt := range tests {
+		got, err := ParseMemberRegistration("c1", []byte(tt.data))
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseMemberRegistrationErrors(t *testing.T) {
+	tests := []struct {
+		data, want string
+	}{
+		{`{"version":1,"subscription":{"topicA":1},"pattern":"sta`, `zkdata: member "g-1": invalid JSON`},
+		{`{"version":1,"subscription":{"a":1}}`, `zkdata: member "g-1": pattern: missing`},
+		{`{"subscription":{"a":1},"pattern":""}`, "pattern: empty"},
+		{`{"subscription":{"a":1},"pattern":1}`, "pattern: JSON number where string expected"},
+		{`{"pattern":"static"}`, "subscription: missing or empty"},
+		{`{"pattern":"static","subscription":{}}`, "subscription: missing or empty"},
+		{`{"pattern":"static","subscription":["a"]}`, "subscription: JSON array"},
+		{`{"pattern":"static","subscription":{"a":"1"}}`, "JSON string where int expected"},
+		{`{"pattern":"static","subscription":{"a":1.5}}`, "JSON number 1.5 where int expected"},
+		{`{"pattern":"static","subscription":{"a":-1}}`, `subscription "a": negative stream count -1`},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":"abc"}`, `timestamp "\"abc\"": not a decimal integer`},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":""}`, "timestamp"},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":"-5"}`, "negative"},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":-5}`, "negative"},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":1.5}`, "not a decimal integer"},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":1e12}`, "not a decimal integer"},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":"99999999999999999999"}`, "out of range"},
+		{`{"pattern":"static","subscription":{"a":1},"timestamp":true}`, "want a string or an integer"},
+		{`{"pattern":"static","subscription":{"a":1},"version":"1"}`, "version: JSON string"},
+		{`[]`, "not a JSON object"},
+	}
+	for _, tt := range tests {
+		_, err := ParseMemberRegistration("g-1", []byte(tt.data))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseMemberRegistration(%s) = %v, want error containing %q", tt.data, err, tt.want)
+		}
+	}
+}

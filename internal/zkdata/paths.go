@@ -1,0 +1,57 @@
+package zkdata
+
+import "strconv"
+
+// Fixed paths of Kafka's ZooKeeper layout, without chroot.
+const (
+	ConsumersRootPath = "/consumers"
+	BrokerIDsPath     = "/brokers/ids"
+	TopicsPath        = "/brokers/topics"
+	ControllerPath    = "/controller"
+)
+
+// The path builders below are pure, safe for concurrent use and do not
+// block. They do not check their arguments: validate group, consumer and
+// topic names (see ValidateNodeName) before building paths from them.
+
+// ConsumersPath returns /consumers/<group>.
+func ConsumersPath(group string) string { return ConsumersRootPath + "/" + group }
+
+// IDsPath returns /consumers/<group>/ids, the parent of member registrations.
+func IDsPath(group string) string { return ConsumersPath(group) + "/ids" }
+
+// IDPath returns /consumers/<group>/ids/<id>, a member registration.
+func IDPath(group, id string) string { return IDsPath(group) + "/" + id }
+
+// OwnersPath returns /consumers/<group>/owners.
+func OwnersPath(group string) string { return ConsumersPath(group) + "/owners" }
+
+// OwnerTopicPath returns /consumers/<group>/owners/<topic>.
+func OwnerTopicPath(group, topic string) string { return OwnersPath(group) + "/" + topic }
+
+// OwnerPath returns /consumers/<group>/owners/<topic>/<p>.
+func OwnerPath(group, topic string, p int32) string {
+	return OwnerTopicPath(group, topic) + "/" + strconv.FormatInt(int64(p), 10)
+}
+
+// OffsetsPath returns /consumers/<group>/offsets.
+func OffsetsPath(group string) string { return ConsumersPath(group) + "/offsets" }
+
+// OffsetTopicPath returns /consumers/<group>/offsets/<topic>.
+func OffsetTopicPath(group, topic string) string { return OffsetsPath(group) + "/" + topic }
+
+// OffsetPath returns /consumers/<group>/offsets/<topic>/<p>.
+func OffsetPath(group, topic string, p int32) string {
+	return OffsetTopicPath(group, topic) + "/" + strconv.FormatInt(int64(p), 10)
+}
+
+// BrokerPath returns /brokers/ids/<id>.
+func BrokerPath(id int32) string { return BrokerIDsPath + "/" + strconv.FormatInt(int64(id), 10) }
+
+// TopicPath returns /brokers/topics/<topic>.
+func TopicPath(topic string) string { return TopicsPath + "/" + topic }
+
+// PartitionStatePath returns /brokers/topics/<topic>/partitions/<p>/state.
+func PartitionStatePath(topic string, p int32) string {
+	return TopicPath(topic) + "/partitions/" + strconv.FormatInt(int64(p), 10) + "/state"
+}

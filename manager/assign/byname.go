@@ -1,0 +1,61 @@
+package assign
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Strategy names accepted by ByName.
+const (
+	NameRange       = "range"
+	NameRoundRobin  = "roundrobin"
+	NameLeaderAware = "leader-aware"
+	NameSticky      = "sticky"
+	// DefaultName is the strategy the project uses when none is configured.
+	DefaultName = NameLeaderAware
+)
+
+// ErrUnknownStrategy is wrapped by the error ByName returns for a name it
+// does not know.
+var ErrUnknownStrategy = errors.New("assign: unknown strategy")
+
+// UnknownStrategyError reports a strategy name ByName does not know. It
+// unwraps to ErrUnknownStrategy.
+type UnknownStrategyError struct {
+	// Name is the offending value as given.
+	Name string
+}
+
+// Error names the offending value and lists the valid names.
+func (e *UnknownStrategyError) Error() string {
+	return fmt.Sprintf("%v %q (valid: %s)", ErrUnknownStrategy, e.Name,
+		strings.Join(Names(), ", "))
+}
+
+// Unwrap returns ErrUnknownStrategy.
+func (e *UnknownStrategyError) Unwrap() error { return ErrUnknownStrategy }
+
+// ByName returns the strategy registered under name (exact, case-sensitive
+// match of one of Names()). For any other name it returns a nil Strategy and
+// an *UnknownStrategyError wrapping ErrUnknownStrategy. ByName never blocks
+// and is safe for concurrent use.
+func ByName(name string) (Strategy, error) {
+	switch name {
+	case NameRange:
+		return Range, nil
+	case NameRoundRobin:
+		return RoundRobin, nil
+	case NameLeaderAware:
+		return LeaderAware, nil
+	case NameSticky:
+		return Sticky, nil
+	}
+	return nil, &UnknownStrategyError{Name: name}
+}
+
+// Names returns the valid strategy names in a fixed order, as a new slice
+// the caller may modify. It never blocks and is safe for concurrent use.
+func Names() []string {
+	return []string{NameRange, NameRoundRobin, NameLeaderAware, NameSticky}
+}

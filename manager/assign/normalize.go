@@ -1,0 +1,141 @@
+package assign
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// view is the canonical form of a strategy's input: de-duplicated, sorted
+// and independent of the order of the caller's slices.
+type view struct {
+	// members holds the distinct member IDs in ascending order.
+	members []string
+	// parts holds the distinct partitions sorted by (Topic, ID), with
+	// negative leaders normalised to -1.
+	parts []Partition
+	// topics holds the distinct topics of parts in ascending order.
+	topics []string
+	// eligible maps each topic of parts to the ascending IDs of the members
+	// subscribed to it. Topics nobody subscribes to map to nil.
+	eligible map[string][]string
+	// uniform is true when every member is eligible for every topic.
+	uniform bool
+}
+
+// normalize builds the canonical view of the input.
+//
+// Duplicate members (same ID) are merged: the merged member subscribes to the
+// union of their topics, and to everything if any of them has nil Topics.
+// Duplicate partitions (same Topic and ID) are merged keeping the highest
+// Leader, so a known leader wins over -1. The caller's slices are not
+// modified.
+func normalize(members []Member, partitions []Partition) *view {
+	v := &view{eligible: make(map[string][]string)}
+
+	// subs[id] == nil means "subscribes to every topic".
+	subs := make(map[string]map[string]bool, len(members))
+	all := make(map[string]bool, len(members))
+	for _, m := range members {
+		if all[m.ID] {
+			continue
+		}
+		if m.Topics == nil {
+			all[m.ID] = true
+			subs[m.ID] = nil
+			continue
+		}
+		set, ok := subs[m.ID]
+		if !ok {
+			set = make(map[string]bool, len(m.Topics))
+			subs[m.ID] = set
+		}
+		for _, t := range m.Topics {
+			set[t] = true
+		}
+	}
+	v.members = make([]string, 0, len(subs))
+	for id := range subs {
+		v.members = append(v.members, id)
+	}
+	slices.Sort(v.members)
+
+	v.parts = make([]Partition, len(partitions))
+	copy(v.parts, partitions)
+	for i := range v.parts {
+		if v.parts[i].Leader < 0 {
+			v.parts[i].Leader = -1
+		}
+	}
+	// Sort by (Topic, ID, Leader descending) so that the first of each run of
+	// duplicates carries the highest leader.
+	slices.SortFunc(v.parts, func(a, b Partition) int {
+		if c := comparePartitions(a, b); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Leader, a.Leader)
+	})
+	v.parts = slices.CompactFunc(v.parts, func(a, b Partition) bool {
+		return comparePartitions(a, b) == 0
+	})
+
+	v.uniform = true
+	for _, p := range v.parts {
+		if len(v.topics) > 0 && v.topics[len(v.topics)-1] == p.Topic {
+			continue
+		}
+		v.topics = append(v.topics, p.Topic)
+		var elig []string
+		for _, id := range v.members {
+			if set := subs[id]; set == nil || set[p.Topic] {
+				elig = append(elig, id)
+			}
+		}
+		if len(elig) != len(v.members) {
+			v.uniform = false
+		}
+		v.eligible[p.Topic] = elig
+	}
+	return v
+}
+
+// newAssignment returns an Assignment with an empty slice for every member.
+func (v *view) newAssignment() Assignment {
+	a := make(Assignment, len(v.members))
+	for _, id := range v.members {
+		a[id] = []Partition{}
+	}
+	return a
+}
+
+// eligibleParts returns the partitions of v that at least one member
+// subscribes to, in (Topic, ID) order.
+func (v *view) eligibleParts() []Partition {
+	out := make([]Partition, 0, len(v.parts))
+	for _, p := range v.parts {
+		if len(v.eligible[p.Topic]) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// topicParts returns the sub-slice of v.parts that belongs to topic.
+func (v *view) topicParts(topic string) []Partition {
+	lo, _ := slices.BinarySearchFunc(v.parts, topic, func(p Partition, t string) int {
+		return strings.Compare(p.Topic, t)
+	})
+	hi := lo
+	for hi < len(v.parts) && v.parts[hi].Topic == topic {
+		hi++
+	}
+	return v.parts[lo:hi]
+}
+
+// sortAll sorts every member's partitions by (Topic, ID).
+func (a Assignment) sortAll() Assignment {
+	for _, parts := range a {
+		slices.SortFunc(parts, comparePartitions)
+	}
+	return a
+}

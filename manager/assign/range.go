@@ -1,0 +1,33 @@
+package assign
+
+// Range assigns partitions with the semantics of Kafka's RangeAssignor. Each
+// topic is handled on its own: its eligible members are sorted by ID, its
+// partitions by ID, and the partitions are cut into contiguous ranges, one
+// per member in order; with P partitions and N eligible members every member
+// gets P/N partitions and the first P mod N members get one more. Counts are
+// therefore balanced to within one per topic, but not necessarily overall.
+//
+// Range is pure, never blocks and is safe for concurrent use.
+func Range(members []Member, partitions []Partition) Assignment {
+	v := normalize(members, partitions)
+	out := v.newAssignment()
+	for _, topic := range v.topics {
+		elig := v.eligible[topic]
+		if len(elig) == 0 {
+			continue
+		}
+		parts := v.topicParts(topic)
+		n := len(elig)
+		per, extra := len(parts)/n, len(parts)%n
+		next := 0
+		for i, id := range elig {
+			count := per
+			if i < extra {
+				count++
+			}
+			out[id] = append(out[id], parts[next:next+count]...)
+			next += count
+		}
+	}
+	return out.sortAll()
+}

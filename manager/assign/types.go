@@ -1,0 +1,80 @@
+package assign
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Partition is one partition of a topic together with the broker that
+// currently leads it. Leader is -1 when the partition has no live leader; any
+// negative Leader is treated as -1. Partition is a plain value and is safe
+// for concurrent use.
+type Partition struct {
+	Topic  string
+	ID     int32
+	Leader int32
+}
+
+// Member is one member of the consumer group. Topics lists the topics the
+// member subscribes to; a nil Topics means "every topic present in the
+// input", while a non-nil empty Topics subscribes to nothing. Member is a
+// plain value and is safe for concurrent use.
+type Member struct {
+	ID     string
+	Topics []string
+}
+
+// Assignment maps a member ID to the partitions it owns, sorted by
+// (Topic, ID). Every distinct member of the input has a key, possibly with an
+// empty slice. An Assignment returned by a Strategy is owned by the caller;
+// reading it concurrently is safe, mutating it is not.
+type Assignment map[string][]Partition
+
+// Strategy computes an assignment of partitions to members. The result
+// depends only on the contents of its arguments (not on their order, on
+// time or on randomness), the arguments are not modified, and every
+// Strategy in this package is pure, never blocks and is safe for concurrent
+// use.
+type Strategy func(members []Member, partitions []Partition) Assignment
+
+// Owner returns the ID of the member that owns partition (topic, id) in a,
+// and false when no member owns it. If a (built by hand) lists the partition
+// under several members, the smallest member ID is returned so that the
+// answer does not depend on map iteration order. Owner only reads a, never
+// blocks, and is safe for concurrent use as long as a is not being mutated.
+func (a Assignment) Owner(topic string, id int32) (string, bool) {
+	var (
+		owner string
+		found bool
+	)
+	for member, parts := range a {
+		if found && member >= owner {
+			continue
+		}
+		if containsPartition(parts, topic, id) {
+			owner, found = member, true
+		}
+	}
+	return owner, found
+}
+
+// containsPartition reports whether parts holds (topic, id). It uses binary
+// search when parts is sorted and falls back to a linear scan otherwise.
+func containsPartition(parts []Partition, topic string, id int32) bool {
+	if slices.IsSortedFunc(parts, comparePartitions) {
+		_, ok := slices.BinarySearchFunc(parts, Partition{Topic: topic, ID: id},
+			comparePartitions)
+		return ok
+	}
+	return slices.ContainsFunc(parts, func(p Partition) bool {
+		return p.Topic == topic && p.ID == id
+	})
+}
+
+// comparePartitions orders partitions by (Topic, ID); Leader is ignored.
+func comparePartitions(a, b Partition) int {
+	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}

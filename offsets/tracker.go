@@ -1,0 +1,282 @@
+package offsets
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// MaxOffset is the largest offset [Tracker.Deliver] accepts. It is one below
+// math.MaxInt64 so that "last delivered + 1" is always representable.
+const MaxOffset int64 = math.MaxInt64 - 1
+
+// Sentinel errors returned (wrapped) by [Tracker.Deliver]. They are plain
+// values and safe for concurrent use.
+var (
+	// ErrOutOfOrder reports an offset that is below the start offset or not
+	// above the last delivered offset.
+	ErrOutOfOrder = errors.New("offsets: offset out of order")
+	// ErrInvalidOffset reports an offset above MaxOffset.
+	ErrInvalidOffset = errors.New("offsets: invalid offset")
+)
+
+// DeliverError describes a delivery rejected by [Tracker.Deliver]. It wraps
+// ErrOutOfOrder or ErrInvalidOffset. It is an immutable value once returned
+// and safe for concurrent reads.
+type DeliverError struct {
+	Offset  int64 // the rejected offset
+	Start   int64 // the tracker's start offset
+	Last    int64 // the last delivered offset; meaningful only if HasLast
+	HasLast bool  // whether anything had been delivered
+	Err     error // ErrOutOfOrder or ErrInvalidOffset
+}
+
+// Error names the rejected offset and the bound it violated.
+func (e *DeliverError) Error() string {
+	switch {
+	case errors.Is(e.Err, ErrInvalidOffset):
+		return fmt.Sprintf("%v: deliver offset %d above max offset %d", e.Err, e.Offset, MaxOffset)
+	case e.HasLast:
+		return fmt.Sprintf("%v: deliver offset %d not above last delivered offset %d", e.Err, e.Offset, e.Last)
+	default:
+		return fmt.Sprintf("%v: deliver offset %d below start offset %d", e.Err, e.Offset, e.Start)
+	}
+}
+
+// Unwrap returns the sentinel error (ErrOutOfOrder or ErrInvalidOffset).
+func (e *DeliverError) Unwrap() error { return e.Err }
+
+// AckResult is the outcome of [Tracker.Ack]. The zero value is not a valid
+// result. It is a plain value, safe for concurrent use.
+type AckResult int
+
+// Possible results of [Tracker.Ack].
+const (
+	// AckOK: the offset was delivered and pending; it is now acked.
+	AckOK AckResult = iota + 1
+	// AckDuplicate: the offset was already acked and is still held in memory
+	// (some lower offset is still pending).
+	AckDuplicate
+	// AckUnknown: the offset was never delivered (gap, never seen, beyond the
+	// last delivered offset), or is below the committable watermark (already
+	// acked and released), or was forgotten by Reset.
+	AckUnknown
+)
+
+// String returns "ok", "duplicate", "unknown" or "AckResult(n)".
+func (r AckResult) String() string {
+	switch r {
+	case AckOK:
+		return "ok"
+	case AckDuplicate:
+		return "duplicate"
+	case AckUnknown:
+		return "unknown"
+	default:
+		return "AckResult(" + strconv.Itoa(int(r)) + ")"
+	}
+}
+
+// minCapacity is the ring size allocated on first growth.
+const minCapacity = 16
+
+// entry is one delivered message held in the ring.
+type entry struct {
+	offset int64
+	at     time.Time
+	acked  bool
+}
+
+// Tracker tracks delivered and acked offsets of a single partition and
+// computes the committable offset.
+//
+// Tracker is not safe for concurrent use; its owner (the partition manager)
+// serialises calls. No method blocks. The zero value is a Tracker starting at
+// offset 0.
+//
+// Invariants: the ring holds entries in strictly increasing offset order; if
+// the ring is non-empty its head entry is unacked; pending counts the unacked
+// entries in the ring.
+type Tracker struct {
+	buf       []entry // ring storage; len is 0 or a power of two
+	head      int     // index of the oldest entry in buf
+	n         int     // number of entries in the ring
+	pending   int     // number of unacked entries in the ring
+	start     int64   // start offset set by NewTracker or Reset
+	next      int64   // smallest offset Deliver accepts: start or last delivered + 1
+	delivered bool    // whether anything was delivered since NewTracker/Reset
+}
+
+// NewTracker returns an empty Tracker whose consumption starts at start, the
+// offset of the first message that will be delivered. start must be a real
+// offset, not one of sarama's negative OffsetNewest/OffsetOldest sentinels;
+// a negative start is treated as 0. The result is not safe for concurrent
+// use.
+func NewTracker(start int64) *Tracker {
+	t := &Tracker{}
+	t.Reset(start)
+	return t
+}
+
+// Reset forgets every delivered and acked offset and restarts the tracker at
+// start, as NewTracker would (negative start is treated as 0). It keeps the
+// ring's memory for reuse. Reset is the only operation that may move the
+// committable offset backwards (e.g. after an out-of-range reset). Not safe
+// for concurrent use; never blocks.
+func (t *Tracker) Reset(start int64) {
+	if start < 0 {
+		start = 0
+	}
+	clear(t.buf) // drop time.Location references held by stale entries
+	t.head, t.n, t.pending = 0, 0, 0
+	t.start, t.next, t.delivered = start, start, false
+}
+
+// Deliver records that the message at offset was handed to the application at
+// time at. offset must be >= the start offset, greater than the last delivered
+// offset, and <= MaxOffset. Otherwise Deliver returns a *DeliverError wrapping
+// ErrOutOfOrder or ErrInvalidOffset and changes nothing. Amortised O(1); does
+// not allocate unless the ring must grow. Not safe for concurrent use; never
+// blocks.
+func (t *Tracker) Deliver(offset int64, at time.Time) error {
+	if offset > MaxOffset {
+		return t.deliverError(offset, ErrInvalidOffset)
+	}
+	if offset < t.next {
+		return t.deliverError(offset, ErrOutOfOrder)
+	}
+	if t.n == len(t.buf) {
+		t.grow()
+	}
+	t.buf[(t.head+t.n)&(len(t.buf)-1)] = entry{offset: offset, at: at}
+	t.n++
+	t.pending++
+	t.next = offset + 1
+	t.delivered = true
+	return nil
+}
+
+func (t *Tracker) deliverError(offset int64, err error) error {
+	e := &DeliverError{Offset: offset, Start: t.start, HasLast: t.delivered, Err: err}
+	if t.delivered {
+		e.Last = t.next - 1
+	}
+	return e
+}
+
+// grow doubles the ring (or allocates the initial one), unwrapping the
+// entries so the oldest is at index 0.
+func (t *Tracker) grow() {
+	size := 2 * len(t.buf)
+	if size < minCapacity {
+		size = minCapacity
+	}
+	buf := make([]entry, size)
+	for i := 0; i < t.n; i++ {
+		buf[i] = t.buf[(t.head+i)&(len(t.buf)-1)]
+	}
+	t.buf, t.head = buf, 0
+}
+
+// Ack marks the delivered message at offset as processed and, if it was the
+// oldest pending one, advances the committable offset past every acked entry.
+// It returns AckOK, AckDuplicate or AckUnknown (see their docs); AckUnknown
+// and AckDuplicate change nothing. O(log n) for n outstanding entries; never
+// allocates or panics. Not safe for concurrent use; never blocks.
+func (t *Tracker) Ack(offset int64) AckResult {
+	if t.n == 0 || offset < t.buf[t.head].offset || offset >= t.next {
+		return AckUnknown
+	}
+	i, ok := t.find(offset)
+	if !ok {
+		return AckUnknown
+	}
+	if t.buf[i].acked {
+		return AckDuplicate
+	}
+	t.buf[i].acked = true
+	t.pending--
+	t.release()
+	return AckOK
+}
+
+// find returns the buf index of the entry holding offset, by binary search
+// over the ring's logical positions. The ring must be non-empty.
+func (t *Tracker) find(offset int64) (int, bool) {
+	if t.buf[t.head].offset == offset { // in-order acks hit the head
+		return t.head, true
+	}
+	mask := len(t.buf) - 1
+	lo, hi := 0, t.n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if t.buf[(t.head+mid)&mask].offset < offset {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == t.n {
+		return 0, false
+	}
+	i := (t.head + lo) & mask
+	return i, t.buf[i].offset == offset
+}
+
+// release drops acked entries from the head of the ring, restoring the
+// invariant that a non-empty ring starts with an unacked entry.
+func (t *Tracker) release() {
+	mask := len(t.buf) - 1
+	for t.n > 0 && t.buf[t.head].acked {
+		t.buf[t.head] = entry{}
+		t.head = (t.head + 1) & mask
+		t.n--
+	}
+	if t.n == 0 {
+		t.head = 0
+	}
+}
+
+// Committable returns the offset to commit, in Kafka's "next offset to read"
+// convention: the lowest delivered-but-unacked offset; or, when everything
+// delivered is acked, the last delivered offset + 1; or, before any delivery,
+// the start offset. It never decreases except across Reset. O(1); not safe for
+// concurrent use; never blocks.
+func (t *Tracker) Committable() int64 {
+	if t.n > 0 {
+		return t.buf[t.head].offset
+	}
+	return t.next
+}
+
+// Pending returns the number of delivered messages not yet acked. O(1); not
+// safe for concurrent use; never blocks.
+func (t *Tracker) Pending() int { return t.pending }
+
+// Outstanding returns the number of entries held in memory: pending ones plus
+// acked ones above the committable offset. Use it for backpressure. O(1); not
+// safe for concurrent use; never blocks.
+func (t *Tracker) Outstanding() int { return t.n }
+
+// OldestPending returns the lowest delivered-but-unacked offset and the time
+// it was delivered; ok is false when nothing is pending. O(1); not safe for
+// concurrent use; never blocks.
+func (t *Tracker) OldestPending() (offset int64, at time.Time, ok bool) {
+	if t.n == 0 {
+		return 0, time.Time{}, false
+	}
+	e := &t.buf[t.head]
+	return e.offset, e.at, true
+}
+
+// LastDelivered returns the highest offset delivered since NewTracker or the
+// last Reset; ok is false if nothing was delivered. O(1); not safe for
+// concurrent use; never blocks.
+func (t *Tracker) LastDelivered() (offset int64, ok bool) {
+	if !t.delivered {
+		return 0, false
+	}
+	return t.next - 1, true
+}

@@ -1,0 +1,598 @@
+package offsets
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// at returns a distinct, deterministic delivery time for offset o.
+func at(o int64) time.Time { return t0.Add(time.Duration(o%1_000_000) * time.Millisecond) }
+
+type opKind int
+
+const (
+	opDeliver opKind = iota
+	opAck
+	opReset
+)
+
+// step is one call in a table test, with the expected outcome and the
+// committable offset expected right after it.
+type step struct {
+	op         opKind
+	off        int64
+	wantErr    error     // for opDeliver
+	wantAck    AckResult // for opAck
+	wantCommit int64
+}
+
+func deliver(off, commit int64) step { return step{op: opDeliver, off: off, wantCommit: commit} }
+func deliverErr(off int64, err error, commit int64) step {
+	return step{op: opDeliver, off: off, wantErr: err, wantCommit: commit}
+}
+func ack(off int64, r AckResult, commit int64) step {
+	return step{op: opAck, off: off, wantAck: r, wantCommit: commit}
+}
+func reset(start int64) step { return step{op: opReset, off: start, wantCommit: max(start, 0)} }
+
+func TestTrackerTable(t *testing.T) {
+	type final struct {
+		pending, outstanding int
+		last                 int64
+		hasLast              bool
+		oldest               int64
+		hasOldest            bool
+	}
+	tests := []struct {
+		name  string
+		start int64
+		steps []step
+		want  final
+	}{
+		{name: "empty start 0", start: 0, want: final{}},
+		{name: "empty start 42", start: 42, steps: []step{ack(42, AckUnknown, 42)}, want: final{}},
+		{name: "negative start clamps to 0", start: -1, steps: []step{deliverErr(-1, ErrOutOfOrder, 0), deliver(0, 0)},
+			want: final{pending: 1, outstanding: 1, last: 0, hasLast: true, oldest: 0, hasOldest: true}},
+		{name: "in order", start: 0, steps: []step{
+			deliver(0, 0), deliver(1, 0), deliver(2, 0),
+			ack(0, AckOK, 1), ack(1, AckOK, 2), ack(2, AckOK, 3),
+		}, want: final{last: 2, hasLast: true}},
+		{name: "out of order", start: 0, steps: []step{
+			deliver(0, 0), deliver(1, 0), deliver(2, 0), deliver(3, 0), deliver(4, 0),
+			ack(3, AckOK, 0), ack(1, AckOK, 0), ack(0, AckOK, 2), ack(2, AckOK, 4),
+		}, want: final{pending: 1, outstanding: 1, last: 4, hasLast: true, oldest: 4, hasOldest: true}},
+		{name: "reverse order", start: 7, steps: []step{
+			deliver(7, 7), deliver(8, 7), deliver(9, 7),
+			ack(9, AckOK, 7), ack(8, AckOK, 7), ack(7, AckOK, 10),
+		}, want: final{last: 9, hasLast: true}},
+		{name: "gaps", start: 10, steps: []step{
+			deliver(12, 12), deliver(15, 12), deliver(20, 12),
+			ack(13, AckUnknown, 12), ack(15, AckOK, 12), ack(12, AckOK, 20),
+			ack(19, AckUnknown, 20), ack(20, AckOK, 21), deliver(30, 30),
+		}, want: final{pending: 1, outstanding: 1, last: 30, hasLast: true, oldest: 30, hasOldest: true}},
+		{name: "first delivery above start", start: 5, steps: []step{
+			ack(5, AckUnknown, 5), deliver(9, 9), ack(9, AckOK, 10),
+		}, want: final{last: 9, hasLast: true}},
+		{name: "duplicate ack", start: 0, steps: []step{
+			deliver(0, 0), deliver(1, 0), deliver(2, 0),
+			ack(1, AckOK, 0), ack(1, AckDuplicate, 0), ack(0, AckOK, 2),
+			ack(0, AckUnknown, 2), ack(1, AckUnknown, 2), ack(2, AckOK, 3), ack(2, AckUnknown, 3),
+		}, want: final{last: 2, hasLast: true}},
+		{name: "ack unknown future and below watermark", start: 5, steps: []step{
+			ack(5, AckUnknown, 5), deliver(5, 5), ack(6, AckUnknown, 5), ack(4, AckUnknown, 5),
+			ack(-1, AckUnknown, 5), ack(math.MaxInt64, AckUnknown, 5), ack(math.MinInt64, AckUnknown, 5),
+			ack(5, AckOK, 6), ack(5, AckUnknown, 6), ack(6, AckUnknown, 6),
+		}, want: final{last: 5, hasLast: true}},
+		{name: "ack after reset", start: 0, steps: []step{
+			deliver(0, 0), deliver(1, 0), deliver(2, 0), ack(0, AckOK, 1),
+			reset(100), ack(1, AckUnknown, 100), ack(2, AckUnknown, 100), ack(100, AckUnknown, 100),
+			deliverErr(50, ErrOutOfOrder, 100), deliver(100, 100), ack(100, AckOK, 101),
+		}, want: final{last: 100, hasLast: true}},
+		{name: "reset backwards", start: 100, steps: []step{
+			deliver(100, 100), deliver(101, 100), ack(100, AckOK, 101),
+			reset(5), ack(101, AckUnknown, 5), deliver(5, 5), deliver(6, 5),
+		}, want: final{pending: 2, outstanding: 2, last: 6, hasLast: true, oldest: 5, hasOldest: true}},
+		{name: "reset negative", start: 3, steps: []step{deliver(3, 3), reset(-2), deliver(0, 0)},
+			want: final{pending: 1, outstanding: 1, last: 0, hasLast: true, oldest: 0, hasOldest: true}},
+		{name: "deliver errors change nothing", start: 10, steps: []step{
+			deliverErr(9, ErrOutOfOrder, 10), deliverErr(-5, ErrOutOfOrder, 10), deliver(10, 10), deliver(12, 10),
+			deliverErr(12, ErrOutOfOrder, 10), deliverErr(11, ErrOutOfOrder, 10), deliverErr(math.MinInt64, ErrOutOfOrder, 10),
+			deliverErr(math.MaxInt64, ErrInvalidOffset, 10), ack(10, AckOK, 12),
+		}, want: final{pending: 1, outstanding: 1, last: 12, hasLast: true, oldest: 12, hasOldest: true}},
+		{name: "large offsets", start: MaxOffset - 2, steps: []step{
+			deliver(MaxOffset-2, MaxOffset-2), deliver(MaxOffset, MaxOffset-2),
+			deliverErr(math.MaxInt64, ErrInvalidOffset, MaxOffset-2),
+			ack(MaxOffset-1, AckUnknown, MaxOffset-2), ack(MaxOffset, AckOK, MaxOffset-2),
+			ack(MaxOffset-2, AckOK, math.MaxInt64), ack(MaxOffset, AckUnknown, math.MaxInt64),
+			deliverErr(MaxOffset, ErrOutOfOrder, math.MaxInt64),
+		}, want: final{last: MaxOffset, hasLast: true}},
+		{name: "start at max", start: math.MaxInt64, steps: []step{
+			deliverErr(math.MaxInt64, ErrInvalidOffset, math.MaxInt64), deliverErr(MaxOffset, ErrOutOfOrder, math.MaxInt64),
+		}, want: final{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(tc.start)
+			for i, s := range tc.steps {
+				switch s.op {
+				case opDeliver:
+					err := tr.Deliver(s.off, at(s.off))
+					if s.wantErr == nil && err != nil {
+						t.Fatalf("step %d: Deliver(%d) = %v, want nil", i, s.off, err)
+					}
+					if s.wantErr != nil && !errors.Is(err, s.wantErr) {
+						t.Fatalf("step %d: Deliver(%d) = %v, want %v", i, s.off, err, s.wantErr)
+					}
+				case opAck:
+					if got := tr.Ack(s.off); got != s.wantAck {
+						t.Fatalf("step %d: Ack(%d) = %v, want %v", i, s.off, got, s.wantAck)
+					}
+				case opReset:
+					tr.Reset(s.off)
+				}
+				if got := tr.Committable(); got != s.wantCommit {
+					t.Fatalf("step %d: Committable() = %d, want %d", i, got, s.wantCommit)
+				}
+			}
+			if got := tr.Pending(); got != tc.want.pending {
+				t.Errorf("Pending() = %d, want %d", got, tc.want.pending)
+			}
+			if got := tr.Outstanding(); got != tc.want.outstanding {
+				t.Errorf("Outstanding() = %d, want %d", got, tc.want.outstanding)
+			}
+			last, ok := tr.LastDelivered()
+			if last != tc.want.last || ok != tc.want.hasLast {
+				t.Errorf("LastDelivered() = %d, %v, want %d, %v", last, ok, tc.want.last, tc.want.hasLast)
+			}
+			old, oldAt, ok := tr.OldestPending()
+			if old != tc.want.oldest || ok != tc.want.hasOldest {
+				t.Errorf("OldestPending() = %d, %v, want %d, %v", old, ok, tc.want.oldest, tc.want.hasOldest)
+			}
+			if ok && !oldAt.Equal(at(old)) {
+				t.Errorf("OldestPending() time = %v, want %v", oldAt, at(old))
+			}
+			if !ok && !oldAt.IsZero() {
+				t.Errorf("OldestPending() time = %v with ok=false, want zero", oldAt)
+			}
+		})
+	}
+}
+
+func TestZeroValueTracker(t *testing.T) {
+	var tr Tracker
+	if got := tr.Committable(); got != 0 {
+		t.Fatalf("zero Tracker Committable() = %d, want 0", got)
+	}
+	if got := tr.Ack(0); got != AckUnknown {
+		t.Fatalf("zero Tracker Ack(0) = %v, want unknown", got)
+	}
+	if err := tr.Deliver(0, t0); err != nil {
+		t.Fatalf("zero Tracker Deliver(0) = %v", err)
+	}
+	if got := tr.Ack(0); got != AckOK {
+		t.Fatalf("Ack(0) = %v, want ok", got)
+	}
+	if got := tr.Committable(); got != 1 {
+		t.Fatalf("Committable() = %d, want 1", got)
+	}
+}
+
+func TestDeliverError(t *testing.T) {
+	tests := []struct {
+		name     string
+		start    int64
+		deliver  []int64
+		off      int64
+		sentinel error
+		want     DeliverError
+		contains []string
+	}{
+		{name: "below start", start: 10, off: 3, sentinel: ErrOutOfOrder,
+			want:     DeliverError{Offset: 3, Start: 10, Err: ErrOutOfOrder},
+			contains: []string{"offsets:", "offset 3", "start offset 10"}},
+		{name: "not above last", start: 0, deliver: []int64{4, 7}, off: 5, sentinel: ErrOutOfOrder,
+			want:     DeliverError{Offset: 5, Start: 0, Last: 7, HasLast: true, Err: ErrOutOfOrder},
+			contains: []string{"offsets:", "offset 5", "last delivered offset 7"}},
+		{name: "repeat last", start: 0, deliver: []int64{4}, off: 4, sentinel: ErrOutOfOrder,
+			want:     DeliverError{Offset: 4, Start: 0, Last: 4, HasLast: true, Err: ErrOutOfOrder},
+			contains: []string{"offset 4", "last delivered offset 4"}},
+		{name: "above max", start: 0, deliver: []int64{1}, off: math.MaxInt64, sentinel: ErrInvalidOffset,
+			want:     DeliverError{Offset: math.MaxInt64, Start: 0, Last: 1, HasLast: true, Err: ErrInvalidOffset},
+			contains: []string{"invalid offset", "9223372036854775807", "max offset 9223372036854775806"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(tc.start)
+			for _, o := range tc.deliver {
+				if err := tr.Deliver(o, t0); err != nil {
+					t.Fatalf("Deliver(%d): %v", o, err)
+				}
+			}
+			err := tr.Deliver(tc.off, t0)
+			if !errors.Is(err, tc.sentinel) {
+				t.Fatalf("Deliver(%d) = %v, want %v", tc.off, err, tc.sentinel)
+			}
+			var de *DeliverError
+			if !errors.As(err, &de) {
+				t.Fatalf("Deliver(%d) error %T is not *DeliverError", tc.off, err)
+			}
+			if *de != tc.want {
+				t.Errorf("DeliverError = %+v, want %+v", *de, tc.want)
+			}
+			msg := err.Error()
+			for _, s := range tc.contains {
+				if !strings.Contains(msg, s) {
+					t.Errorf("error %q does not contain %q", msg, s)
+				}
+			}
+		})
+	}
+}
+
+func TestAckResultString(t *testing.T) {
+	tests := []struct {
+		r    AckResult
+		want string
+	}{
+		{AckOK, "ok"}, {AckDuplicate, "duplicate"}, {AckUnknown, "unknown"},
+		{0, "AckResult(0)"}, {-3, "AckResult(-3)"}, {99, "AckResult(99)"},
+	}
+	for _, tc := range tests {
+		if got := tc.r.String(); got != tc.want {
+			t.Errorf("AckResult(%d).String() = %q, want %q", int(tc.r), got, tc.want)
+		}
+	}
+}
+
+// TestRingWrapAndGrow forces the ring to wrap around and then grow while
+// wrapped, and checks every entry survives in order.
+func TestRingWrapAndGrow(t *testing.T) {
+	tr := NewTracker(0)
+	var o int64
+	for ; o < minCapacity; o++ {
+		if err := tr.Deliver(o, at(o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for a := int64(0); a < 10; a++ { // head moves to index 10
+		if r := tr.Ack(a); r != AckOK {
+			t.Fatalf("Ack(%d) = %v", a, r)
+		}
+	}
+	for ; o < 5*minCapacity; o += 2 { // wraps, then grows twice, with gaps
+		if err := tr.Deliver(o, at(o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := len(tr.buf), 4*minCapacity; got != want {
+		t.Fatalf("ring size %d, want %d", got, want)
+	}
+	// Ack the newest first, then the rest downwards; committable must stay
+	// at 10 until offset 10 itself is acked.
+	var offs []int64
+	for a := int64(10); a < minCapacity; a++ {
+		offs = append(offs, a)
+	}
+	for a := int64(minCapacity); a < 5*minCapacity; a += 2 {
+		offs = append(offs, a)
+	}
+	for i := len(offs) - 1; i >= 0; i-- {
+		if r := tr.Ack(offs[i]); r != AckOK {
+			t.Fatalf("Ack(%d) = %v", offs[i], r)
+		}
+		want := int64(10)
+		if i == 0 {
+			want = offs[len(offs)-1] + 1
+		}
+		if got := tr.Committable(); got != want {
+			t.Fatalf("after Ack(%d): Committable() = %d, want %d", offs[i], got, want)
+		}
+	}
+	if tr.Outstanding() != 0 || tr.Pending() != 0 {
+		t.Fatalf("Outstanding=%d Pending=%d, want 0 0", tr.Outstanding(), tr.Pending())
+	}
+}
+
+// TestSteadyStateZeroAllocs checks Deliver+Ack do not allocate once the ring
+// is large enough.
+func TestSteadyStateZeroAllocs(t *testing.T) {
+	tr := NewTracker(0)
+	var next int64
+	const window = 64
+	for ; next < window; next++ {
+		if err := tr.Deliver(next, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := tr.Deliver(next, t0); err != nil {
+			t.Fatal(err)
+		}
+		if r := tr.Ack(next - window + 1); r != AckOK { // out of order
+			t.Fatalf("Ack(%d) = %v", next-window+1, r)
+		}
+		if r := tr.Ack(next - window); r != AckOK {
+			t.Fatalf("Ack(%d) = %v", next-window, r)
+		}
+		next++
+		if err := tr.Deliver(next, t0); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	})
+	if allocs != 0 {
+		t.Fatalf("Deliver+Ack allocated %.1f times per run, want 0", allocs)
+	}
+}
+
+// refModel is a deliberately naive reference implementation: every
+// delivered offset is kept forever and every query is a linear scan.
+type refModel struct {
+	start     int64
+	delivered []int64 // in delivery order (strictly increasing)
+	acked     map[int64]bool
+	at        map[int64]time.Time
+}
+
+func newRefModel(start int64) *refModel {
+	r := &refModel{}
+	r.reset(start)
+	return r
+}
+
+func (r *refModel) reset(start int64) {
+	if start < 0 {
+		start = 0
+	}
+	*r = refModel{start: start, acked: map[int64]bool{}, at: map[int64]time.Time{}}
+}
+
+func (r *refModel) last() (int64, bool) {
+	if len(r.delivered) == 0 {
+		return 0, false
+	}
+	return r.delivered[len(r.delivered)-1], true
+}
+
+func (r *refModel) firstUnacked() (int64, bool) {
+	for _, o := range r.delivered {
+		if !r.acked[o] {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+func (r *refModel) committable() int64 {
+	if o, ok := r.firstUnacked(); ok {
+		return o
+	}
+	if l, ok := r.last(); ok {
+		return l + 1
+	}
+	return r.start
+}
+
+func (r *refModel) deliver(off int64, t time.Time) bool {
+	if off > math.MaxInt64-1 || off < r.start {
+		return false
+	}
+	if l, ok := r.last(); ok && off <= l {
+		return false
+	}
+	r.delivered = append(r.delivered, off)
+	r.at[off] = t
+	return true
+}
+
+func (r *refModel) ack(off int64) AckResult {
+	found := false
+	for _, o := range r.delivered {
+		if o == off {
+			found = true
+		}
+	}
+	if !found || off < r.committable() {
+		return AckUnknown
+	}
+	if r.acked[off] {
+		return AckDuplicate
+	}
+	r.acked[off] = true
+	return AckOK
+}
+
+func (r *refModel) pending() int {
+	n := 0
+	for _, o := range r.delivered {
+		if !r.acked[o] {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *refModel) outstanding() int {
+	c, n := r.committable(), 0
+	for _, o := range r.delivered {
+		if o >= c {
+			n++
+		}
+	}
+	return n
+}
+
+// pendingOffsets returns the unacked delivered offsets.
+func (r *refModel) pendingOffsets() []int64 {
+	var out []int64
+	for _, o := range r.delivered {
+		if !r.acked[o] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// checker drives a Tracker and a refModel in lockstep and compares them after
+// every operation.
+type checker struct {
+	tb   testing.TB
+	tr   *Tracker
+	ref  *refModel
+	prev int64 // committable before the current operation
+	ops  int
+}
+
+func newChecker(tb testing.TB, start int64) *checker {
+	c := &checker{tb: tb, tr: NewTracker(start), ref: newRefModel(start)}
+	c.prev = c.tr.Committable()
+	c.check("NewTracker")
+	return c
+}
+
+func (c *checker) deliver(off int64, t time.Time) {
+	c.ops++
+	err := c.tr.Deliver(off, t)
+	ok := c.ref.deliver(off, t)
+	if ok != (err == nil) {
+		c.tb.Fatalf("op %d: Deliver(%d) = %v, reference accepts=%v", c.ops, off, err, ok)
+	}
+	if err != nil {
+		var de *DeliverError
+		if !errors.As(err, &de) || !(errors.Is(err, ErrOutOfOrder) || errors.Is(err, ErrInvalidOffset)) || de.Offset != off {
+			c.tb.Fatalf("op %d: Deliver(%d) returned unexpected error %#v", c.ops, off, err)
+		}
+	}
+	c.check("Deliver")
+}
+
+func (c *checker) ack(off int64) {
+	c.ops++
+	got := c.tr.Ack(off)
+	want := c.ref.ack(off)
+	if got != want {
+		c.tb.Fatalf("op %d: Ack(%d) = %v, reference %v", c.ops, off, got, want)
+	}
+	c.check("Ack")
+}
+
+func (c *checker) reset(start int64) {
+	c.ops++
+	c.tr.Reset(start)
+	c.ref.reset(start)
+	c.prev = c.tr.Committable() // Reset may legitimately move backwards
+	c.check("Reset")
+}
+
+func (c *checker) check(what string) {
+	tb, tr, ref := c.tb, c.tr, c.ref
+	tb.Helper()
+	got := tr.Committable()
+	if got < c.prev {
+		tb.Fatalf("op %d (%s): Committable moved backwards %d -> %d", c.ops, what, c.prev, got)
+	}
+	c.prev = got
+	if fu, ok := ref.firstUnacked(); ok && got > fu {
+		tb.Fatalf("op %d (%s): Committable %d above first unacked offset %d", c.ops, what, got, fu)
+	}
+	if want := ref.committable(); got != want {
+		tb.Fatalf("op %d (%s): Committable() = %d, reference %d", c.ops, what, got, want)
+	}
+	if g, w := tr.Pending(), ref.pending(); g != w {
+		tb.Fatalf("op %d (%s): Pending() = %d, reference %d", c.ops, what, g, w)
+	}
+	if g, w := tr.Outstanding(), ref.outstanding(); g != w {
+		tb.Fatalf("op %d (%s): Outstanding() = %d, reference %d", c.ops, what, g, w)
+	}
+	gl, gok := tr.LastDelivered()
+	wl, wok := ref.last()
+	if gl != wl || gok != wok {
+		tb.Fatalf("op %d (%s): LastDelivered() = %d,%v, reference %d,%v", c.ops, what, gl, gok, wl, wok)
+	}
+	go_, gat, gok := tr.OldestPending()
+	wo, wok := ref.firstUnacked()
+	if go_ != wo || gok != wok || (wok && !gat.Equal(ref.at[wo])) {
+		tb.Fatalf("op %d (%s): OldestPending() = %d,%v,%v, reference %d,%v,%v", c.ops, what, go_, gat, gok, wo, ref.at[wo], wok)
+	}
+}
+
+// satAdd returns a+b for b >= 0, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func randomStart(rng *rand.Rand) int64 {
+	switch rng.IntN(4) {
+	case 0:
+		return 0
+	case 1:
+		return rng.Int64N(1000)
+	case 2:
+		return rng.Int64N(1 << 40)
+	default:
+		return MaxOffset - rng.Int64N(300)
+	}
+}
+
+// TestModelRandomized compares Tracker against refModel over many seeded
+// random Deliver/Ack/Reset sequences.
+func TestModelRandomized(t *testing.T) {
+	seeds, ops := 400, 600
+	if testing.Short() {
+		seeds = 50
+	}
+	for seed := 0; seed < seeds; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+		c := newChecker(t, randomStart(rng))
+		gapProb := rng.IntN(4)     // 0..3 out of 10
+		ackBias := 3 + rng.IntN(6) // 3..8 out of 10
+		for i := 0; i < ops; i++ {
+			last, hasLast := c.ref.last()
+			next := c.ref.start
+			if hasLast {
+				next = satAdd(last, 1)
+			}
+			switch p := rng.IntN(100); {
+			case p < 1:
+				c.reset(randomStart(rng))
+			case p < 4: // invalid delivery
+				switch rng.IntN(3) {
+				case 0:
+					c.deliver(next-1-rng.Int64N(3), at(int64(i)))
+				case 1:
+					c.deliver(math.MaxInt64, at(int64(i)))
+				default:
+					c.deliver(-rng.Int64N(5)-1, at(int64(i)))
+				}
+			case p < 4+10*(10-ackBias):
+				off := next
+				if rng.IntN(10) < gapProb {
+					off = satAdd(next, 1+rng.Int64N(5))
+				}
+				c.deliver(off, at(int64(i)))
+			default:
+				if pend := c.ref.pendingOffsets(); len(pend) > 0 && rng.IntN(4) != 0 {
+					c.ack(pend[rng.IntN(len(pend))])
+					continue
+				}
+				// Anywhere around the tracked range: unknown, gap,
+				// duplicate, below watermark, future.
+				lo := c.tr.Committable() - 3
+				span := int64(8)
+				if hasLast && last >= lo {
+					span += min(last-lo, 1<<20)
+				}
+				c.ack(lo + rng.Int64N(span))
+			}
+		}
+	}
+}
