@@ -32,14 +32,20 @@ func SaramaConfig() *sarama.Config {
 // CreateTopic creates topic with the given partitions and replication
 // factor and waits until every partition has a leader. It blocks.
 func (c *Cluster) CreateTopic(ctx context.Context, topic string, partitions int32, replication int16) error {
-	admin, err := sarama.NewClusterAdmin(c.Addrs(), SaramaConfig())
+	err := retry(ctx, func() error {
+		admin, err := sarama.NewClusterAdmin(c.Addrs(), SaramaConfig())
+		if err != nil {
+			return fmt.Errorf("testcluster: admin: %w", err)
+		}
+		defer admin.Close()
+		err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: replication}, false)
+		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			return fmt.Errorf("testcluster: create topic %q: %w", topic, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("testcluster: admin: %w", err)
-	}
-	defer admin.Close()
-	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: replication}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("testcluster: create topic %q: %w", topic, err)
+		return err
 	}
 	for p := int32(0); p < partitions; p++ {
 		if _, err := c.WaitLeader(ctx, topic, p, -1); err != nil {
@@ -248,4 +254,52 @@ func (c *Cluster) HighWaterMarks(topic string) (map[int32]int64, error) {
 		out[p] = off
 	}
 	return out, nil
+}
+
+// CommittedOffsets returns the offsets group committed to Kafka for each
+// partition of topic (-1 where none).
+func (c *Cluster) CommittedOffsets(ctx context.Context, group, topic string, partitions int32) (map[int32]int64, error) {
+	admin, err := sarama.NewClusterAdmin(c.Addrs(), SaramaConfig())
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: admin: %w", err)
+	}
+	defer admin.Close()
+	ps := make([]int32, partitions)
+	for i := range ps {
+		ps[i] = int32(i)
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: ps})
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: offsets of group %q: %w", group, err)
+	}
+	out := make(map[int32]int64, partitions)
+	for _, p := range ps {
+		out[p] = -1
+		if b := resp.GetBlock(topic, p); b != nil && b.Err == sarama.ErrNoError {
+			out[p] = b.Offset
+		}
+	}
+	return out, nil
+}
+
+// retry runs f until it succeeds, ctx ends (default 60 s) or 20 attempts
+// failed: admin requests to a loaded cluster fail transiently.
+func retry(ctx context.Context, f func() error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+	}
+	var err error
+	for i := 0; i < 20; i++ {
+		if err = f(); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return err
 }

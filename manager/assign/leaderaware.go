@@ -23,14 +23,17 @@ import (
 //  3. The class's partitions are grouped by leader; all partitions without a
 //     leader (Leader -1) form one group of their own. Groups are kept sorted
 //     by size descending, then leader ascending.
-//  4. Members are filled in ID order. While a member needs c more
-//     partitions, it takes the largest whole group of size <= c; when every
-//     remaining group is larger than c, it takes the first c partitions (in
-//     (Topic, ID) order) of the smallest group, and the rest of that group
-//     goes back into the sorted list.
+//  4. Whole groups, in that order, go to the member with the largest
+//     remaining need (ties to the lowest ID) when they fit in it; this
+//     spreads the big groups so that every member ends up with about the
+//     same number of leaders.
+//  5. The groups that did not fit are split: members, in ID order, fill
+//     their remaining need c by taking the largest whole remaining group of
+//     size <= c, or else the first c partitions (in (Topic, ID) order) of
+//     the smallest group, whose rest goes back into the sorted list.
 //
-// Taking whole groups first means a member spans a new leader only when it
-// must, and a group is split at most once per member that touches it. For B
+// Whole groups are never split, and splitting is left to the end, so a member
+// spans a new leader only when it must. For B
 // brokers leading P partitions evenly and N members with N dividing B, each
 // member spans exactly B/N leaders when B divides P, and at most
 // ceil(B/N)+1 otherwise (checked by the property tests).
@@ -42,10 +45,12 @@ func LeaderAware(members []Member, partitions []Partition) Assignment {
 	load := make(map[string]int, len(v.members))
 	for _, c := range v.classes() {
 		counts := waterFill(c.members, load, len(c.parts))
-		groups := leaderGroups(c.parts)
 		for i, id := range c.members {
 			load[id] += counts[i]
-			out[id], groups = takeFromGroups(out[id], groups, counts[i])
+		}
+		rest := placeWholeGroups(out, c.members, counts, leaderGroups(c.parts))
+		for i, id := range c.members {
+			out[id], rest = takeFromGroups(out[id], rest, counts[i])
 		}
 	}
 	return out.sortAll()
@@ -83,7 +88,32 @@ func leaderGroups(parts []Partition) []leaderGroup {
 	return groups
 }
 
-// takeFromGroups moves need partitions from groups to dst following step 4
+// placeWholeGroups performs step 4 of the LeaderAware algorithm: each group,
+// in order, goes whole to the member with the largest remaining need (ties
+// to the lowest index) if that need is at least the group's size. needs is
+// decremented in place; the groups that were not placed are returned, still
+// sorted with compareGroups.
+func placeWholeGroups(out Assignment, members []string, needs []int, groups []leaderGroup) []leaderGroup {
+	var rest []leaderGroup
+	for _, g := range groups {
+		best := -1
+		for i, n := range needs {
+			if best == -1 || n > needs[best] {
+				best = i
+			}
+		}
+		if best == -1 || needs[best] < len(g.parts) {
+			rest = append(rest, g)
+			continue
+		}
+		id := members[best]
+		out[id] = append(out[id], g.parts...)
+		needs[best] -= len(g.parts)
+	}
+	return rest
+}
+
+// takeFromGroups moves need partitions from groups to dst following step 5
 // of the LeaderAware algorithm and returns the grown dst and the remaining
 // groups (still sorted with compareGroups).
 func takeFromGroups(dst []Partition, groups []leaderGroup, need int) ([]Partition, []leaderGroup) {

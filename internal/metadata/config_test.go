@@ -1,0 +1,57 @@
+package metadata
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mod    func(*Config)
+		fields []string // fields named in the error, none when valid
+	}{
+		{"defaults", func(*Config) {}, nil},
+		{"minimums", func(c *Config) {
+			c.SessionTimeout, c.LeaderRefresh, c.Debounce = 2*time.Second, 100*time.Millisecond, 0
+		}, nil},
+		{"short session", func(c *Config) { c.SessionTimeout = time.Second }, []string{"SessionTimeout"}},
+		{"zero refresh", func(c *Config) { c.LeaderRefresh = 0 }, []string{"LeaderRefresh"}},
+		{"negative debounce", func(c *Config) { c.Debounce = -1 }, []string{"Debounce"}},
+		{"zero value", func(c *Config) { *c = Config{} }, []string{"SessionTimeout", "LeaderRefresh"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewConfig()
+			tt.mod(&c)
+			err := c.Validate()
+			if len(tt.fields) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("Validate() = %v, want ErrInvalidConfig", err)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate() = %v, want a *ConfigError", err)
+			}
+			for _, f := range tt.fields {
+				if !strings.Contains(err.Error(), f) {
+					t.Errorf("error %q does not name %s", err, f)
+				}
+			}
+		})
+	}
+}
+
+func TestNewConfigDefaults(t *testing.T) {
+	c := NewConfig()
+	if c.SessionTimeout != 10*time.Second || c.LeaderRefresh != 2*time.Second || c.Debounce != 100*time.Millisecond {
+		t.Fatalf("NewConfig() = %+v", c)
+	}
+}

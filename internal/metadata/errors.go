@@ -1,0 +1,93 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors, read-only and safe for concurrent use; test with
+// errors.Is.
+var (
+	// ErrClosed is returned by Err after Close.
+	ErrClosed = errors.New("metadata: watcher closed")
+	// ErrInvalidConfig is wrapped by every *ConfigError.
+	ErrInvalidConfig = errors.New("metadata: invalid config")
+	// ErrInvalidConnect is wrapped by every *ConnectError.
+	ErrInvalidConnect = errors.New("metadata: invalid zookeeper connect string")
+	// ErrNoCluster is wrapped when <chroot>/brokers/topics does not exist:
+	// no Kafka cluster is registered under the chroot.
+	ErrNoCluster = errors.New("metadata: no kafka cluster registered")
+	// ErrMalformed is wrapped by every *MalformedError.
+	ErrMalformed = errors.New("metadata: malformed znode")
+	// ErrStuck is returned by Close when the ZooKeeper client did not stop
+	// in time; its goroutines are then left running.
+	ErrStuck = errors.New("metadata: zookeeper client did not stop")
+)
+
+// ConfigError names a Config field whose value is out of range. It unwraps
+// to ErrInvalidConfig. It is a plain value, safe for concurrent reads.
+type ConfigError struct {
+	Field  string        // e.g. "SessionTimeout"
+	Value  time.Duration // the offending value
+	Reason string        // e.g. "must be at least 2s"
+}
+
+// Error formats the error as "metadata: invalid config: <field> <value>: <reason>".
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("metadata: invalid config: %s %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// ConnectError describes a ZooKeeper connect string that cannot be used. It
+// unwraps to ErrInvalidConnect. It is a plain value, safe for concurrent
+// reads.
+type ConnectError struct {
+	Connect string // the whole connect string
+	Part    string // the offending part, e.g. a server or the chroot
+	Reason  string
+}
+
+// Error formats the error as `metadata: invalid zookeeper connect string "<s>": <part> "<v>": <reason>`.
+func (e *ConnectError) Error() string {
+	if e.Part == "" {
+		return fmt.Sprintf("%v %q: %s", ErrInvalidConnect, e.Connect, e.Reason)
+	}
+	return fmt.Sprintf("%v %q: %q: %s", ErrInvalidConnect, e.Connect, e.Part, e.Reason)
+}
+
+// Unwrap returns ErrInvalidConnect.
+func (e *ConnectError) Unwrap() error { return ErrInvalidConnect }
+
+// MalformedError describes a znode whose data could not be decoded (a topic
+// node or a partition state node). The Watcher logs and skips such nodes;
+// the error type is exported so that log consumers can match it. It unwraps
+// to ErrMalformed and Err. It is a plain value, safe for concurrent reads.
+type MalformedError struct {
+	Path string // the znode, relative to the chroot
+	Err  error  // the decoding error
+}
+
+// Error formats the error as "metadata: malformed znode <path>: <err>".
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("%v %s: %v", ErrMalformed, e.Path, e.Err)
+}
+
+// Unwrap returns ErrMalformed and the decoding error.
+func (e *MalformedError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
+
+// ReadError is a failed ZooKeeper read (connection loss, session expiry,
+// closing client). It unwraps to the client's error. It is a plain value,
+// safe for concurrent reads.
+type ReadError struct {
+	Path string // the znode, relative to the chroot
+	Err  error
+}
+
+// Error formats the error as "metadata: read <path>: <err>".
+func (e *ReadError) Error() string { return fmt.Sprintf("metadata: read %s: %v", e.Path, e.Err) }
+
+// Unwrap returns the client's error.
+func (e *ReadError) Unwrap() error { return e.Err }

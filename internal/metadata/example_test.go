@@ -1,0 +1,48 @@
+package metadata_test
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/metadata"
+)
+
+func ExampleConfig_Validate() {
+	cfg := metadata.NewConfig()
+	fmt.Println(cfg.Validate())
+	cfg.SessionTimeout = time.Second
+	fmt.Println(cfg.Validate())
+	// Output:
+	// <nil>
+	// metadata: invalid config: SessionTimeout 1s: must be at least 2s
+}
+
+func ExampleSnapshot_Selected() {
+	s := metadata.Snapshot{Topics: map[string][]metadata.Partition{
+		"orders":   {{Topic: "orders", ID: 0, Leader: 1, Replicas: []int32{1, 2}}},
+		"payments": {{Topic: "payments", ID: 0, Leader: -1, Replicas: []int32{2}}},
+		"audit":    nil, // not selected by the filter
+	}, Version: 3}
+	fmt.Println(s.Selected(), s.Version)
+	// Output: [orders payments] 3
+}
+
+// ExampleOpen shows the usual loop; it needs a cluster, so it only compiles.
+func ExampleOpen() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	w, err := metadata.Open("127.0.0.1:2181/kafka", func(t string) bool { return strings.HasPrefix(t, "orders.") }, metadata.NewConfig(), logger)
+	if err != nil {
+		logger.Error("open", "error", err)
+		return
+	}
+	defer w.Close()
+	for range w.Changes() {
+		s := w.Snapshot()
+		for _, topic := range s.Selected() {
+			fmt.Println(topic, len(s.Topics[topic]), "partitions")
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package metadata
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func FuzzParseConnect(f *testing.F) {
+	for _, s := range []string{"h1:2181,h2:2181/chroot", "zk", "zk:2181/", "[::1]:2181/a/b", "", "/", "h:0", "h//x", "h,/x", "h:1/a/../b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		servers, chroot, err := parseConnect(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConnect) || servers != nil || chroot != "" {
+				t.Fatalf("parseConnect(%q) = %q, %q, %v", s, servers, chroot, err)
+			}
+			return
+		}
+		if len(servers) == 0 {
+			t.Fatalf("parseConnect(%q): no servers and no error", s)
+		}
+		for _, h := range servers {
+			if h == "" || strings.ContainsAny(h, "/, \t\n") {
+				t.Fatalf("parseConnect(%q): bad server %q", s, h)
+			}
+		}
+		if chroot != "" && (!strings.HasPrefix(chroot, "/") || strings.HasSuffix(chroot, "/") || strings.Contains(chroot, "//")) {
+			t.Fatalf("parseConnect(%q): bad chroot %q", s, chroot)
+		}
+		// The servers and chroot rebuild an equivalent string.
+		again, chroot2, err := parseConnect(strings.Join(servers, ",") + chroot)
+		if err != nil || strings.Join(again, ",") != strings.Join(servers, ",") || chroot2 != chroot {
+			t.Fatalf("parseConnect(%q) does not round-trip: %q %q %v", s, again, chroot2, err)
+		}
+	})
+}
+
+// viewFromBytes builds a small view from fuzz input: each byte pair is a
+// topic (a..d) with a partition count and leader.
+func viewFromBytes(b []byte) map[string][]Partition {
+	v := map[string][]Partition{}
+	for i := 0; i+1 < len(b); i += 2 {
+		topic := string(rune('a' + b[i]%4))
+		n := int(b[i] / 4 % 4)
+		if n == 0 {
+			v[topic] = nil
+			continue
+		}
+		v[topic] = nil
+		for p := range n {
+			v[topic] = append(v[topic], Partition{Topic: topic, ID: int32(p), Leader: int32(b[i+1]%3) - 1, Replicas: []int32{int32(b[i+1] % 5)}})
+		}
+	}
+	return v
+}
+
+func FuzzDiffViews(f *testing.F) {
+	f.Add([]byte{0, 1, 5, 2}, []byte{0, 1})
+	f.Add([]byte{}, []byte{9, 9, 200, 3})
+	f.Add([]byte{4, 1}, []byte{4, 2})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		va, vb := viewFromBytes(a), viewFromBytes(b)
+		if c := diffViews(va, cloneView(va)); !c.empty() {
+			t.Fatalf("a view differs from its clone: %+v", c)
+		}
+		ab, ba := diffViews(va, vb), diffViews(vb, va)
+		if ab.empty() != ba.empty() || strings.Join(ab.added, ",") != strings.Join(ba.removed, ",") ||
+			ab.leaders != ba.leaders || strings.Join(ab.resized, ",") != strings.Join(ba.resized, ",") {
+			t.Fatalf("diff not symmetric: %+v vs %+v", ab, ba)
+		}
+		// empty() means equal: every topic has the same partitions.
+		if ab.empty() {
+			for t0, ps := range va {
+				qs, ok := vb[t0]
+				if !ok || len(ps) != len(qs) {
+					t.Fatalf("empty diff but topic %s differs", t0)
+				}
+				for i := range ps {
+					if ps[i].Leader != qs[i].Leader || ps[i].Replicas[0] != qs[i].Replicas[0] {
+						t.Fatalf("empty diff but %s/%d differs", t0, i)
+					}
+				}
+			}
+		}
+	})
+}
+
+// FuzzSchedule drives the schedule with events and refresh results and
+// checks that it never asks for a refresh in the past after one finished
+// (no spinning) and never waits longer than the poll interval.
+func FuzzSchedule(f *testing.F) {
+	f.Add(int64(100), int64(2000), []byte{0, 1, 2, 3, 4, 5})
+	f.Add(int64(0), int64(100), []byte{1, 1, 1, 1})
+	f.Add(int64(5000), int64(100), []byte{2, 0, 2, 0})
+	f.Fuzz(func(t *testing.T, debounceMs, pollMs int64, ops []byte) {
+		debounce := time.Duration(debounceMs%10000) * time.Millisecond
+		if debounce < 0 {
+			debounce = -debounce
+		}
+		poll := MinLeaderRefresh + time.Duration(abs(pollMs)%10000)*time.Millisecond
+		now := time.Unix(0, 0)
+		s := newSchedule(debounce, poll, now)
+		for _, op := range ops {
+			now = now.Add(time.Duration(op%64) * 10 * time.Millisecond)
+			switch op % 3 {
+			case 0:
+				s.event(now)
+				if d := s.next().Sub(now); d > debounce || d > poll {
+					t.Fatalf("after an event the refresh is %v away (debounce %v, poll %v)", d, debounce, poll)
+				}
+			case 1, 2:
+				var err error
+				if op%3 == 2 {
+					err = errors.New("x")
+				}
+				s.done(now, err)
+				d := s.next().Sub(now)
+				if d <= 0 || d > poll {
+					t.Fatalf("after done(%v) the next refresh is %v away (poll %v)", err, d, poll)
+				}
+			}
+		}
+	})
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		if x == -x { // math.MinInt64
+			return 0
+		}
+		return -x
+	}
+	return x
+}

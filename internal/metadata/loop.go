@@ -1,0 +1,91 @@
+package metadata
+
+import (
+	"time"
+)
+
+// loop refreshes the view on watch events (debounced), periodically, and
+// with backoff after failures, until the tomb dies. It is the only
+// goroutine that uses w.r.
+func (w *Watcher) loop() error {
+	s := newSchedule(w.cfg.Debounce, w.cfg.LeaderRefresh, time.Now())
+	timer := time.NewTimer(time.Until(s.next()))
+	defer timer.Stop()
+	dying := w.t.Dying()
+	stop := func() bool {
+		select {
+		case <-dying:
+			return true
+		default:
+			return false
+		}
+	}
+	for {
+		select {
+		case <-dying:
+			return nil
+		case <-w.wake:
+			w.r.release(w.takeFired())
+			s.event(time.Now())
+		case <-timer.C:
+		}
+		if s.due(time.Now()) {
+			w.r.release(w.takeFired())
+			err := w.refreshOnce(stop)
+			if stop() {
+				return nil
+			}
+			s.done(time.Now(), err)
+		}
+		timer.Reset(time.Until(s.next()))
+	}
+}
+
+// refreshOnce reads the view and publishes it.
+func (w *Watcher) refreshOnce(stop func() bool) error {
+	w.mu.Lock()
+	prev, filter := w.view, w.filter
+	w.mu.Unlock()
+	view, err := w.r.refresh(filter, prev, stop)
+	if stop() {
+		return err
+	}
+	w.publish(view, err)
+	return err
+}
+
+// publish installs view (nil: keep the current one) and records err; when
+// the view changed it bumps the version and signals Changes.
+func (w *Watcher) publish(view map[string][]Partition, err error) {
+	w.mu.Lock()
+	wasErr := w.err
+	w.err = err
+	var c change
+	if view != nil {
+		c = diffViews(w.view, view)
+		if !c.empty() {
+			w.view = view
+			w.version++
+		}
+	}
+	version := w.version
+	w.mu.Unlock()
+
+	switch {
+	case err != nil && wasErr == nil:
+		w.log.Warn("metadata: refresh failed; serving the last good view", "error", err, "version", version)
+	case err != nil:
+		w.log.Debug("metadata: refresh still failing", "error", err, "version", version)
+	case wasErr != nil:
+		w.log.Info("metadata: refresh works again", "version", version)
+	}
+	if view != nil && !c.empty() {
+		w.log.Info("metadata: view changed", "version", version,
+			"added", c.added, "removed", c.removed, "resized", c.resized,
+			"reassigned", c.replicas, "leaderChanges", c.leaders)
+		select {
+		case w.changes <- struct{}{}:
+		default:
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package metadata
+
+import (
+	"slices"
+	"testing"
+)
+
+func parts(topic string, leaders ...int32) []Partition {
+	out := make([]Partition, len(leaders))
+	for i, l := range leaders {
+		out[i] = Partition{Topic: topic, ID: int32(i), Leader: l, Replicas: []int32{1, 2}}
+	}
+	return out
+}
+
+func TestDiffViews(t *testing.T) {
+	base := map[string][]Partition{"a": parts("a", 1, 2), "b": nil}
+	tests := []struct {
+		name string
+		cur  map[string][]Partition
+		want change
+	}{
+		{"equal", map[string][]Partition{"a": parts("a", 1, 2), "b": {}}, change{}},
+		{"added", map[string][]Partition{"a": parts("a", 1, 2), "b": nil, "c": nil}, change{added: []string{"c"}}},
+		{"removed", map[string][]Partition{"a": parts("a", 1, 2)}, change{removed: []string{"b"}}},
+		{"resized", map[string][]Partition{"a": parts("a", 1, 2, 3), "b": nil}, change{resized: []string{"a"}}},
+		{"selected", map[string][]Partition{"a": parts("a", 1, 2), "b": parts("b", 1)}, change{resized: []string{"b"}}},
+		{"leader", map[string][]Partition{"a": parts("a", 1, -1), "b": nil}, change{leaders: 1}},
+		{"replicas", map[string][]Partition{"a": {parts("a", 1)[0], {Topic: "a", ID: 1, Leader: 2, Replicas: []int32{2, 1}}}, "b": nil}, change{replicas: []string{"a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := diffViews(base, tt.cur)
+			if !slices.Equal(got.added, tt.want.added) || !slices.Equal(got.removed, tt.want.removed) ||
+				!slices.Equal(got.resized, tt.want.resized) || !slices.Equal(got.replicas, tt.want.replicas) ||
+				got.leaders != tt.want.leaders {
+				t.Fatalf("diffViews = %+v, want %+v", got, tt.want)
+			}
+			if got.empty() != (tt.name == "equal") {
+				t.Fatalf("empty() = %v", got.empty())
+			}
+		})
+	}
+}
+
+func TestCloneViewIsDeep(t *testing.T) {
+	v := map[string][]Partition{"a": parts("a", 1), "b": nil}
+	c := cloneView(v)
+	c["a"][0].Leader = 9
+	c["a"][0].Replicas[0] = 9
+	if v["a"][0].Leader != 1 || v["a"][0].Replicas[0] != 1 {
+		t.Fatal("cloneView shares memory with its input")
+	}
+	if ps, ok := c["b"]; !ok || ps != nil {
+		t.Fatal("cloneView lost an unselected topic")
+	}
+}
+
+func TestSnapshotSelected(t *testing.T) {
+	s := Snapshot{Topics: map[string][]Partition{"z": parts("z", 1), "a": parts("a", 1), "n": nil}}
+	if got := s.Selected(); !slices.Equal(got, []string{"a", "z"}) {
+		t.Fatalf("Selected() = %v", got)
+	}
+}

@@ -1,0 +1,32 @@
+package metadata
+
+// watchKey names an armed ZooKeeper watch: the topic list (root) or one
+// topic's node.
+type watchKey struct {
+	root  bool
+	topic string
+}
+
+// partMeta is a partition as its topic node lists it.
+type partMeta struct {
+	ID       int32
+	Replicas []int32
+}
+
+// store is the watcher's access to ZooKeeper. The kazoo-go implementation is
+// kazooStore; tests use a fake. Methods other than close are safe for
+// concurrent use and block on one or two ZooKeeper round trips.
+type store interface {
+	// topics lists the topic names. With watch, it also arms a child watch
+	// on the topic list and reports whether it did.
+	topics(watch bool) (names []string, armed bool, err error)
+	// partitions reads a topic node. With watch, it also arms a data watch
+	// on it and reports whether it did (a watch may be armed even when the
+	// data turns out malformed).
+	partitions(topic string, watch bool) (parts []partMeta, armed bool, err error)
+	// leader reads a partition's leader from its state node.
+	leader(topic string, id int32) (int32, error)
+	// close ends the session and blocks until every watch the store armed
+	// has been released, which the client does after its goroutines stop.
+	close() error
+}

@@ -1,0 +1,59 @@
+package zkconn
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestParseConnect(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		servers []string
+		chroot  string
+		bad     bool
+	}{
+		{in: "127.0.0.1:2181", servers: []string{"127.0.0.1:2181"}},
+		{in: "a:1,b:2/kafka", servers: []string{"a:1", "b:2"}, chroot: "/kafka"},
+		{in: "a,b/x/y", servers: []string{"a:2181", "b:2181"}, chroot: "/x/y"},
+		{in: "[::1]:2181/k", servers: []string{"[::1]:2181"}, chroot: "/k"},
+		{in: "a:1/", servers: []string{"a:1"}},
+		{in: "", bad: true},
+		{in: "a:1,,b:2", bad: true},
+		{in: "a:0", bad: true},
+		{in: "a:99999", bad: true},
+		{in: "a:x", bad: true},
+		{in: "a:1/kafka/", bad: true},
+		{in: "a:1//k", bad: true},
+		{in: ":1", bad: true},
+	} {
+		servers, chroot, err := ParseConnect(tc.in)
+		if tc.bad {
+			if !errors.Is(err, ErrConnectString) {
+				t.Errorf("ParseConnect(%q) err = %v, want ErrConnectString", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(servers, tc.servers) || chroot != tc.chroot {
+			t.Errorf("ParseConnect(%q) = %v, %q, %v; want %v, %q", tc.in, servers, chroot, err, tc.servers, tc.chroot)
+		}
+	}
+}
+
+func FuzzParseConnect(f *testing.F) {
+	for _, s := range []string{"a:1,b:2/k", "[::1]:2181", "", "/", "a//"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		servers, chroot, err := ParseConnect(s)
+		if err != nil {
+			return
+		}
+		if len(servers) == 0 {
+			t.Fatalf("no servers and no error for %q", s)
+		}
+		if chroot != "" && (chroot[0] != '/' || chroot[len(chroot)-1] == '/') {
+			t.Fatalf("bad chroot %q from %q", chroot, s)
+		}
+	})
+}

@@ -1,0 +1,162 @@
+package zkconn
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// full applies the chroot to p.
+func (s *Session) full(p string) string {
+	if s.chroot == "" {
+		return p
+	}
+	if p == "/" {
+		return s.chroot
+	}
+	return s.chroot + p
+}
+
+// strip removes the chroot from a path ZooKeeper returned.
+func (s *Session) strip(p string) string {
+	if s.chroot == "" {
+		return p
+	}
+	if p == s.chroot {
+		return "/"
+	}
+	return strings.TrimPrefix(p, s.chroot)
+}
+
+// answered reports whether err (nil or a ZooKeeper error code) means the
+// server replied.
+func answered(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNodeExists),
+		errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNotEmpty),
+		errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrNoChildrenForEphemerals):
+		return true
+	}
+	return false
+}
+
+func (s *Session) note(err error) {
+	if answered(err) {
+		s.replied()
+	}
+}
+
+// watch converts a watch channel so that event paths lose the chroot.
+func (s *Session) watch(ch <-chan zk.Event) <-chan zk.Event {
+	if s.chroot == "" || ch == nil {
+		return ch
+	}
+	out := make(chan zk.Event, 1)
+	go func() { // ends when ZooKeeper fires the one-shot watch (or the conn closes)
+		ev, ok := <-ch
+		if ok {
+			ev.Path = s.strip(ev.Path)
+			out <- ev
+		}
+		close(out)
+	}()
+	return out
+}
+
+// Get reads a node.
+func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
+	b, st, err := s.conn.Get(s.full(p))
+	s.note(err)
+	return b, st, err
+}
+
+// GetW reads a node and sets a data watch.
+func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	b, st, ch, err := s.conn.GetW(s.full(p))
+	s.note(err)
+	return b, st, s.watch(ch), err
+}
+
+// Exists reports whether a node exists.
+func (s *Session) Exists(p string) (bool, *zk.Stat, error) {
+	ok, st, err := s.conn.Exists(s.full(p))
+	s.note(err)
+	return ok, st, err
+}
+
+// ExistsW reports whether a node exists and sets a watch for its creation,
+// change or deletion.
+func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	ok, st, ch, err := s.conn.ExistsW(s.full(p))
+	s.note(err)
+	return ok, st, s.watch(ch), err
+}
+
+// Children lists a node's children.
+func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
+	c, st, err := s.conn.Children(s.full(p))
+	s.note(err)
+	return c, st, err
+}
+
+// ChildrenW lists a node's children and sets a child watch.
+func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	c, st, ch, err := s.conn.ChildrenW(s.full(p))
+	s.note(err)
+	return c, st, s.watch(ch), err
+}
+
+// Set writes a node's data if its version matches (-1: any version).
+func (s *Session) Set(p string, data []byte, version int32) (*zk.Stat, error) {
+	st, err := s.conn.Set(s.full(p), data, version)
+	s.note(err)
+	return st, err
+}
+
+// Create creates a node with the given flags and ACL (nil: the session's
+// ACL) and returns its path without the chroot.
+func (s *Session) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	if acl == nil {
+		acl = s.acl
+	}
+	out, err := s.conn.Create(s.full(p), data, flags, acl)
+	s.note(err)
+	return s.strip(out), err
+}
+
+// Delete deletes a node if its version matches (-1: any version).
+func (s *Session) Delete(p string, version int32) error {
+	err := s.conn.Delete(s.full(p), version)
+	s.note(err)
+	return err
+}
+
+// CreateParents creates every missing persistent node on the way to p
+// (p itself included), with the session's ACL. The chroot is created too.
+func (s *Session) CreateParents(p string) error {
+	full := s.full(p)
+	parts := strings.Split(strings.Trim(full, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		if part == "" {
+			continue
+		}
+		cur += "/" + part
+		ok, _, err := s.conn.Exists(cur)
+		s.note(err)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		_, err = s.conn.Create(cur, nil, 0, s.acl)
+		s.note(err)
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,357 @@
+package zkconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"gopkg.in/tomb.v2"
+)
+
+// Errors of this package.
+var (
+	ErrConfig  = errors.New("zkconn: invalid config")
+	ErrTimeout = errors.New("zkconn: timed out waiting for a ZooKeeper session")
+	ErrClosed  = errors.New("zkconn: session closed")
+)
+
+// Auth is one set of credentials sent with AddAuth, e.g. scheme "digest"
+// and credentials "user:password". go-zookeeper sends them again on every
+// new session.
+type Auth struct {
+	Scheme      string
+	Credentials []byte
+}
+
+// Config configures a Session.
+type Config struct {
+	Servers        []string      // host:port of each ZooKeeper server
+	Chroot         string        // prefix of every path, "" for none
+	SessionTimeout time.Duration // asked of the server, which negotiates it into [2, 20] x tickTime
+	ConnectTimeout time.Duration // how long Dial waits for the first session
+	Auth           []Auth
+	// ACL for the nodes this session creates. Nil means world-writable when
+	// no credentials are given, and "creator has all, world may read" (as
+	// Kafka does with zookeeper.set.acl) when they are.
+	ACL    []zk.ACL
+	Logger *slog.Logger
+	Dialer zk.Dialer // nil: net.DialTimeout
+}
+
+// Validate checks the config; errors name the field.
+func (c Config) Validate() error {
+	if len(c.Servers) == 0 {
+		return fmt.Errorf("%w: Servers: empty", ErrConfig)
+	}
+	if c.Chroot != "" && (!strings.HasPrefix(c.Chroot, "/") || strings.HasSuffix(c.Chroot, "/")) {
+		return fmt.Errorf("%w: Chroot: %q must start with / and not end with /", ErrConfig, c.Chroot)
+	}
+	if c.SessionTimeout < time.Second {
+		return fmt.Errorf("%w: SessionTimeout: %v is under 1s", ErrConfig, c.SessionTimeout)
+	}
+	for i, a := range c.Auth {
+		if a.Scheme == "" {
+			return fmt.Errorf("%w: Auth[%d].Scheme: empty", ErrConfig, i)
+		}
+	}
+	return nil
+}
+
+// Status is a snapshot of the session's state.
+type Status struct {
+	// HasSession: ZooKeeper confirmed a session (StateHasSession) and it has
+	// not been reported lost since. A TCP connection alone does not count.
+	HasSession bool
+	SessionID  int64
+	// Epoch counts sessions: it increments each time a new session is
+	// established. Ephemeral nodes of an older epoch are gone.
+	Epoch uint64
+	// Healthy: HasSession and a reply from ZooKeeper came within 2/3 of the
+	// session timeout, measured on a monotonic clock. When not healthy, the
+	// session's ephemeral nodes may be gone: do not act as their owner.
+	Healthy   bool
+	LastReply time.Time
+	Timeout   time.Duration // negotiated session timeout (the asked one until known)
+}
+
+// Session is one ZooKeeper session (renewed by go-zookeeper after expiry)
+// with a chroot applied to every path. All methods are safe for concurrent
+// use. Operations block until ZooKeeper answers or the connection fails.
+// The caller must Close it.
+type Session struct {
+	conn   *zk.Conn
+	events <-chan zk.Event
+	cfg    Config
+	chroot string
+	acl    []zk.ACL
+	log    *slog.Logger
+	t      tomb.Tomb
+
+	lastReply atomic.Int64 // unix nanos of the last answer from ZooKeeper (monotonic-derived)
+	base      time.Time    // monotonic base for lastReply
+
+	mu        sync.Mutex
+	status    Status
+	epochDone chan struct{} // closed when the current epoch ends
+	changed   chan struct{} // buffered 1: status changed
+	closeOnce sync.Once
+}
+
+// Dial connects and waits up to cfg.ConnectTimeout (default: the session
+// timeout) for a session. On failure nothing is left running.
+func Dial(cfg Config) (*Session, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = cfg.SessionTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dialer := cfg.Dialer
+	if dialer == nil {
+		dialer = net.DialTimeout
+	}
+	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(dialer))
+	if err != nil {
+		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
+	}
+	s := &Session{
+		conn: conn, events: events, cfg: cfg, chroot: cfg.Chroot, log: log,
+		base:      time.Now(),
+		epochDone: make(chan struct{}),
+		changed:   make(chan struct{}, 1),
+	}
+	s.status.Timeout = cfg.SessionTimeout
+	s.acl = cfg.ACL
+	if s.acl == nil {
+		if len(cfg.Auth) > 0 {
+			s.acl = append(zk.AuthACL(zk.PermAll), zk.WorldACL(zk.PermRead)...)
+		} else {
+			s.acl = zk.WorldACL(zk.PermAll)
+		}
+	}
+	first := make(chan struct{})
+	s.t.Go(func() error { return s.monitor(first) })
+	select {
+	case <-first:
+	case <-time.After(cfg.ConnectTimeout):
+		s.Close()
+		return nil, fmt.Errorf("%w: %v after %v", ErrTimeout, cfg.Servers, cfg.ConnectTimeout)
+	}
+	for _, a := range cfg.Auth {
+		if err := conn.AddAuth(a.Scheme, a.Credentials); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("zkconn: AddAuth %s: %w", a.Scheme, err)
+		}
+	}
+	return s, nil
+}
+
+// zkLogger routes go-zookeeper's log lines into slog at debug level.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...interface{}) {
+	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+}
+
+func (s *Session) now() int64 { return int64(time.Since(s.base)) }
+
+// replied records an answer from ZooKeeper.
+func (s *Session) replied() { s.lastReply.Store(s.now()) }
+
+// monitor follows go-zookeeper's session events and the time since the
+// last reply, and keeps Status current. It pings ZooKeeper so that a
+// silent connection is noticed even when nothing else is sent.
+func (s *Session) monitor(first chan struct{}) error {
+	ping := make(chan struct{}, 1)
+	s.t.Go(func() error { return s.pinger(ping) })
+	tick := time.NewTicker(s.cfg.SessionTimeout / 12)
+	defer tick.Stop()
+	firstDone := false
+	for {
+		select {
+		case <-s.t.Dying():
+			return nil
+		case ev, ok := <-s.events:
+			if !ok {
+				return nil
+			}
+			if ev.Type != zk.EventSession {
+				continue
+			}
+			s.onState(ev.State)
+			if ev.State == zk.StateHasSession && !firstDone {
+				firstDone = true
+				close(first)
+			}
+		case <-tick.C:
+			select {
+			case ping <- struct{}{}:
+			default:
+			}
+			s.refresh()
+		}
+	}
+}
+
+// pinger sends a cheap request whenever asked, recording replies.
+func (s *Session) pinger(ping <-chan struct{}) error {
+	for {
+		select {
+		case <-s.t.Dying():
+			return nil
+		case <-ping:
+			if _, _, err := s.conn.Exists("/"); err == nil {
+				s.replied()
+				s.refresh()
+			}
+		}
+	}
+}
+
+func (s *Session) onState(st zk.State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch st {
+	case zk.StateHasSession:
+		id := s.conn.SessionID()
+		if !s.status.HasSession || id != s.status.SessionID {
+			if s.status.SessionID != 0 && id != s.status.SessionID {
+				s.endEpochLocked("new session")
+			}
+			if id != s.status.SessionID {
+				s.status.Epoch++
+			}
+			s.status.SessionID = id
+			s.status.HasSession = true
+			s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "epoch", s.status.Epoch)
+		}
+		s.replied()
+	case zk.StateExpired:
+		s.log.Warn("zookeeper session expired", "session", fmt.Sprintf("0x%x", s.status.SessionID))
+		s.status.HasSession = false
+		s.endEpochLocked("expired")
+	case zk.StateDisconnected, zk.StateConnecting:
+		// The session may still be alive on the server; Healthy turns
+		// false once 2/3 of the timeout passed without a reply.
+		s.log.Debug("zookeeper connection state", "state", st.String())
+	case zk.StateAuthFailed:
+		s.log.Error("zookeeper authentication failed")
+		s.status.HasSession = false
+	}
+	s.refreshLocked()
+	s.signalLocked()
+}
+
+// endEpochLocked closes the done channel of the current epoch and starts a new one.
+func (s *Session) endEpochLocked(why string) {
+	close(s.epochDone)
+	s.epochDone = make(chan struct{})
+	s.log.Debug("zookeeper session epoch ended", "epoch", s.status.Epoch, "why", why)
+}
+
+func (s *Session) refresh() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refreshLocked() {
+		s.signalLocked()
+	}
+}
+
+// refreshLocked recomputes Healthy; it reports whether it changed.
+func (s *Session) refreshLocked() bool {
+	last := s.lastReply.Load()
+	s.status.LastReply = s.base.Add(time.Duration(last))
+	window := s.status.Timeout * 2 / 3
+	healthy := s.status.HasSession && time.Duration(s.now()-last) < window
+	if healthy != s.status.Healthy {
+		s.status.Healthy = healthy
+		if healthy {
+			s.log.Info("zookeeper session healthy", "session", fmt.Sprintf("0x%x", s.status.SessionID))
+		} else {
+			s.log.Warn("zookeeper session suspended: no reply within 2/3 of the session timeout", "session", fmt.Sprintf("0x%x", s.status.SessionID), "timeout", s.status.Timeout)
+		}
+		return true
+	}
+	return false
+}
+
+func (s *Session) signalLocked() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns the current state.
+func (s *Session) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refreshLocked()
+	return s.status
+}
+
+// Epoch returns the current status and a channel closed when this session
+// epoch ends (the session expired, was replaced, or Close was called).
+func (s *Session) Epoch() (Status, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refreshLocked()
+	return s.status, s.epochDone
+}
+
+// Changes receives (buffered 1, coalesced) after any change of Status. It
+// has a single intended reader, the consumer manager.
+func (s *Session) Changes() <-chan struct{} { return s.changed }
+
+// Dead is closed when Close was called.
+func (s *Session) Dead() <-chan struct{} { return s.t.Dead() }
+
+// ACL returns the ACL used for created nodes.
+func (s *Session) ACL() []zk.ACL { return s.acl }
+
+// Chroot returns the chroot.
+func (s *Session) Chroot() string { return s.chroot }
+
+// Close ends the session (its ephemeral nodes are deleted by ZooKeeper at
+// once) and stops every goroutine. Idempotent; blocks until done.
+func (s *Session) Close() {
+	s.closeOnce.Do(func() {
+		s.t.Kill(nil)
+		s.conn.Close()
+		_ = s.t.Wait()
+		s.mu.Lock()
+		s.status.HasSession = false
+		s.status.Healthy = false
+		close(s.epochDone)
+		s.epochDone = make(chan struct{})
+		s.mu.Unlock()
+	})
+}
+
+// WaitHealthy blocks until the session is healthy or ctx ends.
+func (s *Session) WaitHealthy(ctx context.Context) error {
+	for {
+		if s.Status().Healthy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.t.Dying():
+			return ErrClosed
+		case <-time.After(s.cfg.SessionTimeout / 20):
+		}
+	}
+}

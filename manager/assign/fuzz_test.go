@@ -1,0 +1,76 @@
+package assign
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// decodeCase turns fuzz bytes into members and partitions. Byte 0: member
+// count (mod 12). Per member two bytes: ID (mod 16, so duplicates occur) and
+// subscription (bit 7 set: nil = everything; otherwise a bit mask over
+// topics t0-t3; t4 exists but only nil members read it). The remaining bytes
+// are partitions in triples: topic (mod 5), ID (int8), leader (int8).
+func decodeCase(data []byte) ([]Member, []Partition) {
+	next := func() (byte, bool) {
+		if len(data) == 0 {
+			return 0, false
+		}
+		b := data[0]
+		data = data[1:]
+		return b, true
+	}
+	n, _ := next()
+	var members []Member
+	for range int(n % 12) {
+		id, ok1 := next()
+		sub, ok2 := next()
+		if !ok1 || !ok2 {
+			break
+		}
+		m := Member{ID: fmt.Sprintf("m%d", id%16)}
+		if sub&0x80 == 0 {
+			m.Topics = []string{}
+			for t := range 4 {
+				if sub&(1<<t) != 0 {
+					m.Topics = append(m.Topics, fmt.Sprintf("t%d", t))
+				}
+			}
+		}
+		members = append(members, m)
+	}
+	var ps []Partition
+	for len(data) >= 3 {
+		ps = append(ps, Partition{
+			Topic:  fmt.Sprintf("t%d", data[0]%5),
+			ID:     int32(int8(data[1])),
+			Leader: int32(int8(data[2])),
+		})
+		data = data[3:]
+	}
+	return members, ps
+}
+
+func FuzzStrategies(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{2, 1, 0x80, 2, 0x03, 0, 0, 1, 0, 1, 2, 1, 0, 0xff})
+	f.Add([]byte{3, 1, 0x01, 1, 0x02, 5, 0x00, 0, 0, 0, 1, 0, 0, 4, 9, 9, 0, 0, 3})
+	f.Add([]byte{11, 0, 0x80, 1, 0x80, 2, 0x80, 3, 0x80, 4, 0x80, 5, 0x80, 6, 0x80,
+		7, 0x80, 8, 0x80, 9, 0x80, 10, 0x80, 0, 0x80, 1, 0, 0x80, 1, 1, 0x7f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		members, ps := decodeCase(data)
+		revM, revP := slices.Clone(members), slices.Clone(ps)
+		slices.Reverse(revM)
+		slices.Reverse(revP)
+		for _, s := range strategies {
+			a := s.fn(members, ps)
+			if msg := checkAssignment(members, ps, a); msg != "" {
+				t.Fatalf("%s: %s", s.name, msg)
+			}
+			if b := s.fn(revM, revP); !reflect.DeepEqual(a, b) {
+				t.Fatalf("%s: output depends on input order", s.name)
+			}
+		}
+	})
+}

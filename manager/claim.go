@@ -1,0 +1,235 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+)
+
+// ErrClaimCanceled: the claim was no longer wanted before it was acquired.
+var ErrClaimCanceled = errors.New("manager: claim canceled")
+
+// claim is this instance's ownership of one partition: its ephemeral owner
+// node, created by the current ZooKeeper session. It implements
+// partition.Fence. Safe for concurrent use.
+type claim struct {
+	tp      TopicPartition
+	path    string
+	owner   string // the node's content: this instance's id
+	session *zkconn.Session
+	health  *gate
+	log     *slog.Logger
+
+	sessionID int64 // the session that created the node
+	lost      chan struct{}
+	lostOnce  sync.Once
+	stop      chan struct{} // ends the watcher
+	wg        sync.WaitGroup
+}
+
+// Ready is closed while the session is healthy.
+func (c *claim) Ready() <-chan struct{} { return c.health.ready() }
+
+// Lost is closed once the owner node is gone or the session that created
+// it ended.
+func (c *claim) Lost() <-chan struct{} { return c.lost }
+
+func (c *claim) markLost(why string) {
+	c.lostOnce.Do(func() {
+		if why == "released" {
+			c.log.Debug("partition claim released")
+		} else {
+			c.log.Warn("partition claim lost", "why", why)
+		}
+		close(c.lost)
+	})
+}
+
+// acquire creates the owner node, waiting on a watch of an existing node
+// of another owner until it is deleted, for as long as it takes; cancel
+// ends the wait. A node left by this instance id under an older session
+// (a restart with a stable id) is deleted and taken at once. waits counts
+// the times it had to wait.
+func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
+	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64) (*claim, error) {
+	p := zkdata.OwnerPath(group, tp.Topic, tp.Partition)
+	backoff := 50 * time.Millisecond
+	logged := false
+	for {
+		select {
+		case <-cancel:
+			return nil, ErrClaimCanceled
+		default:
+		}
+		st, epochDone := s.Epoch()
+		if !st.HasSession {
+			if !waitOr(cancel, epochDone, nil, 200*time.Millisecond) {
+				return nil, ErrClaimCanceled
+			}
+			continue
+		}
+		_, err := s.Create(p, zkdata.FormatOwner(owner), zk.FlagEphemeral, nil)
+		if errors.Is(err, zk.ErrNoNode) {
+			if err := s.CreateParents(path.Dir(p)); err != nil {
+				log.Warn("creating owner parents failed", "path", path.Dir(p), "err", err)
+				if !sleepOr(cancel, &backoff) {
+					return nil, ErrClaimCanceled
+				}
+			}
+			continue
+		}
+		if err == nil || errors.Is(err, zk.ErrNodeExists) {
+			data, stat, ch, gerr := s.GetW(p)
+			if errors.Is(gerr, zk.ErrNoNode) {
+				continue // deleted meanwhile: try again
+			}
+			if gerr != nil {
+				log.Warn("reading owner node failed", "path", p, "err", gerr)
+				if !sleepOr(cancel, &backoff) {
+					return nil, ErrClaimCanceled
+				}
+				continue
+			}
+			cur, _ := s.Epoch()
+			if stat.EphemeralOwner == cur.SessionID && zkdata.ParseOwner(data) == owner {
+				c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
+					sessionID: cur.SessionID, lost: make(chan struct{}), stop: make(chan struct{})}
+				c.wg.Add(1)
+				go c.watch(ch, epochDone)
+				if logged {
+					log.Info("partition claimed after waiting", "path", p)
+				}
+				return c, nil
+			}
+			if zkdata.ParseOwner(data) == owner && stat.EphemeralOwner != cur.SessionID {
+				// Ours, from a session that is gone or going: take it back.
+				log.Info("deleting this instance's stale owner node", "path", p, "old_session", fmt.Sprintf("0x%x", stat.EphemeralOwner))
+				if derr := s.Delete(p, stat.Version); derr != nil && !errors.Is(derr, zk.ErrNoNode) && !errors.Is(derr, zk.ErrBadVersion) {
+					log.Warn("deleting stale owner node failed", "path", p, "err", derr)
+				}
+				continue
+			}
+			// Another owner: wait for its node to go.
+			waits.Add(1)
+			if !logged {
+				log.Info("waiting for the partition's owner to release it", "path", p, "owner", zkdata.ParseOwner(data))
+				logged = true
+			}
+			select {
+			case <-cancel:
+				return nil, ErrClaimCanceled
+			case <-ch:
+			case <-epochDone:
+			}
+			continue
+		}
+		log.Warn("creating owner node failed", "path", p, "err", err)
+		if !sleepOr(cancel, &backoff) {
+			return nil, ErrClaimCanceled
+		}
+	}
+}
+
+// watch marks the claim lost when its node is deleted or changed, or the
+// session epoch ends; it re-arms the one-shot watch otherwise.
+func (c *claim) watch(ch <-chan zk.Event, epochDone <-chan struct{}) {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-epochDone:
+			c.markLost("zookeeper session ended")
+			return
+		case ev, ok := <-ch:
+			switch {
+			case !ok:
+				c.markLost("watch closed")
+				return
+			case ev.Type == zk.EventNodeDeleted:
+				c.markLost("owner node deleted")
+				return
+			case ev.Type == zk.EventNotWatching:
+				c.markLost("watch ended: " + fmt.Sprint(ev.Err))
+				return
+			}
+			// Re-arm, and check the node is still ours.
+			for {
+				data, stat, nch, err := c.session.GetW(c.path)
+				if errors.Is(err, zk.ErrNoNode) {
+					c.markLost("owner node deleted")
+					return
+				}
+				if err == nil {
+					if stat.EphemeralOwner != c.sessionID || zkdata.ParseOwner(data) != c.owner {
+						c.markLost("owner node taken over")
+						return
+					}
+					ch = nch
+					break
+				}
+				select {
+				case <-c.stop:
+					return
+				case <-epochDone:
+					c.markLost("zookeeper session ended")
+					return
+				case <-time.After(200 * time.Millisecond): // retry while disconnected
+				}
+			}
+		}
+	}
+}
+
+// release deletes the owner node if it is still ours, then stops the
+// watcher. Call it only after the partition manager stopped.
+func (c *claim) release() error {
+	close(c.stop)
+	c.wg.Wait()
+	c.markLost("released")
+	_, stat, err := c.session.Get(c.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("manager: release %s: %w", c.path, err)
+	}
+	if stat.EphemeralOwner != c.sessionID {
+		return nil // not ours any more
+	}
+	if err := c.session.Delete(c.path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("manager: release %s: %w", c.path, err)
+	}
+	return nil
+}
+
+func sleepOr(cancel <-chan struct{}, d *time.Duration) bool {
+	select {
+	case <-cancel:
+		return false
+	case <-time.After(*d):
+	}
+	if *d < 2*time.Second {
+		*d *= 2
+	}
+	return true
+}
+
+func waitOr(cancel <-chan struct{}, a <-chan struct{}, b <-chan struct{}, max time.Duration) bool {
+	select {
+	case <-cancel:
+		return false
+	case <-a:
+	case <-b:
+	case <-time.After(max):
+	}
+	return true
+}

@@ -1,0 +1,169 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager/assign"
+	"github.com/zkgroup/zkgroup/partition"
+)
+
+// ErrConfig reports an invalid Config or Join argument; the message names
+// the field.
+var ErrConfig = errors.New("manager: invalid config")
+
+// Offset storages.
+const (
+	StorageKafka     = "kafka"
+	StorageZooKeeper = "zookeeper"
+)
+
+// Modes of handing out messages.
+const (
+	// ModeMerged: every partition's messages on Consumer.Messages().
+	ModeMerged = "merged"
+	// ModePartitions: one stream per owned partition on Consumer.Partitions().
+	ModePartitions = "partitions"
+)
+
+// Config configures a consumer. Build it with NewConfig and change fields.
+type Config struct {
+	// InstanceID names this member under /consumers/<group>/ids. Empty:
+	// "<group>_<host>-<ms>-<uuid8>", new at every start. A stable id lets a
+	// restarted instance reclaim its own stale nodes at once instead of
+	// waiting for its old session to expire.
+	InstanceID string
+	// SessionTimeout of the ZooKeeper session: at least 6 s.
+	SessionTimeout time.Duration
+	// Strategy: "leader-aware" (default), "sticky", "range" or "roundrobin".
+	Strategy string
+	// Mode: ModeMerged (default) or ModePartitions.
+	Mode string
+	// OffsetStorage: StorageKafka (default) or StorageZooKeeper.
+	OffsetStorage string
+	// Brokers overrides broker discovery from /brokers/ids when set.
+	Brokers []string
+	// Listener picks the broker endpoint by listener name during discovery
+	// ("" : PLAINTEXT, or host/port).
+	Listener string
+	// Sarama is the base client config (TLS, SASL, client id, version).
+	// Nil: sarama's defaults with Version 2.1.
+	Sarama *sarama.Config
+	// Partition configures the partition managers.
+	Partition partition.Config
+	// RebalanceDelay coalesces bursts of changes before a rebalance.
+	RebalanceDelay time.Duration
+	// LeaderRefresh is how often partition leaders are read again.
+	LeaderRefresh time.Duration
+	// ChannelBufferSize of Messages() (and each partition stream). The
+	// default, 0, means a message is handed out only when the user receives
+	// it, so a revoked partition never leaves messages behind in a buffer
+	// that a new owner would deliver again. A larger buffer trades that
+	// guarantee (messages still buffered at revoke may be delivered twice)
+	// for throughput.
+	ChannelBufferSize int
+	// ErrorsBufferSize of Errors(); when full, errors are dropped and counted.
+	ErrorsBufferSize int
+	// Auth: ZooKeeper credentials (e.g. scheme "digest", "user:pass").
+	Auth []ZooKeeperAuth
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// OnAssigned and OnRevoked are called from the consumer's rebalance
+	// goroutine after partitions were claimed and before they are fetched,
+	// and after revoked partitions were drained, committed and released.
+	// They must return quickly.
+	OnAssigned func(group string, partitions []TopicPartition)
+	OnRevoked  func(group string, partitions []TopicPartition)
+	// CloseTimeout bounds Close (drains are bounded by Partition.DrainTimeout).
+	CloseTimeout time.Duration
+}
+
+// ZooKeeperAuth is a set of ZooKeeper credentials.
+type ZooKeeperAuth struct {
+	Scheme      string
+	Credentials string
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// NewConfig returns the defaults.
+func NewConfig() *Config {
+	return &Config{
+		SessionTimeout:    10 * time.Second,
+		Strategy:          assign.DefaultName,
+		Mode:              ModeMerged,
+		OffsetStorage:     StorageKafka,
+		Partition:         partition.NewConfig(),
+		RebalanceDelay:    50 * time.Millisecond,
+		LeaderRefresh:     2 * time.Second,
+		ChannelBufferSize: 0,
+		ErrorsBufferSize:  64,
+		CloseTimeout:      30 * time.Second,
+	}
+}
+
+// Validate checks every field; errors name the field.
+func (c *Config) Validate() error {
+	if c == nil {
+		return fmt.Errorf("%w: nil config", ErrConfig)
+	}
+	if c.InstanceID != "" {
+		if err := zkdata.ValidateNodeName("InstanceID", c.InstanceID); err != nil {
+			return fmt.Errorf("%w: InstanceID: %w", ErrConfig, err)
+		}
+	}
+	if c.SessionTimeout < 6*time.Second {
+		return fmt.Errorf("%w: SessionTimeout: %v is under 6s", ErrConfig, c.SessionTimeout)
+	}
+	if _, err := assign.ByName(c.Strategy); err != nil {
+		return fmt.Errorf("%w: Strategy: %w", ErrConfig, err)
+	}
+	if c.Mode != ModeMerged && c.Mode != ModePartitions {
+		return fmt.Errorf("%w: Mode: %q is neither %q nor %q", ErrConfig, c.Mode, ModeMerged, ModePartitions)
+	}
+	if c.OffsetStorage != StorageKafka && c.OffsetStorage != StorageZooKeeper {
+		return fmt.Errorf("%w: OffsetStorage: %q is neither %q nor %q", ErrConfig, c.OffsetStorage, StorageKafka, StorageZooKeeper)
+	}
+	for i, b := range c.Brokers {
+		if b == "" {
+			return fmt.Errorf("%w: Brokers[%d]: empty", ErrConfig, i)
+		}
+	}
+	if err := c.Partition.Validate(); err != nil {
+		return fmt.Errorf("%w: Partition: %w", ErrConfig, err)
+	}
+	if c.RebalanceDelay < 0 {
+		return fmt.Errorf("%w: RebalanceDelay: %v is negative", ErrConfig, c.RebalanceDelay)
+	}
+	if c.LeaderRefresh <= 0 {
+		return fmt.Errorf("%w: LeaderRefresh: %v is not positive", ErrConfig, c.LeaderRefresh)
+	}
+	if c.ChannelBufferSize < 0 {
+		return fmt.Errorf("%w: ChannelBufferSize: %d is negative", ErrConfig, c.ChannelBufferSize)
+	}
+	if c.ErrorsBufferSize < 0 {
+		return fmt.Errorf("%w: ErrorsBufferSize: %d is negative", ErrConfig, c.ErrorsBufferSize)
+	}
+	for i, a := range c.Auth {
+		if a.Scheme == "" {
+			return fmt.Errorf("%w: Auth[%d].Scheme: empty", ErrConfig, i)
+		}
+	}
+	if c.CloseTimeout <= 0 {
+		return fmt.Errorf("%w: CloseTimeout: %v is not positive", ErrConfig, c.CloseTimeout)
+	}
+	if c.Sarama != nil {
+		if err := c.Sarama.Validate(); err != nil {
+			return fmt.Errorf("%w: Sarama: %w", ErrConfig, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,405 @@
+package manager
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager/assign"
+	"github.com/zkgroup/zkgroup/offsets"
+	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/subscription"
+	"gopkg.in/tomb.v2"
+)
+
+// store is what the consumer needs of an offsets store.
+type store interface {
+	partition.Store
+	Close() error
+}
+
+// Consumer is one member of a consumer group. Its methods are safe for
+// concurrent use. The caller must Close it.
+//
+// Messages() (ModeMerged) carries every owned partition's messages; it is
+// buffered (Config.ChannelBufferSize) and closed by Close. While nobody
+// reads it, partitions stop fetching once their buffers fill; nothing is
+// lost. Errors() is buffered (Config.ErrorsBufferSize) and closed by Close;
+// when full, further errors are dropped, logged and counted in Stats: an
+// unread Errors() never stalls consumption.
+type Consumer struct {
+	group    string
+	id       string
+	sub      *subscription.Subscription
+	cfg      *Config
+	log      *slog.Logger
+	session  *zkconn.Session
+	meta     *metadata.Watcher
+	client   sarama.Client
+	consumer sarama.Consumer
+	store    store
+	strategy assign.Strategy
+	health   *gate
+
+	messages   chan *partition.Message
+	partitions chan *PartitionStream
+	errors     chan error
+
+	t       tomb.Tomb
+	slotsWG sync.WaitGroup
+	events  chan slotEvent
+
+	mu           sync.Mutex
+	slots        map[TopicPartition]*slot
+	members      []string
+	assigned     []TopicPartition
+	applied      bool
+	registered   bool
+	regEpoch     uint64
+	dirtySince   time.Time
+	lastDuration time.Duration
+	lastApplied  time.Time
+
+	rebalances    atomic.Uint64
+	claimWaits    atomic.Int64
+	droppedErrors atomic.Uint64
+	staleAcks     atomic.Uint64
+	restarts      atomic.Uint64
+	closeOnce     sync.Once
+	closeErr      error
+}
+
+type slotState int
+
+const (
+	claiming slotState = iota
+	running
+	stopping
+)
+
+// slot is one partition this instance wants or still holds.
+type slot struct {
+	tp     TopicPartition
+	state  slotState
+	revoke chan struct{} // closed: stop (drain) or cancel the claim
+	pm     atomic.Pointer[partition.Manager]
+}
+
+type slotEvent struct {
+	sl      *slot
+	started bool // the partition manager started
+	done    bool // the slot goroutine ended
+}
+
+// Join joins group as a new member consuming sub, coordinated through the
+// ZooKeeper ensemble in zookeeper ("host1:2181,host2:2181/chroot", the
+// chroot of the Kafka cluster). It validates everything before writing to
+// ZooKeeper, connects, discovers brokers, registers, and returns; partitions
+// are claimed in the background. It blocks for the connections (bounded by
+// the session timeout).
+func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *Config) (*Consumer, error) {
+	if cfg == nil {
+		cfg = NewConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if group == "" {
+		return nil, fmt.Errorf("%w: group: empty", ErrConfig)
+	}
+	if err := zkdata.ValidateNodeName("group", group); err != nil {
+		return nil, fmt.Errorf("%w: group: %w", ErrConfig, err)
+	}
+	if sub == nil {
+		return nil, fmt.Errorf("%w: subscription: nil", ErrConfig)
+	}
+	servers, chroot, err := zkconn.ParseConnect(zookeeper)
+	if err != nil {
+		return nil, fmt.Errorf("%w: zookeeper: %w", ErrConfig, err)
+	}
+	strategy, _ := assign.ByName(cfg.Strategy)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	id := cfg.InstanceID
+	if id == "" {
+		id = newInstanceID(group)
+	}
+	log = log.With("group", group, "instance", id)
+	regData, err := registration(sub)
+	if err != nil {
+		return nil, fmt.Errorf("%w: subscription: %w", ErrConfig, err)
+	}
+
+	c := &Consumer{
+		group: group, id: id, sub: sub, cfg: cfg, log: log, strategy: strategy,
+		health:   newGate(),
+		messages: make(chan *partition.Message, cfg.ChannelBufferSize),
+		errors:   make(chan error, cfg.ErrorsBufferSize),
+		events:   make(chan slotEvent, 64),
+		slots:    map[TopicPartition]*slot{},
+	}
+	if cfg.Mode == ModePartitions {
+		c.partitions = make(chan *PartitionStream, 1024)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.closeResources()
+		}
+	}()
+
+	var auth []zkconn.Auth
+	for _, a := range cfg.Auth {
+		auth = append(auth, zkconn.Auth{Scheme: a.Scheme, Credentials: []byte(a.Credentials)})
+	}
+	c.session, err = zkconn.Dial(zkconn.Config{
+		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
+		Auth: auth, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	}
+
+	brokers := cfg.Brokers
+	if len(brokers) == 0 {
+		var skipped []error
+		brokers, skipped, err = discoverBrokers(c.session, cfg.Listener)
+		for _, e := range skipped {
+			log.Warn("broker registration skipped", "err", e)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+		}
+	}
+	scfg := saramaConfig(cfg)
+	c.client, err = sarama.NewClient(brokers, scfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
+	}
+	c.consumer, err = sarama.NewConsumerFromClient(c.client)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kafka consumer: %w", ErrJoin, err)
+	}
+	switch cfg.OffsetStorage {
+	case StorageZooKeeper:
+		c.store, err = offsets.NewZooKeeperStore(c.session, group, c.session.ACL())
+	default:
+		kc := offsets.NewKafkaConfig()
+		kc.CommitTimeout = cfg.Partition.CommitTimeout
+		c.store, err = offsets.NewKafkaStore(c.client, group, kc, log)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
+	}
+	mcfg := metadata.NewConfig()
+	mcfg.SessionTimeout = cfg.SessionTimeout
+	mcfg.LeaderRefresh = cfg.LeaderRefresh
+	c.meta, err = metadata.Open(zookeeper, sub.Match, mcfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cluster metadata: %w", ErrJoin, err)
+	}
+	if err := ensureGroupNodes(c.session, group); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	}
+	st := c.session.Status()
+	if err := register(c.session, group, id, regData); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	}
+	c.regEpoch = st.Epoch
+	c.registered = true
+	c.health.set(st.Healthy)
+	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy)
+	ok = true
+	c.t.Go(func() error { return c.loop(regData) })
+	return c, nil
+}
+
+func saramaConfig(cfg *Config) *sarama.Config {
+	var s sarama.Config
+	if cfg.Sarama != nil {
+		s = *cfg.Sarama
+	} else {
+		s = *sarama.NewConfig()
+		s.Version = sarama.V2_1_0_0
+		s.ClientID = "zkgroup"
+	}
+	s.Consumer.Return.Errors = true
+	s.Consumer.Offsets.AutoCommit.Enable = false
+	s.ChannelBufferSize = max(s.ChannelBufferSize, 256)
+	return &s
+}
+
+// ID returns this member's instance id.
+func (c *Consumer) ID() string { return c.id }
+
+// Group returns the group name.
+func (c *Consumer) Group() string { return c.group }
+
+// Messages returns the merged stream of every owned partition (ModeMerged).
+// See the Consumer doc for its contract. In ModePartitions it is never fed.
+func (c *Consumer) Messages() <-chan *partition.Message { return c.messages }
+
+// Partitions returns the streams of newly claimed partitions
+// (ModePartitions; nil otherwise). It must be read: a claimed partition
+// does not start until its stream was taken. Closed by Close.
+func (c *Consumer) Partitions() <-chan *PartitionStream { return c.partitions }
+
+// Errors returns errors of the consumer and its partitions (*partition.Error
+// for those). See the Consumer doc for its contract.
+func (c *Consumer) Errors() <-chan error { return c.errors }
+
+// Ack acks a message handed out by this consumer. It may be called from
+// any goroutine, in any order. Acking a message of a partition this
+// instance no longer owns (or twice) is a counted no-op.
+func (c *Consumer) Ack(msg *partition.Message) partition.AckResult {
+	r := msg.Ack()
+	if r == partition.AckStale {
+		c.staleAcks.Add(1)
+	}
+	return r
+}
+
+// report passes err to Errors() without blocking.
+func (c *Consumer) report(err error) {
+	select {
+	case c.errors <- err:
+	default:
+		n := c.droppedErrors.Add(1)
+		c.log.Warn("Errors() is full; error dropped", "err", err, "dropped", n)
+	}
+}
+
+// Interrupt starts closing and returns at once.
+func (c *Consumer) Interrupt() { c.t.Kill(nil) }
+
+// Close drains, commits and releases every partition, deregisters, closes
+// the connections and then the channels. It is idempotent and blocks until
+// all of it is done (bounded by Config.CloseTimeout).
+func (c *Consumer) Close() error {
+	c.closeOnce.Do(func() {
+		c.t.Kill(nil)
+		err := c.t.Wait()
+		c.closeResources()
+		if err == nil {
+			// Every partition manager has stopped: nobody sends any more.
+			close(c.messages)
+			close(c.errors)
+			if c.partitions != nil {
+				close(c.partitions)
+			}
+		}
+		c.closeErr = err
+	})
+	return c.closeErr
+}
+
+func (c *Consumer) closeResources() {
+	if c.meta != nil {
+		_ = c.meta.Close()
+	}
+	if c.consumer != nil {
+		_ = c.consumer.Close()
+	}
+	if c.store != nil {
+		if err := c.store.Close(); err != nil {
+			c.log.Warn("closing the offset store", "err", err)
+		}
+	}
+	if c.client != nil {
+		_ = c.client.Close()
+	}
+	if c.session != nil {
+		c.session.Close()
+	}
+}
+
+// loop is the consumer manager: it owns the slots map and rebalances.
+func (c *Consumer) loop(regData []byte) error {
+	var idsWatch <-chan zk.Event
+	dirty := true
+	c.markDirty()
+	debounce := time.NewTimer(0)
+	defer debounce.Stop()
+	arm := func() {
+		if !dirty {
+			dirty = true
+			c.markDirty()
+		}
+		debounce.Reset(c.cfg.RebalanceDelay)
+	}
+	retry := time.NewTicker(time.Second)
+	defer retry.Stop()
+	for {
+		select {
+		case <-c.t.Dying():
+			return c.shutdown()
+		case <-idsWatch:
+			idsWatch = nil
+			arm()
+		case <-c.meta.Changes():
+			arm()
+		case <-c.session.Changes():
+			st := c.session.Status()
+			c.health.set(st.Healthy)
+			if st.HasSession && st.Epoch != c.regEpoch {
+				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
+				if err := register(c.session, c.group, c.id, regData); err != nil {
+					c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
+					c.log.Error("registering again failed; retrying", "err", err)
+				} else {
+					c.mu.Lock()
+					c.regEpoch = st.Epoch
+					c.mu.Unlock()
+					idsWatch = nil
+				}
+				arm()
+			}
+		case ev := <-c.events:
+			c.onSlotEvent(ev)
+			arm()
+		case <-retry.C:
+			// Retry what failed (registration, a ZooKeeper read): a
+			// rebalance with nothing changed does nothing.
+			if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch {
+				if err := register(c.session, c.group, c.id, regData); err == nil {
+					c.mu.Lock()
+					c.regEpoch = st.Epoch
+					c.mu.Unlock()
+					idsWatch = nil
+					arm()
+				}
+			}
+			if idsWatch == nil {
+				arm()
+			}
+		case <-debounce.C:
+			if !dirty {
+				continue
+			}
+			w, err := c.rebalance()
+			if err != nil {
+				c.log.Warn("rebalance failed; retrying", "err", err)
+				continue // the retry ticker arms again
+			}
+			idsWatch = w
+			dirty = false
+		}
+	}
+}
+
+func (c *Consumer) markDirty() {
+	c.mu.Lock()
+	if c.dirtySince.IsZero() {
+		c.dirtySince = time.Now()
+	}
+	c.mu.Unlock()
+}

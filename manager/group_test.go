@@ -1,0 +1,104 @@
+package manager_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// TestGroupJoinLeave: 3 instances over 24 partitions join and leave one by
+// one while a producer writes. After each step every partition is owned by
+// exactly one instance and fetching; no two instances ever hold a partition
+// at once; every message is consumed exactly once (clean rebalances and
+// clean leaves redeliver nothing), and the committed offsets end at the
+// log-end offsets.
+func TestGroupJoinLeave(t *testing.T) {
+	c := testcluster.Shared(t)
+	ctx := context.Background()
+	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	const parts = 24
+	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(topic, parts, 0, 2400); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(t)
+	prod := startProducer(c, topic, parts, 2400, 48, 50*time.Millisecond)
+	o := joinOpts{strict: true, shuffle: true, ackDelay: 200 * time.Microsecond}
+
+	a := join(t, c, group, sub, "a", rec, o)
+	t.Logf("a alone: ready in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))
+	b := join(t, c, group, sub, "b", rec, o)
+	t.Logf("b joins: balanced in %v", await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) }))
+	cc := join(t, c, group, sub, "c", rec, o)
+	t.Logf("c joins: balanced in %v", await(t, 60*time.Second, "a, b, c balanced", func() bool { return balanced(parts, a, b, cc) }))
+	t.Logf("owned: %v", owned(a, b, cc))
+	cc.close(t)
+	t.Logf("c leaves: balanced in %v", await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) }))
+	b.close(t)
+	t.Logf("b leaves: balanced in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))
+
+	n := prod.halt(t)
+	await(t, 60*time.Second, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	a.close(t)
+	rec.checkExactlyOnce(t, topic, n)
+	rec.checkViolations(t)
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := committed(t, c, group, topic, parts)
+	for p := int32(0); p < parts; p++ {
+		if got[p] != hwm[p] {
+			t.Errorf("partition %d: committed %d, log-end %d", p, got[p], hwm[p])
+		}
+	}
+}
+
+// TestRebalanceLatency measures a clean join and a clean leave of a third
+// instance beside two others over 24 partitions, from the change to every
+// instance fetching all of its partitions, over ZKGROUP_ROUNDS rounds
+// (default 3; the figures in the notes use 20).
+func TestRebalanceLatency(t *testing.T) {
+	c := testcluster.Shared(t)
+	ctx := context.Background()
+	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	const parts = 24
+	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("ZKGROUP_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	sub, _ := subscription.Static(topic)
+	rec := newRecorder(t)
+	o := joinOpts{strict: true}
+	a := join(t, c, group, sub, "a", rec, o)
+	b := join(t, c, group, sub, "b", rec, o)
+	await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) })
+	var joins, leaves []time.Duration
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		x := join(t, c, group, sub, "x"+strconv.Itoa(i), rec, o)
+		await(t, 60*time.Second, "3 balanced", func() bool { return balanced(parts, a, b, x) })
+		joins = append(joins, time.Since(start))
+		start = time.Now()
+		x.close(t)
+		await(t, 60*time.Second, "2 balanced", func() bool { return balanced(parts, a, b) })
+		leaves = append(leaves, time.Since(start))
+	}
+	t.Logf("rebalance over %d rounds, 3 instances x 24 partitions: join p50 %v p99 %v; leave p50 %v p99 %v",
+		rounds, percentile(joins, 0.5), percentile(joins, 0.99), percentile(leaves, 0.5), percentile(leaves, 0.99))
+	rec.checkViolations(t)
+}

@@ -1,0 +1,331 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// recorder checks what a group's instances consume: every message, how
+// often, and that no two instances hold one partition at once.
+type recorder struct {
+	t          *testing.T
+	mu         sync.Mutex
+	seen       map[string]int // value -> deliveries
+	holders    map[manager.TopicPartition]string
+	violations []string
+	total      int
+}
+
+func newRecorder(t *testing.T) *recorder {
+	return &recorder{t: t, seen: map[string]int{}, holders: map[manager.TopicPartition]string{}}
+}
+
+func (r *recorder) violation(format string, args ...any) {
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+// hooks wires the exclusive-ownership check into an instance's config.
+func (r *recorder) hooks(name string, cfg *manager.Config) {
+	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, tp := range tps {
+			if h, ok := r.holders[tp]; ok && h != name {
+				r.violation("%s/%d assigned to %s while %s holds it", tp.Topic, tp.Partition, name, h)
+			}
+			r.holders[tp] = name
+		}
+	}
+	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, tp := range tps {
+			if r.holders[tp] == name {
+				delete(r.holders, tp)
+			}
+		}
+	}
+}
+
+func (r *recorder) receive(name string, m *partition.Message, strict bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tp := manager.TopicPartition{Topic: m.Topic, Partition: m.Partition}
+	if strict && r.holders[tp] != name {
+		r.violation("%s received %s/%d@%d while the holder is %q", name, m.Topic, m.Partition, m.Offset, r.holders[tp])
+	}
+	r.seen[string(m.Value)]++
+	r.total++
+}
+
+// await polls cond until it holds or the timeout passes.
+func await(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
+	}
+	return time.Since(start)
+}
+
+// instance is one running group member with a goroutine that consumes and acks.
+type instance struct {
+	name string
+	c    *manager.Consumer
+	wg   sync.WaitGroup
+}
+
+type joinOpts struct {
+	strict    bool          // holder check on every message
+	ackDelay  time.Duration // random delay up to this before an ack
+	shuffle   bool          // ack in random order (batches of up to 50)
+	configure func(*manager.Config)
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("ZKGROUP_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string, rec *recorder, o joinOpts) *instance {
+	t.Helper()
+	cfg := manager.NewConfig()
+	cfg.InstanceID = name
+	cfg.SessionTimeout = 6 * time.Second
+	cfg.Partition.CommitInterval = 200 * time.Millisecond
+	cfg.Partition.DrainTimeout = 10 * time.Second
+	cfg.Logger = testLogger(t).With("test", t.Name())
+	rec.hooks(name, cfg)
+	if o.configure != nil {
+		o.configure(cfg)
+	}
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatalf("join %s: %v", name, err)
+	}
+	in := &instance{name: name, c: cons}
+	in.wg.Add(2)
+	go func() {
+		defer in.wg.Done()
+		for err := range cons.Errors() {
+			t.Logf("%s: error: %v", name, err)
+		}
+	}()
+	go func() {
+		defer in.wg.Done()
+		rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
+		var batch []*partition.Message
+		flush := func() {
+			rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+			for _, m := range batch {
+				cons.Ack(m)
+			}
+			batch = batch[:0]
+		}
+		// Acks are held in batches, and flushed as soon as no message is
+		// waiting: a user that sits on acks would stall every drain.
+		msgs := cons.Messages()
+		for {
+			var m *partition.Message
+			var ok bool
+			select {
+			case m, ok = <-msgs:
+			default:
+				flush()
+				m, ok = <-msgs
+			}
+			if !ok {
+				break
+			}
+			rec.receive(name, m, o.strict)
+			if o.ackDelay > 0 {
+				time.Sleep(time.Duration(rng.Int64N(int64(o.ackDelay)))) // simulated processing time
+			}
+			if o.shuffle {
+				batch = append(batch, m)
+				if len(batch) >= 1+rng.IntN(50) {
+					flush()
+				}
+				continue
+			}
+			cons.Ack(m)
+		}
+		flush()
+	}()
+	t.Cleanup(func() { in.close(t) })
+	return in
+}
+
+func (in *instance) close(t *testing.T) {
+	if err := in.c.Close(); err != nil {
+		t.Errorf("close %s: %v", in.name, err)
+	}
+	in.wg.Wait()
+}
+
+// owned returns what each instance reports as fetching.
+func owned(ins ...*instance) map[string][]manager.TopicPartition {
+	out := map[string][]manager.TopicPartition{}
+	for _, in := range ins {
+		for _, p := range in.c.Stats().Partitions {
+			out[in.name] = append(out[in.name], manager.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+		}
+	}
+	return out
+}
+
+// balanced reports whether the instances are all ready and together fetch
+// each of n partitions exactly once, balanced within one.
+func balanced(n int, ins ...*instance) bool {
+	seen := map[manager.TopicPartition]int{}
+	lo, hi := n, 0
+	for _, in := range ins {
+		s := in.c.Stats()
+		if !s.Ready || len(s.Members) != len(ins) {
+			return false
+		}
+		k := len(s.Partitions)
+		lo, hi = min(lo, k), max(hi, k)
+		for _, p := range s.Partitions {
+			seen[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}]++
+		}
+	}
+	if len(seen) != n || hi-lo > 1 {
+		return false
+	}
+	for _, k := range seen {
+		if k != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// producer writes batches in the background until stopped.
+type producer struct {
+	c     *testcluster.Cluster
+	topic string
+	parts int32
+	next  int
+	stop  chan struct{}
+	done  chan error
+}
+
+func startProducer(c *testcluster.Cluster, topic string, parts int32, from, batch int, every time.Duration) *producer {
+	p := &producer{c: c, topic: topic, parts: parts, next: from, stop: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stop:
+				p.done <- nil
+				return
+			case <-tick.C:
+				if _, err := c.Produce(topic, parts, p.next, batch); err != nil {
+					p.done <- err
+					return
+				}
+				p.next += batch
+			}
+		}
+	}()
+	return p
+}
+
+// halt stops the producer and returns how many messages were written in all.
+func (p *producer) halt(t *testing.T) int {
+	close(p.stop)
+	if err := <-p.done; err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	return p.next
+}
+
+// checkExactlyOnce asserts that messages [0, n) of topic were each seen once.
+func (r *recorder) checkExactlyOnce(t *testing.T, topic string, n int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var missing, dup []string
+	for i := 0; i < n; i++ {
+		v := testcluster.Value(topic, i)
+		switch k := r.seen[v]; {
+		case k == 0:
+			missing = append(missing, v)
+		case k > 1:
+			dup = append(dup, fmt.Sprintf("%s x%d", v, k))
+		}
+	}
+	if len(missing) > 0 || len(dup) > 0 {
+		t.Errorf("of %d messages: %d missing (%s), %d duplicated (%s)", n, len(missing), head(missing), len(dup), head(dup))
+	}
+}
+
+func head(s []string) string {
+	sort.Strings(s)
+	if len(s) > 5 {
+		s = s[:5]
+	}
+	return strings.Join(s, ", ")
+}
+
+func (r *recorder) count(topic string, n int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := 0
+	for i := 0; i < n; i++ {
+		if r.seen[testcluster.Value(topic, i)] > 0 {
+			k++
+		}
+	}
+	return k
+}
+
+func (r *recorder) checkViolations(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.violations {
+		t.Error("ownership violation: " + v)
+	}
+}
+
+// committed reads the group's committed offsets from Kafka.
+func committed(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
+	t.Helper()
+	rows, err := c.CommittedOffsets(context.Background(), group, topic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}

@@ -1,0 +1,67 @@
+package manager
+
+import (
+	"errors"
+	"log/slog"
+	"sort"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager/assign"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// member is a group member as read from its ids node.
+type member struct {
+	id  string
+	sub *subscription.Subscription // nil when unreadable
+}
+
+// readMembers lists the group's members (setting a child watch) and reads
+// each registration. A member whose registration is malformed is kept with
+// a nil subscription (it is given nothing) and logged.
+func readMembers(s *zkconn.Session, group string, log *slog.Logger) ([]member, <-chan zk.Event, error) {
+	ids, _, ch, err := s.ChildrenW(zkdata.IDsPath(group))
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Strings(ids)
+	out := make([]member, 0, len(ids))
+	for _, id := range ids {
+		data, _, err := s.Get(zkdata.IDPath(group, id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // left meanwhile; the watch fires again
+		}
+		if err != nil {
+			return nil, ch, err
+		}
+		reg, err := zkdata.ParseMemberRegistration(id, data)
+		if err != nil {
+			log.Warn("member registration unreadable; it is given no partitions", "member", id, "err", err)
+			out = append(out, member{id: id})
+			continue
+		}
+		sub, err := subscription.FromRegistration(reg.Pattern, reg.Subscription)
+		if err != nil {
+			log.Warn("member subscription unreadable; it is given no partitions", "member", id, "err", err)
+			out = append(out, member{id: id})
+			continue
+		}
+		out = append(out, member{id: id, sub: sub})
+	}
+	return out, ch, nil
+}
+
+// assignMembers turns members into assign.Members over the known topics.
+func assignMembers(members []member, topics []string) []assign.Member {
+	out := make([]assign.Member, 0, len(members))
+	for _, m := range members {
+		am := assign.Member{ID: m.id, Topics: []string{}}
+		if m.sub != nil {
+			am.Topics = m.sub.Filter(topics)
+		}
+		out = append(out, am)
+	}
+	return out
+}

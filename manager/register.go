@@ -1,0 +1,103 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// newInstanceID builds an id in the JVM consumer's shape:
+// <group>_<host>-<ms>-<uuid8>.
+func newInstanceID(group string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	host = strings.NewReplacer("/", "_", " ", "_").Replace(host)
+	return fmt.Sprintf("%s_%s-%d-%s", group, host, time.Now().UnixMilli(), uuid.NewString()[:8])
+}
+
+// registration is the JSON of this member's ids node.
+func registration(sub *subscription.Subscription) ([]byte, error) {
+	return zkdata.MemberRegistration{
+		Version:      1,
+		Subscription: sub.Registration(),
+		Pattern:      string(sub.Pattern()),
+		Timestamp:    time.Now().UnixMilli(),
+	}.Marshal()
+}
+
+// ensureGroupNodes creates the group's persistent nodes.
+func ensureGroupNodes(s *zkconn.Session, group string) error {
+	for _, p := range []string{zkdata.IDsPath(group), zkdata.OwnersPath(group), zkdata.OffsetsPath(group)} {
+		if err := s.CreateParents(p); err != nil {
+			return fmt.Errorf("manager: creating %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// register creates this member's ephemeral ids node under the current
+// session. A node of the same id left by an older session (a restart with
+// a stable id) is deleted first.
+func register(s *zkconn.Session, group, id string, data []byte) error {
+	p := zkdata.IDPath(group, id)
+	for attempt := 0; attempt < 10; attempt++ {
+		_, err := s.Create(p, data, zk.FlagEphemeral, nil)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			if err := s.CreateParents(path.Dir(p)); err != nil {
+				return fmt.Errorf("manager: creating %s: %w", path.Dir(p), err)
+			}
+			continue
+		}
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("manager: registering %s: %w", p, err)
+		}
+		_, stat, gerr := s.Get(p)
+		if errors.Is(gerr, zk.ErrNoNode) {
+			continue
+		}
+		if gerr != nil {
+			return fmt.Errorf("manager: registering %s: %w", p, gerr)
+		}
+		if stat.EphemeralOwner == s.Status().SessionID {
+			_, err := s.Set(p, data, stat.Version)
+			return err
+		}
+		if derr := s.Delete(p, stat.Version); derr != nil && !errors.Is(derr, zk.ErrNoNode) && !errors.Is(derr, zk.ErrBadVersion) {
+			return fmt.Errorf("manager: deleting stale registration %s: %w", p, derr)
+		}
+	}
+	return fmt.Errorf("manager: registering %s: gave up after 10 conflicting attempts", p)
+}
+
+// deregister deletes this member's ids node if the current session owns it.
+func deregister(s *zkconn.Session, group, id string) error {
+	p := zkdata.IDPath(group, id)
+	_, stat, err := s.Get(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if stat.EphemeralOwner != s.Status().SessionID {
+		return nil
+	}
+	if err := s.Delete(p, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}

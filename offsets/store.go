@@ -1,0 +1,114 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Store holds a consumer group's committed offsets. Every offset a Store
+// takes or returns is the next offset to read (Kafka's convention), not the
+// last one processed. Implementations are safe for concurrent use.
+type Store interface {
+	// Fetch returns the committed offset of a partition; ok is false when
+	// nothing is committed. Errors wrap ErrFetch (or ErrClosed).
+	Fetch(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
+
+	// Commit stores next synchronously and durably: it returns nil only
+	// after the store acknowledged the write. It never moves an offset
+	// backwards: if next is below an offset this instance committed, it
+	// returns nil without writing. Errors wrap ErrCommit (or ErrClosed) and
+	// name the topic, partition and offset.
+	Commit(ctx context.Context, topic string, partition int32, next int64) error
+
+	// Reset stores next even when it is below the committed offset (an
+	// administrative offset reset). Errors wrap ErrCommit (or ErrClosed).
+	Reset(ctx context.Context, topic string, partition int32, next int64) error
+
+	// Release tells the store that this instance stops managing the
+	// partition, so that per-partition resources can be freed. It returns by
+	// ctx's deadline even if the underlying client hangs. Releasing a
+	// partition that is not managed is not an error; a later Fetch, Commit
+	// or Reset manages it again.
+	Release(ctx context.Context, topic string, partition int32) error
+
+	// Close releases every partition and the store's own resources. It is
+	// idempotent and blocks for a bounded time. After Close every other
+	// method fails with ErrClosed. It does not close clients or
+	// connections the caller passed in.
+	Close() error
+}
+
+// TopicPartition names one partition of a topic. It is a plain value, safe
+// for concurrent use.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String returns "topic/partition".
+func (tp TopicPartition) String() string {
+	return tp.Topic + "/" + strconv.FormatInt(int64(tp.Partition), 10)
+}
+
+// Sentinel errors of the stores, wrapped by the errors they return; test
+// with errors.Is. They are read-only and safe for concurrent use.
+var (
+	// ErrCommit is wrapped by every failed Commit or Reset.
+	ErrCommit = errors.New("offsets: commit failed")
+	// ErrFetch is wrapped by every failed Fetch.
+	ErrFetch = errors.New("offsets: fetch failed")
+	// ErrClosed is returned (wrapped) by every method of a closed store
+	// except Close.
+	ErrClosed = errors.New("offsets: store closed")
+	// ErrRelease is wrapped by a Release that could not finish in time.
+	ErrRelease = errors.New("offsets: release failed")
+	// ErrInvalid is wrapped by errors about bad arguments or configuration
+	// (empty names, negative offsets, zero timeouts).
+	ErrInvalid = errors.New("offsets: invalid argument")
+)
+
+// PartitionError is the error of one store operation on one partition. It
+// unwraps to Err, which wraps ErrCommit, ErrFetch, ErrRelease, ErrClosed or
+// ErrInvalid and the underlying cause. It is a plain value, safe for
+// concurrent reads.
+type PartitionError struct {
+	Topic     string
+	Partition int32
+	Op        string // "fetch", "commit", "reset", "release"
+	Err       error
+}
+
+// Error formats the error as "offsets: <op> "<topic>"/<partition>: <err>",
+// dropping a leading "offsets: " from Err's text.
+func (e *PartitionError) Error() string {
+	msg := "<nil>"
+	if e.Err != nil {
+		msg = strings.TrimPrefix(e.Err.Error(), "offsets: ")
+	}
+	return fmt.Sprintf("offsets: %s %s/%d: %s", e.Op, strconv.Quote(e.Topic), e.Partition, msg)
+}
+
+// Unwrap returns Err.
+func (e *PartitionError) Unwrap() error { return e.Err }
+
+// partErr builds a *PartitionError.
+func partErr(op, topic string, partition int32, err error) error {
+	return &PartitionError{Topic: topic, Partition: partition, Op: op, Err: err}
+}
+
+// checkArgs validates the arguments shared by every store operation. next
+// is ignored when negative and checkNext is false.
+func checkArgs(topic string, partition int32, next int64, checkNext bool) error {
+	switch {
+	case topic == "":
+		return fmt.Errorf("%w: topic is empty", ErrInvalid)
+	case partition < 0:
+		return fmt.Errorf("%w: partition %d is negative", ErrInvalid, partition)
+	case checkNext && next < 0:
+		return fmt.Errorf("%w: offset %d is negative", ErrInvalid, next)
+	}
+	return nil
+}

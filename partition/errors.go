@@ -1,0 +1,33 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors, wrapped in *Error.
+var (
+	ErrFetch     = errors.New("partition: fetch failed")
+	ErrCommit    = errors.New("partition: commit failed")
+	ErrStart     = errors.New("partition: start failed")
+	ErrLost      = errors.New("partition: ownership lost")
+	ErrReset     = errors.New("partition: offset out of range, reset")
+	ErrStopped   = errors.New("partition: manager stopped")
+	ErrDrainLate = errors.New("partition: drain deadline passed with unacked messages")
+)
+
+// Error is an error of one partition. Errors are reported on the
+// consumer's Errors() channel and returned by Stop.
+type Error struct {
+	Topic     string
+	Partition int32
+	Op        string // "fetch", "commit", "start", "reset", "drain"
+	Err       error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("partition %s/%d: %s: %v", e.Topic, e.Partition, e.Op, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,30 @@
+package partition
+
+// Fence tells a Manager whether it may act as the partition's owner. It is
+// implemented by the consumer manager from the partition's claim (its
+// ZooKeeper owner node) and the ZooKeeper session's health. Implementations
+// must be safe for concurrent use.
+type Fence interface {
+	// Ready returns a channel that is already closed while the owner may
+	// hand out messages and commit, and otherwise a channel that is closed
+	// when that becomes true again (the session is suspended meanwhile).
+	Ready() <-chan struct{}
+	// Lost is closed once ownership is gone for good (the owner node was
+	// deleted or the session expired).
+	Lost() <-chan struct{}
+}
+
+// allowed reports, without blocking, whether f permits acting as owner.
+func allowed(f Fence) bool {
+	select {
+	case <-f.Lost():
+		return false
+	default:
+	}
+	select {
+	case <-f.Ready():
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,520 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/offsets"
+	"gopkg.in/tomb.v2"
+)
+
+// Store is where a partition's committed offset lives (offsets.Store
+// satisfies it). Offsets follow Kafka's convention: the next offset to read.
+type Store interface {
+	Fetch(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
+	Commit(ctx context.Context, topic string, partition int32, next int64) error
+	Release(ctx context.Context, topic string, partition int32) error
+}
+
+// Params are what a Manager needs; all but Logger and Report are required.
+type Params struct {
+	Topic     string
+	Partition int32
+	Client    sarama.Client   // resolves oldest/newest offsets
+	Consumer  sarama.Consumer // shared by the consumer's managers
+	Store     Store
+	Fence     Fence
+	// Out receives the messages. When CloseOut is set, the Manager closes
+	// Out after Stop (a per-partition stream); otherwise Out is shared.
+	Out      chan<- *Message
+	CloseOut bool
+	Config   Config
+	Logger   *slog.Logger
+	// Report receives errors worth telling the user (never blocks: the
+	// consumer drops them when its Errors() channel is full).
+	Report func(error)
+}
+
+var generations atomic.Uint64
+
+// Manager consumes one owned partition. Its methods are safe for concurrent
+// use. The consumer manager must call Stop once it no longer owns the
+// partition (or Done is closed).
+type Manager struct {
+	topic     string
+	partition int32
+	gen       uint64
+	p         Params
+	cfg       Config
+	log       *slog.Logger
+	t         tomb.Tomb
+
+	mu        sync.Mutex
+	tracker   *offsets.Tracker // nil until the start position is known
+	aborted   int64            // offset tracked but never handed out (-1: none)
+	stopped   bool             // acks are stale from now on
+	committed int64            // last committed next-offset (-1: unknown)
+	space     chan struct{}    // buffered 1: an ack arrived
+
+	commitMu sync.Mutex // one commit at a time, so commits never race backwards
+
+	lastFetched   atomic.Int64
+	highWatermark atomic.Int64
+	delivered     atomic.Uint64
+	acks          atomic.Uint64
+	dupAcks       atomic.Uint64
+	staleAcks     atomic.Uint64
+	resets        atomic.Uint64
+	fetchErrors   atomic.Uint64
+	commitErrors  atomic.Uint64
+	waitingReady  atomic.Bool
+
+	stopOnce sync.Once
+	stopErr  error
+	stopDone chan struct{}
+}
+
+// Start validates p and starts the manager's goroutines; it does not block
+// on I/O: the committed offset is read and fetching starts in the
+// background. The caller must call Stop.
+func Start(p Params) (*Manager, error) {
+	switch {
+	case p.Topic == "":
+		return nil, fmt.Errorf("%w: Topic: empty", ErrConfig)
+	case p.Partition < 0:
+		return nil, fmt.Errorf("%w: Partition: %d is negative", ErrConfig, p.Partition)
+	case p.Client == nil:
+		return nil, fmt.Errorf("%w: Client: nil", ErrConfig)
+	case p.Consumer == nil:
+		return nil, fmt.Errorf("%w: Consumer: nil", ErrConfig)
+	case p.Store == nil:
+		return nil, fmt.Errorf("%w: Store: nil", ErrConfig)
+	case p.Fence == nil:
+		return nil, fmt.Errorf("%w: Fence: nil", ErrConfig)
+	case p.Out == nil:
+		return nil, fmt.Errorf("%w: Out: nil", ErrConfig)
+	}
+	if err := p.Config.Validate(); err != nil {
+		return nil, err
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{
+		topic: p.Topic, partition: p.Partition, gen: generations.Add(1), p: p, cfg: p.Config,
+		log:       log.With("topic", p.Topic, "partition", p.Partition),
+		aborted:   -1,
+		committed: -1,
+		space:     make(chan struct{}, 1),
+		stopDone:  make(chan struct{}),
+	}
+	m.lastFetched.Store(-1)
+	m.highWatermark.Store(-1)
+	m.t.Go(m.run)
+	return m, nil
+}
+
+// Topic returns the partition's topic.
+func (m *Manager) Topic() string { return m.topic }
+
+// Partition returns the partition id.
+func (m *Manager) Partition() int32 { return m.partition }
+
+// Generation identifies this ownership of the partition.
+func (m *Manager) Generation() uint64 { return m.gen }
+
+// Done is closed when the manager stops on its own (ownership lost) or
+// Stop was called.
+func (m *Manager) Done() <-chan struct{} { return m.t.Dying() }
+
+func (m *Manager) report(op string, err error) {
+	e := &Error{Topic: m.topic, Partition: m.partition, Op: op, Err: err}
+	if m.p.Report != nil {
+		m.p.Report(e)
+	}
+}
+
+// Ack acks the message at offset. Safe for concurrent use; never blocks on
+// I/O. After Stop has committed, acks are stale no-ops.
+func (m *Manager) Ack(offset int64) AckResult {
+	m.mu.Lock()
+	if m.stopped || m.tracker == nil {
+		m.mu.Unlock()
+		m.staleAcks.Add(1)
+		return AckStale
+	}
+	r := m.tracker.Ack(offset)
+	m.mu.Unlock()
+	switch r {
+	case offsets.AckOK:
+		m.acks.Add(1)
+		select {
+		case m.space <- struct{}{}:
+		default:
+		}
+		return AckOK
+	case offsets.AckDuplicate:
+		m.dupAcks.Add(1)
+		return AckDuplicate
+	default:
+		m.dupAcks.Add(1)
+		return AckUnknown
+	}
+}
+
+// backoff waits d (doubling it for next time) or returns false when dying.
+func (m *Manager) backoff(d *time.Duration) bool {
+	select {
+	case <-m.t.Dying():
+		return false
+	case <-m.p.Fence.Lost():
+		return false
+	case <-time.After(*d):
+	}
+	*d *= 2
+	if *d > m.cfg.RetryBackoffMax {
+		*d = m.cfg.RetryBackoffMax
+	}
+	return true
+}
+
+// startPosition reads the committed offset, retrying until it succeeds.
+func (m *Manager) startPosition() (int64, bool) {
+	wait := m.cfg.RetryBackoff
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+		next, ok, err := m.p.Store.Fetch(ctx, m.topic, m.partition)
+		cancel()
+		if err == nil {
+			if ok {
+				m.mu.Lock()
+				m.committed = next
+				m.mu.Unlock()
+				return next, true
+			}
+			return m.cfg.initialOffset(), true
+		}
+		m.report("start", fmt.Errorf("%w: reading the committed offset: %w", ErrStart, err))
+		m.log.Warn("reading the committed offset failed; retrying", "err", err, "backoff", wait)
+		if !m.backoff(&wait) {
+			return 0, false
+		}
+	}
+}
+
+// resolve turns OffsetOldest/OffsetNewest into a concrete offset.
+func (m *Manager) resolve(pos int64) (int64, error) {
+	if pos >= 0 {
+		return pos, nil
+	}
+	return m.p.Client.GetOffset(m.topic, m.partition, pos)
+}
+
+// run is the fetch loop: it owns the sarama PartitionConsumer.
+func (m *Manager) run() error {
+	m.t.Go(m.committer)
+	pos, ok := m.startPosition()
+	if !ok {
+		return nil
+	}
+	wait := m.cfg.RetryBackoff
+	for {
+		abs, err := m.resolve(pos)
+		var pc sarama.PartitionConsumer
+		if err == nil {
+			pc, err = m.p.Consumer.ConsumePartition(m.topic, m.partition, abs)
+		}
+		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
+			m.resetPosition(&pos, abs)
+			continue
+		}
+		if err != nil {
+			m.fetchErrors.Add(1)
+			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
+			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "err", err, "backoff", wait)
+			if !m.backoff(&wait) {
+				return m.exitReason()
+			}
+			continue
+		}
+		wait = m.cfg.RetryBackoff
+		m.ensureTracker(abs)
+		next, outOfRange, stop := m.consume(pc)
+		if stop {
+			return m.exitReason()
+		}
+		pos = next
+		if outOfRange {
+			m.resetPosition(&pos, next)
+		}
+	}
+}
+
+func (m *Manager) exitReason() error {
+	select {
+	case <-m.p.Fence.Lost():
+		return ErrLost
+	default:
+		return nil
+	}
+}
+
+// resetPosition applies the Initial policy after an out-of-range offset.
+func (m *Manager) resetPosition(pos *int64, was int64) {
+	m.resets.Add(1)
+	*pos = m.cfg.initialOffset()
+	m.log.Warn("offset out of range; resetting", "offset", was, "to", m.cfg.Initial)
+	m.report("reset", fmt.Errorf("%w: offset %d, to %s", ErrReset, was, m.cfg.Initial))
+}
+
+// ensureTracker creates the tracker at start, or resets it when fetching
+// restarts below what was delivered (a reset moved backwards).
+func (m *Manager) ensureTracker(start int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tracker == nil {
+		m.tracker = offsets.NewTracker(start)
+		return
+	}
+	if last, ok := m.tracker.LastDelivered(); ok && start <= last {
+		m.log.Warn("fetch position moved backwards; unacked messages of the old range are forgotten", "from", last+1, "to", start)
+		m.tracker.Reset(start)
+		m.aborted = -1
+	} else if !ok && start != m.tracker.Committable() {
+		m.tracker.Reset(start)
+	}
+}
+
+// consume reads pc until it closes or the manager dies. It returns the next
+// position to fetch from, whether pc closed because the offset went out of
+// range, and whether to stop.
+func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, stop bool) {
+	defer func() {
+		pc.AsyncClose()
+		for range pc.Messages() { // discard what was fetched but not handed out
+		}
+		for range pc.Errors() {
+		}
+	}()
+	m.mu.Lock()
+	next = m.tracker.Committable()
+	if last, ok := m.tracker.LastDelivered(); ok {
+		next = last + 1
+	}
+	m.mu.Unlock()
+	msgs, errs := pc.Messages(), pc.Errors()
+	for {
+		select {
+		case <-m.t.Dying():
+			return next, false, true
+		case <-m.p.Fence.Lost():
+			return next, false, true
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			if errors.Is(err.Err, sarama.ErrOffsetOutOfRange) {
+				outOfRange = true
+			}
+			m.fetchErrors.Add(1)
+			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err.Err))
+		case msg, ok := <-msgs:
+			if !ok {
+				return next, outOfRange, false
+			}
+			m.highWatermark.Store(pc.HighWaterMarkOffset())
+			if !m.deliver(msg) {
+				return next, false, true
+			}
+			next = msg.Offset + 1
+		}
+	}
+}
+
+// deliver hands msg out once the fence allows it and the unacked bound has
+// room. It returns false when the manager is stopping.
+func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
+	lost := m.p.Fence.Lost()
+	for {
+		ready := m.p.Fence.Ready()
+		select {
+		case <-ready:
+		default:
+			m.waitingReady.Store(true)
+			select {
+			case <-ready:
+				m.waitingReady.Store(false)
+				continue
+			case <-lost:
+				return false
+			case <-m.t.Dying():
+				return false
+			}
+		}
+		m.mu.Lock()
+		full := m.tracker.Outstanding() >= m.cfg.MaxUnacked
+		if !full {
+			if err := m.tracker.Deliver(msg.Offset, time.Now()); err != nil {
+				m.mu.Unlock()
+				// Only possible if sarama repeated an offset: skip it
+				// rather than hand a message out twice.
+				m.log.Error("out-of-order message from the fetcher skipped", "offset", msg.Offset, "err", err)
+				return true
+			}
+		}
+		m.mu.Unlock()
+		if !full {
+			break
+		}
+		select {
+		case <-m.space:
+		case <-lost:
+			return false
+		case <-m.t.Dying():
+			return false
+		}
+	}
+	m.lastFetched.Store(msg.Offset)
+	select {
+	case m.p.Out <- &Message{ConsumerMessage: msg, owner: m}:
+		m.delivered.Add(1)
+		return true
+	case <-lost:
+	case <-m.t.Dying():
+	}
+	m.mu.Lock()
+	m.aborted = msg.Offset
+	m.mu.Unlock()
+	return false
+}
+
+// committer commits the acked watermark every CommitInterval.
+func (m *Manager) committer() error {
+	tick := time.NewTicker(m.cfg.CommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.t.Dying():
+			return nil
+		case <-tick.C:
+			if err := m.commit(); err != nil {
+				m.log.Warn("commit failed", "err", err)
+			}
+		}
+	}
+}
+
+// commit commits the watermark if it moved and the fence allows it.
+func (m *Manager) commit() error {
+	m.commitMu.Lock()
+	defer m.commitMu.Unlock()
+	m.mu.Lock()
+	if m.tracker == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	next, prev := m.tracker.Committable(), m.committed
+	m.mu.Unlock()
+	if next <= prev {
+		return nil
+	}
+	if !allowed(m.p.Fence) {
+		return fmt.Errorf("%w: not committing offset %d: %w", ErrCommit, next, ErrLost)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+	defer cancel()
+	if err := m.p.Store.Commit(ctx, m.topic, m.partition, next); err != nil {
+		m.commitErrors.Add(1)
+		m.report("commit", fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
+		return err
+	}
+	m.mu.Lock()
+	if next > m.committed {
+		m.committed = next
+	}
+	m.mu.Unlock()
+	m.log.Debug("committed", "offset", next)
+	return nil
+}
+
+// pendingForDrain counts unacked messages the user actually received.
+func (m *Manager) pendingForDrain() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tracker == nil {
+		return 0
+	}
+	n := m.tracker.Pending()
+	if m.aborted >= 0 {
+		n--
+	}
+	return n
+}
+
+// Stop ends the ownership. It stops fetching at once and drops messages not
+// yet handed out. With drain, it then waits up to DrainTimeout for the
+// outstanding acks, commits the acked watermark synchronously (the store
+// verifies it) and releases the store's resources; without drain (the
+// claim is lost) nothing is committed. Later acks are stale no-ops. Stop is
+// idempotent and blocks until all of it is done; it returns the drain or
+// commit error, if any. The caller releases the claim afterwards.
+func (m *Manager) Stop(drain bool) error {
+	m.stopOnce.Do(func() {
+		defer close(m.stopDone)
+		m.t.Kill(nil)
+		_ = m.t.Wait()
+		var errs []error
+		if drain {
+			if err := m.drain(); err != nil {
+				errs = append(errs, err)
+			}
+			if err := m.commit(); err != nil {
+				errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit", Err: err})
+			}
+		}
+		m.mu.Lock()
+		m.stopped = true
+		m.mu.Unlock()
+		if m.p.CloseOut {
+			close(m.p.Out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+		if err := m.p.Store.Release(ctx, m.topic, m.partition); err != nil {
+			m.log.Warn("releasing the offset store failed", "err", err)
+		}
+		cancel()
+		m.stopErr = errors.Join(errs...)
+		m.log.Debug("partition manager stopped", "drain", drain, "committed", m.Stats().Committed)
+	})
+	<-m.stopDone
+	return m.stopErr
+}
+
+// drain waits until every handed-out message is acked, the deadline
+// passes, or ownership is lost.
+func (m *Manager) drain() error {
+	deadline := time.NewTimer(m.cfg.DrainTimeout)
+	defer deadline.Stop()
+	for {
+		n := m.pendingForDrain()
+		if n <= 0 {
+			return nil
+		}
+		select {
+		case <-m.space:
+		case <-m.p.Fence.Lost():
+			return &Error{Topic: m.topic, Partition: m.partition, Op: "drain", Err: ErrLost}
+		case <-deadline.C:
+			return &Error{Topic: m.topic, Partition: m.partition, Op: "drain",
+				Err: fmt.Errorf("%w: %d unacked after %v", ErrDrainLate, n, m.cfg.DrainTimeout)}
+		}
+	}
+}
