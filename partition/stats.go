@@ -20,7 +20,7 @@ type Stats struct {
 	Unacked          int
 	OldestUnackedAge time.Duration
 	// Suspended: waiting for the fence (the ZooKeeper session is unhealthy).
-	Suspended bool
+	Suspended                                                                    bool
 	Delivered, Acks, DuplicateAcks, StaleAcks, Resets, FetchErrors, CommitErrors uint64
 }
 
