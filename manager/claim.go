@@ -38,6 +38,9 @@ type claim struct {
 // Ready is closed while the session is healthy.
 func (c *claim) Ready() <-chan struct{} { return c.health.ready() }
 
+// Suspended is closed while the session is not healthy.
+func (c *claim) Suspended() <-chan struct{} { return c.health.suspended() }
+
 // Lost is closed once the owner node is gone or the session that created
 // it ended.
 func (c *claim) Lost() <-chan struct{} { return c.lost }
@@ -195,6 +198,11 @@ func (c *claim) release() error {
 	close(c.stop)
 	c.wg.Wait()
 	c.markLost("released")
+	return within(c.session.Status().Timeout, func() error { return c.deleteIfOurs() })
+}
+
+// deleteIfOurs deletes the owner node if this claim's session created it.
+func (c *claim) deleteIfOurs() error {
 	_, stat, err := c.session.Get(c.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
@@ -232,4 +240,17 @@ func waitOr(cancel <-chan struct{}, a <-chan struct{}, b <-chan struct{}, max ti
 	case <-time.After(max):
 	}
 	return true
+}
+
+// within runs f and waits at most d for it. An abandoned f ends when the
+// session is closed (go-zookeeper fails its pending requests then).
+func within(d time.Duration, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("manager: zookeeper did not answer within %v", d)
+	}
 }

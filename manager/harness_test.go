@@ -24,13 +24,14 @@ type recorder struct {
 	t          *testing.T
 	mu         sync.Mutex
 	seen       map[string]int // value -> deliveries
+	received   map[string]int // instance -> messages received
 	holders    map[manager.TopicPartition]string
 	violations []string
 	total      int
 }
 
 func newRecorder(t *testing.T) *recorder {
-	return &recorder{t: t, seen: map[string]int{}, holders: map[manager.TopicPartition]string{}}
+	return &recorder{t: t, seen: map[string]int{}, received: map[string]int{}, holders: map[manager.TopicPartition]string{}}
 }
 
 func (r *recorder) violation(format string, args ...any) {
@@ -68,6 +69,7 @@ func (r *recorder) receive(name string, m *partition.Message, strict bool) {
 		r.violation("%s received %s/%d@%d while the holder is %q", name, m.Topic, m.Partition, m.Offset, r.holders[tp])
 	}
 	r.seen[string(m.Value)]++
+	r.received[name]++
 	r.total++
 }
 
@@ -96,6 +98,7 @@ type joinOpts struct {
 	ackDelay  time.Duration // random delay up to this before an ack
 	shuffle   bool          // ack in random order (batches of up to 50)
 	configure func(*manager.Config)
+	zk        string // connect string to use instead of the cluster's (a fault proxy)
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -118,7 +121,11 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 	if o.configure != nil {
 		o.configure(cfg)
 	}
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	zkc := c.ZooKeeperConnect()
+	if o.zk != "" {
+		zkc = o.zk
+	}
+	cons, err := manager.Join(group, sub, zkc, cfg)
 	if err != nil {
 		t.Fatalf("join %s: %v", name, err)
 	}
@@ -328,4 +335,11 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(float64(len(s)-1) * p)
 	return s[i]
+}
+
+// receivedBy returns how many messages instance name received so far.
+func (r *recorder) receivedBy(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.received[name]
 }

@@ -242,7 +242,7 @@ func (c *Consumer) shutdown() error {
 		c.log.Error("close timed out", "err", err)
 	}
 	close(done)
-	if derr := deregister(c.session, c.group, c.id); derr != nil {
+	if derr := within(c.cfg.SessionTimeout, func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
 		c.log.Warn("deregistering failed", "err", derr)
 	}
 	if err == nil {

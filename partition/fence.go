@@ -9,6 +9,11 @@ type Fence interface {
 	// hand out messages and commit, and otherwise a channel that is closed
 	// when that becomes true again (the session is suspended meanwhile).
 	Ready() <-chan struct{}
+	// Suspended returns a channel that is already closed while the owner
+	// may not act (the session is suspended), and otherwise one that is
+	// closed when that begins. A message waiting to be handed out is held
+	// back when it closes.
+	Suspended() <-chan struct{}
 	// Lost is closed once ownership is gone for good (the owner node was
 	// deleted or the session expired).
 	Lost() <-chan struct{}

@@ -340,9 +340,13 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 }
 
 // deliver hands msg out once the fence allows it and the unacked bound has
-// room. It returns false when the manager is stopping.
+// room. A send under way is withdrawn when the session is suspended, and
+// made again once it is healthy: no message is handed out while suspended,
+// none is skipped. It returns false when the manager is stopping.
 func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
 	lost := m.p.Fence.Lost()
+	tracked := false
+	wrapped := &Message{ConsumerMessage: msg, owner: m}
 	for {
 		ready := m.p.Fence.Ready()
 		select {
@@ -354,45 +358,59 @@ func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
 				m.waitingReady.Store(false)
 				continue
 			case <-lost:
-				return false
+				return m.abort(msg.Offset, tracked)
 			case <-m.t.Dying():
-				return false
+				return m.abort(msg.Offset, tracked)
 			}
 		}
-		m.mu.Lock()
-		full := m.tracker.Outstanding() >= m.cfg.MaxUnacked
-		if !full {
-			if err := m.tracker.Deliver(msg.Offset, time.Now()); err != nil {
-				m.mu.Unlock()
-				// Only possible if sarama repeated an offset: skip it
-				// rather than hand a message out twice.
-				m.log.Error("out-of-order message from the fetcher skipped", "offset", msg.Offset, "err", err)
-				return true
+		if !tracked {
+			m.mu.Lock()
+			full := m.tracker.Outstanding() >= m.cfg.MaxUnacked
+			if !full {
+				if err := m.tracker.Deliver(msg.Offset, time.Now()); err != nil {
+					m.mu.Unlock()
+					// Only possible if sarama repeated an offset: skip it
+					// rather than hand a message out twice.
+					m.log.Error("out-of-order message from the fetcher skipped", "offset", msg.Offset, "err", err)
+					return true
+				}
+				tracked = true
 			}
-		}
-		m.mu.Unlock()
-		if !full {
-			break
+			m.mu.Unlock()
+			if full {
+				select {
+				case <-m.space:
+				case <-lost:
+					return false
+				case <-m.t.Dying():
+					return false
+				}
+				continue
+			}
+			m.lastFetched.Store(msg.Offset)
 		}
 		select {
-		case <-m.space:
+		case m.p.Out <- wrapped:
+			m.delivered.Add(1)
+			return true
+		case <-m.p.Fence.Suspended():
+			continue // hold it until the session is healthy again
 		case <-lost:
-			return false
+			return m.abort(msg.Offset, tracked)
 		case <-m.t.Dying():
-			return false
+			return m.abort(msg.Offset, tracked)
 		}
 	}
-	m.lastFetched.Store(msg.Offset)
-	select {
-	case m.p.Out <- &Message{ConsumerMessage: msg, owner: m}:
-		m.delivered.Add(1)
-		return true
-	case <-lost:
-	case <-m.t.Dying():
+}
+
+// abort records a tracked message that was never handed out, so that a
+// drain does not wait for its ack.
+func (m *Manager) abort(offset int64, tracked bool) bool {
+	if tracked {
+		m.mu.Lock()
+		m.aborted = offset
+		m.mu.Unlock()
 	}
-	m.mu.Lock()
-	m.aborted = msg.Offset
-	m.mu.Unlock()
 	return false
 }
 
