@@ -1,0 +1,130 @@
+package manager_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/subscription"
+	"go.uber.org/goleak"
+)
+
+// TestCloseLeavesNothing: after Close every goroutine Join started has
+// ended, the member's ids node and owner nodes are gone, the channels are
+// closed, and a second Close returns at once.
+func TestCloseLeavesNothing(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	if err := c.CreateTopic(t.Context(), topic, 4, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(topic, 4, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	ignore := goleak.IgnoreCurrent()
+	sub, _ := subscription.Static(topic)
+	cfg := manager.NewConfig()
+	cfg.Logger = testLogger(t)
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, 30*time.Second, "ready", func() bool { s := cons.Stats(); return s.Ready && len(s.Partitions) == 4 })
+	got := 0
+	for got < 100 {
+		m := <-cons.Messages()
+		cons.Ack(m)
+		got++
+	}
+	if err := cons.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cons.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("second Close took %v", d)
+	}
+	if _, ok := <-cons.Messages(); ok {
+		t.Error("Messages() not closed after Close")
+	}
+	if _, ok := <-cons.Errors(); ok {
+		t.Error("Errors() not closed after Close")
+	}
+	goleak.VerifyNone(t, ignore,
+		// sarama's metrics library starts one global ticker, once per process.
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+
+	zc, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	ids, _, err := zc.Children(c.Chroot() + zkdata.IDsPath(group))
+	if err != nil || len(ids) != 0 {
+		t.Errorf("ids after Close: %v, %v; want none", ids, err)
+	}
+	owners, _, err := zc.Children(c.Chroot() + zkdata.OwnerTopicPath(group, topic))
+	if err != nil || len(owners) != 0 {
+		t.Errorf("owner nodes after Close: %v, %v; want none", owners, err)
+	}
+}
+
+// TestJoinRefusesBadInput: bad arguments are refused with an error naming
+// the field before anything is written to ZooKeeper.
+func TestJoinRefusesBadInput(t *testing.T) {
+	c := testcluster.Shared(t)
+	sub, _ := subscription.Static("x")
+	group := testcluster.Name(t, "g")
+	for _, tc := range []struct {
+		name, group, zk string
+		sub             *subscription.Subscription
+		mod             func(*manager.Config)
+		field           string
+	}{
+		{name: "empty group", group: "", zk: c.ZooKeeperConnect(), sub: sub, field: "group"},
+		{name: "group with slash", group: "a/b", zk: c.ZooKeeperConnect(), sub: sub, field: "group"},
+		{name: "bad connect string", group: group, zk: "127.0.0.1:99999", sub: sub, field: "zookeeper"},
+		{name: "nil subscription", group: group, zk: c.ZooKeeperConnect(), field: "subscription"},
+		{name: "short session", group: group, zk: c.ZooKeeperConnect(), sub: sub, field: "SessionTimeout",
+			mod: func(cfg *manager.Config) { cfg.SessionTimeout = 2 * time.Second }},
+		{name: "unknown strategy", group: group, zk: c.ZooKeeperConnect(), sub: sub, field: "Strategy",
+			mod: func(cfg *manager.Config) { cfg.Strategy = "fastest" }},
+		{name: "bad mode", group: group, zk: c.ZooKeeperConnect(), sub: sub, field: "Mode",
+			mod: func(cfg *manager.Config) { cfg.Mode = "both" }},
+		{name: "bad storage", group: group, zk: c.ZooKeeperConnect(), sub: sub, field: "OffsetStorage",
+			mod: func(cfg *manager.Config) { cfg.OffsetStorage = "disk" }},
+		{name: "bad initial", group: group, zk: c.ZooKeeperConnect(), sub: sub, field: "Initial",
+			mod: func(cfg *manager.Config) { cfg.Partition.Initial = "middle" }},
+		{name: "bad max unacked", group: group, zk: c.ZooKeeperConnect(), sub: sub, field: "MaxUnacked",
+			mod: func(cfg *manager.Config) { cfg.Partition.MaxUnacked = 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := manager.NewConfig()
+			if tc.mod != nil {
+				tc.mod(cfg)
+			}
+			cons, err := manager.Join(tc.group, tc.sub, tc.zk, cfg)
+			if err == nil {
+				cons.Close()
+				t.Fatal("Join accepted it")
+			}
+			if !errors.Is(err, manager.ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("error %q does not wrap ErrConfig or name %q", err, tc.field)
+			}
+		})
+	}
+	zc, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	if ok, _, _ := zc.Exists(c.Chroot() + zkdata.ConsumersPath(group)); ok {
+		t.Errorf("%s was written by a refused Join", zkdata.ConsumersPath(group))
+	}
+}
