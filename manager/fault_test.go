@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
@@ -192,4 +193,41 @@ func TestGroupFaults(t *testing.T) {
 	await(t, 90*time.Second, "every message of "+topic+" consumed", func() bool { return rec.count(topic, n) == n })
 	await(t, 90*time.Second, "every message of "+topic2+" consumed", func() bool { return rec.count(topic2, 600) == 600 })
 	ow.check(t)
+}
+
+// TestStableIDReclaim: an instance with a configured id that "crashes"
+// (its ZooKeeper connection cut, its session still alive on the server)
+// and starts again reclaims its registration and its partitions at once,
+// without waiting for the old session to expire.
+func TestStableIDReclaim(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	const parts = 8
+	if err := c.CreateTopic(t.Context(), topic, parts, 1); err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := subscription.Static(topic)
+	rec := newRecorder(t)
+	p, err := faultproxy.New(c.ZooKeeperAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	const session = 10 * time.Second
+	long := func(cfg *manager.Config) { cfg.SessionTimeout = session }
+	old := join(t, c, group, sub, "stable", rec, joinOpts{zk: p.Addr() + c.Chroot(), configure: long})
+	await(t, 30*time.Second, "old instance ready", func() bool { return balanced(parts, old) })
+
+	p.Block() // the old process is gone as far as ZooKeeper can tell, but its session lives on
+	start := time.Now()
+	again := join(t, c, group, sub, "stable", rec, joinOpts{configure: long})
+	took := await(t, 30*time.Second, "restarted instance owns every partition", func() bool {
+		s := again.c.Stats()
+		return s.Ready && len(s.Partitions) == parts
+	})
+	t.Logf("restart with a stable id: all %d partitions owned after %v (session timeout %v)", parts, took, session)
+	if took >= session {
+		t.Errorf("reclaiming took %v, not faster than the session timeout %v", took, session)
+	}
+	_ = start
 }
