@@ -22,11 +22,17 @@ type Store interface {
 	Release(ctx context.Context, topic string, partition int32) error
 }
 
+// OffsetResolver finds the oldest or newest offset of a partition;
+// sarama.Client satisfies it.
+type OffsetResolver interface {
+	GetOffset(topic string, partition int32, time int64) (int64, error)
+}
+
 // Params are what a Manager needs; all but Logger and Report are required.
 type Params struct {
 	Topic     string
 	Partition int32
-	Client    sarama.Client   // resolves oldest/newest offsets
+	Client    OffsetResolver  // resolves oldest/newest offsets (a sarama.Client)
 	Consumer  sarama.Consumer // shared by the consumer's managers
 	Store     Store
 	Fence     Fence

@@ -1,0 +1,244 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/IBM/sarama/mocks"
+	"go.uber.org/goleak"
+)
+
+type memStore struct {
+	mu        sync.Mutex
+	committed map[int32]int64
+	commits   []int64
+	released  bool
+}
+
+func (s *memStore) Fetch(_ context.Context, _ string, p int32) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.committed[p]
+	return v, ok, nil
+}
+
+func (s *memStore) Commit(_ context.Context, _ string, p int32, next int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.committed[p] = next
+	s.commits = append(s.commits, next)
+	return nil
+}
+
+func (s *memStore) Release(context.Context, string, int32) error {
+	s.mu.Lock()
+	s.released = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *memStore) get(p int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed[p]
+}
+
+// testFence is a switchable fence.
+type testFence struct {
+	mu       sync.Mutex
+	up, down chan struct{}
+	lost     chan struct{}
+}
+
+func newFence() *testFence {
+	f := &testFence{up: make(chan struct{}), down: make(chan struct{}), lost: make(chan struct{})}
+	close(f.up)
+	return f
+}
+
+func (f *testFence) Ready() <-chan struct{}     { f.mu.Lock(); defer f.mu.Unlock(); return f.up }
+func (f *testFence) Suspended() <-chan struct{} { f.mu.Lock(); defer f.mu.Unlock(); return f.down }
+func (f *testFence) Lost() <-chan struct{}      { return f.lost }
+func (f *testFence) suspend() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.up = make(chan struct{})
+	close(f.down)
+}
+func (f *testFence) resume() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.up)
+	f.down = make(chan struct{})
+}
+
+type noResolver struct{}
+
+func (noResolver) GetOffset(string, int32, int64) (int64, error) { return 0, nil }
+
+func setup(t *testing.T, n int, cfg Config) (*Manager, *memStore, *testFence, chan *Message) {
+	t.Helper()
+	scfg := mocks.NewTestConfig()
+	scfg.Consumer.Return.Errors = true
+	cons := mocks.NewConsumer(t, scfg)
+	pc := cons.ExpectConsumePartition("t", 0, 5)
+	for i := 0; i < n; i++ {
+		pc.YieldMessage(&sarama.ConsumerMessage{Value: []byte{byte(i)}})
+	}
+	store := &memStore{committed: map[int32]int64{0: 5}}
+	fence := newFence()
+	out := make(chan *Message)
+	m, err := Start(Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
+		Store: store, Fence: fence, Out: out, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cons.Close() })
+	return m, store, fence, out
+}
+
+func recv(t *testing.T, out <-chan *Message) *Message {
+	t.Helper()
+	select {
+	case m := <-out:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message")
+		return nil
+	}
+}
+
+func TestManagerAcksCommitsAndDrains(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cfg := NewConfig()
+	cfg.CommitInterval = time.Hour // only the final commit
+	m, store, _, out := setup(t, 10, cfg)
+	var msgs []*Message
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, recv(t, out))
+	}
+	if msgs[0].Offset != 5 || msgs[9].Offset != 14 {
+		t.Fatalf("offsets %d..%d, want 5..14 (from the committed offset)", msgs[0].Offset, msgs[9].Offset)
+	}
+	// Ack out of order, leaving offset 8 unacked.
+	for _, i := range []int{9, 0, 2, 1, 4, 5, 6, 7, 8} {
+		if i == 3 {
+			continue
+		}
+		if r := msgs[i].Ack(); r != AckOK {
+			t.Fatalf("ack %d: %v", msgs[i].Offset, r)
+		}
+	}
+	if r := msgs[0].Ack(); r == AckOK {
+		t.Errorf("second ack of offset 5 = %v, want a no-op", r)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Stop(true) }()
+	// The drain waits for offset 8; ack it late.
+	time.Sleep(50 * time.Millisecond) // let Stop reach its drain before the last ack
+	if r := msgs[3].Ack(); r != AckOK {
+		t.Fatalf("late ack: %v", r)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if got := store.get(0); got != 15 {
+		t.Errorf("committed %d after the drain, want 15", got)
+	}
+	if r := msgs[3].Ack(); r != AckStale {
+		t.Errorf("ack after Stop = %v, want stale", r)
+	}
+	if !store.released {
+		t.Error("store not released")
+	}
+}
+
+func TestManagerCommitsOnlyUpToFirstUnacked(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cfg := NewConfig()
+	cfg.CommitInterval = time.Hour
+	cfg.DrainTimeout = 50 * time.Millisecond
+	m, store, _, out := setup(t, 4, cfg)
+	a, b, c := recv(t, out), recv(t, out), recv(t, out)
+	a.Ack()
+	c.Ack() // b (offset 6) stays unacked
+	err := m.Stop(true)
+	if !errors.Is(err, ErrDrainLate) {
+		t.Errorf("Stop = %v, want ErrDrainLate", err)
+	}
+	if got := store.get(0); got != b.Offset {
+		t.Errorf("committed %d, want %d: the first unacked offset", got, b.Offset)
+	}
+}
+
+func TestManagerBackpressure(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cfg := NewConfig()
+	cfg.MaxUnacked = 3
+	m, _, _, out := setup(t, 10, cfg)
+	got := []*Message{recv(t, out), recv(t, out), recv(t, out)}
+	select {
+	case extra := <-out:
+		t.Fatalf("a 4th message (offset %d) was handed out with 3 unacked", extra.Offset)
+	case <-time.After(200 * time.Millisecond): // observation window for "nothing more"
+	}
+	got[0].Ack()
+	if next := recv(t, out); next.Offset != 8 {
+		t.Errorf("after an ack got offset %d, want 8", next.Offset)
+	}
+	if s := m.Stats(); s.Unacked != 3 || s.Delivered != 4 {
+		t.Errorf("stats: unacked %d delivered %d, want 3 and 4", s.Unacked, s.Delivered)
+	}
+	_ = m.Stop(false)
+}
+
+func TestManagerHoldsBackWhileSuspended(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	m, store, fence, out := setup(t, 5, NewConfig())
+	first := recv(t, out)
+	first.Ack()
+	fence.suspend()
+	select {
+	case extra := <-out:
+		t.Fatalf("offset %d handed out while suspended", extra.Offset)
+	case <-time.After(200 * time.Millisecond): // observation window
+	}
+	if err := m.commit(); err == nil {
+		t.Error("commit allowed while suspended")
+	}
+	fence.resume()
+	if next := recv(t, out); next.Offset != 6 {
+		t.Errorf("after resuming got %d, want 6 (nothing skipped)", next.Offset)
+	}
+	_ = m.Stop(false)
+	if got := store.get(0); got != 5 {
+		t.Errorf("committed %d by a Stop without drain, want the initial 5", got)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := NewConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for field, mod := range map[string]func(*Config){
+		"MaxUnacked":      func(c *Config) { c.MaxUnacked = 0 },
+		"CommitInterval":  func(c *Config) { c.CommitInterval = 0 },
+		"DrainTimeout":    func(c *Config) { c.DrainTimeout = -1 },
+		"CommitTimeout":   func(c *Config) { c.CommitTimeout = 0 },
+		"Initial":         func(c *Config) { c.Initial = "latest" },
+		"RetryBackoff":    func(c *Config) { c.RetryBackoff = 0 },
+		"RetryBackoffMax": func(c *Config) { c.RetryBackoffMax = time.Nanosecond },
+	} {
+		c := NewConfig()
+		mod(&c)
+		err := c.Validate()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
