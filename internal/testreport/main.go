@@ -63,6 +63,14 @@ func run(in io.Reader, out io.Writer) int {
 					if b := output[k]; b != nil {
 						fmt.Fprint(out, indent(b.String()))
 					}
+					// Tests that never finished (a panic, a timeout, a
+					// crash): their output explains the failure.
+					for ok, b := range output {
+						if ok.pkg == e.Package && ok.test != "" {
+							fmt.Fprintf(out, "--- UNFINISHED: %s.%s\n%s", ok.pkg, ok.test, indent(b.String()))
+							delete(output, ok)
+						}
+					}
 				}
 				delete(output, k)
 				continue

@@ -13,6 +13,7 @@ func TestReport(t *testing.T) {
 {"Action":"pass","Package":"p","Test":"TestB","Elapsed":0.1}
 {"Action":"output","Package":"p","Test":"TestC","Output":"    x_test.go:3: no cluster\n"}
 {"Action":"skip","Package":"p","Test":"TestC","Elapsed":0}
+{"Action":"output","Package":"p","Test":"TestD","Output":"panic: stuck\n"}
 {"Action":"fail","Package":"p","Elapsed":1}
 # q [build failed]
 `
@@ -21,7 +22,7 @@ func TestReport(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	for _, want := range []string{"tests: 1 passed, 1 failed, 1 skipped", "--- FAIL: p.TestA", "boom", "p.TestC: x_test.go:3: no cluster", "# q [build failed]", "FAIL p"} {
+	for _, want := range []string{"tests: 1 passed, 1 failed, 1 skipped", "--- FAIL: p.TestA", "boom", "p.TestC: x_test.go:3: no cluster", "# q [build failed]", "FAIL p", "--- UNFINISHED: p.TestD", "panic: stuck"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
