@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -41,7 +42,7 @@ type Consumer struct {
 	cfg      *Config
 	log      *slog.Logger
 	session  *zkconn.Session
-	meta     *metadata.Watcher
+	meta     metaSource
 	client   sarama.Client
 	consumer sarama.Consumer
 	store    store
@@ -203,8 +204,17 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	mcfg := metadata.NewConfig()
 	mcfg.SessionTimeout = cfg.SessionTimeout
 	mcfg.LeaderRefresh = cfg.LeaderRefresh
-	c.meta, err = metadata.Open(zookeeper, sub.Match, mcfg, log)
-	if err != nil {
+	watcher, err := metadata.Open(zookeeper, sub.Match, mcfg, log)
+	switch {
+	case err == nil:
+		c.meta = watcher
+	case errors.Is(err, metadata.ErrNoCluster) && len(cfg.Brokers) > 0:
+		// ZooKeeper coordinates only: learn the topics from Kafka.
+		log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
+		if c.meta, err = newKafkaMeta(c.client, sub.Match, cfg.LeaderRefresh, log); err != nil {
+			return nil, fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
+		}
+	default:
 		return nil, fmt.Errorf("%w: cluster metadata: %w", ErrJoin, err)
 	}
 	if err := ensureGroupNodes(c.session, group); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
@@ -100,5 +101,33 @@ func TestRebalanceLatency(t *testing.T) {
 	}
 	t.Logf("rebalance over %d rounds, 3 instances x 24 partitions: join p50 %v p99 %v; leave p50 %v p99 %v",
 		rounds, percentile(joins, 0.5), percentile(joins, 0.99), percentile(leaves, 0.5), percentile(leaves, 0.99))
+	rec.checkViolations(t)
+}
+
+// TestCoordinationOnlyZooKeeper: with an explicit broker list and a
+// ZooKeeper chroot that holds no Kafka cluster, ZooKeeper serves as the
+// coordination store alone and the topics are learnt from Kafka.
+func TestCoordinationOnlyZooKeeper(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	const parts = 6
+	if err := c.CreateTopic(t.Context(), topic, parts, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(topic, parts, 0, 300); err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := subscription.Static(topic)
+	rec := newRecorder(t)
+	o := joinOpts{
+		strict:    true,
+		zk:        c.ZooKeeperAddr() + "/coordination-" + group,
+		configure: func(cfg *manager.Config) { cfg.Brokers = c.Addrs(); cfg.LeaderRefresh = 200 * time.Millisecond },
+	}
+	a := join(t, c, group, sub, "a", rec, o)
+	b := join(t, c, group, sub, "b", rec, o)
+	await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) })
+	await(t, 60*time.Second, "every message consumed", func() bool { return rec.count(topic, 300) == 300 })
+	rec.checkExactlyOnce(t, topic, 300)
 	rec.checkViolations(t)
 }
