@@ -28,7 +28,7 @@ type Snapshot struct {
 }
 
 // Selected returns the names, sorted, of the topics that have partitions in
-// the snapshot. It does not block.
+// the snapshot. It does not block and is safe for concurrent use.
 func (s Snapshot) Selected() []string {
 	var out []string
 	for t, ps := range s.Topics {

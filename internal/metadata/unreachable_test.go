@@ -1,0 +1,29 @@
+package metadata
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestOpenUnreachable opens against a port nobody listens on: Open fails
+// after the client's first round over the servers and leaves no goroutine.
+func TestOpenUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	leaks := goleak.IgnoreCurrent()
+	start := time.Now()
+	w, err := Open(addr+"/kafka", nil, NewConfig(), quietLog())
+	if err == nil {
+		w.Close()
+		t.Fatal("Open succeeded without a server")
+	}
+	t.Logf("Open failed after %v: %v", time.Since(start), err)
+	goleak.VerifyNone(t, leaks)
+}
