@@ -1,5 +1,9 @@
 // Package offsets tracks which delivered Kafka messages of one partition have
-// been processed (acked) and derives the offset that is safe to commit.
+// been processed (acked), derives the offset that is safe to commit, and
+// stores committed offsets: in Kafka ([KafkaStore], through sarama's offset
+// manager, as a "simple" group with generation -1) or in ZooKeeper
+// ([ZooKeeperStore], at /consumers/<group>/offsets/<topic>/<partition> as
+// Kafka's ZooKeeper consumers did), with [Migrate] to move them between the two.
 //
 // Messages of a partition are delivered in strictly increasing offset order,
 // possibly with gaps (compacted topics, transaction markers), while acks may
@@ -22,6 +26,7 @@
 // that grows by doubling and is reused, so Deliver and Ack do not allocate in
 // steady state. Ack locates its entry by binary search.
 //
-// Nothing in this package is safe for concurrent use; the owner of a Tracker
-// (the partition manager) must serialise calls. Nothing blocks.
+// A Tracker is not safe for concurrent use; its owner (the partition
+// manager) serialises calls, and it never blocks. The stores are safe for
+// concurrent use and block on the network, each call bounded by a timeout.
 package offsets

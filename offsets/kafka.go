@@ -177,7 +177,14 @@ func (s *KafkaStore) Fetch(ctx context.Context, topic string, partition int32) (
 		}
 		return r.next, r.ok, nil
 	case <-ctx.Done():
-		s.log.Warn("fetch abandoned while sarama is still waiting", "topic", topic, "partition", partition, "err", ctx.Err())
+		select {
+		case r := <-done: // finished just in time
+			if r.err == nil {
+				return r.next, r.ok, nil
+			}
+		default:
+			s.log.Warn("fetch abandoned while sarama is still waiting", "topic", topic, "partition", partition, "err", ctx.Err())
+		}
 		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetch, ctx.Err()))
 	}
 }
@@ -248,6 +255,9 @@ func (s *KafkaStore) Release(ctx context.Context, topic string, partition int32)
 	case <-p.closed:
 		return nil
 	case <-ctx.Done():
+		if isDone(p.closed) {
+			return nil
+		}
 		s.log.Warn("release abandoned: the partition closes when its sarama call returns", "topic", topic, "partition", partition, "err", ctx.Err())
 		return partErr("release", topic, partition, fmt.Errorf("%w: %w", ErrRelease, ctx.Err()))
 	}
@@ -276,7 +286,9 @@ func (s *KafkaStore) Close() error {
 			select {
 			case <-p.closed:
 			case <-ctx.Done():
-				stuck = append(stuck, p.tp.String())
+				if !isDone(p.closed) {
+					stuck = append(stuck, p.tp.String())
+				}
 			}
 		}
 		if err := s.calls.wait(ctx); err != nil || len(stuck) > 0 {
@@ -351,6 +363,11 @@ func (s *KafkaStore) run(ctx context.Context, tp TopicPartition, fn func(p *kpar
 		case err := <-done:
 			return err
 		case <-ctx.Done():
+			select {
+			case err := <-done: // finished just in time
+				return err
+			default:
+			}
 			s.log.Warn("operation abandoned while sarama is still busy", "topic", tp.Topic, "partition", tp.Partition, "err", ctx.Err())
 			return ctx.Err()
 		}

@@ -28,6 +28,17 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// verifyNoLeaks, called at the start of a test (after testcluster.Shared),
+// fails the test if goroutines started during it still run after its
+// cleanups: it registers the check as the first cleanup, which runs last.
+// It ignores go-metrics' process-wide meter ticker, which sarama starts
+// once and which never stops.
+func verifyNoLeaks(t *testing.T) {
+	opts := []goleak.Option{goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")}
+	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+}
+
 func TestKafkaConfigValidate(t *testing.T) {
 	if err := NewKafkaConfig().Validate(); err != nil {
 		t.Fatal(err)
@@ -109,6 +120,7 @@ func mockConfig() *sarama.Config {
 	cfg.Consumer.Offsets.Retry.Max = 2
 	cfg.Metadata.Retry.Max = 1
 	cfg.Metadata.Retry.Backoff = 10 * time.Millisecond
+	cfg.ApiVersionsRequest = false
 	cfg.Net.ReadTimeout = time.Minute // a hung broker hangs sarama for long
 	return cfg
 }
@@ -177,7 +189,7 @@ func TestNewKafkaStoreRejects(t *testing.T) {
 }
 
 func TestKafkaStoreMockCommit(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	verifyNoLeaks(t)
 	m := newMockKafka(t, 5)
 	defer m.b.Close()
 	s, client := newMockStore(t, m, mockConfig(), NewKafkaConfig())
@@ -314,7 +326,7 @@ func TestKafkaStoreInvalidArgs(t *testing.T) {
 // checks that Commit, Release and Close return in bounded time, and that
 // the abandoned goroutine closes the partition once sarama returns.
 func TestKafkaStoreMockHungCoordinator(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	verifyNoLeaks(t)
 	m := newMockKafka(t, 1)
 	kc := NewKafkaConfig()
 	kc.CommitTimeout = 300 * time.Millisecond

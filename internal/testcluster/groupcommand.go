@@ -28,10 +28,12 @@ type GroupRow struct {
 	Partition     int32
 	CurrentOffset int64 // committed offset (next to read); -1 for "-" (none)
 	LogEndOffset  int64 // -1 for "-"
-	Lag           int64 // -1 for "-"
-	ConsumerID    string
-	Host          string
-	ClientID      string
+	// Lag is LogEndOffset - CurrentOffset as the tool prints it: negative
+	// when the committed offset lies beyond the log end; -1 also for "-".
+	Lag        int64
+	ConsumerID string
+	Host       string
+	ClientID   string
 }
 
 // toolLog4j silences everything below ERROR; the tool's table goes to
@@ -81,10 +83,13 @@ func (c *Cluster) DescribeGroup(ctx context.Context, group string) ([]GroupRow, 
 		return nil, fmt.Errorf("%w: describe group %q: %w\nstdout:\n%s\nstderr:\n%s",
 			ErrGroupCommand, group, err, stdout.String(), stderr.String())
 	}
-	if strings.Contains(stdout.String(), "Error:") {
-		return nil, fmt.Errorf("%w: describe group %q: %s", ErrGroupCommand, group, strings.TrimSpace(stdout.String()))
+	// The tool reports errors such as an unknown group on stdout, with
+	// exit status 0.
+	out := stdout.String()
+	if strings.HasPrefix(out, "Error:") || strings.Contains(out, "\nError:") {
+		return nil, fmt.Errorf("%w: describe group %q: %s", ErrGroupCommand, group, strings.TrimSpace(out))
 	}
-	rows, err := ParseGroupDescribe(stdout.String())
+	rows, err := ParseGroupDescribe(out)
 	if err != nil {
 		return nil, fmt.Errorf("%w: describe group %q: %w", ErrGroupCommand, group, err)
 	}
@@ -181,8 +186,9 @@ func parseRow(line string, starts []int) (GroupRow, error) {
 	for _, f := range []struct {
 		col int
 		dst *int64
-	}{{3, &r.CurrentOffset}, {4, &r.LogEndOffset}, {5, &r.Lag}} {
-		v, err := parseDash(cell(f.col))
+		neg bool
+	}{{3, &r.CurrentOffset, false}, {4, &r.LogEndOffset, false}, {5, &r.Lag, true}} {
+		v, err := parseDash(cell(f.col), f.neg)
 		if err != nil {
 			return GroupRow{}, fmt.Errorf("%w: row %q: %s %q: %v", ErrGroupCommand, line, describeColumns[f.col], cell(f.col), err)
 		}
@@ -191,8 +197,8 @@ func parseRow(line string, starts []int) (GroupRow, error) {
 	return r, nil
 }
 
-// parseDash parses a non-negative decimal, or "-" as -1.
-func parseDash(s string) (int64, error) {
+// parseDash parses a decimal (non-negative unless neg), or "-" as -1.
+func parseDash(s string, neg bool) (int64, error) {
 	if s == "-" {
 		return -1, nil
 	}
@@ -200,7 +206,7 @@ func parseDash(s string) (int64, error) {
 	if err != nil {
 		return 0, errors.New("not a number or -")
 	}
-	if v < 0 {
+	if v < 0 && !neg {
 		return 0, errors.New("negative")
 	}
 	return v, nil

@@ -1,0 +1,325 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+// clusterClient returns a sarama client for the shared cluster with
+// auto-commit off, closed when the test ends.
+func clusterClient(t *testing.T, c *testcluster.Cluster) sarama.Client {
+	t.Helper()
+	cfg := testcluster.SaramaConfig()
+	cfg.ClientID = "zkgroup-offsets-test"
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	client, err := sarama.NewClient(c.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// clusterKafkaStore returns a KafkaStore on its own client, closed (store,
+// then client) when the test ends.
+func clusterKafkaStore(t *testing.T, c *testcluster.Cluster, group string) *KafkaStore {
+	t.Helper()
+	client := clusterClient(t, c)
+	s, err := NewKafkaStore(client, group, NewKafkaConfig(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+// clusterTopic creates a topic with replication factor 3 on the shared
+// cluster.
+func clusterTopic(t *testing.T, c *testcluster.Cluster, partitions int32) string {
+	t.Helper()
+	topic := testcluster.Name(t, "topic")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.CreateTopic(ctx, topic, partitions, 3); err != nil {
+		t.Fatal(err)
+	}
+	return topic
+}
+
+func wantOffset(t *testing.T, s Store, topic string, p int32, want int64) {
+	t.Helper()
+	got, ok, err := s.Fetch(context.Background(), topic, p)
+	if err != nil {
+		t.Fatalf("fetch %s/%d: %v", topic, p, err)
+	}
+	if want < 0 {
+		if ok {
+			t.Fatalf("fetch %s/%d = %d, want nothing committed", topic, p, got)
+		}
+		return
+	}
+	if !ok || got != want {
+		t.Fatalf("fetch %s/%d = %d (ok %v), want %d", topic, p, got, ok, want)
+	}
+}
+
+// TestKafkaStoreCluster commits, fetches and resets on real partitions, as
+// a simple group (generation -1, no member id), and checks with a second
+// store instance that the offsets are in Kafka.
+func TestKafkaStoreCluster(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	topic := clusterTopic(t, c, 4)
+	group := testcluster.Name(t, "group")
+	s := clusterKafkaStore(t, c, group)
+	ctx := context.Background()
+
+	for p := int32(0); p < 4; p++ {
+		wantOffset(t, s, topic, p, -1)
+	}
+	for p, v := range map[int32]int64{0: 3, 1: 10, 2: 0} {
+		if err := s.Commit(ctx, topic, p, v); err != nil {
+			t.Fatal(err)
+		}
+		wantOffset(t, s, topic, p, v)
+	}
+	wantOffset(t, s, topic, 3, -1)
+
+	steps := []struct {
+		op         string
+		next, want int64
+	}{
+		{"commit", 2, 3}, // backwards: skipped
+		{"commit", 3, 3}, // equal
+		{"commit", 7, 7},
+		{"reset", 1, 1},  // backwards on purpose
+		{"commit", 0, 1}, // below the reset: skipped
+		{"commit", 4, 4},
+	}
+	for _, st := range steps {
+		var err error
+		if st.op == "commit" {
+			err = s.Commit(ctx, topic, 0, st.next)
+		} else {
+			err = s.Reset(ctx, topic, 0, st.next)
+		}
+		if err != nil {
+			t.Fatalf("%s %d: %v", st.op, st.next, err)
+		}
+		wantOffset(t, s, topic, 0, st.want)
+	}
+
+	// Another instance on another client reads the same offsets.
+	other := clusterKafkaStore(t, c, group)
+	for p, v := range map[int32]int64{0: 4, 1: 10, 2: 0, 3: -1} {
+		wantOffset(t, other, topic, p, v)
+	}
+	// ... and a different group sees none of them.
+	stranger := clusterKafkaStore(t, c, testcluster.Name(t, "other-group"))
+	wantOffset(t, stranger, topic, 1, -1)
+}
+
+// TestKafkaStoreReleaseRemanage releases a partition and manages it again,
+// several times: sarama must not still consider it managed.
+func TestKafkaStoreReleaseRemanage(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	topic := clusterTopic(t, c, 2)
+	s := clusterKafkaStore(t, c, testcluster.Name(t, "group"))
+	ctx := context.Background()
+	for round := int64(1); round <= 3; round++ {
+		if err := s.Commit(ctx, topic, 0, round*10); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := s.Commit(ctx, topic, 1, round); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := s.Release(rctx, topic, 0)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: release: %v", round, err)
+		}
+		if err := s.Release(ctx, topic, 0); err != nil {
+			t.Fatalf("round %d: second release: %v", round, err)
+		}
+		s.mu.Lock()
+		_, managed := s.parts[TopicPartition{topic, 0}]
+		s.mu.Unlock()
+		if managed {
+			t.Fatalf("round %d: partition 0 still managed after release", round)
+		}
+		// Fetch does not need the partition managed.
+		wantOffset(t, s, topic, 0, round*10)
+	}
+	// After a release the floor is gone: the next owner may commit below.
+	if err := s.Commit(ctx, topic, 0, 25); err != nil {
+		t.Fatal(err)
+	}
+	wantOffset(t, s, topic, 0, 25)
+	wantOffset(t, s, topic, 1, 3)
+}
+
+// TestKafkaStoreConcurrentCommits commits interleaved values from several
+// goroutines per partition; each partition must end at its maximum.
+func TestKafkaStoreConcurrentCommits(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	const partitions, workers, per = 3, 4, 15
+	topic := clusterTopic(t, c, partitions)
+	s := clusterKafkaStore(t, c, testcluster.Name(t, "group"))
+	var wg sync.WaitGroup
+	for p := int32(0); p < partitions; p++ {
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if err := s.Commit(context.Background(), topic, p, int64(i*workers+w)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for p := int32(0); p < partitions; p++ {
+		wantOffset(t, s, topic, p, per*workers-1)
+	}
+}
+
+// TestKafkaStoreCloseAfterCommits closes a store that manages several
+// partitions: Close returns quickly and completely, and is idempotent.
+func TestKafkaStoreCloseAfterCommits(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	topic := clusterTopic(t, c, 4)
+	client := clusterClient(t, c)
+	cfg := NewKafkaConfig()
+	s, err := NewKafkaStore(client, testcluster.Name(t, "group"), cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 4; p++ {
+		if err := s.Commit(context.Background(), topic, p, int64(p)+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := make([]*kpart, 0, 4)
+	s.mu.Lock()
+	for _, p := range s.parts {
+		parts = append(parts, p)
+	}
+	s.mu.Unlock()
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > cfg.CloseTimeout {
+		t.Fatalf("close took %v", d)
+	}
+	for _, p := range parts {
+		if !isDone(p.closed) || p.om != nil {
+			t.Fatalf("partition %s not closed", p.tp)
+		}
+	}
+	if n := s.calls.count(); n != 0 {
+		t.Fatalf("%d calls still running after close", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(context.Background(), topic, 0, 9); !errors.Is(err, ErrClosed) {
+		t.Fatalf("commit after close: %v", err)
+	}
+}
+
+// TestKafkaStoreUnknownTopic: the broker refuses commits for a topic that
+// does not exist, and Commit says so within CommitTimeout.
+func TestKafkaStoreUnknownTopic(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	client := clusterClient(t, c)
+	cfg := NewKafkaConfig()
+	cfg.CommitTimeout = 20 * time.Second
+	s, err := NewKafkaStore(client, testcluster.Name(t, "group"), cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	missing := testcluster.Name(t, "missing")
+	start := time.Now()
+	err = s.Commit(context.Background(), missing, 0, 5)
+	if !errors.Is(err, ErrCommit) {
+		t.Fatalf("commit to a missing topic: %v", err)
+	}
+	t.Logf("commit to a missing topic failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	wantOffset(t, s, missing, 0, -1)
+}
+
+// TestDescribeGroupSeesKafkaStore checks KafkaStore's commits with Kafka's
+// own kafka-consumer-groups tool.
+func TestDescribeGroupSeesKafkaStore(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic := clusterTopic(t, c, 3)
+	group := testcluster.Name(t, "group")
+	produced, err := c.Produce(topic, 3, 0, 31) // 11, 10, 10 messages
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := clusterKafkaStore(t, c, group)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.Commit(ctx, topic, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, topic, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	check := func(want map[int32]int64) {
+		t.Helper()
+		rows, err := c.DescribeGroup(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[int32]testcluster.GroupRow{}
+		for _, r := range rows {
+			if r.Topic != topic {
+				t.Fatalf("row for another topic: %+v", r)
+			}
+			got[r.Partition] = r
+		}
+		if len(got) != len(want) {
+			t.Fatalf("describe rows %+v, want partitions %v", rows, want)
+		}
+		for p, cur := range want {
+			r := got[p]
+			leo := produced.PerPartition[p]
+			if r.CurrentOffset != cur || r.LogEndOffset != leo || r.Lag != leo-cur {
+				t.Fatalf("partition %d: %+v, want current %d, log end %d, lag %d", p, r, cur, leo, leo-cur)
+			}
+			if r.ConsumerID != "-" || r.Host != "-" || r.ClientID != "-" {
+				t.Fatalf("partition %d: a member owns it: %+v", p, r)
+			}
+		}
+	}
+	check(map[int32]int64{0: 4, 1: 10})
+	if err := s.Reset(ctx, topic, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, topic, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	check(map[int32]int64{0: 4, 1: 2, 2: 1})
+}

@@ -1,0 +1,158 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+)
+
+// chrootNodes is a test-only ZNodes that prefixes every path with a chroot,
+// as a connection opened with a chroot would.
+type chrootNodes struct {
+	conn *zk.Conn
+	root string
+}
+
+func (c chrootNodes) Get(path string) ([]byte, *zk.Stat, error) { return c.conn.Get(c.root + path) }
+func (c chrootNodes) Set(path string, data []byte, version int32) (*zk.Stat, error) {
+	return c.conn.Set(c.root+path, data, version)
+}
+func (c chrootNodes) Exists(path string) (bool, *zk.Stat, error) { return c.conn.Exists(c.root + path) }
+func (c chrootNodes) Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	p, err := c.conn.Create(c.root+path, data, flags, acl)
+	return strings.TrimPrefix(p, c.root), err
+}
+
+// clusterZK connects to the shared cluster's ZooKeeper and creates a chroot
+// /t-<name> for the test. The connection is closed when the test ends.
+func clusterZK(t *testing.T, c *testcluster.Cluster) (*zk.Conn, chrootNodes) {
+	t.Helper()
+	conn, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	root := "/t-" + testcluster.Name(t, "zk")
+	if _, err := conn.Create(root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create chroot %s: %v", root, err)
+	}
+	return conn, chrootNodes{conn: conn, root: root}
+}
+
+// TestZooKeeperStoreCluster runs the store against the real ZooKeeper,
+// under a chroot, with two connections committing at once.
+func TestZooKeeperStoreCluster(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	conn, nodes := clusterZK(t, c)
+	group := testcluster.Name(t, "group")
+	s, err := NewZooKeeperStore(nodes, group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wantOffset(t, s, "orders", 0, -1)
+	if err := s.Commit(ctx, "orders", 0, 42); err != nil {
+		t.Fatal(err)
+	}
+	wantOffset(t, s, "orders", 0, 42)
+	raw := nodes.root + zkdata.OffsetPath(group, "orders", 0)
+	data, stat, err := conn.Get(raw)
+	if err != nil || string(data) != "42" {
+		t.Fatalf("raw node %s = %q, %v; want plain decimal 42 under the chroot", raw, data, err)
+	}
+	if stat.EphemeralOwner != 0 {
+		t.Fatal("offset node is ephemeral")
+	}
+	if err := s.Commit(ctx, "orders", 0, 41); err != nil {
+		t.Fatal(err)
+	}
+	wantOffset(t, s, "orders", 0, 42)
+	if err := s.Reset(ctx, "orders", 0, 7); err != nil {
+		t.Fatal(err)
+	}
+	wantOffset(t, s, "orders", 0, 7)
+
+	// Two sessions commit interleaved values; a watcher checks that the
+	// node never goes backwards while they do.
+	conn2, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	s2, err := NewZooKeeperStore(chrootNodes{conn: conn2, root: nodes.root}, group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, per = 4, 25
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	watchErr := make(chan error, 1)
+	go func() {
+		prev := int64(-1)
+		for !stop.Load() {
+			v, ok, err := s.Fetch(ctx, "orders", 1)
+			if err != nil {
+				watchErr <- err
+				return
+			}
+			if ok && v < prev {
+				watchErr <- errors.New("offset went from " + strconv.FormatInt(prev, 10) + " to " + strconv.FormatInt(v, 10))
+				return
+			}
+			if ok {
+				prev = v
+			}
+		}
+		watchErr <- nil
+	}()
+	for w := 0; w < workers; w++ {
+		for _, st := range []*ZooKeeperStore{s, s2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if err := st.Commit(ctx, "orders", 1, int64((i*7%per)*workers+w)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	stop.Store(true)
+	if err := <-watchErr; err != nil {
+		t.Fatal(err)
+	}
+	wantOffset(t, s2, "orders", 1, per*workers-1)
+
+	// Bad data written by someone else is reported with path and content.
+	path := zkdata.OffsetPath(group, "orders", 2)
+	if err := s.Commit(ctx, "orders", 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set(nodes.root+path, []byte("oops"), -1); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Fetch(ctx, "orders", 2)
+	if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"oops"`) {
+		t.Fatalf("fetch of bad data: %v", err)
+	}
+	if err := s.Commit(ctx, "orders", 2, 5); !errors.Is(err, ErrCommit) || !strings.Contains(err.Error(), `"oops"`) {
+		t.Fatalf("commit over bad data: %v", err)
+	}
+	if err := s.Reset(ctx, "orders", 2, 5); err != nil {
+		t.Fatal(err)
+	}
+	wantOffset(t, s, "orders", 2, 5)
+}
