@@ -191,6 +191,11 @@ func TestManagerBackpressure(t *testing.T) {
 	if next := recv(t, out); next.Offset != 8 {
 		t.Errorf("after an ack got offset %d, want 8", next.Offset)
 	}
+	// The sender counts a delivery once its send returned: await it.
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Stats().Delivered != 4 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling a condition
+	}
 	if s := m.Stats(); s.Unacked != 3 || s.Delivered != 4 {
 		t.Errorf("stats: unacked %d delivered %d, want 3 and 4", s.Unacked, s.Delivered)
 	}
