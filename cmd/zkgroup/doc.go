@@ -1,0 +1,24 @@
+// Command zkgroup runs a member of a ZooKeeper-coordinated Kafka consumer
+// group as a daemon, delivering each message to a sink (stdout, a command,
+// or an HTTP endpoint) and acking it only once the sink succeeded, and
+// offers the operator commands around it.
+//
+//	zkgroup run --config FILE [--<field> value ...]   the daemon
+//	zkgroup validate --config FILE [--json]           check a config, exit 2 if bad
+//	zkgroup describe --zookeeper ZK --group G [--json]
+//	zkgroup offsets reset --zookeeper ZK --group G --topic T --to-earliest|--to-latest|
+//	        --to-offset N|--to-datetime T|--shift-by N [--execute] [--json]
+//	zkgroup offsets migrate --zookeeper ZK --group G --from zookeeper --to kafka [--execute] [--json]
+//	zkgroup healthcheck --url http://127.0.0.1:9090/healthz
+//	zkgroup version [--json]
+//
+// Exit status: 0 success, 1 failure at run time, 2 bad configuration or
+// usage (reported before anything is written to ZooKeeper).
+//
+// The daemon logs to stderr (text or JSON, log/slog). It stops cleanly on
+// SIGTERM or SIGINT (drain, commit, release, deregister) within
+// shutdown_timeout; a second signal exits at once with status 1. Under
+// systemd (Type=notify) it sends READY=1 once every assigned partition is
+// fetching, STOPPING=1 at shutdown, and watchdog pings when WatchdogSec is
+// set. See configs/zkgroup.yaml for every setting.
+package main

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	code := testcluster.Main(m)
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binary builds the zkgroup binary once per test binary run.
+func binary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "zkgroup-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "zkgroup")
+		args := []string{"build", "-o", built.path}
+		if os.Getenv("ZKGROUP_TEST_RACE") != "" { // the daemon itself under the race detector
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+// lockedBuffer collects a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// proc is a running `zkgroup run`.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	done   chan struct{}
+	code   int
+	notify *notifySocket
+}
+
+// notifySocket is a systemd notify socket: it records every datagram.
+type notifySocket struct {
+	path string
+	conn *net.UnixConn
+	mu   sync.Mutex
+	msgs []string
+	at   []time.Time
+	ch   chan struct{}
+}
+
+func newNotifySocket(t *testing.T) *notifySocket {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "zkn") // short path: sun_path is 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	n := &notifySocket{path: filepath.Join(dir, "n.sock"), ch: make(chan struct{}, 1)}
+	n.conn, err = net.ListenUnixgram("unixgram", &net.UnixAddr{Name: n.path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.conn.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := n.conn.Read(buf)
+			if err != nil {
+				return
+			}
+			n.mu.Lock()
+			n.msgs = append(n.msgs, string(buf[:k]))
+			n.at = append(n.at, time.Now())
+			n.mu.Unlock()
+			select {
+			case n.ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return n
+}
+
+// waitFor waits for a datagram containing line and returns when it came.
+func (n *notifySocket) waitFor(t *testing.T, line string, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		n.mu.Lock()
+		for i, m := range n.msgs {
+			for _, l := range strings.Split(m, "\n") {
+				if l == line {
+					at := n.at[i]
+					n.mu.Unlock()
+					return at
+				}
+			}
+		}
+		got := append([]string(nil), n.msgs...)
+		n.mu.Unlock()
+		select {
+		case <-n.ch:
+		case <-deadline:
+			t.Fatalf("no %q on the notify socket after %v; got %q", line, timeout, got)
+		}
+	}
+}
+
+type runOpts struct {
+	config string   // YAML
+	args   []string // extra flags
+	env    []string
+	stdout string // file for stdout; "" discards
+}
+
+func startDaemon(t *testing.T, o runOpts) *proc {
+	t.Helper()
+	bin := binary(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "zkgroup.yaml")
+	if err := os.WriteFile(cfg, []byte(o.config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
+	d.cmd = exec.Command(bin, append([]string{"run", "--config", cfg}, o.args...)...)
+	d.cmd.Env = append(append(cleanEnv(), "NOTIFY_SOCKET="+d.notify.path), o.env...)
+	d.cmd.Stderr = d.stderr
+	if o.stdout != "" {
+		f, err := os.OpenFile(o.stdout, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		d.cmd.Stdout = f
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = d.cmd.Wait()
+		d.code = d.cmd.ProcessState.ExitCode()
+		close(d.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-d.done:
+		default:
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+		if t.Failed() {
+			t.Logf("daemon stderr:\n%s", tail(d.stderr.String(), 40))
+		}
+	})
+	return d
+}
+
+// cleanEnv is the test's environment without ZKGROUP_ variables.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ZKGROUP_") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") && !strings.HasPrefix(kv, "WATCHDOG_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (d *proc) ready(timeout time.Duration) time.Time {
+	d.t.Helper()
+	return d.notify.waitFor(d.t, "READY=1", timeout)
+}
+
+// stop sends SIGTERM and returns the exit status.
+func (d *proc) stop(timeout time.Duration) int {
+	d.t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	return d.wait(timeout)
+}
+
+func (d *proc) wait(timeout time.Duration) int {
+	d.t.Helper()
+	select {
+	case <-d.done:
+		return d.code
+	case <-time.After(timeout):
+		d.t.Fatalf("daemon still running after %v", timeout)
+	}
+	return -1
+}
+
+// run runs a zkgroup command to completion.
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = cleanEnv()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), cmd.ProcessState.ExitCode()
+}
+
+// readLines returns the lines of a file (none when it does not exist).
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+// await polls cond (a file or a cluster, for which there is no event).
+func await(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a file or the cluster
+	}
+}
+
+func baseConfig(c *testcluster.Cluster, group, topic string, extra string) string {
+	return fmt.Sprintf(`group: %s
+zookeeper: %q
+subscription: "static:%s"
+session_timeout: 6s
+admin:
+  listen: ""
+partition:
+  commit_interval: 100ms
+  drain_timeout: 5s
+shutdown_timeout: 20s
+%s`, group, c.ZooKeeperConnect(), topic, extra)
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}

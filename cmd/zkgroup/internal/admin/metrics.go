@@ -1,0 +1,122 @@
+package admin
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector turns Consumer.Stats and the sink counters into metrics at
+// scrape time.
+type collector struct {
+	s *Server
+
+	up, ready, healthy, members, assigned, owned             *prometheus.Desc
+	rebalances, lastRebalance, claimWaits, restarts, dropped *prometheus.Desc
+	staleAcks                                                *prometheus.Desc
+	delivered, acked, committed, hwm, lag, unacked           *prometheus.Desc
+	sinkMessages, sinkErrors, sinkRetries                    *prometheus.Desc
+	info                                                     *prometheus.Desc
+}
+
+func newCollector(s *Server) *collector {
+	g := prometheus.Labels{"group": s.cfg.Group}
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("zkgroup_"+name, help, labels, g)
+	}
+	tp := []string{"topic", "partition"}
+	return &collector{
+		s:             s,
+		up:            d("joined", "1 once the instance joined the group."),
+		ready:         d("ready", "1 while registered and every assigned partition is fetching."),
+		healthy:       d("session_healthy", "1 while the ZooKeeper session is healthy."),
+		members:       d("members", "Members of the group as of the last rebalance."),
+		assigned:      d("assigned_partitions", "Partitions assigned to this instance."),
+		owned:         d("owned_partitions", "Partitions this instance owns and fetches."),
+		rebalances:    d("rebalances_total", "Rebalances computed by this instance."),
+		lastRebalance: d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance."),
+		claimWaits:    d("claim_waits_total", "Times a partition claim waited for the previous owner."),
+		restarts:      d("partition_restarts_total", "Partitions that stopped without being revoked (lost claims, fetch failures)."),
+		dropped:       d("dropped_errors_total", "Errors dropped because the errors channel was full."),
+		staleAcks:     d("stale_acks_total", "Acks of messages of partitions no longer owned."),
+		delivered:     d("messages_consumed_total", "Messages handed out by the partition's current owner (resets on a new ownership).", tp...),
+		acked:         d("messages_acked_total", "Messages acked on the partition's current ownership (resets on a new ownership).", tp...),
+		committed:     d("committed_offset", "Last committed offset (the next to read).", tp...),
+		hwm:           d("high_watermark", "Log-end offset of the partition as last fetched.", tp...),
+		lag:           d("lag", "High watermark minus the committed offset.", tp...),
+		unacked:       d("unacked_messages", "Messages handed out and not yet acked.", tp...),
+		sinkMessages:  d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
+		sinkErrors:    d("sink_errors_total", "Failed sink attempts."),
+		sinkRetries:   d("sink_retries_total", "Sink attempts after the first."),
+		info:          d("build_info", "Build information.", "version"),
+	}
+}
+
+// Describe sends every descriptor; part of prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.ready, c.healthy, c.members, c.assigned, c.owned,
+		c.rebalances, c.lastRebalance, c.claimWaits, c.restarts, c.dropped, c.staleAcks,
+		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked,
+		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info} {
+		ch <- d
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Collect reads Consumer.Stats and the sink counters once per scrape.
+// Safe for concurrent use; does no I/O.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	gauge(c.info, 1, c.s.cfg.Version)
+	if c.s.cfg.SinkStats != nil {
+		ss := c.s.cfg.SinkStats()
+		counter(c.sinkMessages, float64(ss.Delivered), "delivered")
+		counter(c.sinkMessages, float64(ss.Skipped), "skipped")
+		counter(c.sinkMessages, float64(ss.DeadLettered), "dead_lettered")
+		counter(c.sinkMessages, float64(ss.Failed), "failed")
+		counter(c.sinkErrors, float64(ss.Errors))
+		counter(c.sinkRetries, float64(ss.Retries))
+	}
+	st, ok := c.s.stats()
+	gauge(c.up, b2f(ok))
+	if !ok {
+		return
+	}
+	gauge(c.ready, b2f(st.Ready))
+	gauge(c.healthy, b2f(st.SessionHealthy))
+	gauge(c.members, float64(len(st.Members)))
+	gauge(c.assigned, float64(len(st.Assigned)))
+	gauge(c.owned, float64(len(st.Partitions)))
+	counter(c.rebalances, float64(st.Rebalances))
+	gauge(c.lastRebalance, st.LastRebalanceDuration.Seconds())
+	counter(c.claimWaits, float64(st.ClaimWaits))
+	counter(c.restarts, float64(st.PartitionRestarts))
+	counter(c.dropped, float64(st.DroppedErrors))
+	counter(c.staleAcks, float64(st.StaleAcks))
+	for _, p := range st.Partitions {
+		l := []string{p.Topic, strconv.FormatInt(int64(p.Partition), 10)}
+		counter(c.delivered, float64(p.Delivered), l...)
+		counter(c.acked, float64(p.Acks), l...)
+		gauge(c.unacked, float64(p.Unacked), l...)
+		if p.Committed >= 0 {
+			gauge(c.committed, float64(p.Committed), l...)
+		}
+		if p.HighWatermark >= 0 {
+			gauge(c.hwm, float64(p.HighWatermark), l...)
+		}
+		if p.Lag >= 0 {
+			gauge(c.lag, float64(p.Lag), l...)
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package config
+
+import (
+	"time"
+
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/partition"
+)
+
+// Sink types.
+const (
+	SinkStdout = "stdout"
+	SinkExec   = "exec"
+	SinkHTTP   = "http"
+)
+
+// Failure policies: what happens to a message whose sink still fails after
+// the last attempt.
+const (
+	// OnFailureStop leaves the message unacked and shuts the daemon down;
+	// it exits non-zero after a clean shutdown.
+	OnFailureStop = "stop"
+	// OnFailureSkip logs and counts the message, then acks it.
+	OnFailureSkip = "skip"
+	// OnFailureDeadLetter produces the message to Sink.DeadLetterTopic,
+	// then acks it.
+	OnFailureDeadLetter = "dead-letter"
+)
+
+// Log formats.
+const (
+	LogText = "text"
+	LogJSON = "json"
+)
+
+// Config is the daemon's configuration. Build it with Default and Load.
+// The yaml tag of each field is its key; nested keys join with "." in
+// error messages, with "_" in environment variables (ZKGROUP_ prefix,
+// upper case) and with "-" in flags. A plain value: safe for concurrent
+// reads once loaded.
+type Config struct {
+	// Group is the consumer group (required).
+	Group string `yaml:"group" json:"group"`
+	// ZooKeeper is the connect string "host:2181,host2:2181/chroot", with
+	// the chroot of the Kafka cluster (required).
+	ZooKeeper string `yaml:"zookeeper" json:"zookeeper"`
+	// Subscription: "static:a,b", "a,b", "whitelist:regex",
+	// "blacklist:regex" (required).
+	Subscription string `yaml:"subscription" json:"subscription"`
+	// InstanceID names this member; empty: a new id at every start.
+	InstanceID string `yaml:"instance_id" json:"instance_id"`
+	// SessionTimeout of the ZooKeeper session, at least 6s.
+	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout"`
+	// Strategy: leader-aware, sticky, range or roundrobin.
+	Strategy string `yaml:"strategy" json:"strategy"`
+	// OffsetStorage: kafka or zookeeper.
+	OffsetStorage string `yaml:"offset_storage" json:"offset_storage"`
+	// Brokers overrides discovery from ZooKeeper ("host:port" each).
+	Brokers []string `yaml:"brokers" json:"brokers"`
+	// Listener picks the broker endpoint by listener name during discovery.
+	Listener string `yaml:"listener" json:"listener"`
+	// Partition configures every owned partition.
+	Partition Partition `yaml:"partition" json:"partition"`
+	// Sink is where messages go.
+	Sink Sink `yaml:"sink" json:"sink"`
+	// Admin is the HTTP server for health, readiness, metrics and status.
+	Admin Admin `yaml:"admin" json:"admin"`
+	// Log configures the logs written to stderr.
+	Log Log `yaml:"log" json:"log"`
+	// ShutdownTimeout bounds the shutdown after SIGTERM (drain, commit,
+	// release, deregister); the daemon exits 1 if it is exceeded.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
+
+	origins map[string]string // field path -> where its value came from
+}
+
+// Partition configures the partition managers.
+type Partition struct {
+	// MaxUnacked bounds the messages handed out and not yet acked.
+	MaxUnacked int `yaml:"max_unacked" json:"max_unacked"`
+	// CommitInterval is how often acked offsets are committed.
+	CommitInterval Duration `yaml:"commit_interval" json:"commit_interval"`
+	// DrainTimeout bounds the wait for in-flight messages when a partition
+	// is revoked or the daemon stops; at most ShutdownTimeout.
+	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
+	// Initial is where to start without a committed offset: oldest or newest.
+	Initial string `yaml:"initial" json:"initial"`
+}
+
+// Sink configures message delivery.
+type Sink struct {
+	// Type: stdout, exec or http.
+	Type string `yaml:"type" json:"type"`
+	// Exec configures the exec sink.
+	Exec Exec `yaml:"exec" json:"exec"`
+	// HTTP configures the http sink.
+	HTTP HTTP `yaml:"http" json:"http"`
+	// Retry configures the retries of a failing exec or http sink.
+	Retry Retry `yaml:"retry" json:"retry"`
+	// OnFailure: stop, skip or dead-letter.
+	OnFailure string `yaml:"on_failure" json:"on_failure"`
+	// DeadLetterTopic receives messages that failed, with on_failure
+	// dead-letter. It must not be matched by the subscription.
+	DeadLetterTopic string `yaml:"dead_letter_topic" json:"dead_letter_topic"`
+}
+
+// Exec configures the exec sink: one process per message, the value on
+// its stdin.
+type Exec struct {
+	// Command is the program and its arguments (no shell). In environment
+	// variables and flags it is split at spaces.
+	Command []string `yaml:"command" json:"command" split:"space"`
+	// Timeout bounds one attempt; the process is killed after it.
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+}
+
+// HTTP configures the http sink: one POST per message.
+type HTTP struct {
+	// URL to POST to (http or https).
+	URL string `yaml:"url" json:"url"`
+	// Timeout bounds one attempt.
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+	// Headers are added to every request ("k=v,k2=v2" in environment
+	// variables and flags).
+	Headers map[string]string `yaml:"headers" json:"headers"`
+}
+
+// Retry configures retries with exponential backoff.
+type Retry struct {
+	// MaxAttempts counts the first attempt; 1 means no retry.
+	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
+	// InitialBackoff is the wait after the first failure; it doubles.
+	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff"`
+	// MaxBackoff caps the wait.
+	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff"`
+}
+
+// Admin configures the admin HTTP server.
+type Admin struct {
+	// Listen is host:port; empty disables the server.
+	Listen string `yaml:"listen" json:"listen"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Format: text or json.
+	Format string `yaml:"format" json:"format"`
+	// Level: debug, info, warn or error.
+	Level string `yaml:"level" json:"level"`
+}
+
+// Default returns the defaults: those of manager.NewConfig for the
+// consumer, the stdout sink, 5 attempts from 200ms backing off to 30s,
+// on_failure stop, admin on 127.0.0.1:9090, text logs at info, a 30s
+// shutdown. Pure; does not block.
+func Default() *Config {
+	m := manager.NewConfig()
+	return &Config{
+		SessionTimeout: Duration(m.SessionTimeout),
+		Strategy:       m.Strategy,
+		OffsetStorage:  m.OffsetStorage,
+		Partition: Partition{
+			MaxUnacked:     m.Partition.MaxUnacked,
+			CommitInterval: Duration(m.Partition.CommitInterval),
+			DrainTimeout:   Duration(m.Partition.DrainTimeout),
+			Initial:        partition.Oldest,
+		},
+		Sink: Sink{
+			Type:      SinkStdout,
+			Exec:      Exec{Timeout: Duration(30 * time.Second)},
+			HTTP:      HTTP{Timeout: Duration(10 * time.Second)},
+			Retry:     Retry{MaxAttempts: 5, InitialBackoff: Duration(200 * time.Millisecond), MaxBackoff: Duration(30 * time.Second)},
+			OnFailure: OnFailureStop,
+		},
+		Admin:           Admin{Listen: "127.0.0.1:9090"},
+		Log:             Log{Format: LogText, Level: "info"},
+		ShutdownTimeout: Duration(30 * time.Second),
+	}
+}

@@ -1,0 +1,269 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const validYAML = `group: g1
+zookeeper: "127.0.0.1:2181/kafka"
+subscription: "static:a,b"
+partition:
+  max_unacked: 50
+  commit_interval: 250ms
+`
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "zkgroup.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadValid(t *testing.T) {
+	c, err := Load(Sources{File: writeFile(t, validYAML)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Group != "g1" || c.Partition.MaxUnacked != 50 || c.Partition.CommitInterval.D() != 250*time.Millisecond {
+		t.Fatalf("loaded %+v", c)
+	}
+	if c.Sink.Type != SinkStdout || c.SessionTimeout.D() != 10*time.Second {
+		t.Fatalf("defaults lost: %+v", c)
+	}
+	if got := c.Origin("partition.max_unacked"); got != "zkgroup.yaml line 5" {
+		t.Fatalf("origin = %q", got)
+	}
+	if got := c.Origin("strategy"); got != "default" {
+		t.Fatalf("origin = %q", got)
+	}
+	m, sub, err := c.Manager(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Mode != "partitions" || m.Partition.MaxUnacked != 50 || sub.String() != "static:a,b" {
+		t.Fatalf("manager config %+v %v", m, sub)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	ov := RegisterFlags(fs)
+	if err := fs.Parse([]string{"--partition-max-unacked", "7", "--brokers", "h1:9092, h2:9092"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Sources{
+		File:   writeFile(t, validYAML),
+		Lookup: env(map[string]string{"ZKGROUP_GROUP": "from-env", "ZKGROUP_PARTITION_MAX_UNACKED": "9", "ZKGROUP_SINK_EXEC_COMMAND": "/bin/echo a b"}),
+		Flags:  ov,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Group != "from-env" || c.Origin("group") != "env ZKGROUP_GROUP" {
+		t.Errorf("group %q from %q", c.Group, c.Origin("group"))
+	}
+	if c.Partition.MaxUnacked != 7 || c.Origin("partition.max_unacked") != "flag --partition-max-unacked" {
+		t.Errorf("max_unacked %d from %q", c.Partition.MaxUnacked, c.Origin("partition.max_unacked"))
+	}
+	if strings.Join(c.Brokers, "|") != "h1:9092|h2:9092" {
+		t.Errorf("brokers %q", c.Brokers)
+	}
+	if strings.Join(c.Sink.Exec.Command, "|") != "/bin/echo|a|b" {
+		t.Errorf("command %q", c.Sink.Exec.Command)
+	}
+	if c.ZooKeeper != "127.0.0.1:2181/kafka" {
+		t.Errorf("file value lost: %q", c.ZooKeeper)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		env        map[string]string
+		want       []string
+	}{
+		{"unknown top-level key", validYAML + "grup: x\n", nil, []string{"line 7", `unknown key "grup"`, "valid keys at the top level"}},
+		{"unknown nested key", validYAML + "sink:\n  tpye: exec\n", nil, []string{"line 8", `unknown key "tpye"`, "under sink"}},
+		{"bad duration", "group: g\nsession_timeout: 10 seconds\n", nil, []string{"line 2", "session_timeout", `"10 seconds" is not a duration`}},
+		{"bare number duration", "session_timeout: 10\n", nil, []string{"line 1", "session_timeout"}},
+		{"wrong type", "partition:\n  max_unacked: lots\n", nil, []string{"line 2", "partition.max_unacked", "lots"}},
+		{"syntax", "group: [\n", nil, []string{"zkgroup.yaml"}},
+		{"two documents", "group: a\n---\ngroup: b\n", nil, []string{"more than one YAML document"}},
+		{"bad env int", validYAML, map[string]string{"ZKGROUP_PARTITION_MAX_UNACKED": "x"}, []string{"partition.max_unacked", "env ZKGROUP_PARTITION_MAX_UNACKED", "not an integer"}},
+		{"bad env duration", validYAML, map[string]string{"ZKGROUP_SHUTDOWN_TIMEOUT": "soon"}, []string{"shutdown_timeout", "ZKGROUP_SHUTDOWN_TIMEOUT"}},
+		{"bad env map", validYAML, map[string]string{"ZKGROUP_SINK_HTTP_HEADERS": "novalue"}, []string{"sink.http.headers", "k=v"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(Sources{File: writeFile(t, tc.yaml), Lookup: env(tc.env)})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%v does not wrap ErrInvalid", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(Sources{File: filepath.Join(t.TempDir(), "nope.yaml")})
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		set   func(*Config)
+	}{
+		{"group", func(c *Config) { c.Group = "" }},
+		{"group", func(c *Config) { c.Group = "a/b" }},
+		{"zookeeper", func(c *Config) { c.ZooKeeper = "" }},
+		{"zookeeper", func(c *Config) { c.ZooKeeper = "host:99999" }},
+		{"subscription", func(c *Config) { c.Subscription = "" }},
+		{"subscription", func(c *Config) { c.Subscription = "whitelist:(" }},
+		{"instance_id", func(c *Config) { c.InstanceID = "x/y" }},
+		{"session_timeout", func(c *Config) { c.SessionTimeout = Duration(time.Second) }},
+		{"strategy", func(c *Config) { c.Strategy = "random" }},
+		{"offset_storage", func(c *Config) { c.OffsetStorage = "redis" }},
+		{"brokers", func(c *Config) { c.Brokers = []string{"nohost"} }},
+		{"partition.max_unacked", func(c *Config) { c.Partition.MaxUnacked = 0 }},
+		{"partition.commit_interval", func(c *Config) { c.Partition.CommitInterval = 0 }},
+		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = -1 }},
+		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = Duration(time.Minute) }},
+		{"partition.initial", func(c *Config) { c.Partition.Initial = "middle" }},
+		{"sink.type", func(c *Config) { c.Sink.Type = "kafka" }},
+		{"sink.exec.command", func(c *Config) { c.Sink.Type = SinkExec }},
+		{"sink.exec.timeout", func(c *Config) { c.Sink.Type = SinkExec; c.Sink.Exec.Command = []string{"x"}; c.Sink.Exec.Timeout = 0 }},
+		{"sink.http.url", func(c *Config) { c.Sink.Type = SinkHTTP }},
+		{"sink.http.url", func(c *Config) { c.Sink.Type = SinkHTTP; c.Sink.HTTP.URL = "ftp://x/" }},
+		{"sink.http.headers", func(c *Config) {
+			c.Sink.Type = SinkHTTP
+			c.Sink.HTTP.URL = "http://x/"
+			c.Sink.HTTP.Headers = map[string]string{"Bad Name": "v"}
+		}},
+		{"sink.retry.max_attempts", func(c *Config) { c.Sink.Retry.MaxAttempts = 0 }},
+		{"sink.retry.initial_backoff", func(c *Config) { c.Sink.Retry.InitialBackoff = 0 }},
+		{"sink.retry.max_backoff", func(c *Config) { c.Sink.Retry.MaxBackoff = Duration(time.Millisecond) }},
+		{"sink.on_failure", func(c *Config) { c.Sink.OnFailure = "retry-forever" }},
+		{"sink.dead_letter_topic", func(c *Config) { c.Sink.OnFailure = OnFailureDeadLetter }},
+		{"sink.dead_letter_topic", func(c *Config) { c.Sink.OnFailure = OnFailureDeadLetter; c.Sink.DeadLetterTopic = "a" }},
+		{"sink.dead_letter_topic", func(c *Config) { c.Sink.OnFailure = OnFailureDeadLetter; c.Sink.DeadLetterTopic = "bad topic" }},
+		{"admin.listen", func(c *Config) { c.Admin.Listen = "9090" }},
+		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
+		{"log.level", func(c *Config) { c.Log.Level = "loud" }},
+		{"shutdown_timeout", func(c *Config) { c.ShutdownTimeout = 0 }},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			c, err := Load(Sources{File: writeFile(t, validYAML)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.set(c)
+			err = c.Validate()
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Validate = %v, want a *FieldError", err)
+			}
+			if fe.Field != tc.field {
+				t.Errorf("field %q, want %q (%v)", fe.Field, tc.field, err)
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("error %q", err)
+			}
+		})
+	}
+}
+
+func TestValidateNamesOrigin(t *testing.T) {
+	c, err := Load(Sources{File: writeFile(t, validYAML+"session_timeout: 2s\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), `session_timeout: must be at least 6s (value "2s", from zkgroup.yaml line 7)`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFields(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range Fields() {
+		if seen[f.Env] || seen[f.Flag] {
+			t.Errorf("duplicate %s / %s", f.Env, f.Flag)
+		}
+		seen[f.Env], seen[f.Flag] = true, true
+	}
+	for _, want := range []string{"ZKGROUP_GROUP", "ZKGROUP_ZOOKEEPER", "ZKGROUP_PARTITION_MAX_UNACKED", "ZKGROUP_SINK_HTTP_URL", "admin-listen", "sink-retry-max-attempts"} {
+		if !seen[want] {
+			t.Errorf("no field %s", want)
+		}
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	got := UnknownEnv([]string{"ZKGROUP_GROUP=x", "ZKGROUP_GRUOP=y", "PATH=/bin", "ZKGROUP_CONFIG=f", "ZKGROUP_TOPIC=t"})
+	if strings.Join(got, ",") != "ZKGROUP_GRUOP" {
+		t.Fatalf("UnknownEnv = %v", got)
+	}
+}
+
+func TestOverridesSet(t *testing.T) {
+	var ov Overrides
+	if err := ov.Set("nope", "x"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Set unknown = %v", err)
+	}
+	if err := ov.Set("group", "g"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Sources{Flags: &ov})
+	if err != nil || c.Group != "g" {
+		t.Fatalf("%v %+v", err, c)
+	}
+}
+
+// FuzzLoadYAML: no input makes the loader panic; an accepted document
+// re-validates without panicking and errors wrap ErrInvalid.
+func FuzzLoadYAML(f *testing.F) {
+	f.Add([]byte(validYAML))
+	f.Add([]byte("group: [\n"))
+	f.Add([]byte("sink:\n  http:\n    headers: {a: b}\n"))
+	f.Add([]byte("partition: 3\n"))
+	f.Add([]byte("session_timeout: !!binary abc\n"))
+	f.Add([]byte("a: &x 1\nb: *x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := Default()
+		c.origins = map[string]string{}
+		err := c.applyYAML("f.yaml", data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Validate error %v does not wrap ErrInvalid", err)
+		}
+	})
+}

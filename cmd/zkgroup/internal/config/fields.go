@@ -1,0 +1,162 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Field describes one settable leaf of Config. A plain value, safe for
+// concurrent reads.
+type Field struct {
+	Path  string // dotted YAML path: "partition.max_unacked"
+	Env   string // ZKGROUP_PARTITION_MAX_UNACKED
+	Flag  string // partition-max-unacked
+	Usage string // a short description for flag help
+	index []int
+	split string // "space" for []string split at spaces; default ","
+}
+
+// EnvPrefix starts every environment variable of a field.
+const EnvPrefix = "ZKGROUP_"
+
+var fieldList = buildFields()
+
+// Fields returns every settable field in declaration order. Safe for
+// concurrent use; does not block.
+func Fields() []Field { return append([]Field(nil), fieldList...) }
+
+func buildFields() []Field {
+	var out []Field
+	var walk func(t reflect.Type, prefix string, index []int)
+	walk = func(t reflect.Type, prefix string, index []int) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			key := strings.Split(sf.Tag.Get("yaml"), ",")[0]
+			if key == "" || key == "-" {
+				continue
+			}
+			path := key
+			if prefix != "" {
+				path = prefix + "." + key
+			}
+			idx := append(append([]int(nil), index...), i)
+			if sf.Type.Kind() == reflect.Struct {
+				walk(sf.Type, path, idx)
+				continue
+			}
+			under := strings.ReplaceAll(path, ".", "_")
+			out = append(out, Field{
+				Path:  path,
+				Env:   EnvPrefix + strings.ToUpper(under),
+				Flag:  strings.ReplaceAll(under, "_", "-"),
+				Usage: usage(sf.Type, sf.Tag.Get("split")),
+				index: idx,
+				split: sf.Tag.Get("split"),
+			})
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "", nil)
+	return out
+}
+
+func usage(t reflect.Type, split string) string {
+	switch {
+	case t == reflect.TypeOf(Duration(0)):
+		return "duration, e.g. 10s"
+	case t.Kind() == reflect.Slice && split == "space":
+		return "words separated by spaces"
+	case t.Kind() == reflect.Slice:
+		return "comma-separated list"
+	case t.Kind() == reflect.Map:
+		return "k=v,k2=v2"
+	case t.Kind() == reflect.Int:
+		return "integer"
+	}
+	return "text"
+}
+
+// set parses text into the field of c.
+func (f Field) set(c *Config, text string) error {
+	v := reflect.ValueOf(c).Elem().FieldByIndex(f.index)
+	switch {
+	case v.Type() == reflect.TypeOf(Duration(0)):
+		d, err := parseDuration(strings.TrimSpace(text))
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(d))
+	case v.Kind() == reflect.String:
+		v.SetString(text)
+	case v.Kind() == reflect.Int:
+		n, err := strconv.Atoi(strings.TrimSpace(text))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", text)
+		}
+		v.SetInt(int64(n))
+	case v.Kind() == reflect.Slice:
+		var parts []string
+		if f.split == "space" {
+			parts = strings.Fields(text)
+		} else {
+			for _, p := range strings.Split(text, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					parts = append(parts, p)
+				}
+			}
+		}
+		v.Set(reflect.ValueOf(parts))
+	case v.Kind() == reflect.Map:
+		m := map[string]string{}
+		for _, p := range strings.Split(text, ",") {
+			if strings.TrimSpace(p) == "" {
+				continue
+			}
+			k, val, ok := strings.Cut(p, "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				return fmt.Errorf("%q is not k=v", p)
+			}
+			m[strings.TrimSpace(k)] = val
+		}
+		v.Set(reflect.ValueOf(m))
+	default:
+		return fmt.Errorf("field kind %s cannot be set from text", v.Kind())
+	}
+	return nil
+}
+
+// text formats the field's value of c for messages.
+func (f Field) text(c *Config) string {
+	v := reflect.ValueOf(c).Elem().FieldByIndex(f.index)
+	switch {
+	case v.Type() == reflect.TypeOf(Duration(0)):
+		return Duration(v.Int()).String()
+	case v.Kind() == reflect.Slice:
+		sep := ","
+		if f.split == "space" {
+			sep = " "
+		}
+		return strings.Join(v.Interface().([]string), sep)
+	case v.Kind() == reflect.Map:
+		m := v.Interface().(map[string]string)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return strings.Join(keys, ",") // values may be secrets
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// fieldByPath returns the field with a dotted path.
+func fieldByPath(path string) (Field, bool) {
+	for _, f := range fieldList {
+		if f.Path == path {
+			return f, true
+		}
+	}
+	return Field{}, false
+}

@@ -1,0 +1,142 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Overrides holds the field values given as command-line flags. Build it
+// with RegisterFlags. Not safe for concurrent use (flag parsing is
+// sequential).
+type Overrides struct {
+	vals map[string]string // by field path
+}
+
+// RegisterFlags adds one flag per field to fs (--group, --zookeeper,
+// --partition-max-unacked, ...) and returns the Overrides that collect the
+// flags set once fs.Parse ran. Values are parsed by Load, so a bad one is
+// reported like any other bad field. Does not block.
+func RegisterFlags(fs *flag.FlagSet) *Overrides {
+	ov := &Overrides{vals: map[string]string{}}
+	for _, f := range fieldList {
+		path := f.Path
+		fs.Func(f.Flag, fmt.Sprintf("%s (%s; env %s)", path, f.Usage, f.Env), func(s string) error {
+			ov.vals[path] = s
+			return nil
+		})
+	}
+	return ov
+}
+
+// Set records a flag value for the field with the dotted path; it fails
+// for an unknown path. Does not block.
+func (o *Overrides) Set(path, value string) error {
+	if _, ok := fieldByPath(path); !ok {
+		return fmt.Errorf("%w: unknown field %q", ErrInvalid, path)
+	}
+	if o.vals == nil {
+		o.vals = map[string]string{}
+	}
+	o.vals[path] = value
+	return nil
+}
+
+// Sources says where Load reads from. Every member may be zero.
+type Sources struct {
+	// File is the YAML file; "" reads none.
+	File string
+	// Lookup reads an environment variable (os.LookupEnv); nil reads none.
+	Lookup func(string) (string, bool)
+	// Flags are the command-line overrides; nil has none.
+	Flags *Overrides
+}
+
+// Load builds a Config: Default, then the file, then the environment, then
+// the flags. It does not validate (call Validate). Errors wrap ErrInvalid
+// and name the file and line, or the variable or flag, and the field. It
+// blocks only on reading the file.
+func Load(src Sources) (*Config, error) {
+	c := Default()
+	c.origins = map[string]string{}
+	if src.File != "" {
+		data, err := os.ReadFile(src.File)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the config file: %w", ErrInvalid, err)
+		}
+		if err := c.applyYAML(filepath.Base(src.File), data); err != nil {
+			return nil, err
+		}
+	}
+	if src.Lookup != nil {
+		for _, f := range fieldList {
+			v, ok := src.Lookup(f.Env)
+			if !ok {
+				continue
+			}
+			origin := "env " + f.Env
+			if err := f.set(c, v); err != nil {
+				return nil, &FieldError{Field: f.Path, Value: v, Origin: origin, Reason: "bad value", Err: err}
+			}
+			c.origins[f.Path] = origin
+		}
+	}
+	if src.Flags != nil {
+		for _, f := range fieldList {
+			v, ok := src.Flags.vals[f.Path]
+			if !ok {
+				continue
+			}
+			origin := "flag --" + f.Flag
+			if err := f.set(c, v); err != nil {
+				return nil, &FieldError{Field: f.Path, Value: v, Origin: origin, Reason: "bad value", Err: err}
+			}
+			c.origins[f.Path] = origin
+		}
+	}
+	return c, nil
+}
+
+// Origin says where the field with the dotted path got its value:
+// "<file> line N", "env ZKGROUP_X", "flag --x" or "default". Safe for
+// concurrent use; does not block.
+func (c *Config) Origin(path string) string {
+	if o, ok := c.origins[path]; ok {
+		return o
+	}
+	return "default"
+}
+
+// knownEnv are ZKGROUP_ variables that are not fields: the config file
+// and those the exec sink sets for its children.
+var knownEnv = map[string]bool{
+	"ZKGROUP_CONFIG": true, "ZKGROUP_TOPIC": true, "ZKGROUP_PARTITION": true,
+	"ZKGROUP_OFFSET": true, "ZKGROUP_KEY": true, "ZKGROUP_KEY_ENCODING": true,
+	"ZKGROUP_TIMESTAMP": true, "ZKGROUP_HEADERS": true, "ZKGROUP_GROUP_INSTANCE": true,
+}
+
+// UnknownEnv returns the ZKGROUP_ variables in environ ("K=V" entries)
+// that set no field, such as a misspelt ZKGROUP_GRUOP, for a warning.
+// Pure; does not block.
+func UnknownEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, EnvPrefix) || knownEnv[k] {
+			continue
+		}
+		found := false
+		for _, f := range fieldList {
+			if f.Env == k {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// Manager builds the consumer's configuration and subscription from c:
+// ModePartitions (one stream per owned partition), CloseTimeout just under
+// ShutdownTimeout, and logger (nil: discard). It runs
+// manager.Config.Validate. Pure; does not block.
+func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Subscription, error) {
+	sub, err := subscription.Parse(c.Subscription)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: subscription: %w", ErrInvalid, err)
+	}
+	m := manager.NewConfig()
+	m.InstanceID = c.InstanceID
+	m.SessionTimeout = c.SessionTimeout.D()
+	m.Strategy = c.Strategy
+	m.OffsetStorage = c.OffsetStorage
+	m.Mode = manager.ModePartitions
+	m.Brokers = append([]string(nil), c.Brokers...)
+	m.Listener = c.Listener
+	m.Partition.MaxUnacked = c.Partition.MaxUnacked
+	m.Partition.CommitInterval = c.Partition.CommitInterval.D()
+	m.Partition.DrainTimeout = c.Partition.DrainTimeout.D()
+	m.Partition.Initial = c.Partition.Initial
+	// Close must return before the daemon's own deadline.
+	m.CloseTimeout = c.ShutdownTimeout.D() * 9 / 10
+	m.Logger = logger
+	if err := m.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return m, sub, nil
+}
+
+// ParseLevel parses debug, info, warn (or warning) and error, in any case.
+// Pure; does not block.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("%w: log level %q", ErrInvalid, s)
+}

@@ -1,0 +1,198 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/manager/assign"
+	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// Validate checks every field and returns the first problem as a
+// *FieldError naming the field, its value and where it was set. It also
+// runs manager.Config.Validate on the consumer config built from c, so
+// that nothing Join would refuse passes. Pure: no I/O, does not block.
+func (c *Config) Validate() error {
+	for _, check := range []func() error{
+		c.checkGroup, c.checkZooKeeper, c.checkSubscription, c.checkConsumer,
+		c.checkPartition, c.checkSink, c.checkAdmin, c.checkLog, c.checkShutdown,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if _, _, err := c.Manager(nil); err != nil {
+		return &FieldError{Field: "(consumer)", Reason: "refused by the consumer library", Err: err}
+	}
+	return nil
+}
+
+// bad builds a FieldError for the field at path with its current value.
+func (c *Config) bad(path, reason string, err error) error {
+	fe := &FieldError{Field: path, Origin: c.Origin(path), Reason: reason, Err: err}
+	if f, ok := fieldByPath(path); ok {
+		fe.Value = f.text(c)
+	}
+	return fe
+}
+
+func (c *Config) checkGroup() error {
+	if c.Group == "" {
+		return c.bad("group", "required (set it in the file, ZKGROUP_GROUP or --group)", nil)
+	}
+	if err := zkdata.ValidateNodeName("group", c.Group); err != nil {
+		return c.bad("group", "not a valid ZooKeeper node name", err)
+	}
+	return nil
+}
+
+func (c *Config) checkZooKeeper() error {
+	if strings.TrimSpace(c.ZooKeeper) == "" {
+		return c.bad("zookeeper", "required (host:2181/chroot; ZKGROUP_ZOOKEEPER or --zookeeper)", nil)
+	}
+	if _, _, err := zkconn.ParseConnect(c.ZooKeeper); err != nil {
+		return c.bad("zookeeper", "not a ZooKeeper connect string", err)
+	}
+	return nil
+}
+
+func (c *Config) checkSubscription() error {
+	if strings.TrimSpace(c.Subscription) == "" {
+		return c.bad("subscription", `required ("static:a,b" or "whitelist:regex")`, nil)
+	}
+	if _, err := subscription.Parse(c.Subscription); err != nil {
+		return c.bad("subscription", "not a subscription", err)
+	}
+	return nil
+}
+
+func (c *Config) checkConsumer() error {
+	if c.InstanceID != "" {
+		if err := zkdata.ValidateNodeName("instance_id", c.InstanceID); err != nil {
+			return c.bad("instance_id", "not a valid ZooKeeper node name", err)
+		}
+	}
+	if c.SessionTimeout.D() < 6e9 {
+		return c.bad("session_timeout", "must be at least 6s", nil)
+	}
+	if _, err := assign.ByName(c.Strategy); err != nil {
+		return c.bad("strategy", "unknown strategy", err)
+	}
+	if c.OffsetStorage != manager.StorageKafka && c.OffsetStorage != manager.StorageZooKeeper {
+		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
+	}
+	for i, b := range c.Brokers {
+		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
+			return c.bad("brokers", fmt.Sprintf("entry %d (%q) is not host:port", i, b), err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) checkPartition() error {
+	p := c.Partition
+	switch {
+	case p.MaxUnacked < 1:
+		return c.bad("partition.max_unacked", "must be at least 1", nil)
+	case p.CommitInterval <= 0:
+		return c.bad("partition.commit_interval", "must be positive", nil)
+	case p.DrainTimeout < 0:
+		return c.bad("partition.drain_timeout", "must not be negative", nil)
+	case p.Initial != partition.Oldest && p.Initial != partition.Newest:
+		return c.bad("partition.initial", `must be "oldest" or "newest"`, nil)
+	}
+	return nil
+}
+
+func (c *Config) checkSink() error {
+	s := c.Sink
+	switch s.Type {
+	case SinkStdout:
+	case SinkExec:
+		if len(s.Exec.Command) == 0 || s.Exec.Command[0] == "" {
+			return c.bad("sink.exec.command", "required with sink.type exec", nil)
+		}
+		if s.Exec.Timeout <= 0 {
+			return c.bad("sink.exec.timeout", "must be positive", nil)
+		}
+	case SinkHTTP:
+		u, err := url.Parse(s.HTTP.URL)
+		if s.HTTP.URL == "" {
+			return c.bad("sink.http.url", "required with sink.type http", nil)
+		}
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c.bad("sink.http.url", "must be an absolute http:// or https:// URL", err)
+		}
+		if s.HTTP.Timeout <= 0 {
+			return c.bad("sink.http.timeout", "must be positive", nil)
+		}
+		for k := range s.HTTP.Headers {
+			if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+				return c.bad("sink.http.headers", fmt.Sprintf("%q is not a header name", k), nil)
+			}
+		}
+	default:
+		return c.bad("sink.type", `must be "stdout", "exec" or "http"`, nil)
+	}
+	r := s.Retry
+	switch {
+	case r.MaxAttempts < 1:
+		return c.bad("sink.retry.max_attempts", "must be at least 1 (1: no retry)", nil)
+	case r.InitialBackoff <= 0:
+		return c.bad("sink.retry.initial_backoff", "must be positive", nil)
+	case r.MaxBackoff < r.InitialBackoff:
+		return c.bad("sink.retry.max_backoff", "must be at least sink.retry.initial_backoff", nil)
+	}
+	switch s.OnFailure {
+	case OnFailureStop, OnFailureSkip:
+	case OnFailureDeadLetter:
+		if s.DeadLetterTopic == "" {
+			return c.bad("sink.dead_letter_topic", "required with sink.on_failure dead-letter", nil)
+		}
+		if err := subscription.ValidateTopic(s.DeadLetterTopic); err != nil {
+			return c.bad("sink.dead_letter_topic", "not a topic name", err)
+		}
+		if sub, err := subscription.Parse(c.Subscription); err == nil && sub.Match(s.DeadLetterTopic) {
+			return c.bad("sink.dead_letter_topic", "is matched by the subscription: failed messages would be consumed again", nil)
+		}
+	default:
+		return c.bad("sink.on_failure", `must be "stop", "skip" or "dead-letter"`, nil)
+	}
+	return nil
+}
+
+func (c *Config) checkAdmin() error {
+	if c.Admin.Listen == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(c.Admin.Listen); err != nil || port == "" {
+		return c.bad("admin.listen", "must be host:port (or empty to disable)", err)
+	}
+	return nil
+}
+
+func (c *Config) checkLog() error {
+	if c.Log.Format != LogText && c.Log.Format != LogJSON {
+		return c.bad("log.format", `must be "text" or "json"`, nil)
+	}
+	if _, err := ParseLevel(c.Log.Level); err != nil {
+		return c.bad("log.level", `must be "debug", "info", "warn" or "error"`, nil)
+	}
+	return nil
+}
+
+func (c *Config) checkShutdown() error {
+	if c.ShutdownTimeout <= 0 {
+		return c.bad("shutdown_timeout", "must be positive", nil)
+	}
+	if c.Partition.DrainTimeout >= c.ShutdownTimeout {
+		return c.bad("partition.drain_timeout", fmt.Sprintf("must be below shutdown_timeout (%v) so that a shutdown can finish", c.ShutdownTimeout), nil)
+	}
+	return nil
+}

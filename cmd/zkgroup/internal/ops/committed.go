@@ -1,0 +1,125 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+)
+
+// Offsets maps topic -> partition -> committed offset (the next to read).
+type Offsets map[string]map[int32]int64
+
+func (o Offsets) set(topic string, p int32, off int64) {
+	if o[topic] == nil {
+		o[topic] = map[int32]int64{}
+	}
+	o[topic][p] = off
+}
+
+// KafkaCommitted reads every offset group committed to Kafka (an
+// OffsetFetch for all partitions). Blocks on the group coordinator.
+func KafkaCommitted(admin sarama.ClusterAdmin, group string) (Offsets, error) {
+	resp, err := admin.ListConsumerGroupOffsets(group, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, err)
+	}
+	if resp.Err != sarama.ErrNoError {
+		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, resp.Err)
+	}
+	out := Offsets{}
+	for topic, ps := range resp.Blocks {
+		for p, b := range ps {
+			if b == nil || b.Err != sarama.ErrNoError || b.Offset < 0 {
+				continue
+			}
+			out.set(topic, p, b.Offset)
+		}
+	}
+	return out, nil
+}
+
+// ZooKeeperCommitted reads every offset under /consumers/<group>/offsets.
+// A node that does not hold an offset is an error naming it. Blocks on
+// ZooKeeper.
+func ZooKeeperCommitted(s *zkconn.Session, group string) (Offsets, error) {
+	out := Offsets{}
+	topics, _, err := s.Children(zkdata.OffsetsPath(group))
+	if errors.Is(err, zk.ErrNoNode) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OffsetsPath(group), err)
+	}
+	for _, t := range topics {
+		parts, _, err := s.Children(zkdata.OffsetTopicPath(group, t))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OffsetTopicPath(group, t), err)
+		}
+		for _, name := range parts {
+			p, err := zkdata.ParsePartitionID(name)
+			if err != nil {
+				return nil, err
+			}
+			data, _, err := s.Get(zkdata.OffsetPath(group, t, p))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ops: reading %s: %w", zkdata.OffsetPath(group, t, p), err)
+			}
+			off, err := zkdata.ParseOffset(t, p, data)
+			if err != nil {
+				return nil, err
+			}
+			out.set(t, p, off)
+		}
+	}
+	return out, nil
+}
+
+// Owners reads /consumers/<group>/owners: topic -> partition -> owner id.
+// Blocks on ZooKeeper.
+func Owners(s *zkconn.Session, group string) (map[string]map[int32]string, error) {
+	out := map[string]map[int32]string{}
+	topics, _, err := s.Children(zkdata.OwnersPath(group))
+	if errors.Is(err, zk.ErrNoNode) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OwnersPath(group), err)
+	}
+	for _, t := range topics {
+		parts, _, err := s.Children(zkdata.OwnerTopicPath(group, t))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OwnerTopicPath(group, t), err)
+		}
+		for _, name := range parts {
+			p, err := zkdata.ParsePartitionID(name)
+			if err != nil {
+				continue
+			}
+			data, _, err := s.Get(zkdata.OwnerPath(group, t, p))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // released meanwhile
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ops: reading %s: %w", zkdata.OwnerPath(group, t, p), err)
+			}
+			if out[t] == nil {
+				out[t] = map[int32]string{}
+			}
+			out[t][p] = zkdata.ParseOwner(data)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,261 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// Member is one registered group member.
+type Member struct {
+	ID           string    `json:"id"`
+	Pattern      string    `json:"pattern"`
+	Subscription []string  `json:"subscription"`
+	Registered   time.Time `json:"registered,omitzero"`
+	Partitions   int       `json:"owned_partitions"`
+	Error        string    `json:"error,omitempty"` // unreadable registration
+}
+
+// Row is one partition, with the columns of kafka-consumer-groups
+// --describe. Offsets and lag of -1 are unknown ("-").
+type Row struct {
+	Group         string `json:"group"`
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	CurrentOffset int64  `json:"current_offset"`
+	LogEndOffset  int64  `json:"log_end_offset"`
+	Lag           int64  `json:"lag"`
+	ConsumerID    string `json:"consumer_id"`
+	Host          string `json:"host"`
+	ClientID      string `json:"client_id"`
+}
+
+// Description is a group as describe prints it.
+type Description struct {
+	Group         string   `json:"group"`
+	OffsetStorage string   `json:"offset_storage"`
+	Members       []Member `json:"members"`
+	Partitions    []Row    `json:"partitions"`
+}
+
+// DescribeInput is what Describe reads from.
+type DescribeInput struct {
+	Session *zkconn.Session
+	// Committed are the group's committed offsets (KafkaCommitted or
+	// ZooKeeperCommitted).
+	Committed Offsets
+	// LogEnd returns a partition's log-end offset; nil leaves it unknown.
+	LogEnd func(topic string, partition int32) (int64, error)
+	Group  string
+	// Storage names where Committed came from, for the output.
+	Storage string
+}
+
+// Describe lists the group's members (with their subscriptions), and every
+// partition that has a committed offset, an owner, or belongs to a topic a
+// member subscribes to, with its owner, committed and log-end offsets and
+// lag. It fails with ErrNoGroup when the group has no node in ZooKeeper and
+// no committed offset. Blocks on ZooKeeper and on LogEnd.
+func Describe(in DescribeInput) (*Description, error) {
+	s, group := in.Session, in.Group
+	d := &Description{Group: group, OffsetStorage: in.Storage, Members: []Member{}, Partitions: []Row{}}
+	exists, _, err := s.Exists(zkdata.ConsumersPath(group))
+	if err != nil {
+		return nil, fmt.Errorf("ops: reading %s: %w", zkdata.ConsumersPath(group), err)
+	}
+	if !exists && len(in.Committed) == 0 {
+		return nil, fmt.Errorf("%w: %q has no node %s%s and no committed offsets in %s", ErrNoGroup, group, s.Chroot(), zkdata.ConsumersPath(group), in.Storage)
+	}
+	ids, err := Members(s, group)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := Owners(s, group)
+	if err != nil {
+		return nil, err
+	}
+	parts := map[manager.TopicPartition]bool{}
+	for t, ps := range in.Committed {
+		for p := range ps {
+			parts[manager.TopicPartition{Topic: t, Partition: p}] = true
+		}
+	}
+	owned := map[string]int{}
+	for t, ps := range owners {
+		for p, o := range ps {
+			parts[manager.TopicPartition{Topic: t, Partition: p}] = true
+			owned[o]++
+		}
+	}
+	var subs []*subscription.Subscription
+	for _, id := range ids {
+		m := Member{ID: id, Subscription: []string{}}
+		data, _, err := s.Get(zkdata.IDPath(group, id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // left meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ops: reading %s: %w", zkdata.IDPath(group, id), err)
+		}
+		reg, err := zkdata.ParseMemberRegistration(id, data)
+		if err != nil {
+			m.Error = err.Error()
+			d.Members = append(d.Members, m)
+			continue
+		}
+		m.Pattern = reg.Pattern
+		for k := range reg.Subscription {
+			m.Subscription = append(m.Subscription, k)
+		}
+		sort.Strings(m.Subscription)
+		if reg.Timestamp > 0 {
+			m.Registered = time.UnixMilli(reg.Timestamp).UTC()
+		}
+		m.Partitions = owned[id]
+		if sub, err := subscription.FromRegistration(reg.Pattern, reg.Subscription); err == nil {
+			subs = append(subs, sub)
+		} else {
+			m.Error = err.Error()
+		}
+		d.Members = append(d.Members, m)
+	}
+	if len(subs) > 0 {
+		topics, err := Topics(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range topics {
+			matched := false
+			for _, sub := range subs {
+				if sub.Match(t) {
+					matched = true
+					break
+				}
+			}
+			if !matched {
+				continue
+			}
+			ps, err := Partitions(s, t)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			for _, p := range ps {
+				parts[manager.TopicPartition{Topic: t, Partition: p}] = true
+			}
+		}
+	}
+	for tp := range parts {
+		r := Row{Group: group, Topic: tp.Topic, Partition: tp.Partition, CurrentOffset: -1, LogEndOffset: -1, Lag: -1,
+			ConsumerID: "-", Host: "-", ClientID: "-"}
+		if off, ok := in.Committed[tp.Topic][tp.Partition]; ok {
+			r.CurrentOffset = off
+		}
+		if o, ok := owners[tp.Topic][tp.Partition]; ok && o != "" {
+			r.ConsumerID = o
+		}
+		if in.LogEnd != nil {
+			if end, err := in.LogEnd(tp.Topic, tp.Partition); err == nil {
+				r.LogEndOffset = end
+			}
+		}
+		r.Lag = Lag(r.CurrentOffset, r.LogEndOffset)
+		d.Partitions = append(d.Partitions, r)
+	}
+	sort.Slice(d.Partitions, func(i, j int) bool {
+		a, b := d.Partitions[i], d.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return d, nil
+}
+
+// Lag is logEnd - committed when both are known (>= 0), else -1; never
+// negative. Pure.
+func Lag(committed, logEnd int64) int64 {
+	if committed < 0 || logEnd < 0 {
+		return -1
+	}
+	return max(logEnd-committed, 0)
+}
+
+// LogEndFunc returns a LogEnd function reading from client.
+func LogEndFunc(client sarama.Client) func(string, int32) (int64, error) {
+	return func(topic string, p int32) (int64, error) {
+		return client.GetOffset(topic, p, sarama.OffsetNewest)
+	}
+}
+
+func dash(v int64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprint(v)
+}
+
+// Table formats rows as aligned columns under a header; pure.
+func Table(header []string, rows [][]string) string {
+	w := make([]int, len(header))
+	for i, h := range header {
+		w[i] = len(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			w[i] = max(w[i], len(c))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c + strings.Repeat(" ", w[i]-len(c)+2))
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	for _, r := range rows {
+		line(r)
+	}
+	return b.String()
+}
+
+// Text formats d like kafka-consumer-groups --describe, followed by the
+// members. Pure.
+func (d *Description) Text() string {
+	var b strings.Builder
+	if len(d.Members) == 0 {
+		fmt.Fprintf(&b, "Consumer group '%s' has no active members.\n\n", d.Group)
+	}
+	rows := make([][]string, 0, len(d.Partitions))
+	for _, r := range d.Partitions {
+		rows = append(rows, []string{r.Group, r.Topic, fmt.Sprint(r.Partition), dash(r.CurrentOffset), dash(r.LogEndOffset), dash(r.Lag), r.ConsumerID, r.Host, r.ClientID})
+	}
+	b.WriteString(Table([]string{"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"}, rows))
+	if len(d.Members) > 0 {
+		b.WriteString("\n")
+		var mrows [][]string
+		for _, m := range d.Members {
+			sub := m.Pattern + ":" + strings.Join(m.Subscription, ",")
+			if m.Error != "" {
+				sub = "unreadable: " + m.Error
+			}
+			mrows = append(mrows, []string{m.ID, sub, fmt.Sprint(m.Partitions)})
+		}
+		b.WriteString(Table([]string{"MEMBER", "SUBSCRIPTION", "PARTITIONS"}, mrows))
+	}
+	fmt.Fprintf(&b, "\n(offsets from %s storage)\n", d.OffsetStorage)
+	return b.String()
+}

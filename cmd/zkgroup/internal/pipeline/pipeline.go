@@ -1,0 +1,123 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
+	"github.com/zkgroup/zkgroup/partition"
+)
+
+// Stream is one owned partition's message stream; *manager.PartitionStream
+// satisfies it.
+type Stream interface {
+	Topic() string
+	Partition() int32
+	Messages() <-chan *partition.Message
+}
+
+// Handler decides a message's fate; *sink.Handler satisfies it. A nil
+// error means the message may be acked.
+type Handler interface {
+	Handle(ctx context.Context, m *sarama.ConsumerMessage) (sink.Outcome, error)
+}
+
+// Config configures a Pipeline.
+type Config struct {
+	Handler Handler
+	// Ack acks a message (the consumer's Ack).
+	Ack func(*partition.Message)
+	// Fatal is called once, with the first handler error: the message was
+	// not acked and the daemon must stop. Its worker stops taking messages.
+	Fatal  func(error)
+	Logger *slog.Logger
+}
+
+type key struct {
+	topic     string
+	partition int32
+}
+
+// Pipeline dispatches streams to workers. Safe for concurrent use.
+type Pipeline struct {
+	cfg   Config
+	log   *slog.Logger
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	last  map[key]chan struct{} // closed when that partition's latest worker ended
+	fatal sync.Once
+}
+
+// New returns a pipeline. Does not block.
+func New(cfg Config) *Pipeline {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{cfg: cfg, log: log, last: map[key]chan struct{}{}}
+}
+
+// Start starts a worker for s. It returns at once; the worker first waits
+// for the previous worker of the same partition, then processes s until
+// its channel is closed, ctx ends or the handler fails for good.
+func (p *Pipeline) Start(ctx context.Context, s Stream) {
+	k := key{s.Topic(), s.Partition()}
+	done := make(chan struct{})
+	p.mu.Lock()
+	prev := p.last[k]
+	p.last[k] = done
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() {
+			p.mu.Lock()
+			if p.last[k] == done {
+				delete(p.last, k)
+			}
+			p.mu.Unlock()
+			close(done)
+		}()
+		if prev != nil {
+			<-prev
+		}
+		p.work(ctx, s)
+	}()
+}
+
+func (p *Pipeline) work(ctx context.Context, s Stream) {
+	log := p.log.With("topic", s.Topic(), "partition", s.Partition())
+	log.Debug("partition worker started")
+	for m := range s.Messages() {
+		if m == nil || m.ConsumerMessage == nil {
+			continue
+		}
+		if _, err := p.cfg.Handler.Handle(ctx, m.ConsumerMessage); err != nil {
+			log.Error("message not delivered; not acked, partition worker stops", "offset", m.Offset, "err", err)
+			if ctx.Err() == nil {
+				p.fatal.Do(func() {
+					if p.cfg.Fatal != nil {
+						p.cfg.Fatal(err)
+					}
+				})
+			}
+			return
+		}
+		p.cfg.Ack(m)
+	}
+	log.Debug("partition worker ended")
+}
+
+// Run starts a worker for every stream from streams until it is closed,
+// then waits for every worker. Blocks until then.
+func Run[S Stream](ctx context.Context, p *Pipeline, streams <-chan S) {
+	for s := range streams {
+		p.Start(ctx, s)
+	}
+	p.Wait()
+}
+
+// Wait blocks until every started worker has ended.
+func (p *Pipeline) Wait() { p.wg.Wait() }

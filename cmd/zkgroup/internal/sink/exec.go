@@ -1,0 +1,148 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/IBM/sarama"
+)
+
+// Exec runs a command per message: the value on its stdin and the
+// metadata in environment variables ZKGROUP_TOPIC, ZKGROUP_PARTITION,
+// ZKGROUP_OFFSET, ZKGROUP_KEY (base64 with ZKGROUP_KEY_ENCODING=base64
+// when the key is not valid UTF-8 or holds a NUL), ZKGROUP_TIMESTAMP
+// (RFC 3339) and ZKGROUP_HEADERS (a JSON list as in Record). Exit status 0
+// means delivered. Safe for concurrent use; Deliver blocks until the
+// process exits, Timeout passes or ctx is done (then the process is
+// killed).
+type Exec struct {
+	argv    []string
+	timeout time.Duration
+	env     []string
+	stdout  io.Writer
+	stderr  io.Writer
+	outMu   sync.Mutex
+}
+
+// ExecConfig configures an Exec sink.
+type ExecConfig struct {
+	Command []string      // program and arguments, no shell
+	Timeout time.Duration // per attempt
+	Env     []string      // base environment ("K=V"), usually os.Environ()
+	Stdout  io.Writer     // the processes' stdout; nil discards
+	Stderr  io.Writer     // a copy of their stderr; nil discards
+}
+
+// NewExec validates cfg and returns the sink. Does not block.
+func NewExec(cfg ExecConfig) (*Exec, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, fmt.Errorf("%w: exec: Command: empty", ErrConfig)
+	}
+	if cfg.Timeout <= 0 {
+		return nil, fmt.Errorf("%w: exec: Timeout: %v is not positive", ErrConfig, cfg.Timeout)
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	return &Exec{argv: append([]string(nil), cfg.Command...), timeout: cfg.Timeout,
+		env: append([]string(nil), cfg.Env...), stdout: cfg.Stdout, stderr: cfg.Stderr}, nil
+}
+
+// Env returns the variables describing m, as the child sees them. Pure.
+func Env(m *sarama.ConsumerMessage) []string {
+	env := []string{
+		"ZKGROUP_TOPIC=" + m.Topic,
+		"ZKGROUP_PARTITION=" + strconv.FormatInt(int64(m.Partition), 10),
+		"ZKGROUP_OFFSET=" + strconv.FormatInt(m.Offset, 10),
+		"ZKGROUP_TIMESTAMP=" + m.Timestamp.UTC().Format(time.RFC3339Nano),
+	}
+	switch {
+	case m.Key == nil:
+		env = append(env, "ZKGROUP_KEY=")
+	case utf8.Valid(m.Key) && !bytes.ContainsRune(m.Key, 0):
+		env = append(env, "ZKGROUP_KEY="+string(m.Key))
+	default:
+		env = append(env, "ZKGROUP_KEY="+base64.StdEncoding.EncodeToString(m.Key), "ZKGROUP_KEY_ENCODING="+Base64)
+	}
+	hs := NewRecord(&sarama.ConsumerMessage{Headers: m.Headers}).Headers
+	b, _ := json.Marshal(hs)
+	if !bytes.ContainsRune(b, 0) {
+		env = append(env, "ZKGROUP_HEADERS="+string(b))
+	}
+	return env
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+// Write keeps the tail of p; never fails.
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// lockedWriter serialises writes of concurrent children.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+// Write writes p under the shared lock.
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Deliver runs the command once for m.
+func (e *Exec) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.argv[0], e.argv[1:]...)
+	cmd.Stdin = bytes.NewReader(m.Value)
+	cmd.Env = append(append([]string(nil), e.env...), Env(m)...)
+	tail := &tailBuffer{max: 2048}
+	cmd.Stdout = lockedWriter{&e.outMu, e.stdout}
+	cmd.Stderr = io.MultiWriter(tail, lockedWriter{&e.outMu, e.stderr})
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	where := fmt.Sprintf("%s/%d@%d", m.Topic, m.Partition, m.Offset)
+	msg := strings.TrimSpace(string(tail.b))
+	if msg != "" {
+		msg = ": stderr: " + msg
+	}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("sink: exec %q for %s: killed after %v%s", e.argv[0], where, e.timeout, msg)
+	case errors.As(err, &ee):
+		return fmt.Errorf("sink: exec %q for %s: %v%s", e.argv[0], where, ee, msg)
+	}
+	return fmt.Errorf("sink: exec %q for %s: %w", e.argv[0], where, err)
+}
+
+// Close does nothing: no process outlives Deliver.
+func (e *Exec) Close() error { return nil }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
+)
+
+// cmdValidate loads and validates a configuration like run does, without
+// connecting anywhere. Exit 0 when valid, 2 when not.
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", envDefault("ZKGROUP_CONFIG", ""), "YAML config file (env ZKGROUP_CONFIG)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	ov := config.RegisterFlags(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg, err := config.Load(config.Sources{File: *path, Lookup: os.LookupEnv, Flags: ov})
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		if *asJSON {
+			_ = printJSON(stdout, map[string]any{"valid": false, "error": err.Error()})
+		}
+		fmt.Fprintf(stderr, "zkgroup validate: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		_ = printJSON(stdout, map[string]any{"valid": true, "config": redacted(cfg)})
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s: configuration OK\n", nameOr(*path, "(no file)"))
+	fmt.Fprintf(stdout, "  group %s, subscription %s, zookeeper %s\n", cfg.Group, cfg.Subscription, cfg.ZooKeeper)
+	fmt.Fprintf(stdout, "  sink %s (on_failure %s, %d attempts), offsets in %s, admin %s\n",
+		cfg.Sink.Type, cfg.Sink.OnFailure, cfg.Sink.Retry.MaxAttempts, cfg.OffsetStorage, nameOr(cfg.Admin.Listen, "off"))
+	return exitOK
+}
+
+func nameOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// redacted copies cfg with HTTP header values hidden (they may be secrets).
+func redacted(cfg *config.Config) *config.Config {
+	c := *cfg
+	if len(c.Sink.HTTP.Headers) > 0 {
+		h := make(map[string]string, len(c.Sink.HTTP.Headers))
+		for k := range c.Sink.HTTP.Headers {
+			h[k] = "<redacted>"
+		}
+		c.Sink.HTTP.Headers = h
+	}
+	return &c
+}
