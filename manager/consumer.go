@@ -173,7 +173,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	brokers := cfg.Brokers
 	if len(brokers) == 0 {
 		var skipped []error
-		brokers, skipped, err = discoverBrokers(c.session, cfg.Listener)
+		brokers, skipped, err = c.session.Brokers(cfg.Listener)
 		for _, e := range skipped {
 			log.Warn("broker registration skipped", "err", e)
 		}

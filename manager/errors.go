@@ -4,7 +4,6 @@ import "errors"
 
 // Sentinel errors.
 var (
-	ErrClosed   = errors.New("manager: consumer closed")
-	ErrNoBroker = errors.New("manager: no Kafka broker found")
-	ErrJoin     = errors.New("manager: join failed")
+	ErrClosed = errors.New("manager: consumer closed")
+	ErrJoin   = errors.New("manager: join failed")
 )

@@ -39,38 +39,9 @@ func Dial(connect string, timeout time.Duration, log *slog.Logger) (*zkconn.Sess
 // Brokers reads the brokers' registrations under /brokers/ids and returns
 // the address of each for listener ("" : PLAINTEXT). Blocks on ZooKeeper.
 func Brokers(s *zkconn.Session, listener string) ([]string, error) {
-	ids, _, err := s.Children(zkdata.BrokerIDsPath)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("%w: listing %s: %w", ErrNoBroker, zkdata.BrokerIDsPath, err)
-	}
-	sort.Strings(ids)
-	var addrs []string
-	var skipped []error
-	for _, name := range ids {
-		id, err := zkdata.ParseBrokerID(name)
-		if err != nil {
-			skipped = append(skipped, err)
-			continue
-		}
-		data, _, err := s.Get(zkdata.BrokerPath(id))
-		if err != nil {
-			skipped = append(skipped, fmt.Errorf("broker %d: %w", id, err))
-			continue
-		}
-		b, err := zkdata.ParseBroker(id, data)
-		if err != nil {
-			skipped = append(skipped, err)
-			continue
-		}
-		addr, err := b.Address(listener)
-		if err != nil {
-			skipped = append(skipped, err)
-			continue
-		}
-		addrs = append(addrs, addr)
-	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%w: none registered under %s%s: %w", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath, errors.Join(skipped...))
+	addrs, _, err := s.Brokers(listener)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoBroker, err)
 	}
 	return addrs, nil
 }

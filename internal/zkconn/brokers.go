@@ -1,4 +1,4 @@
-package manager
+package zkconn
 
 import (
 	"errors"
@@ -6,25 +6,25 @@ import (
 	"sort"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
-// discoverBrokers reads every broker registration under /brokers/ids and
-// returns the address of each for the listener ("" : PLAINTEXT). Brokers
-// whose registration is malformed or lacks the listener are skipped with
-// the reason in the returned error list; at least one must be usable.
-func discoverBrokers(s *zkconn.Session, listener string) ([]string, []error, error) {
+// ErrNoBroker reports that no usable broker registration was found.
+var ErrNoBroker = errors.New("zkconn: no Kafka broker found")
+
+// Brokers reads every broker registration under /brokers/ids and returns
+// the address of each for listener ("": PLAINTEXT, or host/port). Brokers
+// whose registration is malformed or lacks the listener are skipped, with
+// the reasons in skipped; at least one must be usable. Blocks on ZooKeeper.
+func (s *Session) Brokers(listener string) (addrs []string, skipped []error, err error) {
 	ids, _, err := s.Children(zkdata.BrokerIDsPath)
 	if errors.Is(err, zk.ErrNoNode) || (err == nil && len(ids) == 0) {
 		return nil, nil, fmt.Errorf("%w: nothing registered under %s%s", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: listing %s: %w", ErrNoBroker, zkdata.BrokerIDsPath, err)
+		return nil, nil, fmt.Errorf("%w: listing %s%s: %w", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath, err)
 	}
 	sort.Strings(ids)
-	var addrs []string
-	var skipped []error
 	for _, name := range ids {
 		id, err := zkdata.ParseBrokerID(name)
 		if err != nil {
@@ -33,7 +33,7 @@ func discoverBrokers(s *zkconn.Session, listener string) ([]string, []error, err
 		}
 		data, _, err := s.Get(zkdata.BrokerPath(id))
 		if err != nil {
-			if !errors.Is(err, zk.ErrNoNode) {
+			if !errors.Is(err, zk.ErrNoNode) { // gone meanwhile: not a problem
 				skipped = append(skipped, fmt.Errorf("broker %d: %w", id, err))
 			}
 			continue
