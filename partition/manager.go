@@ -67,6 +67,16 @@ type Manager struct {
 	stopped   bool             // acks are stale from now on
 	committed int64            // last committed next-offset (-1: unknown)
 	space     chan struct{}    // buffered 1: an ack arrived
+	// halt is closed once the manager is dying or ownership is lost: one
+	// channel for the hot path to watch instead of two.
+	halt chan struct{}
+	// suspended caches Fence.Suspended() as read while the session was
+	// healthy: that channel stays open until the suspension begins. Used
+	// by the run goroutine only; nil when not cached.
+	suspended <-chan struct{}
+	// slab holds preallocated Messages handed out one by one: one
+	// allocation per slabSize messages. Used by the run goroutine only.
+	slab []Message
 
 	commitMu sync.Mutex // one commit at a time, so commits never race backwards
 
@@ -119,12 +129,45 @@ func Start(p Params) (*Manager, error) {
 		aborted:   -1,
 		committed: -1,
 		space:     make(chan struct{}, 1),
+		halt:      make(chan struct{}),
 		stopDone:  make(chan struct{}),
 	}
 	m.lastFetched.Store(-1)
 	m.highWatermark.Store(-1)
+	acquireClock()
 	m.t.Go(m.run)
+	m.t.Go(m.watchHalt)
 	return m, nil
+}
+
+// watchHalt closes halt once the manager is dying or ownership is lost,
+// and lets go of the delivery clock when the manager is dying.
+func (m *Manager) watchHalt() error {
+	defer releaseClock()
+	select {
+	case <-m.t.Dying():
+	case <-m.p.Fence.Lost():
+	}
+	close(m.halt)
+	<-m.t.Dying()
+	return nil
+}
+
+// slabSize is how many Messages are allocated at once. The messages of a
+// slab are consecutive ones of one partition, which mostly share sarama's
+// fetch buffer anyway, so holding on to one message keeps little more
+// alive than it did.
+const slabSize = 64
+
+// newMessage wraps msg. Only the run goroutine calls it.
+func (m *Manager) newMessage(msg *sarama.ConsumerMessage) *Message {
+	if len(m.slab) == 0 {
+		m.slab = make([]Message, slabSize)
+	}
+	w := &m.slab[0]
+	m.slab = m.slab[1:]
+	w.ConsumerMessage, w.owner = msg, m
+	return w
 }
 
 // Topic returns the partition's topic.
@@ -317,31 +360,37 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 	m.mu.Unlock()
 	msgs, errs := pc.Messages(), pc.Errors()
 	for {
+		var msg *sarama.ConsumerMessage
+		var ok bool
+		// Fast path: a fetched message is waiting (deliver watches halt).
 		select {
-		case <-m.t.Dying():
-			return next, false, true
-		case <-m.p.Fence.Lost():
-			return next, false, true
-		case err, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
-			if errors.Is(err.Err, sarama.ErrOffsetOutOfRange) {
-				outOfRange = true
-			}
-			m.fetchErrors.Add(1)
-			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err.Err))
-		case msg, ok := <-msgs:
-			if !ok {
-				return next, outOfRange, false
-			}
-			m.highWatermark.Store(pc.HighWaterMarkOffset())
-			if !m.deliver(msg) {
+		case msg, ok = <-msgs:
+		default:
+			select {
+			case <-m.halt:
 				return next, false, true
+			case err, eok := <-errs:
+				if !eok {
+					errs = nil
+					continue
+				}
+				if errors.Is(err.Err, sarama.ErrOffsetOutOfRange) {
+					outOfRange = true
+				}
+				m.fetchErrors.Add(1)
+				m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err.Err))
+				continue
+			case msg, ok = <-msgs:
 			}
-			next = msg.Offset + 1
 		}
+		if !ok {
+			return next, outOfRange, false
+		}
+		m.highWatermark.Store(pc.HighWaterMarkOffset())
+		if !m.deliver(msg) {
+			return next, false, true
+		}
+		next = msg.Offset + 1
 	}
 }
 
@@ -349,31 +398,46 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 // room. A send under way is withdrawn when the session is suspended, and
 // made again once it is healthy: no message is handed out while suspended,
 // none is skipped. It returns false when the manager is stopping.
+//
+// It runs once per message, so its common path is lean: single-channel
+// non-blocking checks (no channel lock when they pass), no call into the
+// fence while healthy, no clock read (clockNow), one allocation per
+// slabSize messages, and a blocking send that watches two other channels.
 func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
-	lost := m.p.Fence.Lost()
 	tracked := false
-	wrapped := &Message{ConsumerMessage: msg, owner: m}
+	wrapped := m.newMessage(msg)
 	for {
-		ready := m.p.Fence.Ready()
 		select {
-		case <-ready:
+		case <-m.halt:
+			return m.abort(msg.Offset, tracked)
 		default:
+		}
+		// Suspended is closed exactly while Ready is not. The channel read
+		// while healthy is closed when the suspension begins: keep it.
+		suspended := m.suspended
+		if suspended == nil {
+			suspended = m.p.Fence.Suspended()
+			m.suspended = suspended
+		}
+		select {
+		case <-suspended:
+			m.suspended = nil
 			m.waitingReady.Store(true)
 			select {
-			case <-ready:
+			case <-m.p.Fence.Ready():
 				m.waitingReady.Store(false)
-				continue
-			case <-lost:
-				return m.abort(msg.Offset, tracked)
-			case <-m.t.Dying():
+			case <-m.halt:
 				return m.abort(msg.Offset, tracked)
 			}
+			continue
+		default:
 		}
 		if !tracked {
+			at := clockNow()
 			m.mu.Lock()
 			full := m.tracker.Outstanding() >= m.cfg.MaxUnacked
 			if !full {
-				if err := m.tracker.Deliver(msg.Offset, time.Now()); err != nil {
+				if err := m.tracker.Deliver(msg.Offset, at); err != nil {
 					m.mu.Unlock()
 					// Only possible if sarama repeated an offset: skip it
 					// rather than hand a message out twice.
@@ -386,9 +450,7 @@ func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
 			if full {
 				select {
 				case <-m.space:
-				case <-lost:
-					return false
-				case <-m.t.Dying():
+				case <-m.halt:
 					return false
 				}
 				continue
@@ -396,14 +458,18 @@ func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
 			m.lastFetched.Store(msg.Offset)
 		}
 		select {
+		case m.p.Out <- wrapped: // the receiver is waiting
+			m.delivered.Add(1)
+			return true
+		default:
+		}
+		select {
 		case m.p.Out <- wrapped:
 			m.delivered.Add(1)
 			return true
-		case <-m.p.Fence.Suspended():
+		case <-suspended:
 			continue // hold it until the session is healthy again
-		case <-lost:
-			return m.abort(msg.Offset, tracked)
-		case <-m.t.Dying():
+		case <-m.halt:
 			return m.abort(msg.Offset, tracked)
 		}
 	}

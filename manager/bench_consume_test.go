@@ -1,0 +1,354 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+const (
+	benchParts    = 8
+	benchMessages = 1_000_000
+	benchValueLen = 100
+)
+
+// benchTopic is the pre-filled topic, shared by every run of the
+// benchmark in this process.
+var benchTopic struct {
+	once sync.Once
+	name string
+	err  error
+	runs atomic.Int64 // fresh group names
+	// figures of every run of each sub-benchmark, for the ratio of medians.
+	mu   sync.Mutex
+	rate map[string][]float64
+	cpu  map[string][]float64
+}
+
+// prefill writes benchMessages values of benchValueLen bytes round-robin
+// to benchParts partitions (replication 1) with a fast async producer:
+// acks=1, no compression, big batches; then reads them once, untimed.
+func prefill(b *testing.B, c *testcluster.Cluster) (string, error) {
+	benchTopic.once.Do(func() {
+		start := time.Now()
+		name := testcluster.Name(b, "topic")
+		if err := c.CreateTopic(context.Background(), name, benchParts, 1); err != nil {
+			benchTopic.err = err
+			return
+		}
+		cfg := sarama.NewConfig()
+		cfg.Version = sarama.V3_9_0_0
+		cfg.ClientID = "zkgroup-bench-producer"
+		cfg.Producer.RequiredAcks = sarama.WaitForLocal
+		cfg.Producer.Compression = sarama.CompressionNone
+		cfg.Producer.Partitioner = sarama.NewManualPartitioner
+		cfg.Producer.Return.Successes = false
+		cfg.Producer.Return.Errors = true
+		cfg.Producer.Flush.Bytes = 512 << 10
+		cfg.Producer.Flush.Messages = 10_000
+		cfg.Producer.Flush.Frequency = 10 * time.Millisecond
+		cfg.Producer.MaxMessageBytes = 900_000 // under the brokers' message.max.bytes
+		cfg.ChannelBufferSize = 10_000
+		p, err := sarama.NewAsyncProducer(c.Addrs(), cfg)
+		if err != nil {
+			benchTopic.err = err
+			return
+		}
+		var errs atomic.Int64
+		var first atomic.Value
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for e := range p.Errors() {
+				if errs.Add(1) == 1 {
+					first.Store(e.Err)
+				}
+			}
+		}()
+		value := make([]byte, benchValueLen)
+		for i := range value {
+			value[i] = 'a' + byte(i%26)
+		}
+		enc := sarama.ByteEncoder(value)
+		for i := 0; i < benchMessages; i++ {
+			p.Input() <- &sarama.ProducerMessage{Topic: name, Partition: int32(i % benchParts), Value: enc}
+		}
+		if err := p.Close(); err != nil && errs.Load() == 0 {
+			benchTopic.err = err
+		}
+		<-done
+		if n := errs.Load(); n > 0 {
+			benchTopic.err = fmt.Errorf("prefill: %d messages failed, first: %v", n, first.Load())
+			return
+		}
+		hwm, err := c.HighWaterMarks(name)
+		if err != nil {
+			benchTopic.err = err
+			return
+		}
+		var sum int64
+		for _, e := range hwm {
+			sum += e
+		}
+		if sum != benchMessages {
+			benchTopic.err = fmt.Errorf("prefill: %d messages in the topic, want %d", sum, benchMessages)
+			return
+		}
+		// Read it all once, untimed, so that neither sub-benchmark pays for
+		// a cold page cache or the brokers' warm-up.
+		var warm passCounter
+		if err := passSarama(c, name, &warm, &clock{}); err != nil || warm.total != benchMessages {
+			benchTopic.err = fmt.Errorf("prefill: warm-up read %d of %d messages: %v", warm.total, benchMessages, err)
+			return
+		}
+		benchTopic.name = name
+		benchTopic.rate = map[string][]float64{}
+		benchTopic.cpu = map[string][]float64{}
+		b.Logf("prefilled %s: %d messages of %d bytes over %d partitions in %v", name, benchMessages, benchValueLen, benchParts, time.Since(start))
+	})
+	return benchTopic.name, benchTopic.err
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// passCounter checks one pass: every offset of every partition exactly
+// once, in order.
+type passCounter struct {
+	next  [benchParts]int64
+	total int
+	bad   int
+}
+
+func (pc *passCounter) add(p int32, off int64) {
+	if p < 0 || p >= benchParts || off != pc.next[p] {
+		pc.bad++
+		return
+	}
+	pc.next[p]++
+	pc.total++
+}
+
+// BenchmarkConsume reads a pre-filled topic (8 partitions, 1,000,000
+// messages of 100 bytes) to its end, b.N times, through zkgroup (Join,
+// Messages, Ack, commits; a fresh group each pass, so from the oldest
+// offset) and through plain sarama partition consumers merged into one
+// channel, and reports messages/s and process CPU time per message from
+// the first message to the last (received and, for zkgroup, acked), and
+// the end-to-end rate from Join (or NewConsumer); closing is not timed.
+// Run it as
+//
+//	go test -run=^$ -bench=BenchmarkConsume -benchtime=1x -count=5 ./manager/
+func BenchmarkConsume(b *testing.B) {
+	if testing.Short() {
+		b.Skip("integration benchmark: skipped with -short")
+	}
+	c := testcluster.Shared(b)
+	topic, err := prefill(b, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("zkgroup", func(b *testing.B) {
+		measure(b, "zkgroup", func(pc *passCounter, k *clock) error { return passZkgroup(b, c, sub, pc, k) })
+	})
+	b.Run("sarama", func(b *testing.B) {
+		measure(b, "sarama", func(pc *passCounter, k *clock) error { return passSarama(c, topic, pc, k) })
+	})
+	benchTopic.mu.Lock()
+	defer benchTopic.mu.Unlock()
+	z, s := median(benchTopic.rate["zkgroup"]), median(benchTopic.rate["sarama"])
+	if z > 0 && s > 0 {
+		zc, sc := median(benchTopic.cpu["zkgroup"]), median(benchTopic.cpu["sarama"])
+		b.Logf("medians over %d runs: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg; zkgroup/sarama: throughput %.3f, cpu per message %.3f",
+			len(benchTopic.rate["zkgroup"]), z, zc, s, sc, z/s, zc/sc)
+	}
+}
+
+// median of v (0 when empty).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// clock times one pass: from the start (Join or NewConsumer), from the
+// first message, to the last message. Not safe for concurrent use.
+type clock struct {
+	t0, first time.Time
+	c0        time.Duration
+	end       time.Time
+	cpu       time.Duration
+}
+
+func (k *clock) start() { k.t0 = time.Now() }
+
+// firstMessage starts the steady-state window, once.
+func (k *clock) firstMessage() {
+	if k.first.IsZero() {
+		k.first, k.c0 = time.Now(), cpuTime()
+	}
+}
+
+func (k *clock) stop() { k.end, k.cpu = time.Now(), cpuTime()-k.c0 }
+
+// measure runs b.N passes and reports the figures: msgs/s and cpu-ns/msg
+// over the steady-state window (first message to last), e2e-msgs/s from
+// Join (or NewConsumer) to the last message, and startup-ms (to the first
+// message).
+func measure(b *testing.B, name string, pass func(*passCounter, *clock) error) {
+	var steady, e2e, startup, cpu time.Duration
+	msgs := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var pc passCounter
+		var k clock
+		if err := pass(&pc, &k); err != nil {
+			b.Fatal(err)
+		}
+		if pc.total != benchMessages || pc.bad != 0 {
+			b.Fatalf("pass %d: %d messages in order, %d out of order or repeated; want %d, 0", i, pc.total, pc.bad, benchMessages)
+		}
+		steady += k.end.Sub(k.first)
+		e2e += k.end.Sub(k.t0)
+		startup += k.first.Sub(k.t0)
+		cpu += k.cpu
+		msgs += pc.total
+	}
+	b.StopTimer()
+	rate := float64(msgs) / steady.Seconds()
+	cpuPer := float64(cpu.Nanoseconds()) / float64(msgs)
+	b.ReportMetric(rate, "msgs/s")
+	b.ReportMetric(cpuPer, "cpu-ns/msg")
+	b.ReportMetric(float64(msgs)/e2e.Seconds(), "e2e-msgs/s")
+	b.ReportMetric(float64(startup.Milliseconds())/float64(b.N), "startup-ms")
+	benchTopic.mu.Lock()
+	benchTopic.rate[name] = append(benchTopic.rate[name], rate)
+	benchTopic.cpu[name] = append(benchTopic.cpu[name], cpuPer)
+	benchTopic.mu.Unlock()
+}
+
+// passZkgroup consumes the topic to its end with one zkgroup instance
+// (default config: unbuffered Messages(), commits every second) and a
+// fresh group, then closes it (not timed).
+func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscription, pc *passCounter, k *clock) error {
+	cfg := manager.NewConfig()
+	cfg.InstanceID = "bench"
+	cfg.Logger = testLogger(nil)
+	group := fmt.Sprintf("bench-consume-%d-%d", time.Now().UnixNano()%1e6, benchTopic.runs.Add(1))
+	k.start()
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		return err
+	}
+	errsDone := make(chan struct{})
+	go func() {
+		defer close(errsDone)
+		for err := range cons.Errors() {
+			b.Logf("zkgroup: %v", err)
+		}
+	}()
+	for m := range cons.Messages() {
+		k.firstMessage()
+		pc.add(m.Partition, m.Offset)
+		cons.Ack(m)
+		if pc.total == benchMessages {
+			break
+		}
+	}
+	k.stop()
+	err = cons.Close()
+	<-errsDone
+	return err
+}
+
+// passSarama consumes the topic to its end with one sarama partition
+// consumer per partition, each forwarded by a goroutine into one merged
+// channel, the way a user would; sarama config as zkgroup's default.
+func passSarama(c *testcluster.Cluster, topic string, pc *passCounter, k *clock) error {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_1_0_0
+	cfg.ClientID = "zkgroup-bench-sarama"
+	cfg.Consumer.Return.Errors = true
+	k.start()
+	consumer, err := sarama.NewConsumer(c.Addrs(), cfg)
+	if err != nil {
+		return err
+	}
+	merged := make(chan *sarama.ConsumerMessage) // unbuffered, as zkgroup's default Messages()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var pcs []sarama.PartitionConsumer
+	for p := int32(0); p < benchParts; p++ {
+		pcon, err := consumer.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			close(stop)
+			for _, pcon := range pcs {
+				pcon.AsyncClose()
+			}
+			wg.Wait()
+			_ = consumer.Close()
+			return err
+		}
+		pcs = append(pcs, pcon)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				for range pcon.Messages() { // serviced until AsyncClose ends it
+				}
+			}()
+			for m := range pcon.Messages() {
+				select {
+				case merged <- m:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range pcon.Errors() {
+			}
+		}()
+	}
+	for m := range merged {
+		k.firstMessage()
+		pc.add(m.Partition, m.Offset)
+		if pc.total == benchMessages {
+			break
+		}
+	}
+	k.stop()
+	close(stop)
+	for _, pcon := range pcs {
+		pcon.AsyncClose()
+	}
+	wg.Wait()
+	return consumer.Close()
+}

@@ -1,0 +1,453 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// delivery is one hand-out of a message to an instance.
+type delivery struct {
+	who       string
+	partition int32
+	offset    int64
+}
+
+// ledger records every delivery by message value, with its position, so
+// that tests can say where a duplicate or a gap is. Safe for concurrent use.
+type ledger struct {
+	mu  sync.Mutex
+	byV map[string][]delivery
+}
+
+func newLedger() *ledger {
+	return &ledger{byV: map[string][]delivery{}}
+}
+
+func (l *ledger) add(who string, p int32, off int64, value string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byV[value] = append(l.byV[value], delivery{who, p, off})
+}
+
+// deliveries returns the deliveries of value.
+func (l *ledger) deliveries(value string) []delivery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]delivery(nil), l.byV[value]...)
+}
+
+// offsetsOf returns the offsets of partition p that who received, sorted.
+func (l *ledger) offsetsOf(who string, p int32) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int64
+	for _, ds := range l.byV {
+		for _, d := range ds {
+			if d.who == who && d.partition == p {
+				out = append(out, d.offset)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// consumedCount is how many values of [0, n) of topic were seen at least once.
+func (l *ledger) consumedCount(topic string, n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := 0
+	for i := 0; i < n; i++ {
+		if len(l.byV[testcluster.Value(topic, i)]) > 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// missingAndDups lists the values of [0, n) never seen and those seen more
+// than once.
+func (l *ledger) missingAndDups(topic string, n int) (missing []string, dups map[string][]delivery) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dups = map[string][]delivery{}
+	for i := 0; i < n; i++ {
+		v := testcluster.Value(topic, i)
+		switch ds := l.byV[v]; {
+		case len(ds) == 0:
+			missing = append(missing, v)
+		case len(ds) > 1:
+			dups[v] = append([]delivery(nil), ds...)
+		}
+	}
+	return missing, dups
+}
+
+// total is the number of deliveries recorded.
+func (l *ledger) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := 0
+	for _, ds := range l.byV {
+		k += len(ds)
+	}
+	return k
+}
+
+// checkExactlyOnce fails t unless every value of [0, n) was delivered once.
+func (l *ledger) checkExactlyOnce(t *testing.T, topic string, n int) {
+	t.Helper()
+	missing, dups := l.missingAndDups(topic, n)
+	if len(missing) > 0 || len(dups) > 0 {
+		var d []string
+		for v, ds := range dups {
+			d = append(d, fmt.Sprintf("%s %v", v, ds))
+		}
+		t.Errorf("of %d messages: %d missing (%s), %d duplicated (%s)", n, len(missing), head(missing), len(dups), head(d))
+	}
+}
+
+// poolInstance is a group member whose messages are acked by a pool of
+// workers, each after a random delay and in random order: the way a
+// concurrent application acks.
+type poolInstance struct {
+	name string
+	c    *manager.Consumer
+	wg   sync.WaitGroup
+	once sync.Once
+	acks struct {
+		sync.Mutex
+		results map[partition.AckResult]int
+	}
+}
+
+type poolOpts struct {
+	workers  int           // ack workers (default 4)
+	maxDelay time.Duration // random processing delay per message, up to this
+	// slowEvery makes every slowEvery-th message (on average) take up to
+	// slowDelay instead, so that acks overtake each other by far.
+	slowEvery int
+	slowDelay time.Duration
+	strict    bool // holder check on every message (rec must be set)
+	configure func(*manager.Config)
+}
+
+// baseConfig is the configuration every test instance starts from.
+func baseConfig(t *testing.T, name string) *manager.Config {
+	cfg := manager.NewConfig()
+	cfg.InstanceID = name
+	// Long enough to ride out the stalls of a loaded test machine: these
+	// tests are about clean operation (the crash test's victim uses 6 s).
+	cfg.SessionTimeout = 15 * time.Second
+	cfg.Partition.CommitInterval = 200 * time.Millisecond
+	cfg.Partition.DrainTimeout = 10 * time.Second
+	cfg.Logger = testLogger(t).With("test", t.Name())
+	return cfg
+}
+
+// joinPool joins a pool-acking instance; rec (may be nil) gets the
+// ownership hooks and every message, led every delivery.
+func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
+	rec *recorder, led *ledger, o poolOpts) *poolInstance {
+	t.Helper()
+	cfg := baseConfig(t, name)
+	if rec != nil {
+		ownerHooks(rec, name, cfg)
+	}
+	if o.configure != nil {
+		o.configure(cfg)
+	}
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatalf("join %s: %v", name, err)
+	}
+	in := &poolInstance{name: name, c: cons}
+	in.acks.results = map[partition.AckResult]int{}
+	workers := o.workers
+	if workers <= 0 {
+		workers = 4
+	}
+	work := make(chan *partition.Message, workers)
+	in.wg.Add(2 + workers)
+	go func() {
+		defer in.wg.Done()
+		for err := range cons.Errors() {
+			t.Logf("%s: error: %v", name, err)
+		}
+	}()
+	go func() {
+		defer in.wg.Done()
+		defer close(work)
+		for m := range cons.Messages() {
+			if rec != nil {
+				receiveOwned(rec, name, m, o.strict)
+			}
+			if led != nil {
+				led.add(name, m.Partition, m.Offset, string(m.Value))
+			}
+			work <- m
+		}
+	}()
+	for w := 0; w < workers; w++ {
+		go func() {
+			defer in.wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w)+1, uint64(len(name))))
+			var held []*partition.Message
+			flush := func() {
+				rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+				for _, m := range held {
+					in.ack(m)
+				}
+				held = held[:0]
+			}
+			for {
+				var m *partition.Message
+				var ok bool
+				select {
+				case m, ok = <-work:
+				default:
+					flush() // never sit on acks while idle: drains wait for them
+					m, ok = <-work
+				}
+				if !ok {
+					break
+				}
+				switch {
+				case o.slowEvery > 0 && rng.IntN(o.slowEvery) == 0:
+					time.Sleep(time.Duration(rng.Int64N(int64(o.slowDelay)))) // simulated processing
+				case o.maxDelay > 0:
+					time.Sleep(time.Duration(rng.Int64N(int64(o.maxDelay)))) // simulated processing
+				}
+				held = append(held, m)
+				if len(held) >= 1+rng.IntN(8) {
+					flush()
+				}
+			}
+			flush()
+		}()
+	}
+	t.Cleanup(func() { in.close(t) })
+	return in
+}
+
+func (in *poolInstance) ack(m *partition.Message) {
+	r := in.c.Ack(m)
+	in.acks.Lock()
+	in.acks.results[r]++
+	in.acks.Unlock()
+}
+
+// ackResults returns how many acks had each result.
+func (in *poolInstance) ackResults() map[partition.AckResult]int {
+	in.acks.Lock()
+	defer in.acks.Unlock()
+	out := map[partition.AckResult]int{}
+	for k, v := range in.acks.results {
+		out[k] = v
+	}
+	return out
+}
+
+func (in *poolInstance) close(t *testing.T) {
+	in.once.Do(func() {
+		if err := in.c.Close(); err != nil {
+			t.Errorf("close %s: %v", in.name, err)
+		}
+		in.wg.Wait()
+	})
+}
+
+// poolBalanced is balanced() for pool instances.
+func poolBalanced(n int, ins ...*poolInstance) bool {
+	seen := map[manager.TopicPartition]int{}
+	lo, hi := n, 0
+	for _, in := range ins {
+		s := in.c.Stats()
+		if !s.Ready || len(s.Members) != len(ins) {
+			return false
+		}
+		k := len(s.Partitions)
+		lo, hi = min(lo, k), max(hi, k)
+		for _, p := range s.Partitions {
+			seen[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}]++
+		}
+	}
+	if len(seen) != n || hi-lo > 1 {
+		return false
+	}
+	for _, k := range seen {
+		if k != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// newTopic creates a topic of parts partitions (replication 3) and returns
+// it with a fresh group name and a static subscription to it.
+func newTopic(t *testing.T, c *testcluster.Cluster, parts int32) (topic, group string, sub *subscription.Subscription) {
+	t.Helper()
+	topic, group = testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	if err := c.CreateTopic(context.Background(), topic, parts, 3); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topic, group, sub
+}
+
+// awaitCommittedAtEnd waits until the group's Kafka-committed offsets equal
+// the log-end offsets and returns the latter.
+func awaitCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
+	t.Helper()
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[int32]int64
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got = committed(t, c, group, topic, parts)
+		same := true
+		for p := int32(0); p < parts; p++ {
+			if got[p] != hwm[p] {
+				same = false
+			}
+		}
+		if same {
+			return hwm
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offsets %v never reached the log-end offsets %v", got, hwm)
+		}
+		time.Sleep(200 * time.Millisecond) // polling Kafka: no event to wait on
+	}
+}
+
+// checkCommitted fails t unless the Kafka-committed offsets equal want.
+func checkCommitted(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32, want map[int32]int64) {
+	t.Helper()
+	got := committed(t, c, group, topic, parts)
+	for p := int32(0); p < parts; p++ {
+		if got[p] != want[p] {
+			t.Errorf("partition %d: committed %d, log-end %d", p, got[p], want[p])
+		}
+	}
+}
+
+// checkContiguous fails t unless, per partition, the offsets delivered
+// (over all instances) cover [0, hwm) with nothing skipped.
+func checkContiguous(t *testing.T, led *ledger, hwm map[int32]int64) {
+	t.Helper()
+	led.mu.Lock()
+	seen := map[int32]map[int64]bool{}
+	for _, ds := range led.byV {
+		for _, d := range ds {
+			if seen[d.partition] == nil {
+				seen[d.partition] = map[int64]bool{}
+			}
+			seen[d.partition][d.offset] = true
+		}
+	}
+	led.mu.Unlock()
+	for p, end := range hwm {
+		var gaps []int64
+		for off := int64(0); off < end; off++ {
+			if !seen[p][off] {
+				gaps = append(gaps, off)
+			}
+		}
+		if len(gaps) > 0 {
+			t.Errorf("partition %d: %d offsets below log-end %d never delivered, e.g. %v", p, len(gaps), end, gaps[:min(5, len(gaps))])
+		}
+	}
+}
+
+// mustStatic returns a static subscription to topic.
+func mustStatic(t *testing.T, topic string) *subscription.Subscription {
+	t.Helper()
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// ownerHooks wires the exclusive-ownership check into cfg like
+// recorder.hooks, without its check at assignment time: a revoked owner
+// calls OnRevoked only after it released its claim, so the next owner's
+// OnAssigned may come first with no overlap at all. An overlap shows when
+// a message arrives: see receiveOwned.
+func ownerHooks(r *recorder, name string, cfg *manager.Config) {
+	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, tp := range tps {
+			r.holders[tp] = name
+		}
+	}
+	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, tp := range tps {
+			if r.holders[tp] == name {
+				delete(r.holders, tp)
+			}
+		}
+	}
+}
+
+// receiveOwned records m like recorder.receive and, with strict, flags it
+// when another instance holds its partition: a message is recorded before
+// it is acked, hence before its owner's drain ends and its claim is
+// released, so an earlier owner's message never meets a later holder. (A
+// message met with no holder is allowed: OnAssigned runs once fetching
+// started.)
+func receiveOwned(r *recorder, name string, m *partition.Message, strict bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tp := manager.TopicPartition{Topic: m.Topic, Partition: m.Partition}
+	if h := r.holders[tp]; strict && h != "" && h != name {
+		r.violation("%s received %s/%d@%d while the holder is %q", name, m.Topic, m.Partition, m.Offset, h)
+	}
+	r.seen[string(m.Value)]++
+	r.received[name]++
+	r.total++
+}
+
+// sessionWatch notices when an instance's ZooKeeper session was replaced
+// (it expired): clean-operation guarantees do not hold across that.
+type sessionWatch map[*manager.Consumer]int64
+
+func watchSessions(cs ...*manager.Consumer) sessionWatch {
+	w := sessionWatch{}
+	for _, c := range cs {
+		w[c] = c.Stats().SessionID
+	}
+	return w
+}
+
+// lost lists the instances whose session changed or whose partitions
+// restarted (lost their claim) since watchSessions.
+func (w sessionWatch) lost() []string {
+	var out []string
+	for c, id := range w {
+		if s := c.Stats(); s.SessionID != id || s.PartitionRestarts > 0 {
+			out = append(out, fmt.Sprintf("%s (session %x -> %x, %d partition restarts)", s.Instance, id, s.SessionID, s.PartitionRestarts))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,299 @@
+package manager_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+type streamKey struct {
+	tp  manager.TopicPartition
+	gen uint64
+}
+
+// streamInstance is a ModePartitions member: one goroutine per partition
+// stream reads and acks it (in small shuffled batches).
+type streamInstance struct {
+	name string
+	c    *manager.Consumer
+	wg   sync.WaitGroup
+	once sync.Once
+
+	mu       sync.Mutex
+	open     map[streamKey]bool // streams whose Messages() is not closed yet
+	opened   int
+	closed   int
+	problems []string
+}
+
+func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
+	rec *recorder, led *ledger) *streamInstance {
+	t.Helper()
+	cfg := baseConfig(t, name)
+	cfg.Mode = manager.ModePartitions
+	ownerHooks(rec, name, cfg)
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatalf("join %s: %v", name, err)
+	}
+	if cons.Partitions() == nil {
+		t.Fatal("Partitions() is nil in ModePartitions")
+	}
+	in := &streamInstance{name: name, c: cons, open: map[streamKey]bool{}}
+	in.wg.Add(2)
+	go func() {
+		defer in.wg.Done()
+		for err := range cons.Errors() {
+			t.Logf("%s: error: %v", name, err)
+		}
+	}()
+	go func() {
+		defer in.wg.Done()
+		for s := range cons.Partitions() {
+			key := streamKey{manager.TopicPartition{Topic: s.Topic(), Partition: s.Partition()}, s.Generation()}
+			in.mu.Lock()
+			if in.open[key] {
+				in.problem("stream %v opened twice", key)
+			}
+			for k := range in.open {
+				if k.tp == key.tp {
+					in.problem("stream %v opened while %v is still open", key, k)
+				}
+			}
+			in.open[key] = true
+			in.opened++
+			in.mu.Unlock()
+			in.wg.Add(1)
+			go in.read(s, key, rec, led)
+		}
+	}()
+	t.Cleanup(func() { in.close(t) })
+	return in
+}
+
+// problem records a failed check; in.mu must be held.
+func (in *streamInstance) problem(format string, args ...any) {
+	in.problems = append(in.problems, fmt.Sprintf(format, args...))
+}
+
+func (in *streamInstance) read(s *manager.PartitionStream, key streamKey, rec *recorder, led *ledger) {
+	defer in.wg.Done()
+	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
+	var batch []*partition.Message
+	flush := func() {
+		rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+		for _, m := range batch {
+			if r := in.c.Ack(m); r != partition.AckOK {
+				in.mu.Lock()
+				in.problem("%v: ack of offset %d: %v", key, m.Offset, r)
+				in.mu.Unlock()
+			}
+		}
+		batch = batch[:0]
+	}
+	last := int64(-1)
+	msgs := s.Messages()
+	for {
+		var m *partition.Message
+		var ok bool
+		select {
+		case m, ok = <-msgs:
+		default:
+			flush()
+			m, ok = <-msgs
+		}
+		if !ok {
+			break
+		}
+		if m.Topic != key.tp.Topic || m.Partition != key.tp.Partition || m.Offset <= last || m.Generation() != key.gen {
+			in.mu.Lock()
+			in.problem("stream %v handed out %s/%d@%d (generation %d) after offset %d", key, m.Topic, m.Partition, m.Offset, m.Generation(), last)
+			in.mu.Unlock()
+		}
+		last = m.Offset
+		receiveOwned(rec, in.name, m, true)
+		led.add(in.name, m.Partition, m.Offset, string(m.Value))
+		batch = append(batch, m)
+		if len(batch) >= 1+rng.IntN(10) {
+			flush()
+		}
+	}
+	flush()
+	in.mu.Lock()
+	delete(in.open, key)
+	in.closed++
+	in.mu.Unlock()
+}
+
+// openStreams returns the partitions with an open stream and their
+// generations.
+func (in *streamInstance) openStreams() map[manager.TopicPartition]uint64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := map[manager.TopicPartition]uint64{}
+	for k := range in.open {
+		out[k.tp] = k.gen
+	}
+	return out
+}
+
+// consistent reports whether the open streams are exactly the partitions
+// the instance fetches, with the same generations.
+func (in *streamInstance) consistent() bool {
+	open := in.openStreams()
+	ps := in.c.Stats().Partitions
+	if len(ps) != len(open) {
+		return false
+	}
+	for _, p := range ps {
+		if g, ok := open[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}]; !ok || g != p.Generation {
+			return false
+		}
+	}
+	return true
+}
+
+func (in *streamInstance) counts() (opened, closed int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.opened, in.closed
+}
+
+func (in *streamInstance) close(t *testing.T) {
+	in.once.Do(func() {
+		if err := in.c.Close(); err != nil {
+			t.Errorf("close %s: %v", in.name, err)
+		}
+		in.wg.Wait()
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		for _, p := range in.problems {
+			t.Errorf("%s: %s", in.name, p)
+		}
+		if len(in.open) != 0 {
+			t.Errorf("%s: streams still open after Close: %v", in.name, in.open)
+		}
+		if in.opened != in.closed {
+			t.Errorf("%s: %d streams opened, %d closed", in.name, in.opened, in.closed)
+		}
+	})
+}
+
+func streamsBalanced(n int, ins ...*streamInstance) bool {
+	seen := map[manager.TopicPartition]int{}
+	lo, hi := n, 0
+	for _, in := range ins {
+		s := in.c.Stats()
+		if !s.Ready || len(s.Members) != len(ins) {
+			return false
+		}
+		lo, hi = min(lo, len(s.Partitions)), max(hi, len(s.Partitions))
+		for _, p := range s.Partitions {
+			seen[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}]++
+		}
+		if !in.consistent() {
+			return false
+		}
+	}
+	if len(seen) != n || hi-lo > 1 {
+		return false
+	}
+	for _, k := range seen {
+		if k != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func tpsOf(m map[manager.TopicPartition]uint64) []int32 {
+	var out []int32
+	for tp := range m {
+		out = append(out, tp.Partition)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// TestConsumePartitionStreams: in ModePartitions each owned partition gets
+// a stream when it is claimed, and the stream's Messages() is closed when
+// the partition is revoked. With a producer writing, a owns all 8
+// partitions (8 streams open); b joins (a's 4 revoked streams close, b
+// opens 4, each instance's open streams are exactly the partitions it
+// fetches, with the same generation); b leaves (its 4 streams close, a
+// opens 4 new ones with new generations); after Close every stream is
+// closed and Partitions() is closed. Each stream hands out only its own
+// partition's messages, in offset order, of its own generation; every
+// message is consumed exactly once; the committed offsets end at the
+// log-end offsets.
+func TestConsumePartitionStreams(t *testing.T) {
+	c := testcluster.Shared(t)
+	const parts = 8
+	topic, group, sub := newTopic(t, c, parts)
+	if _, err := c.Produce(topic, parts, 0, 800); err != nil {
+		t.Fatal(err)
+	}
+	rec, led := newRecorder(t), newLedger()
+	prod := startProducer(c, topic, parts, 800, 16, 20*time.Millisecond)
+
+	a := joinStreams(t, c, group, sub, "a", rec, led)
+	await(t, 60*time.Second, "a owning 8 with 8 open streams", func() bool { return streamsBalanced(parts, a) })
+	if o, cl := a.counts(); o != parts || cl != 0 {
+		t.Errorf("a alone: %d streams opened, %d closed; want %d, 0", o, cl, parts)
+	}
+	first := a.openStreams()
+
+	b := joinStreams(t, c, group, sub, "b", rec, led)
+	await(t, 60*time.Second, "a, b balanced with matching streams", func() bool { return streamsBalanced(parts, a, b) })
+	if o, cl := a.counts(); o != parts || cl != parts/2 {
+		t.Errorf("after b joined: a opened %d streams, closed %d; want %d, %d", o, cl, parts, parts/2)
+	}
+	if o, cl := b.counts(); o != parts/2 || cl != 0 {
+		t.Errorf("after b joined: b opened %d streams, closed %d; want %d, 0", o, cl, parts/2)
+	}
+	for tp, g := range a.openStreams() {
+		if first[tp] != g {
+			t.Errorf("a's stream of kept partition %d changed generation %d -> %d", tp.Partition, first[tp], g)
+		}
+	}
+	t.Logf("a streams %v, b streams %v", tpsOf(a.openStreams()), tpsOf(b.openStreams()))
+	before := led.total()
+	await(t, 60*time.Second, "progress with a and b", func() bool { return led.total() >= before+400 })
+
+	bStreams := b.openStreams()
+	b.close(t)
+	await(t, 60*time.Second, "a owning 8 again", func() bool { return streamsBalanced(parts, a) })
+	if o, cl := a.counts(); o != parts+parts/2 || cl != parts/2 {
+		t.Errorf("after b left: a opened %d streams, closed %d; want %d, %d", o, cl, parts+parts/2, parts/2)
+	}
+	for tp, g := range a.openStreams() {
+		if bg, ok := bStreams[tp]; ok && (bg == g || first[tp] == g) {
+			t.Errorf("partition %d back at a with generation %d, not a new one", tp.Partition, g)
+		}
+	}
+
+	n := prod.halt(t)
+	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+	hwm := awaitCommittedAtEnd(t, c, group, topic, parts)
+	a.close(t)
+	select {
+	case _, ok := <-a.c.Partitions():
+		if ok {
+			t.Error("a stream arrived after Close")
+		}
+	default:
+		t.Error("Partitions() not closed by Close")
+	}
+	led.checkExactlyOnce(t, topic, n)
+	checkContiguous(t, led, hwm)
+	rec.checkViolations(t)
+	checkCommitted(t, c, group, topic, parts, hwm)
+}
