@@ -72,10 +72,13 @@ type Config struct {
 	Auth []ZooKeeperAuth
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// OnAssigned and OnRevoked are called from the consumer's rebalance
-	// goroutine after partitions were claimed and before they are fetched,
-	// and after revoked partitions were drained, committed and released.
-	// They must return quickly.
+	// OnAssigned is called for each partition once its claim is held and
+	// before its first message is fetched; OnRevoked once its messages were
+	// drained and committed (or it was lost) and before its claim is
+	// released, so that the next owner's OnAssigned comes after it (unless
+	// the claim was lost with the ZooKeeper session). Both are called from
+	// the partition's own goroutine, concurrently for different partitions,
+	// and must return quickly: the partition waits for them.
 	OnAssigned func(group string, partitions []TopicPartition)
 	OnRevoked  func(group string, partitions []TopicPartition)
 	// CloseTimeout bounds Close (drains are bounded by Partition.DrainTimeout).

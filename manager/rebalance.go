@@ -157,6 +157,10 @@ func (c *Consumer) runSlot(sl *slot) {
 		return
 	default:
 	}
+	// Claimed, not yet fetching: tell the embedder first.
+	if c.cfg.OnAssigned != nil {
+		c.cfg.OnAssigned(c.group, []TopicPartition{sl.tp})
+	}
 	out := c.messages
 	var stream *PartitionStream
 	if c.cfg.Mode == ModePartitions {
@@ -171,6 +175,9 @@ func (c *Consumer) runSlot(sl *slot) {
 	})
 	if err != nil {
 		c.report(err)
+		if c.cfg.OnRevoked != nil {
+			c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
+		}
 		_ = cl.release()
 		return
 	}
@@ -182,9 +189,6 @@ func (c *Consumer) runSlot(sl *slot) {
 		case <-sl.revoke:
 		case <-cl.Lost():
 		}
-	}
-	if c.cfg.OnAssigned != nil {
-		c.cfg.OnAssigned(c.group, []TopicPartition{sl.tp})
 	}
 	c.send(slotEvent{sl: sl, started: true})
 	log.Debug("partition started", "generation", pm.Generation())
@@ -201,11 +205,12 @@ func (c *Consumer) runSlot(sl *slot) {
 		c.report(err)
 		log.Warn("partition stopped with an error", "err", err)
 	}
-	if err := cl.release(); err != nil {
-		log.Warn("releasing the claim failed", "err", err)
-	}
+	// Stopped and committed, still claimed: tell the embedder, then let go.
 	if c.cfg.OnRevoked != nil {
 		c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
+	}
+	if err := cl.release(); err != nil {
+		log.Warn("releasing the claim failed", "err", err)
 	}
 	log.Debug("partition released", "drained", drain)
 }

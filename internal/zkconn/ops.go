@@ -67,6 +67,7 @@ func (s *Session) watch(ch <-chan zk.Event) <-chan zk.Event {
 
 // Get reads a node.
 func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
+	s.await()
 	b, st, err := s.conn.Get(s.full(p))
 	s.note(err)
 	return b, st, err
@@ -74,6 +75,7 @@ func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
 
 // GetW reads a node and sets a data watch.
 func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	s.await()
 	b, st, ch, err := s.conn.GetW(s.full(p))
 	s.note(err)
 	return b, st, s.watch(ch), err
@@ -81,6 +83,7 @@ func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 
 // Exists reports whether a node exists.
 func (s *Session) Exists(p string) (bool, *zk.Stat, error) {
+	s.await()
 	ok, st, err := s.conn.Exists(s.full(p))
 	s.note(err)
 	return ok, st, err
@@ -89,6 +92,7 @@ func (s *Session) Exists(p string) (bool, *zk.Stat, error) {
 // ExistsW reports whether a node exists and sets a watch for its creation,
 // change or deletion.
 func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	s.await()
 	ok, st, ch, err := s.conn.ExistsW(s.full(p))
 	s.note(err)
 	return ok, st, s.watch(ch), err
@@ -96,6 +100,7 @@ func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 
 // Children lists a node's children.
 func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
+	s.await()
 	c, st, err := s.conn.Children(s.full(p))
 	s.note(err)
 	return c, st, err
@@ -103,6 +108,7 @@ func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
 
 // ChildrenW lists a node's children and sets a child watch.
 func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	s.await()
 	c, st, ch, err := s.conn.ChildrenW(s.full(p))
 	s.note(err)
 	return c, st, s.watch(ch), err
@@ -110,6 +116,7 @@ func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, erro
 
 // Set writes a node's data if its version matches (-1: any version).
 func (s *Session) Set(p string, data []byte, version int32) (*zk.Stat, error) {
+	s.await()
 	st, err := s.conn.Set(s.full(p), data, version)
 	s.note(err)
 	return st, err
@@ -118,6 +125,7 @@ func (s *Session) Set(p string, data []byte, version int32) (*zk.Stat, error) {
 // Create creates a node with the given flags and ACL (nil: the session's
 // ACL) and returns its path without the chroot.
 func (s *Session) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	s.await()
 	if acl == nil {
 		acl = s.acl
 	}
@@ -128,6 +136,7 @@ func (s *Session) Create(p string, data []byte, flags int32, acl []zk.ACL) (stri
 
 // Delete deletes a node if its version matches (-1: any version).
 func (s *Session) Delete(p string, version int32) error {
+	s.await()
 	err := s.conn.Delete(s.full(p), version)
 	s.note(err)
 	return err
@@ -136,6 +145,7 @@ func (s *Session) Delete(p string, version int32) error {
 // CreateParents creates every missing persistent node on the way to p
 // (p itself included), with the session's ACL. The chroot is created too.
 func (s *Session) CreateParents(p string) error {
+	s.await()
 	full := s.full(p)
 	parts := strings.Split(strings.Trim(full, "/"), "/")
 	cur := ""

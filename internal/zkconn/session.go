@@ -102,7 +102,20 @@ type Session struct {
 	epochDone chan struct{} // closed when the current epoch ends
 	changed   chan struct{} // buffered 1: status changed
 	closeOnce sync.Once
+
+	// usable is closed while connected and settled: see await.
+	usable      chan struct{}
+	usableOpen  bool
+	connGen     uint64 // increments on every state change
+	everSettled bool
 }
+
+// settleTime is how long requests wait after a reconnect. go-zookeeper
+// v1.0.4 re-sends the session's watches on reconnect while its receive
+// loop already runs and reads the last zxid without a lock (an upstream
+// data race, go-zookeeper/zk PR #35): holding our requests back for this
+// long keeps responses from arriving while the watches are re-sent.
+const settleTime = 100 * time.Millisecond
 
 // Dial connects and waits up to cfg.ConnectTimeout (default: the session
 // timeout) for a session. On failure nothing is left running.
@@ -131,6 +144,7 @@ func Dial(cfg Config) (*Session, error) {
 		base:      time.Now(),
 		epochDone: make(chan struct{}),
 		changed:   make(chan struct{}, 1),
+		usable:    make(chan struct{}),
 	}
 	s.status.Timeout = cfg.SessionTimeout
 	s.acl = cfg.ACL
@@ -212,6 +226,12 @@ func (s *Session) pinger(ping <-chan struct{}) error {
 		case <-s.t.Dying():
 			return nil
 		case <-ping:
+			s.mu.Lock()
+			ok := s.usableOpen
+			s.mu.Unlock()
+			if !ok {
+				continue // nothing to learn, and nothing to queue during a reconnect
+			}
 			if _, _, err := s.conn.Exists("/"); err == nil {
 				s.replied()
 				s.refresh()
@@ -223,6 +243,23 @@ func (s *Session) pinger(ping <-chan struct{}) error {
 func (s *Session) onState(st zk.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.connGen++
+	if st == zk.StateHasSession {
+		gen := s.connGen
+		if !s.everSettled {
+			s.setUsableLocked(true) // first session: no watches to re-send
+		} else {
+			time.AfterFunc(settleTime, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.connGen == gen {
+					s.setUsableLocked(true)
+				}
+			})
+		}
+	} else {
+		s.setUsableLocked(false)
+	}
 	switch st {
 	case zk.StateHasSession:
 		id := s.conn.SessionID()
@@ -252,6 +289,40 @@ func (s *Session) onState(st zk.State) {
 	}
 	s.refreshLocked()
 	s.signalLocked()
+}
+
+func (s *Session) setUsableLocked(open bool) {
+	if open == s.usableOpen {
+		return
+	}
+	s.usableOpen = open
+	if open {
+		s.everSettled = true
+		close(s.usable)
+	} else {
+		s.usable = make(chan struct{})
+	}
+}
+
+// await holds a request back until the connection is settled (see
+// settleTime), for at most 2/3 of the session timeout; then the request
+// goes to go-zookeeper, which queues or fails it as usual.
+func (s *Session) await() {
+	s.mu.Lock()
+	ch := s.usable
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	t := time.NewTimer(s.cfg.SessionTimeout * 2 / 3)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-s.t.Dying():
+	}
 }
 
 // endEpochLocked closes the done channel of the current epoch and starts a new one.
