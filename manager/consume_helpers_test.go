@@ -269,28 +269,11 @@ func (in *poolInstance) close(t *testing.T) {
 
 // poolBalanced is balanced() for pool instances.
 func poolBalanced(n int, ins ...*poolInstance) bool {
-	seen := map[manager.TopicPartition]int{}
-	lo, hi := n, 0
-	for _, in := range ins {
-		s := in.c.Stats()
-		if !s.Ready || len(s.Members) != len(ins) {
-			return false
-		}
-		k := len(s.Partitions)
-		lo, hi = min(lo, k), max(hi, k)
-		for _, p := range s.Partitions {
-			seen[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}]++
-		}
+	cs := make([]*manager.Consumer, len(ins))
+	for i, in := range ins {
+		cs[i] = in.c
 	}
-	if len(seen) != n || hi-lo > 1 {
-		return false
-	}
-	for _, k := range seen {
-		if k != 1 {
-			return false
-		}
-	}
-	return true
+	return balancedConsumers(n, cs...)
 }
 
 // newTopic creates a topic of parts partitions (replication 3) and returns

@@ -203,11 +203,20 @@ func owned(ins ...*instance) map[string][]manager.TopicPartition {
 // balanced reports whether the instances are all ready and together fetch
 // each of n partitions exactly once, balanced within one.
 func balanced(n int, ins ...*instance) bool {
+	cs := make([]*manager.Consumer, len(ins))
+	for i, in := range ins {
+		cs[i] = in.c
+	}
+	return balancedConsumers(n, cs...)
+}
+
+// balancedConsumers is balanced for bare consumers.
+func balancedConsumers(n int, cs ...*manager.Consumer) bool {
 	seen := map[manager.TopicPartition]int{}
 	lo, hi := n, 0
-	for _, in := range ins {
-		s := in.c.Stats()
-		if !s.Ready || len(s.Members) != len(ins) {
+	for _, c := range cs {
+		s := c.Stats()
+		if !s.Ready || len(s.Members) != len(cs) {
 			return false
 		}
 		k := len(s.Partitions)
