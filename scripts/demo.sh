@@ -23,6 +23,8 @@ die() { printf '\033[31mdemo failed: %s\033[0m\n' "$*" >&2; exit 1; }
 cleanup() {
 	local rc=$?
 	set +e
+	# A closed stdout (demo | head) must not stop the teardown half-way.
+	trap '' PIPE
 	for name in "${!PIDS[@]}"; do
 		kill -TERM "${PIDS[$name]}" 2>/dev/null
 	done
