@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -19,7 +20,8 @@ import (
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
-// Environment of the crash child (TestConsumeCrashChild in a subprocess).
+// Environment of the crash child (crashChild in a subprocess, started
+// from TestMain).
 const (
 	crashChildEnv = "ZKGROUP_CRASH_CHILD" // "1" selects the child mode
 	crashZKEnv    = "ZKGROUP_CRASH_ZK"    // ZooKeeper connect string
@@ -31,24 +33,22 @@ const (
 	crashWindow = 20
 )
 
-// TestConsumeCrashChild is not a test: it is the crash victim of
-// TestConsumeCrashNoLoss, run in a subprocess of the test binary. It joins
-// the group, prints every message it receives on stdout ("ZKG M <p>
-// <offset> <value>") and acks it late (a window of crashWindow messages
-// stays unacked), until it is killed.
-func TestConsumeCrashChild(t *testing.T) {
-	if os.Getenv(crashChildEnv) != "1" {
-		t.Skip("helper process of TestConsumeCrashNoLoss")
-	}
+// crashChild is the crash victim of TestConsumeCrashNoLoss, run by
+// TestMain in a subprocess of the test binary. It joins the group, prints
+// every message it receives on stdout ("ZKG M <p> <offset> <value>") and
+// acks it late (a window of crashWindow messages stays unacked), until it
+// is killed.
+func crashChild() int {
 	sub, err := subscription.Static(os.Getenv(crashTopicEnv))
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		return 2
 	}
 	cfg := manager.NewConfig()
 	cfg.InstanceID = os.Getenv(crashIDEnv)
 	cfg.SessionTimeout = 6 * time.Second
 	cfg.Partition.CommitInterval = 200 * time.Millisecond
-	cfg.Logger = testLogger(t).With("test", "crash-child")
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("test", "crash-child")
 	var outMu sync.Mutex
 	out := os.Stdout
 	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
@@ -60,7 +60,8 @@ func TestConsumeCrashChild(t *testing.T) {
 	}
 	cons, err := manager.Join(os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		return 2
 	}
 	go func() {
 		for err := range cons.Errors() {
@@ -80,6 +81,7 @@ func TestConsumeCrashChild(t *testing.T) {
 			window = window[1:]
 		}
 	}
+	return 0
 }
 
 // child is the crash victim's process as seen by the parent.
@@ -91,11 +93,11 @@ type child struct {
 	done     chan struct{} // stdout closed
 }
 
-// startCrashChild runs TestConsumeCrashChild in a subprocess and feeds
+// startCrashChild runs crashChild in a subprocess and feeds
 // what it prints into rec and led under the name id.
 func startCrashChild(t *testing.T, c *testcluster.Cluster, group, topic, id string, rec *recorder, led *ledger) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestConsumeCrashChild$", "-test.v=false", "-test.timeout=10m")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.v=false", "-test.timeout=10m")
 	cmd.Env = append(os.Environ(),
 		crashChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(), crashGroupEnv+"="+group,
 		crashTopicEnv+"="+topic, crashIDEnv+"="+id)
