@@ -73,8 +73,11 @@ type Consumer struct {
 	droppedErrors atomic.Uint64
 	staleAcks     atomic.Uint64
 	restarts      atomic.Uint64
-	closeOnce     sync.Once
-	closeErr      error
+	// Counts of partition managers that have stopped, so that the
+	// consumer's totals never go down when a partition moves.
+	pastDelivered, pastAcks uint64 // under mu
+	closeOnce               sync.Once
+	closeErr                error
 }
 
 type slotState int

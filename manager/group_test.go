@@ -39,8 +39,13 @@ func TestGroupJoinLeave(t *testing.T) {
 
 	a := join(t, c, group, sub, "a", rec, o)
 	t.Logf("a alone: ready in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))
+	await(t, 60*time.Second, "a consuming", func() bool { return a.c.Stats().Delivered > 0 })
+	before := a.c.Stats().Delivered
 	b := join(t, c, group, sub, "b", rec, o)
 	t.Logf("b joins: balanced in %v", await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) }))
+	if after := a.c.Stats().Delivered; after < before {
+		t.Errorf("a's delivered total went from %d to %d over a rebalance; it must only grow", before, after)
+	}
 	cc := join(t, c, group, sub, "c", rec, o)
 	t.Logf("c joins: balanced in %v", await(t, 60*time.Second, "a, b, c balanced", func() bool { return balanced(parts, a, b, cc) }))
 	t.Logf("owned: %v", owned(a, b, cc))

@@ -120,6 +120,11 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 	}
 	switch {
 	case ev.done:
+		if pm := sl.pm.Load(); pm != nil {
+			ps := pm.Stats()
+			c.pastDelivered += ps.Delivered
+			c.pastAcks += ps.Acks
+		}
 		delete(c.slots, sl.tp)
 		if sl.state != stopping {
 			c.restarts.Add(1) // lost or died: the next rebalance claims it again if wanted
@@ -274,9 +279,12 @@ type Stats struct {
 	LastRebalanceDuration time.Duration
 	LastRebalanceApplied  time.Time
 	ClaimWaits            int64
-	DroppedErrors         uint64
-	StaleAcks             uint64
-	PartitionRestarts     uint64
+	// Delivered and Acked count every message handed out and acked by this
+	// consumer, over all ownerships (they never go down).
+	Delivered, Acked  uint64
+	DroppedErrors     uint64
+	StaleAcks         uint64
+	PartitionRestarts uint64
 }
 
 // Stats returns a snapshot. Safe for concurrent use; does no I/O.
@@ -292,8 +300,16 @@ func (c *Consumer) Stats() Stats {
 		LastRebalanceApplied:  c.lastApplied,
 	}
 	var pms []*partition.Manager
+	s.Delivered, s.Acked = c.pastDelivered, c.pastAcks
 	for _, sl := range c.slots {
-		if pm := sl.pm.Load(); pm != nil && sl.state == running {
+		pm := sl.pm.Load()
+		if pm == nil {
+			continue
+		}
+		ps := pm.Stats()
+		s.Delivered += ps.Delivered
+		s.Acked += ps.Acks
+		if sl.state == running {
 			pms = append(pms, pm)
 		}
 	}

@@ -37,7 +37,8 @@ func stats() manager.Stats {
 			{Topic: "t", Partition: 0, Committed: 10, HighWatermark: 15, Lag: 5, Delivered: 12, Acks: 11, Acked: 11},
 			{Topic: "t", Partition: 1, Committed: -1, HighWatermark: -1, Lag: -1},
 		},
-		Ready: true, SessionHealthy: true, Rebalances: 3, LastRebalanceDuration: 1500 * time.Millisecond, ClaimWaits: 2}
+		Ready: true, SessionHealthy: true, Rebalances: 3, LastRebalanceDuration: 1500 * time.Millisecond, ClaimWaits: 2,
+		Delivered: 40, Acked: 39}
 }
 
 func TestHealthReady(t *testing.T) {
@@ -96,6 +97,8 @@ func TestMetrics(t *testing.T) {
 		`zkgroup_messages_consumed_total{group="g",partition="0",topic="t"} 12`,
 		`zkgroup_messages_acked_total{group="g",partition="0",topic="t"} 11`,
 		`zkgroup_owned_partitions{group="g"} 2`,
+		`zkgroup_consumer_messages_consumed_total{group="g"} 40`,
+		`zkgroup_consumer_messages_acked_total{group="g"} 39`,
 		`zkgroup_rebalances_total{group="g"} 3`,
 		`zkgroup_last_rebalance_duration_seconds{group="g"} 1.5`,
 		`zkgroup_claim_waits_total{group="g"} 2`,

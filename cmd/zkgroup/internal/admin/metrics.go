@@ -13,7 +13,7 @@ type collector struct {
 
 	up, ready, healthy, members, assigned, owned             *prometheus.Desc
 	rebalances, lastRebalance, claimWaits, restarts, dropped *prometheus.Desc
-	staleAcks                                                *prometheus.Desc
+	staleAcks, totalDelivered, totalAcked                    *prometheus.Desc
 	delivered, acked, committed, hwm, lag, unacked           *prometheus.Desc
 	sinkMessages, sinkErrors, sinkRetries                    *prometheus.Desc
 	info                                                     *prometheus.Desc
@@ -26,29 +26,31 @@ func newCollector(s *Server) *collector {
 	}
 	tp := []string{"topic", "partition"}
 	return &collector{
-		s:             s,
-		up:            d("joined", "1 once the instance joined the group."),
-		ready:         d("ready", "1 while registered and every assigned partition is fetching."),
-		healthy:       d("session_healthy", "1 while the ZooKeeper session is healthy."),
-		members:       d("members", "Members of the group as of the last rebalance."),
-		assigned:      d("assigned_partitions", "Partitions assigned to this instance."),
-		owned:         d("owned_partitions", "Partitions this instance owns and fetches."),
-		rebalances:    d("rebalances_total", "Rebalances computed by this instance."),
-		lastRebalance: d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance."),
-		claimWaits:    d("claim_waits_total", "Times a partition claim waited for the previous owner."),
-		restarts:      d("partition_restarts_total", "Partitions that stopped without being revoked (lost claims, fetch failures)."),
-		dropped:       d("dropped_errors_total", "Errors dropped because the errors channel was full."),
-		staleAcks:     d("stale_acks_total", "Acks of messages of partitions no longer owned."),
-		delivered:     d("messages_consumed_total", "Messages handed out by the partition's current owner (resets on a new ownership).", tp...),
-		acked:         d("messages_acked_total", "Messages acked on the partition's current ownership (resets on a new ownership).", tp...),
-		committed:     d("committed_offset", "Last committed offset (the next to read).", tp...),
-		hwm:           d("high_watermark", "Log-end offset of the partition as last fetched.", tp...),
-		lag:           d("lag", "High watermark minus the committed offset.", tp...),
-		unacked:       d("unacked_messages", "Messages handed out and not yet acked.", tp...),
-		sinkMessages:  d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
-		sinkErrors:    d("sink_errors_total", "Failed sink attempts."),
-		sinkRetries:   d("sink_retries_total", "Sink attempts after the first."),
-		info:          d("build_info", "Build information.", "version"),
+		s:              s,
+		up:             d("joined", "1 once the instance joined the group."),
+		ready:          d("ready", "1 while registered and every assigned partition is fetching."),
+		healthy:        d("session_healthy", "1 while the ZooKeeper session is healthy."),
+		members:        d("members", "Members of the group as of the last rebalance."),
+		assigned:       d("assigned_partitions", "Partitions assigned to this instance."),
+		owned:          d("owned_partitions", "Partitions this instance owns and fetches."),
+		rebalances:     d("rebalances_total", "Rebalances computed by this instance."),
+		lastRebalance:  d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance."),
+		claimWaits:     d("claim_waits_total", "Times a partition claim waited for the previous owner."),
+		restarts:       d("partition_restarts_total", "Partitions that stopped without being revoked (lost claims, fetch failures)."),
+		dropped:        d("dropped_errors_total", "Errors dropped because the errors channel was full."),
+		staleAcks:      d("stale_acks_total", "Acks of messages of partitions no longer owned."),
+		totalDelivered: d("consumer_messages_consumed_total", "Messages handed out by this instance over all its partitions and ownerships."),
+		totalAcked:     d("consumer_messages_acked_total", "Messages acked on this instance over all its partitions and ownerships."),
+		delivered:      d("messages_consumed_total", "Messages handed out by the partition's current owner (resets on a new ownership).", tp...),
+		acked:          d("messages_acked_total", "Messages acked on the partition's current ownership (resets on a new ownership).", tp...),
+		committed:      d("committed_offset", "Last committed offset (the next to read).", tp...),
+		hwm:            d("high_watermark", "Log-end offset of the partition as last fetched.", tp...),
+		lag:            d("lag", "High watermark minus the committed offset.", tp...),
+		unacked:        d("unacked_messages", "Messages handed out and not yet acked.", tp...),
+		sinkMessages:   d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
+		sinkErrors:     d("sink_errors_total", "Failed sink attempts."),
+		sinkRetries:    d("sink_retries_total", "Sink attempts after the first."),
+		info:           d("build_info", "Build information.", "version"),
 	}
 }
 
@@ -56,6 +58,7 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.ready, c.healthy, c.members, c.assigned, c.owned,
 		c.rebalances, c.lastRebalance, c.claimWaits, c.restarts, c.dropped, c.staleAcks,
+		c.totalDelivered, c.totalAcked,
 		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked,
 		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info} {
 		ch <- d
@@ -104,6 +107,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.restarts, float64(st.PartitionRestarts))
 	counter(c.dropped, float64(st.DroppedErrors))
 	counter(c.staleAcks, float64(st.StaleAcks))
+	counter(c.totalDelivered, float64(st.Delivered))
+	counter(c.totalAcked, float64(st.Acked))
 	for _, p := range st.Partitions {
 		l := []string{p.Topic, strconv.FormatInt(int64(p.Partition), 10)}
 		counter(c.delivered, float64(p.Delivered), l...)
