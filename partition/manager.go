@@ -64,6 +64,7 @@ type Manager struct {
 	mu        sync.Mutex
 	tracker   *offsets.Tracker // nil until the start position is known
 	aborted   int64            // offset tracked but never handed out (-1: none)
+	abandoned map[int64]bool   // handed out, will never be acked (see Abandon)
 	stopped   bool             // acks are stale from now on
 	committed int64            // last committed next-offset (-1: unknown)
 	space     chan struct{}    // buffered 1: an ack arrived
@@ -200,6 +201,9 @@ func (m *Manager) Ack(offset int64) AckResult {
 		return AckStale
 	}
 	r := m.tracker.Ack(offset)
+	if r == offsets.AckOK && m.abandoned[offset] {
+		delete(m.abandoned, offset)
+	}
 	m.mu.Unlock()
 	switch r {
 	case offsets.AckOK:
@@ -584,11 +588,33 @@ func (m *Manager) pendingForDrain() int {
 	if m.tracker == nil {
 		return 0
 	}
-	n := m.tracker.Pending()
+	n := m.tracker.Pending() - len(m.abandoned)
 	if m.aborted >= 0 {
 		n--
 	}
 	return n
+}
+
+// Abandon records that the message at offset was handed out and will not
+// be acked (its processing failed for good and the user is stopping): a
+// drain no longer waits for it. Commits still stop below it, so it is
+// delivered again to the next owner. A later Ack still counts. Safe for
+// concurrent use; never blocks on I/O.
+func (m *Manager) Abandon(offset int64) {
+	m.mu.Lock()
+	if !m.stopped && m.tracker != nil {
+		if m.abandoned == nil {
+			m.abandoned = map[int64]bool{}
+		}
+		if last, ok := m.tracker.LastDelivered(); ok && offset <= last && offset >= m.tracker.Committable() {
+			m.abandoned[offset] = true
+		}
+	}
+	m.mu.Unlock()
+	select {
+	case m.space <- struct{}{}: // wake a drain waiting for acks
+	default:
+	}
 }
 
 // Stop ends the ownership. It stops fetching at once and drops messages not

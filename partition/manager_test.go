@@ -247,3 +247,25 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestManagerAbandonEndsTheDrain(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cfg := NewConfig()
+	cfg.CommitInterval = time.Hour
+	cfg.DrainTimeout = time.Minute
+	m, store, _, out := setup(t, 4, cfg)
+	a, b, c := recv(t, out), recv(t, out), recv(t, out)
+	a.Ack()
+	c.Ack()
+	b.Abandon() // failed for good: the drain must not wait a minute for it
+	start := time.Now()
+	if err := m.Stop(true); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Stop took %v with the only unacked message abandoned", d)
+	}
+	if got := store.get(0); got != b.Offset {
+		t.Errorf("committed %d, want %d: an abandoned message is not committed", got, b.Offset)
+	}
+}

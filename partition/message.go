@@ -22,6 +22,17 @@ func (m *Message) Ack() AckResult {
 	return m.owner.Ack(m.Offset)
 }
 
+// Abandon tells the manager that handed the message out that it will not
+// be acked: a drain (revoke, Close) then stops waiting for it. Nothing at or
+// after its offset is committed, so the next owner delivers it again. Use
+// it when processing failed for good and the consumer is being closed.
+func (m *Message) Abandon() {
+	if m == nil || m.owner == nil || m.ConsumerMessage == nil {
+		return
+	}
+	m.owner.Abandon(m.Offset)
+}
+
 // Generation identifies the ownership epoch that handed the message out:
 // equal for messages of one Manager, different after a rebalance.
 func (m *Message) Generation() uint64 {

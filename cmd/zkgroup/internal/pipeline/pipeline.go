@@ -96,6 +96,9 @@ func (p *Pipeline) work(ctx context.Context, s Stream) {
 		}
 		if _, err := p.cfg.Handler.Handle(ctx, m.ConsumerMessage); err != nil {
 			log.Error("message not delivered; not acked, partition worker stops", "offset", m.Offset, "err", err)
+			// The daemon stops: its drain need not wait for this ack.
+			// Nothing from this offset on is committed.
+			m.Abandon()
 			if ctx.Err() == nil {
 				p.fatal.Do(func() {
 					if p.cfg.Fatal != nil {
