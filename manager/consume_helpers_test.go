@@ -202,23 +202,9 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 		go func() {
 			defer in.wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w)+1, uint64(len(name))))
-			var held []*partition.Message
-			flush := func() {
-				rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
-				for _, m := range held {
-					in.ack(m)
-				}
-				held = held[:0]
-			}
+			h := &heldAcks{rng: rng, ack: in.ack}
 			for {
-				var m *partition.Message
-				var ok bool
-				select {
-				case m, ok = <-work:
-				default:
-					flush() // never sit on acks while idle: drains wait for them
-					m, ok = <-work
-				}
+				m, ok := h.next(work)
 				if !ok {
 					break
 				}
@@ -228,12 +214,9 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 				case o.maxDelay > 0:
 					time.Sleep(time.Duration(rng.Int64N(int64(o.maxDelay)))) // simulated processing
 				}
-				held = append(held, m)
-				if len(held) >= 1+rng.IntN(8) {
-					flush()
-				}
+				h.add(m, 8)
 			}
-			flush()
+			h.flush()
 		}()
 	}
 	t.Cleanup(func() { in.close(t) })
@@ -368,29 +351,10 @@ func mustStatic(t *testing.T, topic string) *subscription.Subscription {
 	return sub
 }
 
-// ownerHooks wires the exclusive-ownership check into cfg like
-// recorder.hooks, without its check at assignment time: a revoked owner
-// calls OnRevoked only after it released its claim, so the next owner's
-// OnAssigned may come first with no overlap at all. An overlap shows when
-// a message arrives: see receiveOwned.
-func ownerHooks(r *recorder, name string, cfg *manager.Config) {
-	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, tp := range tps {
-			r.holders[tp] = name
-		}
-	}
-	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, tp := range tps {
-			if r.holders[tp] == name {
-				delete(r.holders, tp)
-			}
-		}
-	}
-}
+// ownerHooks keeps rec's holders from the rebalance hooks without the
+// assignment-time check of recorder.hooks: these tests flag an overlap
+// when a message arrives (see receiveOwned).
+func ownerHooks(r *recorder, name string, cfg *manager.Config) { r.holderHooks(name, cfg, false) }
 
 // receiveOwned records m like recorder.receive and, with strict, flags it
 // when another instance holds its partition: a message is recorded before
@@ -399,15 +363,7 @@ func ownerHooks(r *recorder, name string, cfg *manager.Config) {
 // message met with no holder is allowed: OnAssigned runs once fetching
 // started.)
 func receiveOwned(r *recorder, name string, m *partition.Message, strict bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	tp := manager.TopicPartition{Topic: m.Topic, Partition: m.Partition}
-	if h := r.holders[tp]; strict && h != "" && h != name {
-		r.violation("%s received %s/%d@%d while the holder is %q", name, m.Topic, m.Partition, m.Offset, h)
-	}
-	r.seen[string(m.Value)]++
-	r.received[name]++
-	r.total++
+	r.record(name, m, strict, true)
 }
 
 // sessionWatch notices when an instance's ZooKeeper session was replaced

@@ -87,29 +87,17 @@ func (in *streamInstance) problem(format string, args ...any) {
 func (in *streamInstance) read(s *manager.PartitionStream, key streamKey, rec *recorder, led *ledger) {
 	defer in.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
-	var batch []*partition.Message
-	flush := func() {
-		rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
-		for _, m := range batch {
-			if r := in.c.Ack(m); r != partition.AckOK {
-				in.mu.Lock()
-				in.problem("%v: ack of offset %d: %v", key, m.Offset, r)
-				in.mu.Unlock()
-			}
+	h := &heldAcks{rng: rng, ack: func(m *partition.Message) {
+		if r := in.c.Ack(m); r != partition.AckOK {
+			in.mu.Lock()
+			in.problem("%v: ack of offset %d: %v", key, m.Offset, r)
+			in.mu.Unlock()
 		}
-		batch = batch[:0]
-	}
+	}}
 	last := int64(-1)
 	msgs := s.Messages()
 	for {
-		var m *partition.Message
-		var ok bool
-		select {
-		case m, ok = <-msgs:
-		default:
-			flush()
-			m, ok = <-msgs
-		}
+		m, ok := h.next(msgs)
 		if !ok {
 			break
 		}
@@ -121,12 +109,9 @@ func (in *streamInstance) read(s *manager.PartitionStream, key streamKey, rec *r
 		last = m.Offset
 		receiveOwned(rec, in.name, m, true)
 		led.add(in.name, m.Partition, m.Offset, string(m.Value))
-		batch = append(batch, m)
-		if len(batch) >= 1+rng.IntN(10) {
-			flush()
-		}
+		h.add(m, 10)
 	}
-	flush()
+	h.flush()
 	in.mu.Lock()
 	delete(in.open, key)
 	in.closed++
