@@ -299,7 +299,6 @@ func (c *Consumer) Stats() Stats {
 		LastRebalanceDuration: c.lastDuration,
 		LastRebalanceApplied:  c.lastApplied,
 	}
-	var pms []*partition.Manager
 	s.Delivered, s.Acked = c.pastDelivered, c.pastAcks
 	for _, sl := range c.slots {
 		pm := sl.pm.Load()
@@ -310,13 +309,10 @@ func (c *Consumer) Stats() Stats {
 		s.Delivered += ps.Delivered
 		s.Acked += ps.Acks
 		if sl.state == running {
-			pms = append(pms, pm)
+			s.Partitions = append(s.Partitions, ps)
 		}
 	}
 	c.mu.Unlock()
-	for _, pm := range pms {
-		s.Partitions = append(s.Partitions, pm.Stats())
-	}
 	sort.Slice(s.Partitions, func(i, j int) bool {
 		a, b := s.Partitions[i], s.Partitions[j]
 		if a.Topic != b.Topic {

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 )
@@ -14,16 +13,12 @@ import (
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("config", envDefault("ZKGROUP_CONFIG", ""), "YAML config file (env ZKGROUP_CONFIG)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	ov := config.RegisterFlags(fs)
+	load := configFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	cfg, err := config.Load(config.Sources{File: *path, Lookup: os.LookupEnv, Flags: ov})
-	if err == nil {
-		err = cfg.Validate()
-	}
+	cfg, path, err := load()
 	if err != nil {
 		if *asJSON {
 			_ = printJSON(stdout, map[string]any{"valid": false, "error": err.Error()})
@@ -35,7 +30,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		_ = printJSON(stdout, map[string]any{"valid": true, "config": redacted(cfg)})
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%s: configuration OK\n", nameOr(*path, "(no file)"))
+	fmt.Fprintf(stdout, "%s: configuration OK\n", nameOr(path, "(no file)"))
 	fmt.Fprintf(stdout, "  group %s, subscription %s, zookeeper %s\n", cfg.Group, cfg.Subscription, cfg.ZooKeeper)
 	fmt.Fprintf(stdout, "  sink %s (on_failure %s, %d attempts), offsets in %s, admin %s\n",
 		cfg.Sink.Type, cfg.Sink.OnFailure, cfg.Sink.Retry.MaxAttempts, cfg.OffsetStorage, nameOr(cfg.Admin.Listen, "off"))
