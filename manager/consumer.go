@@ -365,13 +365,10 @@ func (c *Consumer) loop(regData []byte) error {
 			c.health.set(st.Healthy)
 			if st.HasSession && st.Epoch != c.regEpoch {
 				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
-				if err := register(c.session, c.group, c.id, regData); err != nil {
+				if err := c.reregister(st, regData); err != nil {
 					c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
 					c.log.Error("registering again failed; retrying", "err", err)
 				} else {
-					c.mu.Lock()
-					c.regEpoch = st.Epoch
-					c.mu.Unlock()
 					idsWatch = nil
 				}
 				arm()
@@ -383,10 +380,7 @@ func (c *Consumer) loop(regData []byte) error {
 			// Retry what failed (registration, a ZooKeeper read): a
 			// rebalance with nothing changed does nothing.
 			if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch {
-				if err := register(c.session, c.group, c.id, regData); err == nil {
-					c.mu.Lock()
-					c.regEpoch = st.Epoch
-					c.mu.Unlock()
+				if err := c.reregister(st, regData); err == nil {
 					idsWatch = nil
 					arm()
 				}
@@ -407,6 +401,18 @@ func (c *Consumer) loop(regData []byte) error {
 			dirty = false
 		}
 	}
+}
+
+// reregister creates this member's ids node again under the session of
+// st and records its epoch.
+func (c *Consumer) reregister(st zkconn.Status, regData []byte) error {
+	if err := register(c.session, c.group, c.id, regData); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.regEpoch = st.Epoch
+	c.mu.Unlock()
+	return nil
 }
 
 func (c *Consumer) markDirty() {
