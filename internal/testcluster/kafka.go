@@ -99,7 +99,7 @@ func (c *Cluster) Leader(topic string, partition int32) (int32, error) {
 		return -1, err
 	}
 	defer conn.Close()
-	st, _, err := readState(conn, c.statePath(topic, partition), false)
+	st, err := readState(conn, c.statePath(topic, partition))
 	return st.Leader, err
 }
 
@@ -107,35 +107,21 @@ func (c *Cluster) statePath(topic string, partition int32) string {
 	return c.opts.Chroot + "/brokers/topics/" + topic + "/partitions/" + strconv.Itoa(int(partition)) + "/state"
 }
 
-func readState(conn *zk.Conn, path string, watch bool) (partitionState, <-chan zk.Event, error) {
-	var (
-		data []byte
-		ev   <-chan zk.Event
-		err  error
-	)
-	if watch {
-		var ok bool
-		ok, _, ev, err = conn.ExistsW(path)
-		if err != nil || !ok {
-			return partitionState{Leader: -1}, ev, err
-		}
-		data, _, ev, err = conn.GetW(path)
-	} else {
-		data, _, err = conn.Get(path)
-	}
+func readState(conn *zk.Conn, path string) (partitionState, error) {
+	data, _, err := conn.Get(path)
 	if err != nil {
-		return partitionState{Leader: -1}, ev, err
+		return partitionState{Leader: -1}, err
 	}
 	st := partitionState{Leader: -1}
 	if err := json.Unmarshal(data, &st); err != nil {
-		return partitionState{Leader: -1}, ev, fmt.Errorf("testcluster: %s: %w", path, err)
+		return partitionState{Leader: -1}, fmt.Errorf("testcluster: %s: %w", path, err)
 	}
-	return st, ev, nil
+	return st, nil
 }
 
-// WaitLeader waits, with a ZooKeeper watch, until the partition has a leader
-// other than not (pass -1 for any leader) that is a running broker, and
-// returns it.
+// WaitLeader polls (no watch: see waitZNode) until the partition has a
+// leader other than not (pass -1 for any leader) that is a running broker,
+// and returns it.
 func (c *Cluster) WaitLeader(ctx context.Context, topic string, partition int32, not int32) (int32, error) {
 	conn, err := c.Connect(10 * time.Second)
 	if err != nil {
@@ -144,7 +130,7 @@ func (c *Cluster) WaitLeader(ctx context.Context, topic string, partition int32,
 	defer conn.Close()
 	path := c.statePath(topic, partition)
 	for {
-		st, ev, err := readState(conn, path, true)
+		st, err := readState(conn, path)
 		if err == nil && st.Leader >= 0 && st.Leader != not {
 			if c.attached != nil {
 				return st.Leader, nil
@@ -153,17 +139,8 @@ func (c *Cluster) WaitLeader(ctx context.Context, topic string, partition int32,
 				return st.Leader, nil
 			}
 		}
-		var retry <-chan time.Time
-		if err != nil || ev == nil {
-			retry = time.After(200 * time.Millisecond)
-		} else {
-			// A watch fires on change; a kill -9'd broker's leadership also
-			// ends with a state change, so no polling is needed here.
-			retry = time.After(2 * time.Second)
-		}
 		select {
-		case <-ev:
-		case <-retry:
+		case <-time.After(100 * time.Millisecond): // polling the condition
 		case <-ctx.Done():
 			return -1, fmt.Errorf("testcluster: waiting for a leader of %s/%d (not %d, last state %+v, err %v): %w", topic, partition, not, st, err, ctx.Err())
 		}
