@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -29,10 +30,6 @@ var benchTopic struct {
 	name string
 	err  error
 	runs atomic.Int64 // fresh group names
-	// figures of every run of each sub-benchmark, for the ratio of medians.
-	mu   sync.Mutex
-	rate map[string][]float64
-	cpu  map[string][]float64
 }
 
 // prefill writes benchMessages values of benchValueLen bytes round-robin
@@ -112,8 +109,6 @@ func prefill(b *testing.B, c *testcluster.Cluster) (string, error) {
 			return
 		}
 		benchTopic.name = name
-		benchTopic.rate = map[string][]float64{}
-		benchTopic.cpu = map[string][]float64{}
 		b.Logf("prefilled %s: %d messages of %d bytes over %d partitions in %v", name, benchMessages, benchValueLen, benchParts, time.Since(start))
 	})
 	return benchTopic.name, benchTopic.err
@@ -146,15 +141,21 @@ func (pc *passCounter) add(p int32, off int64) {
 }
 
 // BenchmarkConsume reads a pre-filled topic (8 partitions, 1,000,000
-// messages of 100 bytes) to its end, b.N times, through zkgroup (Join,
-// Messages, Ack, commits; a fresh group each pass, so from the oldest
-// offset) and through plain sarama partition consumers merged into one
-// channel, and reports messages/s and process CPU time per message from
-// the first message to the last (received and, for zkgroup, acked), and
-// the end-to-end rate from Join (or NewConsumer); closing is not timed.
-// Run it as
+// messages of 100 bytes) to its end through zkgroup (Join, Messages, Ack,
+// commits; a fresh group each pass, so from the oldest offset) and through
+// plain sarama partition consumers merged into one channel.
 //
-//	go test -run=^$ -bench=BenchmarkConsume -benchtime=1x -count=5 ./manager/
+// Each of the b.N iterations is a pair of passes, one of each, in
+// alternating order (zkgroup first, then sarama first, ...): both sides of
+// a pair see the same state of the machine and the brokers, which drift
+// over a run (they get faster as they warm up, and other work comes and
+// goes). A pair's ratio is zkgroup's rate over sarama's; the reported
+// ratio is the median of the pairs' ratios. Rates and CPU time per message
+// are taken from the first message to the last (received and, for
+// zkgroup, acked); e2e rates also count the start (Join or NewConsumer);
+// closing is not timed. Run it as
+//
+//	go test -run=^$ -bench=BenchmarkConsume -benchtime=10x ./manager/
 func BenchmarkConsume(b *testing.B) {
 	if testing.Short() {
 		b.Skip("integration benchmark: skipped with -short")
@@ -168,20 +169,78 @@ func BenchmarkConsume(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("zkgroup", func(b *testing.B) {
-		measure(b, "zkgroup", func(pc *passCounter, k *clock) error { return passZkgroup(b, c, sub, pc, k) })
-	})
-	b.Run("sarama", func(b *testing.B) {
-		measure(b, "sarama", func(pc *passCounter, k *clock) error { return passSarama(c, topic, pc, k) })
-	})
-	benchTopic.mu.Lock()
-	defer benchTopic.mu.Unlock()
-	z, s := median(benchTopic.rate["zkgroup"]), median(benchTopic.rate["sarama"])
-	if z > 0 && s > 0 {
-		zc, sc := median(benchTopic.cpu["zkgroup"]), median(benchTopic.cpu["sarama"])
-		b.Logf("medians over %d runs: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg; zkgroup/sarama: throughput %.3f, cpu per message %.3f",
-			len(benchTopic.rate["zkgroup"]), z, zc, s, sc, z/s, zc/sc)
+	sides := []side{
+		{name: "zkgroup", pass: func(pc *passCounter, k *clock) error { return passZkgroup(b, c, sub, pc, k) }},
+		{name: "sarama", pass: func(pc *passCounter, k *clock) error { return passSarama(c, topic, pc, k) }},
 	}
+	var rateRatios, cpuRatios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var got [2]passFigures
+		for j := range sides {
+			k := (j + i) % len(sides) // alternate which side goes first
+			f, err := sides[k].run()
+			if err != nil {
+				b.Fatalf("pair %d, %s: %v", i, sides[k].name, err)
+			}
+			got[k] = f
+			sides[k].add(f)
+		}
+		rateRatios = append(rateRatios, got[0].rate/got[1].rate)
+		cpuRatios = append(cpuRatios, got[0].cpuPer/got[1].cpuPer)
+		b.Logf("pair %d: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg: throughput ratio %.3f",
+			i, got[0].rate, got[0].cpuPer, got[1].rate, got[1].cpuPer, rateRatios[i])
+	}
+	b.StopTimer()
+	for _, sd := range sides {
+		b.ReportMetric(median(sd.rates), sd.name+"-msgs/s")
+		b.ReportMetric(median(sd.cpus), sd.name+"-cpu-ns/msg")
+		b.ReportMetric(median(sd.e2e), sd.name+"-e2e-msgs/s")
+		b.ReportMetric(median(sd.startup), sd.name+"-startup-ms")
+	}
+	b.ReportMetric(median(rateRatios), "throughput-ratio")
+	b.ReportMetric(median(cpuRatios), "cpu-ratio")
+	if b.N > 1 {
+		b.Logf("medians over %d pairs: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg; zkgroup/sarama: throughput ratio %.3f (pairs %.3f..%.3f), cpu per message ratio %.3f",
+			b.N, median(sides[0].rates), median(sides[0].cpus), median(sides[1].rates), median(sides[1].cpus),
+			median(rateRatios), slices.Min(rateRatios), slices.Max(rateRatios), median(cpuRatios))
+	}
+}
+
+// side is one way of consuming the topic and its figures so far.
+type side struct {
+	name                      string
+	pass                      func(*passCounter, *clock) error
+	rates, cpus, e2e, startup []float64
+}
+
+// passFigures are one pass's rates.
+type passFigures struct{ rate, cpuPer, e2e, startupMs float64 }
+
+// run makes one pass and checks that every message came exactly once, in
+// order per partition.
+func (sd *side) run() (passFigures, error) {
+	var pc passCounter
+	var k clock
+	if err := sd.pass(&pc, &k); err != nil {
+		return passFigures{}, err
+	}
+	if pc.total != benchMessages || pc.bad != 0 {
+		return passFigures{}, fmt.Errorf("%d messages in order, %d out of order or repeated; want %d, 0", pc.total, pc.bad, benchMessages)
+	}
+	return passFigures{
+		rate:      float64(pc.total) / k.end.Sub(k.first).Seconds(),
+		cpuPer:    float64(k.cpu.Nanoseconds()) / float64(pc.total),
+		e2e:       float64(pc.total) / k.end.Sub(k.t0).Seconds(),
+		startupMs: float64(k.first.Sub(k.t0).Microseconds()) / 1000,
+	}, nil
+}
+
+func (sd *side) add(f passFigures) {
+	sd.rates = append(sd.rates, f.rate)
+	sd.cpus = append(sd.cpus, f.cpuPer)
+	sd.e2e = append(sd.e2e, f.e2e)
+	sd.startup = append(sd.startup, f.startupMs)
 }
 
 // median of v (0 when empty).
@@ -216,42 +275,6 @@ func (k *clock) firstMessage() {
 }
 
 func (k *clock) stop() { k.end, k.cpu = time.Now(), cpuTime()-k.c0 }
-
-// measure runs b.N passes and reports the figures: msgs/s and cpu-ns/msg
-// over the steady-state window (first message to last), e2e-msgs/s from
-// Join (or NewConsumer) to the last message, and startup-ms (to the first
-// message).
-func measure(b *testing.B, name string, pass func(*passCounter, *clock) error) {
-	var steady, e2e, startup, cpu time.Duration
-	msgs := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		var pc passCounter
-		var k clock
-		if err := pass(&pc, &k); err != nil {
-			b.Fatal(err)
-		}
-		if pc.total != benchMessages || pc.bad != 0 {
-			b.Fatalf("pass %d: %d messages in order, %d out of order or repeated; want %d, 0", i, pc.total, pc.bad, benchMessages)
-		}
-		steady += k.end.Sub(k.first)
-		e2e += k.end.Sub(k.t0)
-		startup += k.first.Sub(k.t0)
-		cpu += k.cpu
-		msgs += pc.total
-	}
-	b.StopTimer()
-	rate := float64(msgs) / steady.Seconds()
-	cpuPer := float64(cpu.Nanoseconds()) / float64(msgs)
-	b.ReportMetric(rate, "msgs/s")
-	b.ReportMetric(cpuPer, "cpu-ns/msg")
-	b.ReportMetric(float64(msgs)/e2e.Seconds(), "e2e-msgs/s")
-	b.ReportMetric(float64(startup.Milliseconds())/float64(b.N), "startup-ms")
-	benchTopic.mu.Lock()
-	benchTopic.rate[name] = append(benchTopic.rate[name], rate)
-	benchTopic.cpu[name] = append(benchTopic.cpu[name], cpuPer)
-	benchTopic.mu.Unlock()
-}
 
 // passZkgroup consumes the topic to its end with one zkgroup instance
 // (default config: unbuffered Messages(), commits every second) and a
