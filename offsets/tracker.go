@@ -166,6 +166,61 @@ func (t *Tracker) deliverError(offset int64, err error) error {
 	return e
 }
 
+// Truncate forgets the delivered offsets at or above offset, as if they
+// had never been delivered: they are no longer pending, and Deliver accepts
+// offsets from offset on. It is for messages taken for delivery that were
+// never handed to the application. Committable is unchanged (nothing below
+// offset goes), and afterwards LastDelivered reports offset-1 (ok when
+// offset is above the start offset): the tracker treats every offset below
+// offset as passed. offset must be at least Committable(); otherwise
+// Truncate returns a *DeliverError wrapping ErrOutOfOrder and changes
+// nothing. An offset above the last delivered one changes nothing.
+// O(log n + truncated entries); never allocates. Not safe for concurrent
+// use; never blocks.
+func (t *Tracker) Truncate(offset int64) error {
+	if offset < t.Committable() {
+		return t.deliverError(offset, ErrOutOfOrder)
+	}
+	if offset >= t.next {
+		return nil
+	}
+	keep := t.n - t.HeldAbove(offset-1)
+	mask := len(t.buf) - 1
+	for i := keep; i < t.n; i++ {
+		e := &t.buf[(t.head+i)&mask]
+		if !e.acked {
+			t.pending--
+		}
+		*e = entry{}
+	}
+	t.n = keep
+	if t.n == 0 {
+		t.head = 0
+	}
+	t.next = offset
+	t.delivered = offset > t.start
+	return nil
+}
+
+// HeldAbove returns how many delivered offsets above offset are held (acked
+// or not). O(log n); not safe for concurrent use; never blocks.
+func (t *Tracker) HeldAbove(offset int64) int {
+	if t.n == 0 || offset >= t.next-1 {
+		return 0
+	}
+	mask := len(t.buf) - 1
+	lo, hi := 0, t.n // first logical index whose offset is above offset
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if t.buf[(t.head+mid)&mask].offset <= offset {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return t.n - lo
+}
+
 // grow doubles the ring (or allocates the initial one), unwrapping the
 // entries so the oldest is at index 0.
 func (t *Tracker) grow() {

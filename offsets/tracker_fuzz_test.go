@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// FuzzTracker drives random Deliver/Ack/Reset sequences decoded from the fuzz
+// FuzzTracker drives random Deliver/Ack/Reset/Truncate sequences decoded from the fuzz
 // input and checks them against refModel after every call: Committable never
 // decreases (except across Reset), never exceeds the first unacked delivered
 // offset and matches the reference, Pending/Outstanding/LastDelivered/
@@ -63,8 +63,12 @@ func FuzzTracker(f *testing.F) {
 				c.ack(c.tr.Committable() - 4 + int64(arg%32))
 			case 14:
 				c.reset(int64(arg) - 8)
-			case 15: // out-of-order delivery
-				c.deliver(next-1-int64(arg%4), now)
+			case 15: // out-of-order delivery, or truncate near the watermark
+				if arg%2 == 0 {
+					c.deliver(next-1-int64(arg/2%4), now)
+				} else {
+					c.truncate(c.tr.Committable() - 1 + int64(arg/2%8))
+				}
 			}
 		}
 	})

@@ -334,7 +334,9 @@ func TestSteadyStateZeroAllocs(t *testing.T) {
 // refModel is a deliberately naive reference implementation: every
 // delivered offset is kept forever and every query is a linear scan.
 type refModel struct {
-	start     int64
+	start int64
+	floor int64 // set by truncate: offsets below it count as passed
+
 	delivered []int64 // in delivery order (strictly increasing)
 	acked     map[int64]bool
 	at        map[int64]time.Time
@@ -350,14 +352,43 @@ func (r *refModel) reset(start int64) {
 	if start < 0 {
 		start = 0
 	}
-	*r = refModel{start: start, acked: map[int64]bool{}, at: map[int64]time.Time{}}
+	*r = refModel{start: start, floor: start, acked: map[int64]bool{}, at: map[int64]time.Time{}}
 }
 
 func (r *refModel) last() (int64, bool) {
 	if len(r.delivered) == 0 {
+		if r.floor > r.start {
+			return r.floor - 1, true
+		}
 		return 0, false
 	}
-	return r.delivered[len(r.delivered)-1], true
+	return max(r.delivered[len(r.delivered)-1], r.floor-1), true
+}
+
+// truncate drops the delivered offsets >= off; false when off is below the
+// committable offset (nothing changes then).
+func (r *refModel) truncate(off int64) bool {
+	if off < r.committable() {
+		return false
+	}
+	next := r.start
+	if l, ok := r.last(); ok {
+		next = l + 1
+	}
+	if off >= next {
+		return true
+	}
+	keep := r.delivered[:0]
+	for _, o := range r.delivered {
+		if o < off {
+			keep = append(keep, o)
+		} else {
+			delete(r.acked, o)
+			delete(r.at, o)
+		}
+	}
+	r.delivered, r.floor = keep, off
+	return true
 }
 
 func (r *refModel) firstUnacked() (int64, bool) {
@@ -482,6 +513,31 @@ func (c *checker) ack(off int64) {
 	c.check("Ack")
 }
 
+func (c *checker) truncate(off int64) {
+	c.ops++
+	err := c.tr.Truncate(off)
+	ok := c.ref.truncate(off)
+	if ok != (err == nil) {
+		c.tb.Fatalf("op %d: Truncate(%d) = %v, reference accepts=%v", c.ops, off, err, ok)
+	}
+	if err != nil && (!errors.Is(err, ErrOutOfOrder) || !errors.As(err, new(*DeliverError))) {
+		c.tb.Fatalf("op %d: Truncate(%d) returned unexpected error %#v", c.ops, off, err)
+	}
+	last, _ := c.ref.last()
+	for _, probe := range []int64{c.tr.Committable() - 1, c.tr.Committable(), off - 1, off, last} {
+		want := 0
+		for _, o := range c.ref.delivered {
+			if o > probe && o >= c.ref.committable() {
+				want++
+			}
+		}
+		if got := c.tr.HeldAbove(probe); got != want {
+			c.tb.Fatalf("op %d: HeldAbove(%d) = %d, reference %d", c.ops, probe, got, want)
+		}
+	}
+	c.check("Truncate")
+}
+
 func (c *checker) reset(start int64) {
 	c.ops++
 	c.tr.Reset(start)
@@ -564,6 +620,9 @@ func TestModelRandomized(t *testing.T) {
 			switch p := rng.IntN(100); {
 			case p < 1:
 				c.reset(randomStart(rng))
+			case p < 3: // truncate around the held range (some below it)
+				c.truncate(c.tr.Committable() - 1 + rng.Int64N(max(min(next-c.tr.Committable(), 1<<20), 0)+3))
+				continue
 			case p < 4: // invalid delivery
 				switch rng.IntN(3) {
 				case 0:
@@ -594,5 +653,54 @@ func TestModelRandomized(t *testing.T) {
 				c.ack(lo + rng.Int64N(span))
 			}
 		}
+	}
+}
+
+// TestTruncate covers messages taken for delivery and never handed out.
+func TestTruncate(t *testing.T) {
+	at := at(0)
+	tr := NewTracker(10)
+	for _, o := range []int64{10, 11, 12, 15, 16} {
+		if err := tr.Deliver(o, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.Ack(10)
+	tr.Ack(12)
+	if got := tr.HeldAbove(11); got != 3 {
+		t.Fatalf("HeldAbove(11) = %d, want 3 (12, 15, 16)", got)
+	}
+	if err := tr.Truncate(10); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("Truncate below the committable offset 11: %v, want ErrOutOfOrder", err)
+	}
+	if err := tr.Truncate(15); err != nil {
+		t.Fatal(err)
+	}
+	if c, p, n := tr.Committable(), tr.Pending(), tr.Outstanding(); c != 11 || p != 1 || n != 2 {
+		t.Fatalf("after Truncate(15): committable %d, pending %d, outstanding %d; want 11, 1, 2", c, p, n)
+	}
+	if last, ok := tr.LastDelivered(); !ok || last != 14 {
+		t.Fatalf("LastDelivered = %d,%v; want 14,true", last, ok)
+	}
+	if r := tr.Ack(15); r != AckUnknown {
+		t.Fatalf("Ack of a truncated offset = %v, want unknown", r)
+	}
+	if err := tr.Deliver(15, at); err != nil {
+		t.Fatalf("Deliver after Truncate: %v", err)
+	}
+	tr.Ack(11)
+	tr.Ack(15)
+	if c := tr.Committable(); c != 16 {
+		t.Fatalf("committable %d, want 16", c)
+	}
+	// Everything held truncated at a gap: the committable offset stays.
+	if err := tr.Deliver(20, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Truncate(20); err != nil {
+		t.Fatal(err)
+	}
+	if c, n := tr.Committable(), tr.Outstanding(); c != 20 || n != 0 {
+		t.Fatalf("committable %d, outstanding %d; want 20, 0", c, n)
 	}
 }
