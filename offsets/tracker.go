@@ -82,13 +82,6 @@ func (r AckResult) String() string {
 // minCapacity is the ring size allocated on first growth.
 const minCapacity = 16
 
-// entry is one delivered message held in the ring.
-type entry struct {
-	offset int64
-	at     time.Time
-	acked  bool
-}
-
 // Tracker tracks delivered and acked offsets of a single partition and
 // computes the committable offset.
 //
@@ -98,15 +91,22 @@ type entry struct {
 //
 // Invariants: the ring holds entries in strictly increasing offset order; if
 // the ring is non-empty its head entry is unacked; pending counts the unacked
-// entries in the ring.
+// entries in the ring; the acked bit of a slot not holding an entry is 0.
+//
+// The ring is three parallel arrays rather than one of structs: Ack reads
+// offsets and writes acked bits only, so that when one goroutine delivers
+// and another acks (under the owner's lock), the memory they share is 8
+// bytes per message plus a bit, not a whole entry with its time.
 type Tracker struct {
-	buf       []entry // ring storage; len is 0 or a power of two
-	head      int     // index of the oldest entry in buf
-	n         int     // number of entries in the ring
-	pending   int     // number of unacked entries in the ring
-	start     int64   // start offset set by NewTracker or Reset
-	next      int64   // smallest offset Deliver accepts: start or last delivered + 1
-	delivered bool    // whether anything was delivered since NewTracker/Reset
+	offs      []int64     // ring of offsets; len is 0 or a power of two
+	ats       []time.Time // delivery time of each slot's entry
+	acked     []uint64    // one bit per slot
+	head      int         // slot of the oldest entry
+	n         int         // number of entries in the ring
+	pending   int         // number of unacked entries in the ring
+	start     int64       // start offset set by NewTracker or Reset
+	next      int64       // smallest offset Deliver accepts: start or last delivered + 1
+	delivered bool        // whether anything was delivered since NewTracker/Reset
 }
 
 // NewTracker returns an empty Tracker whose consumption starts at start, the
@@ -129,7 +129,8 @@ func (t *Tracker) Reset(start int64) {
 	if start < 0 {
 		start = 0
 	}
-	clear(t.buf) // drop time.Location references held by stale entries
+	clear(t.ats) // drop time.Location references held by stale entries
+	clear(t.acked)
 	t.head, t.n, t.pending = 0, 0, 0
 	t.start, t.next, t.delivered = start, start, false
 }
@@ -147,10 +148,11 @@ func (t *Tracker) Deliver(offset int64, at time.Time) error {
 	if offset < t.next {
 		return t.deliverError(offset, ErrOutOfOrder)
 	}
-	if t.n == len(t.buf) {
+	if t.n == len(t.offs) {
 		t.grow()
 	}
-	t.buf[(t.head+t.n)&(len(t.buf)-1)] = entry{offset: offset, at: at}
+	i := (t.head + t.n) & (len(t.offs) - 1)
+	t.offs[i], t.ats[i] = offset, at
 	t.n++
 	t.pending++
 	t.next = offset + 1
@@ -185,13 +187,15 @@ func (t *Tracker) Truncate(offset int64) error {
 		return nil
 	}
 	keep := t.n - t.HeldAbove(offset-1)
-	mask := len(t.buf) - 1
-	for i := keep; i < t.n; i++ {
-		e := &t.buf[(t.head+i)&mask]
-		if !e.acked {
+	mask := len(t.offs) - 1
+	for k := keep; k < t.n; k++ {
+		i := (t.head + k) & mask
+		if t.isAcked(i) {
+			t.setAcked(i, false)
+		} else {
 			t.pending--
 		}
-		*e = entry{}
+		t.ats[i] = time.Time{}
 	}
 	t.n = keep
 	if t.n == 0 {
@@ -208,11 +212,11 @@ func (t *Tracker) HeldAbove(offset int64) int {
 	if t.n == 0 || offset >= t.next-1 {
 		return 0
 	}
-	mask := len(t.buf) - 1
+	mask := len(t.offs) - 1
 	lo, hi := 0, t.n // first logical index whose offset is above offset
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if t.buf[(t.head+mid)&mask].offset <= offset {
+		if t.offs[(t.head+mid)&mask] <= offset {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -224,15 +228,30 @@ func (t *Tracker) HeldAbove(offset int64) int {
 // grow doubles the ring (or allocates the initial one), unwrapping the
 // entries so the oldest is at index 0.
 func (t *Tracker) grow() {
-	size := 2 * len(t.buf)
+	size := 2 * len(t.offs)
 	if size < minCapacity {
 		size = minCapacity
 	}
-	buf := make([]entry, size)
-	for i := 0; i < t.n; i++ {
-		buf[i] = t.buf[(t.head+i)&(len(t.buf)-1)]
+	offs, ats, acked := make([]int64, size), make([]time.Time, size), make([]uint64, (size+63)/64)
+	mask := len(t.offs) - 1
+	for k := 0; k < t.n; k++ {
+		i := (t.head + k) & mask
+		offs[k], ats[k] = t.offs[i], t.ats[i]
+		if t.isAcked(i) {
+			acked[k/64] |= 1 << (k % 64)
+		}
 	}
-	t.buf, t.head = buf, 0
+	t.offs, t.ats, t.acked, t.head = offs, ats, acked, 0
+}
+
+func (t *Tracker) isAcked(i int) bool { return t.acked[uint(i)/64]&(1<<(uint(i)%64)) != 0 }
+
+func (t *Tracker) setAcked(i int, v bool) {
+	if v {
+		t.acked[uint(i)/64] |= 1 << (uint(i) % 64)
+	} else {
+		t.acked[uint(i)/64] &^= 1 << (uint(i) % 64)
+	}
 }
 
 // Ack marks the delivered message at offset as processed and, if it was the
@@ -241,33 +260,33 @@ func (t *Tracker) grow() {
 // and AckDuplicate change nothing. O(log n) for n outstanding entries; never
 // allocates or panics. Not safe for concurrent use; never blocks.
 func (t *Tracker) Ack(offset int64) AckResult {
-	if t.n == 0 || offset < t.buf[t.head].offset || offset >= t.next {
+	if t.n == 0 || offset < t.offs[t.head] || offset >= t.next {
 		return AckUnknown
 	}
 	i, ok := t.find(offset)
 	if !ok {
 		return AckUnknown
 	}
-	if t.buf[i].acked {
+	if t.isAcked(i) {
 		return AckDuplicate
 	}
-	t.buf[i].acked = true
+	t.setAcked(i, true)
 	t.pending--
 	t.release()
 	return AckOK
 }
 
-// find returns the buf index of the entry holding offset, by binary search
+// find returns the slot of the entry holding offset, by binary search
 // over the ring's logical positions. The ring must be non-empty.
 func (t *Tracker) find(offset int64) (int, bool) {
-	if t.buf[t.head].offset == offset { // in-order acks hit the head
+	if t.offs[t.head] == offset { // in-order acks hit the head
 		return t.head, true
 	}
-	mask := len(t.buf) - 1
+	mask := len(t.offs) - 1
 	lo, hi := 0, t.n
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if t.buf[(t.head+mid)&mask].offset < offset {
+		if t.offs[(t.head+mid)&mask] < offset {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -277,15 +296,15 @@ func (t *Tracker) find(offset int64) (int, bool) {
 		return 0, false
 	}
 	i := (t.head + lo) & mask
-	return i, t.buf[i].offset == offset
+	return i, t.offs[i] == offset
 }
 
 // release drops acked entries from the head of the ring, restoring the
 // invariant that a non-empty ring starts with an unacked entry.
 func (t *Tracker) release() {
-	mask := len(t.buf) - 1
-	for t.n > 0 && t.buf[t.head].acked {
-		t.buf[t.head] = entry{}
+	mask := len(t.offs) - 1
+	for t.n > 0 && t.isAcked(t.head) {
+		t.setAcked(t.head, false)
 		t.head = (t.head + 1) & mask
 		t.n--
 	}
@@ -301,7 +320,7 @@ func (t *Tracker) release() {
 // concurrent use; never blocks.
 func (t *Tracker) Committable() int64 {
 	if t.n > 0 {
-		return t.buf[t.head].offset
+		return t.offs[t.head]
 	}
 	return t.next
 }
@@ -322,8 +341,7 @@ func (t *Tracker) OldestPending() (offset int64, at time.Time, ok bool) {
 	if t.n == 0 {
 		return 0, time.Time{}, false
 	}
-	e := &t.buf[t.head]
-	return e.offset, e.at, true
+	return t.offs[t.head], t.ats[t.head], true
 }
 
 // LastDelivered returns the highest offset delivered since NewTracker or the

@@ -270,7 +270,7 @@ func TestRingWrapAndGrow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := len(tr.buf), 4*minCapacity; got != want {
+	if got, want := len(tr.offs), 4*minCapacity; got != want {
 		t.Fatalf("ring size %d, want %d", got, want)
 	}
 	// Ack the newest first, then the rest downwards; committable must stay
