@@ -26,6 +26,7 @@ type claim struct {
 	owner   string // the node's content: this instance's id
 	session *zkconn.Session
 	health  *gate
+	link    gateLink // this claim's channels of health
 	log     *slog.Logger
 
 	sessionID int64 // the session that created the node
@@ -39,7 +40,7 @@ type claim struct {
 func (c *claim) Ready() <-chan struct{} { return c.health.ready() }
 
 // Suspended is closed while the session is not healthy.
-func (c *claim) Suspended() <-chan struct{} { return c.health.suspended() }
+func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link) }
 
 // Lost is closed once the owner node is gone or the session that created
 // it ended.
@@ -47,6 +48,7 @@ func (c *claim) Lost() <-chan struct{} { return c.lost }
 
 func (c *claim) markLost(why string) {
 	c.lostOnce.Do(func() {
+		c.health.leave(&c.link)
 		if why == "released" {
 			c.log.Debug("partition claim released")
 		} else {

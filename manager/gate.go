@@ -5,16 +5,29 @@ import "sync"
 // gate is open while the ZooKeeper session is healthy. It hands out
 // channels for partition.Fence: one closed while open, one closed while
 // shut. Safe for concurrent use.
+//
+// Every partition manager waits on its "shut" channel in each hand-off to
+// the user, so each claim gets a channel of its own (a gateLink): one
+// shared channel would make every hand-off contend for that channel's
+// lock. set closes them all, synchronously, when the gate shuts.
 type gate struct {
-	mu   sync.Mutex
-	up   chan struct{} // closed while open
-	down chan struct{} // closed while shut
-	open bool
+	mu     sync.Mutex
+	up     chan struct{} // closed while open
+	closed chan struct{} // always closed: "shut" while shut
+	open   bool
+	links  map[*gateLink]struct{} // links holding an open "shut" channel
+}
+
+// gateLink is one claim's view of the gate. Its fields are guarded by the
+// gate's mutex.
+type gateLink struct {
+	down chan struct{} // closed when the gate shuts; nil: none handed out
+	left bool
 }
 
 func newGate() *gate {
-	g := &gate{up: make(chan struct{}), down: make(chan struct{})}
-	close(g.down)
+	g := &gate{up: make(chan struct{}), closed: make(chan struct{}), links: map[*gateLink]struct{}{}}
+	close(g.closed)
 	return g
 }
 
@@ -25,11 +38,27 @@ func (g *gate) ready() <-chan struct{} {
 	return g.up
 }
 
-// suspended returns a closed channel while shut, else one closed on shutting.
-func (g *gate) suspended() <-chan struct{} {
+// suspended returns, for l, a closed channel while shut (or once l left),
+// else l's own channel, closed on shutting.
+func (g *gate) suspended(l *gateLink) <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.down
+	if !g.open || l.left {
+		return g.closed
+	}
+	if l.down == nil {
+		l.down = make(chan struct{})
+		g.links[l] = struct{}{}
+	}
+	return l.down
+}
+
+// leave forgets l (its claim ended); l is shut from now on.
+func (g *gate) leave(l *gateLink) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l.left = true
+	delete(g.links, l)
 }
 
 func (g *gate) set(open bool) {
@@ -41,9 +70,12 @@ func (g *gate) set(open bool) {
 	g.open = open
 	if open {
 		close(g.up)
-		g.down = make(chan struct{})
-	} else {
-		g.up = make(chan struct{})
-		close(g.down)
+		return
 	}
+	g.up = make(chan struct{})
+	for l := range g.links {
+		close(l.down)
+		l.down = nil
+	}
+	clear(g.links)
 }
