@@ -61,12 +61,17 @@ type Manager struct {
 	log       *slog.Logger
 	t         tomb.Tomb
 
+	// mu guards the tracker and the fields below it. The tracker holds the
+	// messages handed out and, while a batch is being handed out, the rest
+	// of that batch (taken for delivery under one lock, see consume); those
+	// are truncated when fetching stops.
 	mu        sync.Mutex
 	tracker   *offsets.Tracker // nil until the start position is known
-	aborted   int64            // offset tracked but never handed out (-1: none)
 	abandoned map[int64]bool   // handed out, will never be acked (see Abandon)
 	stopped   bool             // acks are stale from now on
 	committed int64            // last committed next-offset (-1: unknown)
+	acks      uint64           // acks counted
+	dupAcks   uint64           // duplicate and unknown acks
 	space     chan struct{}    // buffered 1: an ack arrived
 	// halt is closed once the manager is dying or ownership is lost: one
 	// channel for the hot path to watch instead of two.
@@ -84,8 +89,6 @@ type Manager struct {
 	lastFetched   atomic.Int64
 	highWatermark atomic.Int64
 	delivered     atomic.Uint64
-	acks          atomic.Uint64
-	dupAcks       atomic.Uint64
 	staleAcks     atomic.Uint64
 	resets        atomic.Uint64
 	fetchErrors   atomic.Uint64
@@ -127,7 +130,6 @@ func Start(p Params) (*Manager, error) {
 	m := &Manager{
 		topic: p.Topic, partition: p.Partition, gen: generations.Add(1), p: p, cfg: p.Config,
 		log:       log.With("topic", p.Topic, "partition", p.Partition),
-		aborted:   -1,
 		committed: -1,
 		space:     make(chan struct{}, 1),
 		halt:      make(chan struct{}),
@@ -135,16 +137,13 @@ func Start(p Params) (*Manager, error) {
 	}
 	m.lastFetched.Store(-1)
 	m.highWatermark.Store(-1)
-	acquireClock()
 	m.t.Go(m.run)
 	m.t.Go(m.watchHalt)
 	return m, nil
 }
 
-// watchHalt closes halt once the manager is dying or ownership is lost,
-// and lets go of the delivery clock when the manager is dying.
+// watchHalt closes halt once the manager is dying or ownership is lost.
 func (m *Manager) watchHalt() error {
-	defer releaseClock()
 	select {
 	case <-m.t.Dying():
 	case <-m.p.Fence.Lost():
@@ -191,9 +190,11 @@ func (m *Manager) report(op string, err error) {
 	}
 }
 
-// Ack acks the message at offset. Safe for concurrent use; never blocks on
-// I/O. After Stop has committed, acks are stale no-ops.
-func (m *Manager) Ack(offset int64) AckResult {
+// ack acks the handed-out message at offset (only Message.Ack calls it: an
+// offset taken for delivery but not yet handed out must not be acked).
+// Safe for concurrent use; never blocks on I/O. After Stop has committed,
+// acks are stale no-ops.
+func (m *Manager) ack(offset int64) AckResult {
 	m.mu.Lock()
 	if m.stopped || m.tracker == nil {
 		m.mu.Unlock()
@@ -201,23 +202,25 @@ func (m *Manager) Ack(offset int64) AckResult {
 		return AckStale
 	}
 	r := m.tracker.Ack(offset)
-	if r == offsets.AckOK && m.abandoned[offset] {
-		delete(m.abandoned, offset)
+	if r == offsets.AckOK {
+		m.acks++
+		if m.abandoned != nil && m.abandoned[offset] {
+			delete(m.abandoned, offset)
+		}
+	} else {
+		m.dupAcks++
 	}
 	m.mu.Unlock()
 	switch r {
 	case offsets.AckOK:
-		m.acks.Add(1)
 		select {
 		case m.space <- struct{}{}:
 		default:
 		}
 		return AckOK
 	case offsets.AckDuplicate:
-		m.dupAcks.Add(1)
 		return AckDuplicate
 	default:
-		m.dupAcks.Add(1)
 		return AckUnknown
 	}
 }
@@ -339,7 +342,6 @@ func (m *Manager) ensureTracker(start int64) {
 	if last, ok := m.tracker.LastDelivered(); ok && start <= last {
 		m.log.Warn("fetch position moved backwards; unacked messages of the old range are forgotten", "from", last+1, "to", start)
 		m.tracker.Reset(start)
-		m.aborted = -1
 	} else if !ok && start != m.tracker.Committable() {
 		m.tracker.Reset(start)
 	}
@@ -347,9 +349,15 @@ func (m *Manager) ensureTracker(start int64) {
 
 // consume reads pc until it closes or the manager dies, taking what is
 // buffered in batches (takeBuffered) and handing it out one by one. It
-// returns the next position to fetch from (the last offset handed out + 1),
-// whether pc closed because the offset went out of range, and whether to
-// stop.
+// returns the next position to fetch from (the first offset not handed
+// out), whether pc closed because the offset went out of range, and
+// whether to stop.
+//
+// A batch is taken for delivery (tracked) under one lock, as far as
+// MaxUnacked allows, rather than message by message: the user's acks take
+// the same lock, and a lock that moves between two cores for every message
+// costs the user's goroutine, which is what limits throughput. What was
+// tracked but not handed out when consume returns is truncated.
 func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, stop bool) {
 	defer func() {
 		pc.AsyncClose()
@@ -357,6 +365,11 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 		}
 		for range pc.Errors() {
 		}
+		m.mu.Lock()
+		if err := m.tracker.Truncate(next); err != nil {
+			m.log.Error("forgetting messages not handed out failed", "offset", next, "err", err)
+		}
+		m.mu.Unlock()
 	}()
 	m.mu.Lock()
 	next = m.tracker.Committable()
@@ -398,12 +411,21 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 		if hwm := pc.HighWaterMarkOffset(); hwm != m.highWatermark.Load() {
 			m.highWatermark.Store(hwm)
 		}
-		for i, msg := range batch {
-			batch[i] = nil // the user holds on to it, not us
-			if !m.deliver(msg) {
-				return next, false, true // the rest is dropped like pc's buffer
+		for rest := batch; len(rest) > 0; {
+			var n int
+			rest, n, ok = m.track(rest)
+			if !ok {
+				return next, false, true
 			}
-			next = msg.Offset + 1
+			for i, msg := range rest[:n] {
+				rest[i] = nil // the user holds on to it, not us
+				next = msg.Offset
+				if !m.deliver(msg) {
+					return next, false, true // the rest is dropped like pc's buffer
+				}
+				next = msg.Offset + 1
+			}
+			rest = rest[n:]
 		}
 		if closed {
 			return next, outOfRange, false
@@ -411,9 +433,38 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 	}
 }
 
-// readBatch is how many fetched messages consume takes from sarama's
-// buffer at once (sarama's default ChannelBufferSize).
-const readBatch = 256
+// track takes the first n messages of batch for delivery: as many as
+// MaxUnacked leaves room for, waiting for acks while there is none. It
+// returns batch without the messages it refused (none, unless sarama
+// repeated an offset), and false when the manager is stopping.
+func (m *Manager) track(batch []*sarama.ConsumerMessage) (_ []*sarama.ConsumerMessage, n int, ok bool) {
+	for {
+		at := time.Now()
+		m.mu.Lock()
+		room := min(m.cfg.MaxUnacked-m.tracker.Outstanding(), len(batch))
+		for n < room {
+			if err := m.tracker.Deliver(batch[n].Offset, at); err != nil {
+				// Only possible if sarama repeated an offset: drop it rather
+				// than hand a message out twice.
+				m.log.Error("out-of-order message from the fetcher skipped", "offset", batch[n].Offset, "err", err)
+				copy(batch[n:], batch[n+1:])
+				batch = batch[:len(batch)-1]
+				room = min(room, len(batch))
+				continue
+			}
+			n++
+		}
+		m.mu.Unlock()
+		if n > 0 || len(batch) == 0 {
+			return batch, n, true
+		}
+		select {
+		case <-m.space:
+		case <-m.halt:
+			return batch, 0, false
+		}
+	}
+}
 
 // takeBuffered appends to batch, without blocking, the messages already
 // waiting in msgs, up to cap(batch); closed reports that msgs was closed.
@@ -421,10 +472,7 @@ const readBatch = 256
 // Taking them at once rather than one per hand-off matters: sarama's
 // feeder blocks on a full buffer, and each receive would wake it to put
 // one more message in. Emptied in one go, the buffer is refilled in one go
-// (one wake-up for a batch) and the next fetch can start sooner. Messages
-// taken but not yet handed out are in the same state as those still in
-// sarama's buffer: nothing tracks them, and they are dropped when fetching
-// stops or restarts (consume's next position is the last handed out + 1).
+// (one wake-up for a batch) and the next fetch can start sooner.
 func takeBuffered(msgs <-chan *sarama.ConsumerMessage, batch []*sarama.ConsumerMessage) (_ []*sarama.ConsumerMessage, closed bool) {
 	for len(batch) < cap(batch) {
 		select {
@@ -440,22 +488,25 @@ func takeBuffered(msgs <-chan *sarama.ConsumerMessage, batch []*sarama.ConsumerM
 	return batch, false
 }
 
-// deliver hands msg out once the fence allows it and the unacked bound has
-// room. A send under way is withdrawn when the session is suspended, and
-// made again once it is healthy: no message is handed out while suspended,
-// none is skipped. It returns false when the manager is stopping.
+// readBatch is how many fetched messages consume takes from sarama's
+// buffer at once (sarama's default ChannelBufferSize).
+const readBatch = 256
+
+// deliver hands out msg, which is tracked, once the fence allows it. A
+// send under way is withdrawn when the session is suspended, and made again
+// once it is healthy: no message is handed out while suspended, none is
+// skipped. It returns false when the manager is stopping.
 //
 // It runs once per message, so its common path is lean: single-channel
 // non-blocking checks (no channel lock when they pass), no call into the
-// fence while healthy, no clock read (clockNow), one allocation per
-// slabSize messages, and a blocking send that watches two other channels.
+// fence while healthy, one allocation per slabSize messages, and a
+// blocking send that watches two other channels.
 func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
-	tracked := false
 	wrapped := m.newMessage(msg)
 	for {
 		select {
 		case <-m.halt:
-			return m.abort(msg.Offset, tracked)
+			return false
 		default:
 		}
 		// Suspended is closed exactly while Ready is not. The channel read
@@ -473,63 +524,33 @@ func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
 			case <-m.p.Fence.Ready():
 				m.waitingReady.Store(false)
 			case <-m.halt:
-				return m.abort(msg.Offset, tracked)
+				return false
 			}
 			continue
 		default:
 		}
-		if !tracked {
-			at := clockNow()
-			m.mu.Lock()
-			full := m.tracker.Outstanding() >= m.cfg.MaxUnacked
-			if !full {
-				if err := m.tracker.Deliver(msg.Offset, at); err != nil {
-					m.mu.Unlock()
-					// Only possible if sarama repeated an offset: skip it
-					// rather than hand a message out twice.
-					m.log.Error("out-of-order message from the fetcher skipped", "offset", msg.Offset, "err", err)
-					return true
-				}
-				tracked = true
-			}
-			m.mu.Unlock()
-			if full {
-				select {
-				case <-m.space:
-				case <-m.halt:
-					return false
-				}
-				continue
-			}
-			m.lastFetched.Store(msg.Offset)
-		}
 		select {
 		case m.p.Out <- wrapped: // the receiver is waiting
-			m.delivered.Add(1)
+			m.handedOut(msg.Offset)
 			return true
 		default:
 		}
 		select {
 		case m.p.Out <- wrapped:
-			m.delivered.Add(1)
+			m.handedOut(msg.Offset)
 			return true
 		case <-suspended:
 			continue // hold it until the session is healthy again
 		case <-m.halt:
-			return m.abort(msg.Offset, tracked)
+			return false
 		}
 	}
 }
 
-// abort records a tracked message that was never handed out, so that a
-// drain does not wait for its ack.
-func (m *Manager) abort(offset int64, tracked bool) bool {
-	if tracked {
-		m.mu.Lock()
-		m.aborted = offset
-		m.mu.Unlock()
-	}
-	return false
+// handedOut counts a message the user received.
+func (m *Manager) handedOut(offset int64) {
+	m.lastFetched.Store(offset)
+	m.delivered.Add(1)
 }
 
 // committer commits the acked watermark every CommitInterval.
@@ -588,11 +609,7 @@ func (m *Manager) pendingForDrain() int {
 	if m.tracker == nil {
 		return 0
 	}
-	n := m.tracker.Pending() - len(m.abandoned)
-	if m.aborted >= 0 {
-		n--
-	}
-	return n
+	return m.tracker.Pending() - len(m.abandoned)
 }
 
 // Abandon records that the message at offset was handed out and will not

@@ -269,3 +269,34 @@ func TestManagerAbandonEndsTheDrain(t *testing.T) {
 		t.Errorf("committed %d, want %d: an abandoned message is not committed", got, b.Offset)
 	}
 }
+
+// TestManagerStopForgetsWhatWasNotHandedOut: messages taken for delivery
+// with the batch but never received by the user are not waited for by the
+// drain, not counted as unacked, and not committed past.
+func TestManagerStopForgetsWhatWasNotHandedOut(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cfg := NewConfig()
+	cfg.CommitInterval = time.Hour
+	cfg.DrainTimeout = time.Minute
+	m, store, _, out := setup(t, 10, cfg)
+	got := []*Message{recv(t, out), recv(t, out), recv(t, out)}
+	for _, msg := range got {
+		if r := msg.Ack(); r != AckOK {
+			t.Fatalf("ack %d: %v", msg.Offset, r)
+		}
+	}
+	if s := m.Stats(); s.Unacked != 0 || s.Delivered != 3 || s.LastFetched != 7 || s.Acked != 8 {
+		t.Errorf("stats: unacked %d, delivered %d, last fetched %d, acked %d; want 0, 3, 7, 8",
+			s.Unacked, s.Delivered, s.LastFetched, s.Acked)
+	}
+	start := time.Now()
+	if err := m.Stop(true); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Stop took %v: the drain waited for messages never handed out", d)
+	}
+	if c := store.get(0); c != 8 {
+		t.Errorf("committed %d, want 8 (the first offset not handed out)", c)
+	}
+}

@@ -19,7 +19,7 @@ func (m *Message) Ack() AckResult {
 	if m == nil || m.owner == nil || m.ConsumerMessage == nil {
 		return AckInvalid
 	}
-	return m.owner.Ack(m.Offset)
+	return m.owner.ack(m.Offset)
 }
 
 // Abandon tells the manager that handed the message out that it will not

@@ -33,8 +33,6 @@ func (m *Manager) Stats() Stats {
 		Acked:         -1,
 		Suspended:     m.waitingReady.Load(),
 		Delivered:     m.delivered.Load(),
-		Acks:          m.acks.Load(),
-		DuplicateAcks: m.dupAcks.Load(),
 		StaleAcks:     m.staleAcks.Load(),
 		Resets:        m.resets.Load(),
 		FetchErrors:   m.fetchErrors.Load(),
@@ -42,10 +40,13 @@ func (m *Manager) Stats() Stats {
 	}
 	m.mu.Lock()
 	s.Committed = m.committed
+	s.Acks, s.DuplicateAcks = m.acks, m.dupAcks
 	if m.tracker != nil {
 		s.Acked = m.tracker.Committable()
-		s.Unacked = m.tracker.Pending()
-		if _, at, ok := m.tracker.OldestPending(); ok {
+		// Not counted: the rest of a batch taken for delivery, above the
+		// message being handed out.
+		s.Unacked = max(m.tracker.Pending()-m.tracker.HeldAbove(s.LastFetched), 0)
+		if off, at, ok := m.tracker.OldestPending(); ok && off <= s.LastFetched {
 			s.OldestUnackedAge = time.Since(at)
 		}
 	}
