@@ -150,10 +150,11 @@ func (pc *passCounter) add(p int32, off int64) {
 // a pair see the same state of the machine and the brokers, which drift
 // over a run (they get faster as they warm up, and other work comes and
 // goes). A pair's ratio is zkgroup's rate over sarama's; the reported
-// ratio is the median of the pairs' ratios. Rates and CPU time per message
-// are taken from the first message to the last (received and, for
-// zkgroup, acked); e2e rates also count the start (Join or NewConsumer);
-// closing is not timed. Run it as
+// ratio is the median of the pairs' ratios. The throughput and CPU time
+// per message are those of the steady state: from the 100,000th message to
+// the 900,000th (received and, for zkgroup, acked); "whole" rates run from
+// the first message to the last, e2e rates from the start (Join or
+// NewConsumer) to the last message; closing is not timed. Run it as
 //
 //	go test -run=^$ -bench=BenchmarkConsume -benchtime=10x ./manager/
 func BenchmarkConsume(b *testing.B) {
@@ -173,7 +174,7 @@ func BenchmarkConsume(b *testing.B) {
 		{name: "zkgroup", pass: func(pc *passCounter, k *clock) error { return passZkgroup(b, c, sub, pc, k) }},
 		{name: "sarama", pass: func(pc *passCounter, k *clock) error { return passSarama(c, topic, pc, k) }},
 	}
-	var rateRatios, cpuRatios []float64
+	var rateRatios, cpuRatios, wholeRatios []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var got [2]passFigures
@@ -188,34 +189,41 @@ func BenchmarkConsume(b *testing.B) {
 		}
 		rateRatios = append(rateRatios, got[0].rate/got[1].rate)
 		cpuRatios = append(cpuRatios, got[0].cpuPer/got[1].cpuPer)
-		b.Logf("pair %d: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg: throughput ratio %.3f",
-			i, got[0].rate, got[0].cpuPer, got[1].rate, got[1].cpuPer, rateRatios[i])
+		wholeRatios = append(wholeRatios, got[0].whole/got[1].whole)
+		b.Logf("pair %d: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg: throughput ratio %.3f (first to last message: %.3f)",
+			i, got[0].rate, got[0].cpuPer, got[1].rate, got[1].cpuPer, rateRatios[i], wholeRatios[i])
 	}
 	b.StopTimer()
 	for _, sd := range sides {
 		b.ReportMetric(median(sd.rates), sd.name+"-msgs/s")
 		b.ReportMetric(median(sd.cpus), sd.name+"-cpu-ns/msg")
+		b.ReportMetric(median(sd.whole), sd.name+"-whole-msgs/s")
 		b.ReportMetric(median(sd.e2e), sd.name+"-e2e-msgs/s")
 		b.ReportMetric(median(sd.startup), sd.name+"-startup-ms")
 	}
 	b.ReportMetric(median(rateRatios), "throughput-ratio")
 	b.ReportMetric(median(cpuRatios), "cpu-ratio")
+	b.ReportMetric(median(wholeRatios), "whole-ratio")
 	if b.N > 1 {
-		b.Logf("medians over %d pairs: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg; zkgroup/sarama: throughput ratio %.3f (pairs %.3f..%.3f), cpu per message ratio %.3f",
+		b.Logf("medians over %d pairs: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg; zkgroup/sarama: throughput ratio %.3f (pairs %.3f..%.3f), cpu per message ratio %.3f; first to last message: ratio %.3f; start to last message: zkgroup %.0f, sarama %.0f msgs/s",
 			b.N, median(sides[0].rates), median(sides[0].cpus), median(sides[1].rates), median(sides[1].cpus),
-			median(rateRatios), slices.Min(rateRatios), slices.Max(rateRatios), median(cpuRatios))
+			median(rateRatios), slices.Min(rateRatios), slices.Max(rateRatios), median(cpuRatios),
+			median(wholeRatios), median(sides[0].e2e), median(sides[1].e2e))
 	}
 }
 
 // side is one way of consuming the topic and its figures so far.
 type side struct {
-	name                      string
-	pass                      func(*passCounter, *clock) error
-	rates, cpus, e2e, startup []float64
+	name                             string
+	pass                             func(*passCounter, *clock) error
+	rates, cpus, whole, e2e, startup []float64
 }
 
-// passFigures are one pass's rates.
-type passFigures struct{ rate, cpuPer, e2e, startupMs float64 }
+// passFigures are one pass's figures: the steady-state rate and CPU time
+// per message (see windowFrom), the rate from the first message to the
+// last, the rate from the start to the last message, and the time to the
+// first message.
+type passFigures struct{ rate, cpuPer, whole, e2e, startupMs float64 }
 
 // run makes one pass and checks that every message came exactly once, in
 // order per partition.
@@ -228,9 +236,11 @@ func (sd *side) run() (passFigures, error) {
 	if pc.total != benchMessages || pc.bad != 0 {
 		return passFigures{}, fmt.Errorf("%d messages in order, %d out of order or repeated; want %d, 0", pc.total, pc.bad, benchMessages)
 	}
+	const window = windowTo - windowFrom
 	return passFigures{
-		rate:      float64(pc.total) / k.end.Sub(k.first).Seconds(),
-		cpuPer:    float64(k.cpu.Nanoseconds()) / float64(pc.total),
+		rate:      window / k.to.Sub(k.from).Seconds(),
+		cpuPer:    float64((k.cpuTo - k.cpuFrom).Nanoseconds()) / window,
+		whole:     float64(pc.total) / k.end.Sub(k.first).Seconds(),
 		e2e:       float64(pc.total) / k.end.Sub(k.t0).Seconds(),
 		startupMs: float64(k.first.Sub(k.t0).Microseconds()) / 1000,
 	}, nil
@@ -239,6 +249,7 @@ func (sd *side) run() (passFigures, error) {
 func (sd *side) add(f passFigures) {
 	sd.rates = append(sd.rates, f.rate)
 	sd.cpus = append(sd.cpus, f.cpuPer)
+	sd.whole = append(sd.whole, f.whole)
 	sd.e2e = append(sd.e2e, f.e2e)
 	sd.startup = append(sd.startup, f.startupMs)
 }
@@ -256,25 +267,40 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// clock times one pass: from the start (Join or NewConsumer), from the
-// first message, to the last message. Not safe for concurrent use.
+// The steady-state window of a pass: from the windowFrom-th message to the
+// windowTo-th. It leaves out the ramp at the start (partitions come online
+// one by one: zkgroup claims each and reads its committed offset first)
+// and the tail at the end (partitions run dry one by one), which the e2e
+// and first-to-last rates still include.
+const (
+	windowFrom = benchMessages / 10
+	windowTo   = benchMessages * 9 / 10
+)
+
+// clock times one pass. Not safe for concurrent use.
 type clock struct {
-	t0, first time.Time
-	c0        time.Duration
-	end       time.Time
-	cpu       time.Duration
+	t0, first, from, to, end time.Time
+	cpuFirst, cpuFrom, cpuTo time.Duration
+	cpuEnd                   time.Duration
 }
 
+// start: Join or NewConsumer is called.
 func (k *clock) start() { k.t0 = time.Now() }
 
-// firstMessage starts the steady-state window, once.
-func (k *clock) firstMessage() {
-	if k.first.IsZero() {
-		k.first, k.c0 = time.Now(), cpuTime()
+// message notes that the n-th message (counting from 1) was received.
+func (k *clock) message(n int) {
+	switch n {
+	case 1:
+		k.first, k.cpuFirst = time.Now(), cpuTime()
+	case windowFrom:
+		k.from, k.cpuFrom = time.Now(), cpuTime()
+	case windowTo:
+		k.to, k.cpuTo = time.Now(), cpuTime()
 	}
 }
 
-func (k *clock) stop() { k.end, k.cpu = time.Now(), cpuTime()-k.c0 }
+// stop: the last message was received (and acked).
+func (k *clock) stop() { k.end, k.cpuEnd = time.Now(), cpuTime() }
 
 // passZkgroup consumes the topic to its end with one zkgroup instance
 // (default config: unbuffered Messages(), commits every second) and a
@@ -297,9 +323,9 @@ func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscri
 		}
 	}()
 	for m := range cons.Messages() {
-		k.firstMessage()
 		pc.add(m.Partition, m.Offset)
 		cons.Ack(m)
+		k.message(pc.total)
 		if pc.total == benchMessages {
 			break
 		}
@@ -361,8 +387,8 @@ func passSarama(c *testcluster.Cluster, topic string, pc *passCounter, k *clock)
 		}()
 	}
 	for m := range merged {
-		k.firstMessage()
 		pc.add(m.Partition, m.Offset)
+		k.message(pc.total)
 		if pc.total == benchMessages {
 			break
 		}
