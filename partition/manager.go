@@ -356,8 +356,8 @@ func (m *Manager) ensureTracker(start int64) {
 // A batch is taken for delivery (tracked) under one lock, as far as
 // MaxUnacked allows, rather than message by message: the user's acks take
 // the same lock, and a lock that moves between two cores for every message
-// costs the user's goroutine, which is what limits throughput. What was
-// tracked but not handed out when consume returns is truncated.
+// costs the user's goroutine time on every message. What was tracked but
+// not handed out when consume returns is truncated.
 func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, stop bool) {
 	defer func() {
 		pc.AsyncClose()
