@@ -179,12 +179,7 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 	}
 	work := make(chan *partition.Message, workers)
 	in.wg.Add(2 + workers)
-	go func() {
-		defer in.wg.Done()
-		for err := range cons.Errors() {
-			t.Logf("%s: error: %v", name, err)
-		}
-	}()
+	logErrors(t, name, cons, &in.wg)
 	go func() {
 		defer in.wg.Done()
 		defer close(work)

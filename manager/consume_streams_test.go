@@ -49,12 +49,7 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 	}
 	in := &streamInstance{name: name, c: cons, open: map[streamKey]bool{}}
 	in.wg.Add(2)
-	go func() {
-		defer in.wg.Done()
-		for err := range cons.Errors() {
-			t.Logf("%s: error: %v", name, err)
-		}
-	}()
+	logErrors(t, name, cons, &in.wg)
 	go func() {
 		defer in.wg.Done()
 		for s := range cons.Partitions() {

@@ -183,12 +183,7 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 	}
 	in := &instance{name: name, c: cons}
 	in.wg.Add(2)
-	go func() {
-		defer in.wg.Done()
-		for err := range cons.Errors() {
-			t.Logf("%s: error: %v", name, err)
-		}
-	}()
+	logErrors(t, name, cons, &in.wg)
 	go func() {
 		defer in.wg.Done()
 		rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
@@ -383,4 +378,15 @@ func (r *recorder) receivedBy(name string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.received[name]
+}
+
+// logErrors logs cons's errors from a goroutine until Close closes
+// Errors(); the caller has counted that goroutine in wg.
+func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitGroup) {
+	go func() {
+		defer wg.Done()
+		for err := range cons.Errors() {
+			t.Logf("%s: error: %v", name, err)
+		}
+	}()
 }

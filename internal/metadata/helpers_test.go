@@ -62,19 +62,7 @@ func open(t *testing.T, c *testcluster.Cluster, filter func(string) bool) *metad
 // await waits on Changes until cond holds for a snapshot, for up to 90s.
 func await(t *testing.T, w *metadata.Watcher, what string, cond func(metadata.Snapshot) bool) metadata.Snapshot {
 	t.Helper()
-	deadline := time.NewTimer(90 * time.Second)
-	defer deadline.Stop()
-	for {
-		s := w.Snapshot()
-		if cond(s) {
-			return s
-		}
-		select {
-		case <-w.Changes():
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s; last snapshot v%d: %v (err %v)", what, s.Version, s.Topics, w.Err())
-		}
-	}
+	return metadata.AwaitSnapshot(t, w, what, 90*time.Second, cond)
 }
 
 // led reports whether topic has n partitions, each with a leader.

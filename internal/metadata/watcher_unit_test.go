@@ -27,19 +27,7 @@ func fireFake(w *Watcher, f *fakeStore, k watchKey) {
 // await waits on Changes until cond holds for a snapshot.
 func await(t *testing.T, w *Watcher, what string, cond func(Snapshot) bool) Snapshot {
 	t.Helper()
-	deadline := time.NewTimer(60 * time.Second)
-	defer deadline.Stop()
-	for {
-		s := w.Snapshot()
-		if cond(s) {
-			return s
-		}
-		select {
-		case <-w.Changes():
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s; last snapshot v%d: %v (err %v)", what, s.Version, s.Topics, w.Err())
-		}
-	}
+	return AwaitSnapshot(t, w, what, 60*time.Second, cond)
 }
 
 func TestWatcherOverFakeStore(t *testing.T) {
