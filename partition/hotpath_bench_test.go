@@ -83,8 +83,8 @@ func cpuNow() time.Duration {
 const hotParts = 8
 
 // BenchmarkHotPath compares the managers' hot path (8 partitions, a fence
-// each, into one unbuffered channel, every message acked by the
-// receiver) with plain forwarders of the same feeders (a select on the
+// each, through a funnel into one unbuffered channel, every message acked
+// by the receiver) with plain forwarders of the same feeders (a select on the
 // channel and a done channel, as a user would write it); b.N is the number
 // of messages. It reports process CPU time per message besides the wall
 // time. On a busy machine compare medians of interleaved runs:
@@ -105,12 +105,17 @@ func BenchmarkHotPath(b *testing.B) {
 			c0 := cpuNow()
 			b.ResetTimer()
 			if mode == "manager" {
+				// Through a funnel, as in the consumer's merged mode.
+				funnel, err := NewFunnel(out)
+				if err != nil {
+					b.Fatal(err)
+				}
 				var ms []*Manager
 				for p := int32(0); p < hotParts; p++ {
 					// Each claim has channels of its own, as in the consumer.
 					fence := newFence()
 					m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: batches},
-						Store: &memStore{committed: map[int32]int64{p: 0}}, Fence: fence, Out: out, Config: NewConfig()})
+						Store: &memStore{committed: map[int32]int64{p: 0}}, Fence: fence, Funnel: funnel, Config: NewConfig()})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -120,6 +125,7 @@ func BenchmarkHotPath(b *testing.B) {
 					for _, m := range ms {
 						_ = m.Stop(false)
 					}
+					_ = funnel.Close()
 				}
 			} else {
 				done := make(chan struct{})

@@ -36,12 +36,15 @@ type Params struct {
 	Consumer  sarama.Consumer // shared by the consumer's managers
 	Store     Store
 	Fence     Fence
-	// Out receives the messages. When CloseOut is set, the Manager closes
-	// Out after Stop (a per-partition stream); otherwise Out is shared.
+	// Out receives the messages of this partition alone (a per-partition
+	// stream); when CloseOut is set, the Manager closes it after Stop.
 	Out      chan<- *Message
 	CloseOut bool
-	Config   Config
-	Logger   *slog.Logger
+	// Funnel, instead of Out, hands the messages out on a channel shared
+	// with other Managers.
+	Funnel *Funnel
+	Config Config
+	Logger *slog.Logger
 	// Report receives errors worth telling the user (never blocks: the
 	// consumer drops them when its Errors() channel is full).
 	Report func(error)
@@ -83,6 +86,9 @@ type Manager struct {
 	// slab holds preallocated Messages handed out one by one: one
 	// allocation per slabSize messages. Used by the run goroutine only.
 	slab []Message
+	// job is the batch handed to the funnel (nil: none yet, or the last
+	// one was withdrawn). Used by the run goroutine only.
+	job *job
 
 	commitMu sync.Mutex // one commit at a time, so commits never race backwards
 
@@ -117,8 +123,12 @@ func Start(p Params) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Store: nil", ErrConfig)
 	case p.Fence == nil:
 		return nil, fmt.Errorf("%w: Fence: nil", ErrConfig)
-	case p.Out == nil:
-		return nil, fmt.Errorf("%w: Out: nil", ErrConfig)
+	case p.Out == nil && p.Funnel == nil:
+		return nil, fmt.Errorf("%w: Out: nil, and no Funnel", ErrConfig)
+	case p.Out != nil && p.Funnel != nil:
+		return nil, fmt.Errorf("%w: Out: set together with Funnel", ErrConfig)
+	case p.CloseOut && p.Out == nil:
+		return nil, fmt.Errorf("%w: CloseOut: set without Out", ErrConfig)
 	}
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
@@ -348,10 +358,9 @@ func (m *Manager) ensureTracker(start int64) {
 }
 
 // consume reads pc until it closes or the manager dies, taking what is
-// buffered in batches (takeBuffered) and handing it out one by one. It
-// returns the next position to fetch from (the first offset not handed
-// out), whether pc closed because the offset went out of range, and
-// whether to stop.
+// buffered in batches (takeBuffered) and handing it out. It returns the
+// next position to fetch from (the first offset not handed out), whether
+// pc closed because the offset went out of range, and whether to stop.
 //
 // A batch is taken for delivery (tracked) under one lock, as far as
 // MaxUnacked allows, rather than message by message: the user's acks take
@@ -414,16 +423,8 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 		for rest := batch; len(rest) > 0; {
 			var n int
 			rest, n, ok = m.track(rest)
-			if !ok {
-				return next, false, true
-			}
-			for i, msg := range rest[:n] {
-				rest[i] = nil // the user holds on to it, not us
-				next = msg.Offset
-				if !m.deliver(msg) {
-					return next, false, true // the rest is dropped like pc's buffer
-				}
-				next = msg.Offset + 1
+			if !ok || !m.handOut(rest[:n], &next) {
+				return next, false, true // the rest is dropped like pc's buffer
 			}
 			rest = rest[n:]
 		}
@@ -492,17 +493,34 @@ func takeBuffered(msgs <-chan *sarama.ConsumerMessage, batch []*sarama.ConsumerM
 // buffer at once (sarama's default ChannelBufferSize).
 const readBatch = 256
 
-// deliver hands out msg, which is tracked, once the fence allows it. A
+// handOut hands out msgs (tracked, in offset order), on Out or through the
+// funnel, and moves *next past each message handed out. It returns false
+// when the manager is stopping. Run goroutine only.
+func (m *Manager) handOut(msgs []*sarama.ConsumerMessage, next *int64) bool {
+	if f := m.p.Funnel; f != nil {
+		return m.viaFunnel(f, msgs, next)
+	}
+	for i, msg := range msgs {
+		msgs[i] = nil // the user holds on to it, not us
+		if !m.deliver(m.newMessage(msg), m.p.Out) {
+			return false
+		}
+		*next = msg.Offset + 1
+	}
+	return true
+}
+
+// deliver hands out w, which is tracked, on out once the fence allows it. A
 // send under way is withdrawn when the session is suspended, and made again
 // once it is healthy: no message is handed out while suspended, none is
 // skipped. It returns false when the manager is stopping.
 //
 // It runs once per message, so its common path is lean: single-channel
 // non-blocking checks (no channel lock when they pass), no call into the
-// fence while healthy, one allocation per slabSize messages, and a
-// blocking send that watches two other channels.
-func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
-	wrapped := m.newMessage(msg)
+// fence while healthy, and a blocking send that watches two other
+// channels. The run goroutine calls it, or a funnel lane while the run
+// goroutine waits for it (see viaFunnel).
+func (m *Manager) deliver(w *Message, out chan<- *Message) bool {
 	for {
 		select {
 		case <-m.halt:
@@ -530,14 +548,14 @@ func (m *Manager) deliver(msg *sarama.ConsumerMessage) bool {
 		default:
 		}
 		select {
-		case m.p.Out <- wrapped: // the receiver is waiting
-			m.handedOut(msg.Offset)
+		case out <- w: // the receiver is waiting
+			m.handedOut(w.Offset)
 			return true
 		default:
 		}
 		select {
-		case m.p.Out <- wrapped:
-			m.handedOut(msg.Offset)
+		case out <- w:
+			m.handedOut(w.Offset)
 			return true
 		case <-suspended:
 			continue // hold it until the session is healthy again

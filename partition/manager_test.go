@@ -81,7 +81,42 @@ type noResolver struct{}
 
 func (noResolver) GetOffset(string, int32, int64) (int64, error) { return 0, nil }
 
-func setup(t *testing.T, n int, cfg Config) (*Manager, *memStore, *testFence, chan *Message) {
+// The ways a Manager hands messages out: on a channel of its own (a
+// partition stream) or through a funnel (the merged channel).
+const (
+	viaOut    = "out"
+	viaFunnel = "funnel"
+)
+
+// bothWays runs test for each way of handing out, checking for leaked
+// goroutines after the subtest's cleanups (the funnel's Close among them).
+func bothWays(t *testing.T, test func(t *testing.T, via string)) {
+	for _, via := range []string{viaOut, viaFunnel} {
+		t.Run(via, func(t *testing.T) {
+			t.Cleanup(func() { goleak.VerifyNone(t) })
+			test(t, via)
+		})
+	}
+}
+
+// handOffTo returns Params handing out on out, directly or (via
+// viaFunnel) through a funnel that the test's cleanup closes.
+func handOffTo(t *testing.T, via string, out chan *Message, p Params) Params {
+	t.Helper()
+	if via == viaOut {
+		p.Out = out
+		return p
+	}
+	f, err := NewFunnel(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	p.Funnel = f
+	return p
+}
+
+func setup(t *testing.T, via string, n int, cfg Config) (*Manager, *memStore, *testFence, chan *Message) {
 	t.Helper()
 	scfg := mocks.NewTestConfig()
 	scfg.Consumer.Return.Errors = true
@@ -93,13 +128,23 @@ func setup(t *testing.T, n int, cfg Config) (*Manager, *memStore, *testFence, ch
 	store := &memStore{committed: map[int32]int64{0: 5}}
 	fence := newFence()
 	out := make(chan *Message)
-	m, err := Start(Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
-		Store: store, Fence: fence, Out: out, Config: cfg})
+	m, err := Start(handOffTo(t, via, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
+		Store: store, Fence: fence, Config: cfg}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cons.Close() })
 	return m, store, fence, out
+}
+
+// awaitDelivered polls, for up to 5 s, until m counts n deliveries: the
+// sender counts one once its send returned, after the receiver has it.
+// The caller checks the count.
+func awaitDelivered(m *Manager, n uint64) {
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Stats().Delivered != n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling a condition
+	}
 }
 
 func recv(t *testing.T, out <-chan *Message) *Message {
@@ -114,116 +159,116 @@ func recv(t *testing.T, out <-chan *Message) *Message {
 }
 
 func TestManagerAcksCommitsAndDrains(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	cfg := NewConfig()
-	cfg.CommitInterval = time.Hour // only the final commit
-	m, store, _, out := setup(t, 10, cfg)
-	var msgs []*Message
-	for i := 0; i < 10; i++ {
-		msgs = append(msgs, recv(t, out))
-	}
-	if msgs[0].Offset != 5 || msgs[9].Offset != 14 {
-		t.Fatalf("offsets %d..%d, want 5..14 (from the committed offset)", msgs[0].Offset, msgs[9].Offset)
-	}
-	// Ack out of order, leaving offset 8 unacked.
-	for _, i := range []int{9, 0, 2, 1, 4, 5, 6, 7, 8} {
-		if i == 3 {
-			continue
+	bothWays(t, func(t *testing.T, via string) {
+		cfg := NewConfig()
+		cfg.CommitInterval = time.Hour // only the final commit
+		m, store, _, out := setup(t, via, 10, cfg)
+		var msgs []*Message
+		for i := 0; i < 10; i++ {
+			msgs = append(msgs, recv(t, out))
 		}
-		if r := msgs[i].Ack(); r != AckOK {
-			t.Fatalf("ack %d: %v", msgs[i].Offset, r)
+		if msgs[0].Offset != 5 || msgs[9].Offset != 14 {
+			t.Fatalf("offsets %d..%d, want 5..14 (from the committed offset)", msgs[0].Offset, msgs[9].Offset)
 		}
-	}
-	if r := msgs[0].Ack(); r == AckOK {
-		t.Errorf("second ack of offset 5 = %v, want a no-op", r)
-	}
-	done := make(chan error, 1)
-	go func() { done <- m.Stop(true) }()
-	// The drain waits for offset 8; ack it late.
-	time.Sleep(50 * time.Millisecond) // let Stop reach its drain before the last ack
-	if r := msgs[3].Ack(); r != AckOK {
-		t.Fatalf("late ack: %v", r)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if got := store.get(0); got != 15 {
-		t.Errorf("committed %d after the drain, want 15", got)
-	}
-	if r := msgs[3].Ack(); r != AckStale {
-		t.Errorf("ack after Stop = %v, want stale", r)
-	}
-	if !store.released {
-		t.Error("store not released")
-	}
+		// Ack out of order, leaving offset 8 unacked.
+		for _, i := range []int{9, 0, 2, 1, 4, 5, 6, 7, 8} {
+			if i == 3 {
+				continue
+			}
+			if r := msgs[i].Ack(); r != AckOK {
+				t.Fatalf("ack %d: %v", msgs[i].Offset, r)
+			}
+		}
+		if r := msgs[0].Ack(); r == AckOK {
+			t.Errorf("second ack of offset 5 = %v, want a no-op", r)
+		}
+		done := make(chan error, 1)
+		go func() { done <- m.Stop(true) }()
+		// The drain waits for offset 8; ack it late.
+		time.Sleep(50 * time.Millisecond) // let Stop reach its drain before the last ack
+		if r := msgs[3].Ack(); r != AckOK {
+			t.Fatalf("late ack: %v", r)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if got := store.get(0); got != 15 {
+			t.Errorf("committed %d after the drain, want 15", got)
+		}
+		if r := msgs[3].Ack(); r != AckStale {
+			t.Errorf("ack after Stop = %v, want stale", r)
+		}
+		if !store.released {
+			t.Error("store not released")
+		}
+	})
 }
 
 func TestManagerCommitsOnlyUpToFirstUnacked(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	cfg := NewConfig()
-	cfg.CommitInterval = time.Hour
-	cfg.DrainTimeout = 50 * time.Millisecond
-	m, store, _, out := setup(t, 4, cfg)
-	a, b, c := recv(t, out), recv(t, out), recv(t, out)
-	a.Ack()
-	c.Ack() // b (offset 6) stays unacked
-	err := m.Stop(true)
-	if !errors.Is(err, ErrDrainLate) {
-		t.Errorf("Stop = %v, want ErrDrainLate", err)
-	}
-	if got := store.get(0); got != b.Offset {
-		t.Errorf("committed %d, want %d: the first unacked offset", got, b.Offset)
-	}
+	bothWays(t, func(t *testing.T, via string) {
+		cfg := NewConfig()
+		cfg.CommitInterval = time.Hour
+		cfg.DrainTimeout = 50 * time.Millisecond
+		m, store, _, out := setup(t, via, 4, cfg)
+		a, b, c := recv(t, out), recv(t, out), recv(t, out)
+		a.Ack()
+		c.Ack() // b (offset 6) stays unacked
+		err := m.Stop(true)
+		if !errors.Is(err, ErrDrainLate) {
+			t.Errorf("Stop = %v, want ErrDrainLate", err)
+		}
+		if got := store.get(0); got != b.Offset {
+			t.Errorf("committed %d, want %d: the first unacked offset", got, b.Offset)
+		}
+	})
 }
 
 func TestManagerBackpressure(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	cfg := NewConfig()
-	cfg.MaxUnacked = 3
-	m, _, _, out := setup(t, 10, cfg)
-	got := []*Message{recv(t, out), recv(t, out), recv(t, out)}
-	select {
-	case extra := <-out:
-		t.Fatalf("a 4th message (offset %d) was handed out with 3 unacked", extra.Offset)
-	case <-time.After(200 * time.Millisecond): // observation window for "nothing more"
-	}
-	got[0].Ack()
-	if next := recv(t, out); next.Offset != 8 {
-		t.Errorf("after an ack got offset %d, want 8", next.Offset)
-	}
-	// The sender counts a delivery once its send returned: await it.
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Stats().Delivered != 4 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // polling a condition
-	}
-	if s := m.Stats(); s.Unacked != 3 || s.Delivered != 4 {
-		t.Errorf("stats: unacked %d delivered %d, want 3 and 4", s.Unacked, s.Delivered)
-	}
-	_ = m.Stop(false)
+	bothWays(t, func(t *testing.T, via string) {
+		cfg := NewConfig()
+		cfg.MaxUnacked = 3
+		m, _, _, out := setup(t, via, 10, cfg)
+		got := []*Message{recv(t, out), recv(t, out), recv(t, out)}
+		select {
+		case extra := <-out:
+			t.Fatalf("a 4th message (offset %d) was handed out with 3 unacked", extra.Offset)
+		case <-time.After(200 * time.Millisecond): // observation window for "nothing more"
+		}
+		got[0].Ack()
+		if next := recv(t, out); next.Offset != 8 {
+			t.Errorf("after an ack got offset %d, want 8", next.Offset)
+		}
+		awaitDelivered(m, 4)
+		if s := m.Stats(); s.Unacked != 3 || s.Delivered != 4 {
+			t.Errorf("stats: unacked %d delivered %d, want 3 and 4", s.Unacked, s.Delivered)
+		}
+		_ = m.Stop(false)
+	})
 }
 
 func TestManagerHoldsBackWhileSuspended(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	m, store, fence, out := setup(t, 5, NewConfig())
-	first := recv(t, out)
-	first.Ack()
-	fence.suspend()
-	select {
-	case extra := <-out:
-		t.Fatalf("offset %d handed out while suspended", extra.Offset)
-	case <-time.After(200 * time.Millisecond): // observation window
-	}
-	if err := m.commit(); err == nil {
-		t.Error("commit allowed while suspended")
-	}
-	fence.resume()
-	if next := recv(t, out); next.Offset != 6 {
-		t.Errorf("after resuming got %d, want 6 (nothing skipped)", next.Offset)
-	}
-	_ = m.Stop(false)
-	if got := store.get(0); got != 5 {
-		t.Errorf("committed %d by a Stop without drain, want the initial 5", got)
-	}
+	bothWays(t, func(t *testing.T, via string) {
+		m, store, fence, out := setup(t, via, 5, NewConfig())
+		first := recv(t, out)
+		first.Ack()
+		fence.suspend()
+		select {
+		case extra := <-out:
+			t.Fatalf("offset %d handed out while suspended", extra.Offset)
+		case <-time.After(200 * time.Millisecond): // observation window
+		}
+		if err := m.commit(); err == nil {
+			t.Error("commit allowed while suspended")
+		}
+		fence.resume()
+		if next := recv(t, out); next.Offset != 6 {
+			t.Errorf("after resuming got %d, want 6 (nothing skipped)", next.Offset)
+		}
+		_ = m.Stop(false)
+		if got := store.get(0); got != 5 {
+			t.Errorf("committed %d by a Stop without drain, want the initial 5", got)
+		}
+	})
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -249,54 +294,57 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestManagerAbandonEndsTheDrain(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	cfg := NewConfig()
-	cfg.CommitInterval = time.Hour
-	cfg.DrainTimeout = time.Minute
-	m, store, _, out := setup(t, 4, cfg)
-	a, b, c := recv(t, out), recv(t, out), recv(t, out)
-	a.Ack()
-	c.Ack()
-	b.Abandon() // failed for good: the drain must not wait a minute for it
-	start := time.Now()
-	if err := m.Stop(true); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Stop took %v with the only unacked message abandoned", d)
-	}
-	if got := store.get(0); got != b.Offset {
-		t.Errorf("committed %d, want %d: an abandoned message is not committed", got, b.Offset)
-	}
+	bothWays(t, func(t *testing.T, via string) {
+		cfg := NewConfig()
+		cfg.CommitInterval = time.Hour
+		cfg.DrainTimeout = time.Minute
+		m, store, _, out := setup(t, via, 4, cfg)
+		a, b, c := recv(t, out), recv(t, out), recv(t, out)
+		a.Ack()
+		c.Ack()
+		b.Abandon() // failed for good: the drain must not wait a minute for it
+		start := time.Now()
+		if err := m.Stop(true); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("Stop took %v with the only unacked message abandoned", d)
+		}
+		if got := store.get(0); got != b.Offset {
+			t.Errorf("committed %d, want %d: an abandoned message is not committed", got, b.Offset)
+		}
+	})
 }
 
 // TestManagerStopForgetsWhatWasNotHandedOut: messages taken for delivery
 // with the batch but never received by the user are not waited for by the
 // drain, not counted as unacked, and not committed past.
 func TestManagerStopForgetsWhatWasNotHandedOut(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	cfg := NewConfig()
-	cfg.CommitInterval = time.Hour
-	cfg.DrainTimeout = time.Minute
-	m, store, _, out := setup(t, 10, cfg)
-	got := []*Message{recv(t, out), recv(t, out), recv(t, out)}
-	for _, msg := range got {
-		if r := msg.Ack(); r != AckOK {
-			t.Fatalf("ack %d: %v", msg.Offset, r)
+	bothWays(t, func(t *testing.T, via string) {
+		cfg := NewConfig()
+		cfg.CommitInterval = time.Hour
+		cfg.DrainTimeout = time.Minute
+		m, store, _, out := setup(t, via, 10, cfg)
+		got := []*Message{recv(t, out), recv(t, out), recv(t, out)}
+		for _, msg := range got {
+			if r := msg.Ack(); r != AckOK {
+				t.Fatalf("ack %d: %v", msg.Offset, r)
+			}
 		}
-	}
-	if s := m.Stats(); s.Unacked != 0 || s.Delivered != 3 || s.LastFetched != 7 || s.Acked != 8 {
-		t.Errorf("stats: unacked %d, delivered %d, last fetched %d, acked %d; want 0, 3, 7, 8",
-			s.Unacked, s.Delivered, s.LastFetched, s.Acked)
-	}
-	start := time.Now()
-	if err := m.Stop(true); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Stop took %v: the drain waited for messages never handed out", d)
-	}
-	if c := store.get(0); c != 8 {
-		t.Errorf("committed %d, want 8 (the first offset not handed out)", c)
-	}
+		awaitDelivered(m, 3)
+		if s := m.Stats(); s.Unacked != 0 || s.Delivered != 3 || s.LastFetched != 7 || s.Acked != 8 {
+			t.Errorf("stats: unacked %d, delivered %d, last fetched %d, acked %d; want 0, 3, 7, 8",
+				s.Unacked, s.Delivered, s.LastFetched, s.Acked)
+		}
+		start := time.Now()
+		if err := m.Stop(true); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("Stop took %v: the drain waited for messages never handed out", d)
+		}
+		if c := store.get(0); c != 8 {
+			t.Errorf("committed %d, want 8 (the first offset not handed out)", c)
+		}
+	})
 }
