@@ -29,8 +29,10 @@ type store interface {
 // Consumer is one member of a consumer group. Its methods are safe for
 // concurrent use. The caller must Close it.
 //
-// Messages() (ModeMerged) carries every owned partition's messages; it is
-// buffered (Config.ChannelBufferSize) and closed by Close. While nobody
+// Messages() (ModeMerged) carries every owned partition's messages, each
+// partition's in offset order, the partitions taking turns in runs of up
+// to a fetched batch (256 messages); it is buffered
+// (Config.ChannelBufferSize) and closed by Close. While nobody
 // reads it, partitions stop fetching once their buffers fill; nothing is
 // lost. Errors() is buffered (Config.ErrorsBufferSize) and closed by Close;
 // when full, further errors are dropped, logged and counted in Stats: an
@@ -50,6 +52,7 @@ type Consumer struct {
 	health   *gate
 
 	messages   chan *partition.Message
+	funnel     *partition.Funnel // hands out on messages (ModeMerged)
 	partitions chan *PartitionStream
 	errors     chan error
 
@@ -153,6 +156,8 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	}
 	if cfg.Mode == ModePartitions {
 		c.partitions = make(chan *PartitionStream, 1024)
+	} else if c.funnel, err = partition.NewFunnel(c.messages); err != nil {
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -303,7 +308,8 @@ func (c *Consumer) Close() error {
 		err := c.t.Wait()
 		c.closeResources()
 		if err == nil {
-			// Every partition manager has stopped: nobody sends any more.
+			// Every partition manager and the funnel have stopped: nobody
+			// sends any more.
 			close(c.messages)
 			close(c.errors)
 			if c.partitions != nil {
@@ -316,6 +322,9 @@ func (c *Consumer) Close() error {
 }
 
 func (c *Consumer) closeResources() {
+	if c.funnel != nil {
+		_ = c.funnel.Close()
+	}
 	if c.meta != nil {
 		_ = c.meta.Close()
 	}

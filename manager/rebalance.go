@@ -166,18 +166,18 @@ func (c *Consumer) runSlot(sl *slot) {
 	if c.cfg.OnAssigned != nil {
 		c.cfg.OnAssigned(c.group, []TopicPartition{sl.tp})
 	}
-	out := c.messages
+	params := partition.Params{
+		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
+		Client: c.client, Consumer: c.consumer, Store: c.store, Fence: cl,
+		Funnel: c.funnel, Config: c.cfg.Partition, Logger: log, Report: c.report,
+	}
 	var stream *PartitionStream
 	if c.cfg.Mode == ModePartitions {
 		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition,
 			ch: make(chan *partition.Message, c.cfg.ChannelBufferSize)}
-		out = stream.ch
+		params.Out, params.CloseOut = stream.ch, true
 	}
-	pm, err := partition.Start(partition.Params{
-		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
-		Client: c.client, Consumer: c.consumer, Store: c.store, Fence: cl,
-		Out: out, CloseOut: stream != nil, Config: c.cfg.Partition, Logger: log, Report: c.report,
-	})
+	pm, err := partition.Start(params)
 	if err != nil {
 		c.report(err)
 		if c.cfg.OnRevoked != nil {
