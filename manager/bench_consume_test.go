@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -190,8 +191,10 @@ func BenchmarkConsume(b *testing.B) {
 		rateRatios = append(rateRatios, got[0].rate/got[1].rate)
 		cpuRatios = append(cpuRatios, got[0].cpuPer/got[1].cpuPer)
 		wholeRatios = append(wholeRatios, got[0].whole/got[1].whole)
-		b.Logf("pair %d: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg: throughput ratio %.3f (first to last message: %.3f)",
-			i, got[0].rate, got[0].cpuPer, got[1].rate, got[1].cpuPer, rateRatios[i], wholeRatios[i])
+		// Straight to stderr as it happens: the benchmark's own log keeps
+		// only 10 lines, which the summary below needs.
+		fmt.Fprintf(os.Stderr, "BenchmarkConsume pair %d of %d: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg: throughput ratio %.3f (first to last message: %.3f)\n",
+			i+1, b.N, got[0].rate, got[0].cpuPer, got[1].rate, got[1].cpuPer, rateRatios[i], wholeRatios[i])
 	}
 	b.StopTimer()
 	for _, sd := range sides {
