@@ -126,14 +126,14 @@ func (m *Manager) viaFunnel(f *Funnel, msgs []*sarama.ConsumerMessage, next *int
 	}
 	j.sent = 0
 	j.state.Store(jobQueued)
-	if !m.await(f, j) {
-		return false // withdrawn: nothing of it was handed out
-	}
-	if j.sent > 0 {
-		*next = j.msgs[j.sent-1].Offset + 1
-	}
-	all := j.sent == len(j.msgs)
-	clear(j.msgs)
+	all := false
+	if m.await(f, j) {
+		if j.sent > 0 {
+			*next = j.msgs[j.sent-1].Offset + 1
+		}
+		all = j.sent == len(j.msgs)
+	} // else withdrawn: nothing of it was handed out
+	clear(j.msgs) // a lane reads no more of a withdrawn job than its state
 	j.msgs = j.msgs[:0]
 	return all
 }
@@ -151,20 +151,19 @@ func (m *Manager) await(f *Funnel, j *job) bool {
 		m.report("deliver", ErrFunnelClosed)
 		return false
 	}
-	for {
-		select {
-		case <-j.done:
-			return true
-		case <-m.halt:
-		case <-closed:
-			closed = nil
-			m.report("deliver", ErrFunnelClosed)
-		}
-		if j.state.CompareAndSwap(jobQueued, jobWithdrawn) {
-			m.job = nil // the funnel still holds it: never reuse it
-			return false
-		}
-		// Being served: deliver watches halt, so it ends promptly once
-		// halted; a closed funnel finishes it first.
+	select {
+	case <-j.done:
+		return true
+	case <-m.halt:
+	case <-closed:
+		m.report("deliver", ErrFunnelClosed)
 	}
+	if j.state.CompareAndSwap(jobQueued, jobWithdrawn) {
+		m.job = nil // the funnel still holds it: never reuse it
+		return false
+	}
+	// Being served: deliver watches halt, so it ends promptly once halted;
+	// a closed funnel finishes it first.
+	<-j.done
+	return true
 }
