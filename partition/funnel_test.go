@@ -163,6 +163,17 @@ func TestFunnelHoldsBackWhileSuspended(t *testing.T) {
 	}
 	take(recv(t, out))
 	fence.suspend()
+	// Each lane holds a job of its own partition back once it has seen the
+	// suspension (a send that raced with its start may complete).
+	waitFor(t, "both lanes holding back", func() bool {
+		n := 0
+		for _, m := range ms {
+			if m.Stats().Suspended {
+				n++
+			}
+		}
+		return n == funnelLanes
+	})
 	select {
 	case m := <-out:
 		t.Fatalf("offset %d of partition %d handed out while suspended", m.Offset, m.Partition)

@@ -512,8 +512,10 @@ func (m *Manager) handOut(msgs []*sarama.ConsumerMessage, next *int64) bool {
 
 // deliver hands out w, which is tracked, on out once the fence allows it. A
 // send under way is withdrawn when the session is suspended, and made again
-// once it is healthy: no message is handed out while suspended, none is
-// skipped. It returns false when the manager is stopping.
+// once it is healthy: none is skipped, and none is handed out once the
+// suspension has been seen (a send that races with its start may still
+// complete: the session, and so the ownership, is still ours then). It
+// returns false when the manager is stopping.
 //
 // It runs once per message, so its common path is lean: single-channel
 // non-blocking checks (no channel lock when they pass), no call into the

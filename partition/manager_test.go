@@ -252,6 +252,9 @@ func TestManagerHoldsBackWhileSuspended(t *testing.T) {
 		first := recv(t, out)
 		first.Ack()
 		fence.suspend()
+		// A send that raced with the start of the suspension may complete;
+		// once the manager has seen it, nothing more is handed out.
+		waitFor(t, "the manager holding back", func() bool { return m.Stats().Suspended })
 		select {
 		case extra := <-out:
 			t.Fatalf("offset %d handed out while suspended", extra.Offset)
