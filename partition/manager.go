@@ -36,12 +36,13 @@ type Params struct {
 	Consumer  sarama.Consumer // shared by the consumer's managers
 	Store     Store
 	Fence     Fence
-	// Out receives the messages of this partition alone (a per-partition
-	// stream); when CloseOut is set, the Manager closes it after Stop.
+	// Out receives the messages, sent by the Manager itself: meant for a
+	// channel of this partition alone (a per-partition stream). When
+	// CloseOut is set, the Manager closes Out after Stop.
 	Out      chan<- *Message
 	CloseOut bool
 	// Funnel, instead of Out, hands the messages out on a channel shared
-	// with other Managers.
+	// with other Managers (see Funnel for why).
 	Funnel *Funnel
 	Config Config
 	Logger *slog.Logger
