@@ -125,17 +125,10 @@ func (h *heldAcks) next(msgs <-chan *partition.Message) (*partition.Message, boo
 	}
 }
 
-// await polls cond until it holds or the timeout passes.
+// await polls cond every 5 ms until it holds or the timeout passes.
 func await(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition
-	}
-	return time.Since(start)
+	return testcluster.Await(t, timeout, 5*time.Millisecond, what, cond)
 }
 
 // instance is one running group member with a goroutine that consumes and acks.

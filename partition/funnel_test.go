@@ -2,15 +2,27 @@ package partition
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"go.uber.org/goleak"
 )
+
+// funnelOf builds feeds of per messages for parts partitions and a funnel
+// into an unbuffered channel; the test closes the funnel.
+func funnelOf(t *testing.T, parts, per int) ([][]sarama.ConsumerMessage, chan *Message, *Funnel) {
+	t.Helper()
+	out := make(chan *Message)
+	f, err := NewFunnel(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return feedsOf(parts, per), out, f
+}
 
 // startFunneled starts n managers of partitions 0..n-1 of feeds, from
 // offset 0, sharing fence and funnel f.
@@ -34,15 +46,7 @@ func startFunneled(t *testing.T, f *Funnel, fence Fence, feeds [][]sarama.Consum
 func TestFunnelDeliversEveryPartitionInOrder(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const parts, per = 5, 3000
-	feeds := make([][]sarama.ConsumerMessage, parts)
-	for p := range feeds {
-		feeds[p] = feedMessages("t", int32(p), 0, per)
-	}
-	out := make(chan *Message)
-	f, err := NewFunnel(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	feeds, out, f := funnelOf(t, parts, per)
 	cfg := NewConfig()
 	cfg.MaxUnacked = 100 // several batches per partition, with backpressure
 	ms := startFunneled(t, f, newFence(), feeds, cfg)
@@ -83,15 +87,7 @@ func TestFunnelDeliversEveryPartitionInOrder(t *testing.T) {
 func TestFunnelStopWithdrawsWhatWasNotHandedOut(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	parts := funnelLanes + 2
-	feeds := make([][]sarama.ConsumerMessage, parts)
-	for p := range feeds {
-		feeds[p] = feedMessages("t", int32(p), 0, 50)
-	}
-	out := make(chan *Message)
-	f, err := NewFunnel(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	feeds, out, f := funnelOf(t, parts, 50)
 	cfg := NewConfig()
 	cfg.CommitInterval = time.Hour
 	cfg.DrainTimeout = time.Minute // a drain that waited for a withdrawn job would show
@@ -141,15 +137,7 @@ func TestFunnelStopWithdrawsWhatWasNotHandedOut(t *testing.T) {
 func TestFunnelHoldsBackWhileSuspended(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const parts, per = 3, 20
-	feeds := make([][]sarama.ConsumerMessage, parts)
-	for p := range feeds {
-		feeds[p] = feedMessages("t", int32(p), 0, per)
-	}
-	out := make(chan *Message)
-	f, err := NewFunnel(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	feeds, out, f := funnelOf(t, parts, per)
 	fence := newFence()
 	ms := startFunneled(t, f, fence, feeds, NewConfig())
 	var next [parts]int64
@@ -260,14 +248,8 @@ func TestFunnelClosedUnderAManager(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after 10 s.
+// waitFor polls cond every millisecond, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(fmt.Sprintf("timed out waiting for %s", what))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testcluster.Await(t, 10*time.Second, time.Millisecond, what, cond)
 }

@@ -29,6 +29,15 @@ func feedMessages(topic string, p int32, from int64, n int) []sarama.ConsumerMes
 	return batch
 }
 
+// feedsOf builds per messages from offset 0 for each of parts partitions.
+func feedsOf(parts, per int) [][]sarama.ConsumerMessage {
+	feeds := make([][]sarama.ConsumerMessage, parts)
+	for p := range feeds {
+		feeds[p] = feedMessages("t", int32(p), 0, per)
+	}
+	return feeds
+}
+
 func newFeedPC(batch []sarama.ConsumerMessage) *feedPC {
 	pc := &feedPC{msgs: make(chan *sarama.ConsumerMessage, 256), errs: make(chan *sarama.ConsumerError, 1), dying: make(chan struct{})}
 	go func() {
@@ -97,10 +106,7 @@ func BenchmarkHotPath(b *testing.B) {
 			per := b.N/hotParts + 1
 			total := per * hotParts
 			out := make(chan *Message)
-			batches := make([][]sarama.ConsumerMessage, hotParts)
-			for p := range batches {
-				batches[p] = feedMessages("t", int32(p), 0, per)
-			}
+			batches := feedsOf(hotParts, per)
 			var stop func()
 			c0 := cpuNow()
 			b.ResetTimer()

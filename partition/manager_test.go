@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/IBM/sarama/mocks"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"go.uber.org/goleak"
 )
 
@@ -141,10 +142,7 @@ func setup(t *testing.T, via string, n int, cfg Config) (*Manager, *memStore, *t
 // sender counts one once its send returned, after the receiver has it.
 // The caller checks the count.
 func awaitDelivered(m *Manager, n uint64) {
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Stats().Delivered != n && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // polling a condition
-	}
+	testcluster.Poll(5*time.Second, time.Millisecond, func() bool { return m.Stats().Delivered == n })
 }
 
 func recv(t *testing.T, out <-chan *Message) *Message {

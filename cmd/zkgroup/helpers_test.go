@@ -280,16 +280,11 @@ func readLines(t *testing.T, path string) []string {
 	return out
 }
 
-// await polls cond (a file or a cluster, for which there is no event).
+// await polls cond (a file or a cluster, for which there is no event)
+// every 20 ms.
 func await(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a file or the cluster
-	}
+	testcluster.Await(t, timeout, 20*time.Millisecond, what, cond)
 }
 
 func baseConfig(c *testcluster.Cluster, group, topic string, extra string) string {

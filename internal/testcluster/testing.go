@@ -18,6 +18,30 @@ func InCI() bool {
 	return v == "true" || v == "1" || v == "yes"
 }
 
+// Poll checks cond every interval until it holds (true) or timeout passes
+// (false). For conditions that have no event to wait on.
+func Poll(timeout, every time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(every) // polling a condition
+	}
+	return true
+}
+
+// Await polls cond like Poll and fails tb, naming what it waited for, when
+// timeout passes first. It returns how long the wait took.
+func Await(tb testing.TB, timeout, every time.Duration, what string, cond func() bool) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	if !Poll(timeout, every, cond) {
+		tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+	return time.Since(start)
+}
+
 // unavailable skips (outside CI, when java or mvn is missing) or fails.
 func unavailable(tb testing.TB, err error) {
 	tb.Helper()
