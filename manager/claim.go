@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
@@ -60,14 +61,24 @@ func (c *claim) markLost(why string) {
 
 // acquire creates the owner node, waiting on a watch of an existing node
 // of another owner until it is deleted, for as long as it takes; cancel
-// ends the wait. A node left by this instance id under an older session
-// (a restart with a stable id) is deleted and taken at once. waits counts
-// the times it had to wait.
+// ends the wait. It reads before it writes, so that waiting for another
+// owner costs ZooKeeper no failed create: a claim is one create, its
+// release one delete. A node left by this instance id under an older
+// session (a restart with a stable id) is deleted and taken at once.
+// waiting, when set, is told when the wait for another owner begins (true)
+// and ends (false); waits counts the waits.
 func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
-	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64) (*claim, error) {
+	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(bool)) (*claim, error) {
 	p := zkdata.OwnerPath(group, tp.Topic, tp.Partition)
-	backoff := 50 * time.Millisecond
-	logged := false
+	bo := retry.New(50*time.Millisecond, 2*time.Second)
+	logged, isWaiting := false, false
+	setWaiting := func(w bool) {
+		if w != isWaiting && waiting != nil {
+			waiting(w)
+		}
+		isWaiting = w
+	}
+	defer setWaiting(false)
 	for {
 		select {
 		case <-cancel:
@@ -81,64 +92,66 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			}
 			continue
 		}
-		_, err := s.Create(p, zkdata.FormatOwner(owner), zk.FlagEphemeral, nil)
-		if errors.Is(err, zk.ErrNoNode) {
-			if err := s.CreateParents(path.Dir(p)); err != nil {
-				log.Warn("creating owner parents failed", "path", path.Dir(p), "err", err)
-				if !sleepOr(cancel, &backoff) {
+		data, stat, ch, err := s.GetW(p)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			_, err := s.Create(p, zkdata.FormatOwner(owner), zk.FlagEphemeral, nil)
+			switch {
+			case err == nil, errors.Is(err, zk.ErrNodeExists):
+				// Read it back with a watch (ours, or the one that won).
+			case errors.Is(err, zk.ErrNoNode):
+				if perr := s.CreateParents(path.Dir(p)); perr != nil {
+					log.Warn("creating owner parents failed", "path", path.Dir(p), "err", perr)
+					if !bo.Wait(cancel, nil) {
+						return nil, ErrClaimCanceled
+					}
+				}
+			default:
+				log.Warn("creating owner node failed", "path", p, "err", err)
+				if !bo.Wait(cancel, nil) {
 					return nil, ErrClaimCanceled
 				}
 			}
 			continue
-		}
-		if err == nil || errors.Is(err, zk.ErrNodeExists) {
-			data, stat, ch, gerr := s.GetW(p)
-			if errors.Is(gerr, zk.ErrNoNode) {
-				continue // deleted meanwhile: try again
-			}
-			if gerr != nil {
-				log.Warn("reading owner node failed", "path", p, "err", gerr)
-				if !sleepOr(cancel, &backoff) {
-					return nil, ErrClaimCanceled
-				}
-				continue
-			}
-			cur, _ := s.Epoch()
-			if stat.EphemeralOwner == cur.SessionID && zkdata.ParseOwner(data) == owner {
-				c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
-					sessionID: cur.SessionID, lost: make(chan struct{}), stop: make(chan struct{})}
-				c.wg.Add(1)
-				go c.watch(ch, epochDone)
-				if logged {
-					log.Info("partition claimed after waiting", "path", p)
-				}
-				return c, nil
-			}
-			if zkdata.ParseOwner(data) == owner && stat.EphemeralOwner != cur.SessionID {
-				// Ours, from a session that is gone or going: take it back.
-				log.Info("deleting this instance's stale owner node", "path", p, "old_session", fmt.Sprintf("0x%x", stat.EphemeralOwner))
-				if derr := s.Delete(p, stat.Version); derr != nil && !errors.Is(derr, zk.ErrNoNode) && !errors.Is(derr, zk.ErrBadVersion) {
-					log.Warn("deleting stale owner node failed", "path", p, "err", derr)
-				}
-				continue
-			}
-			// Another owner: wait for its node to go.
-			waits.Add(1)
-			if !logged {
-				log.Info("waiting for the partition's owner to release it", "path", p, "owner", zkdata.ParseOwner(data))
-				logged = true
-			}
-			select {
-			case <-cancel:
+		case err != nil:
+			log.Warn("reading owner node failed", "path", p, "err", err)
+			if !bo.Wait(cancel, nil) {
 				return nil, ErrClaimCanceled
-			case <-ch:
-			case <-epochDone:
 			}
 			continue
 		}
-		log.Warn("creating owner node failed", "path", p, "err", err)
-		if !sleepOr(cancel, &backoff) {
+		cur, _ := s.Epoch()
+		holder := zkdata.ParseOwner(data)
+		if stat.EphemeralOwner == cur.SessionID && holder == owner {
+			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
+				sessionID: cur.SessionID, lost: make(chan struct{}), stop: make(chan struct{})}
+			c.wg.Add(1)
+			go c.watch(ch, epochDone)
+			if logged {
+				log.Info("partition claimed after waiting", "path", p)
+			}
+			return c, nil
+		}
+		if holder == owner {
+			// Ours, from a session that is gone or going: take it back.
+			log.Info("deleting this instance's stale owner node", "path", p, "old_session", fmt.Sprintf("0x%x", stat.EphemeralOwner))
+			if derr := s.Delete(p, stat.Version); derr != nil && !errors.Is(derr, zk.ErrNoNode) && !errors.Is(derr, zk.ErrBadVersion) {
+				log.Warn("deleting stale owner node failed", "path", p, "err", derr)
+			}
+			continue
+		}
+		// Another owner: wait for its node to go.
+		waits.Add(1)
+		setWaiting(true)
+		if !logged {
+			log.Info("waiting for the partition's owner to release it", "path", p, "owner", holder)
+			logged = true
+		}
+		select {
+		case <-cancel:
 			return nil, ErrClaimCanceled
+		case <-ch:
+		case <-epochDone:
 		}
 	}
 }
@@ -219,18 +232,6 @@ func (c *claim) deleteIfOurs() error {
 		return fmt.Errorf("manager: release %s: %w", c.path, err)
 	}
 	return nil
-}
-
-func sleepOr(cancel <-chan struct{}, d *time.Duration) bool {
-	select {
-	case <-cancel:
-		return false
-	case <-time.After(*d):
-	}
-	if *d < 2*time.Second {
-		*d *= 2
-	}
-	return true
 }
 
 func waitOr(cancel <-chan struct{}, a <-chan struct{}, b <-chan struct{}, max time.Duration) bool {

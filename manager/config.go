@@ -57,6 +57,21 @@ type Config struct {
 	Partition partition.Config
 	// RebalanceDelay coalesces bursts of changes before a rebalance.
 	RebalanceDelay time.Duration
+	// JoinSettle delays a new member's first assignment, so that members
+	// started together see each other before claiming anything (instead
+	// of the first claiming every partition and handing most back).
+	JoinSettle time.Duration
+	// ClaimWaitCheck: when a partition this member should own is still
+	// held by another member after this long, the owners are read again
+	// and the assignment recomputed (the members may have decided from
+	// different moments of overlapping changes). The old owner may
+	// legitimately take this long to drain; recomputing then changes
+	// nothing.
+	ClaimWaitCheck time.Duration
+	// UnownedCheck is how often the owner nodes are listed (one read per
+	// subscribed topic) to catch a partition nobody claims; one unowned
+	// over two checks in a row makes the member recompute.
+	UnownedCheck time.Duration
 	// LeaderRefresh is how often partition leaders are read again.
 	LeaderRefresh time.Duration
 	// ChannelBufferSize of Messages() (and each partition stream). The
@@ -106,6 +121,9 @@ func NewConfig() *Config {
 		OffsetStorage:     StorageKafka,
 		Partition:         partition.NewConfig(),
 		RebalanceDelay:    50 * time.Millisecond,
+		JoinSettle:        200 * time.Millisecond,
+		ClaimWaitCheck:    5 * time.Second,
+		UnownedCheck:      10 * time.Second,
 		LeaderRefresh:     2 * time.Second,
 		ChannelBufferSize: 0,
 		ErrorsBufferSize:  64,
@@ -145,6 +163,15 @@ func (c *Config) Validate() error {
 	}
 	if c.RebalanceDelay < 0 {
 		return fmt.Errorf("%w: RebalanceDelay: %v is negative", ErrConfig, c.RebalanceDelay)
+	}
+	if c.JoinSettle < 0 {
+		return fmt.Errorf("%w: JoinSettle: %v is negative", ErrConfig, c.JoinSettle)
+	}
+	if c.ClaimWaitCheck <= 0 {
+		return fmt.Errorf("%w: ClaimWaitCheck: %v is not positive", ErrConfig, c.ClaimWaitCheck)
+	}
+	if c.UnownedCheck <= 0 {
+		return fmt.Errorf("%w: UnownedCheck: %v is not positive", ErrConfig, c.UnownedCheck)
 	}
 	if c.LeaderRefresh <= 0 {
 		return fmt.Errorf("%w: LeaderRefresh: %v is not positive", ErrConfig, c.LeaderRefresh)

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
@@ -60,16 +60,24 @@ type Consumer struct {
 	slotsWG sync.WaitGroup
 	events  chan slotEvent
 
-	mu           sync.Mutex
-	slots        map[TopicPartition]*slot
-	members      []string
-	assigned     []TopicPartition
-	applied      bool
-	registered   bool
-	regEpoch     uint64
-	dirtySince   time.Time
-	lastDuration time.Duration
-	lastApplied  time.Time
+	mu             sync.Mutex
+	slots          map[TopicPartition]*slot
+	members        []string
+	assigned       []TopicPartition
+	assignedTopics []string // the subscribed topics with partitions, at the last rebalance
+	applied        bool
+	registered     bool
+	regEpoch       uint64
+	// pendingSince: the first trigger not yet acted on; current: the
+	// change being applied (nil: none); history: the last maxHistory
+	// changes applied, numbered by seq.
+	pendingSince       time.Time
+	current            *Rebalance
+	history            []Rebalance
+	seq                uint64
+	causes             map[RebalanceCause]uint64
+	restartBackoff     map[TopicPartition]*retry.Backoff // lost partitions claimed again
+	lastClaimWaitCheck time.Time
 
 	rebalances    atomic.Uint64
 	claimWaits    atomic.Int64
@@ -96,7 +104,11 @@ type slot struct {
 	tp     TopicPartition
 	state  slotState
 	revoke chan struct{} // closed: stop (drain) or cancel the claim
+	delay  time.Duration // before claiming (a restart after a loss)
 	pm     atomic.Pointer[partition.Manager]
+	// waitingSince: unix nanos since the claim waits for another owner;
+	// 0 while not waiting.
+	waitingSince atomic.Int64
 }
 
 type slotEvent struct {
@@ -153,6 +165,9 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 		errors:   make(chan error, cfg.ErrorsBufferSize),
 		events:   make(chan slotEvent, 64),
 		slots:    map[TopicPartition]*slot{},
+		causes:   map[RebalanceCause]uint64{},
+
+		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}
 	if cfg.Mode == ModePartitions {
 		c.partitions = make(chan *PartitionStream, 1024)
@@ -342,92 +357,4 @@ func (c *Consumer) closeResources() {
 	if c.session != nil {
 		c.session.Close()
 	}
-}
-
-// loop is the consumer manager: it owns the slots map and rebalances.
-func (c *Consumer) loop(regData []byte) error {
-	var idsWatch <-chan zk.Event
-	dirty := true
-	c.markDirty()
-	debounce := time.NewTimer(0)
-	defer debounce.Stop()
-	arm := func() {
-		if !dirty {
-			dirty = true
-			c.markDirty()
-		}
-		debounce.Reset(c.cfg.RebalanceDelay)
-	}
-	retry := time.NewTicker(time.Second)
-	defer retry.Stop()
-	for {
-		select {
-		case <-c.t.Dying():
-			return c.shutdown()
-		case <-idsWatch:
-			idsWatch = nil
-			arm()
-		case <-c.meta.Changes():
-			arm()
-		case <-c.session.Changes():
-			st := c.session.Status()
-			c.health.set(st.Healthy)
-			if st.HasSession && st.Epoch != c.regEpoch {
-				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
-				if err := c.reregister(st, regData); err != nil {
-					c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
-					c.log.Error("registering again failed; retrying", "err", err)
-				} else {
-					idsWatch = nil
-				}
-				arm()
-			}
-		case ev := <-c.events:
-			c.onSlotEvent(ev)
-			arm()
-		case <-retry.C:
-			// Retry what failed (registration, a ZooKeeper read): a
-			// rebalance with nothing changed does nothing.
-			if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch {
-				if err := c.reregister(st, regData); err == nil {
-					idsWatch = nil
-					arm()
-				}
-			}
-			if idsWatch == nil {
-				arm()
-			}
-		case <-debounce.C:
-			if !dirty {
-				continue
-			}
-			w, err := c.rebalance()
-			if err != nil {
-				c.log.Warn("rebalance failed; retrying", "err", err)
-				continue // the retry ticker arms again
-			}
-			idsWatch = w
-			dirty = false
-		}
-	}
-}
-
-// reregister creates this member's ids node again under the session of
-// st and records its epoch.
-func (c *Consumer) reregister(st zkconn.Status, regData []byte) error {
-	if err := register(c.session, c.group, c.id, regData); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.regEpoch = st.Epoch
-	c.mu.Unlock()
-	return nil
-}
-
-func (c *Consumer) markDirty() {
-	c.mu.Lock()
-	if c.dirtySince.IsZero() {
-		c.dirtySince = time.Now()
-	}
-	c.mu.Unlock()
 }

@@ -38,10 +38,10 @@ func watchOffsets(t *testing.T, c *testcluster.Cluster, group, topic string, par
 			}
 			w.mu.Lock()
 			for p, off := range got {
-				if off < last[p] {
+				if prev, ok := last[p]; ok && off < prev {
 					w.back = append(w.back, topic+"/"+itoa(int(p))+": "+itoa(int(last[p]))+" -> "+itoa(int(off)))
 				}
-				if off > last[p] {
+				if prev, ok := last[p]; !ok || off > prev {
 					last[p] = off
 				}
 			}

@@ -1,20 +1,20 @@
 package manager
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/manager/assign"
-	"github.com/zkgroup/zkgroup/partition"
 )
 
-// rebalance reads the members and the metadata, computes the assignment and
-// starts or revokes slots. It returns the new watch on the members.
-func (c *Consumer) rebalance() (<-chan zk.Event, error) {
+// rebalance reads the members, the owners of the subscribed partitions and
+// the metadata, computes the assignment and starts or revokes slots. It
+// returns the new watch on the members. causes are what triggered it.
+func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, error) {
 	if !c.session.Status().HasSession {
 		return nil, errors.New("no zookeeper session")
 	}
@@ -24,14 +24,26 @@ func (c *Consumer) rebalance() (<-chan zk.Event, error) {
 	}
 	snap := c.meta.Snapshot()
 	topics := make([]string, 0, len(snap.Topics))
-	var parts []assign.Partition
+	var withParts []string
 	for t, ps := range snap.Topics {
 		topics = append(topics, t)
-		for _, p := range ps {
-			parts = append(parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader})
+		if len(ps) > 0 {
+			withParts = append(withParts, t)
 		}
 	}
 	sort.Strings(topics)
+	sort.Strings(withParts)
+	owners, err := readOwners(c.session, c.group, withParts)
+	if err != nil {
+		return nil, fmt.Errorf("reading owners: %w", err)
+	}
+	var parts []assign.Partition
+	for _, t := range withParts {
+		for _, p := range snap.Topics[t] {
+			parts = append(parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader,
+				Owner: owners[TopicPartition{t, p.ID}]})
+		}
+	}
 	a := c.strategy(assignMembers(members, topics), parts)
 	mine := map[TopicPartition]bool{}
 	for _, p := range a[c.id] {
@@ -45,30 +57,64 @@ func (c *Consumer) rebalance() (<-chan zk.Event, error) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for why := range causes {
+		c.causes[why]++
+	}
 	c.members = ids
 	c.assigned = sortedTPs(mine)
+	c.assignedTopics = withParts
 	var revoked, added []TopicPartition
 	for tp, sl := range c.slots {
 		if !mine[tp] && sl.state != stopping {
 			sl.state = stopping
 			close(sl.revoke)
 			revoked = append(revoked, tp)
+			delete(c.restartBackoff, tp)
 		}
 	}
 	for tp := range mine {
 		if _, ok := c.slots[tp]; ok {
 			continue // running, claiming, or stopping (restarted when done)
 		}
-		sl := &slot{tp: tp, state: claiming, revoke: make(chan struct{})}
-		c.slots[tp] = sl
+		c.startSlotLocked(tp, 0)
 		added = append(added, tp)
-		c.slotsWG.Add(1)
-		go c.runSlot(sl)
 	}
+	if len(added) > 0 || len(revoked) > 0 {
+		// This change is what the next "applied" measures, from the first
+		// trigger that led to it (or from an earlier change still being
+		// applied, which it joins).
+		if c.current == nil {
+			c.current = &Rebalance{Started: c.pendingSince}
+		}
+		c.current.Causes = mergeCauses(c.current.Causes, causes)
+		c.current.Added += len(added)
+		c.current.Revoked += len(revoked)
+	}
+	c.pendingSince = time.Time{}
 	c.checkAppliedLocked()
 	c.log.Info("rebalanced", "members", len(ids), "partitions", len(parts), "assigned", len(mine),
-		"added", len(added), "revoked", len(revoked))
+		"added", len(added), "revoked", len(revoked), "causes", causeList(causes))
 	return watch, nil
+}
+
+func causeList(causes map[RebalanceCause]bool) []string {
+	out := make([]string, 0, len(causes))
+	for c := range causes {
+		out = append(out, string(c))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mergeCauses adds causes to list, keeping it sorted and without repeats.
+func mergeCauses(list []RebalanceCause, causes map[RebalanceCause]bool) []RebalanceCause {
+	for c := range causes {
+		if !slices.Contains(list, c) {
+			list = append(list, c)
+		}
+	}
+	slices.Sort(list)
+	return list
 }
 
 func sortedTPs(m map[TopicPartition]bool) []TopicPartition {
@@ -85,248 +131,56 @@ func sortedTPs(m map[TopicPartition]bool) []TopicPartition {
 	return out
 }
 
+// Rebalance is one change of this member's assignment that moved
+// something, from the first trigger noticed to every assigned partition
+// fetching. A plain value.
+type Rebalance struct {
+	// Seq numbers the rebalances of this consumer from 1.
+	Seq uint64
+	// Started is when the first change that led to it was noticed;
+	// Applied when every assigned partition was fetching again.
+	Started, Applied time.Time
+	// Took is Applied - Started.
+	Took time.Duration
+	// Causes are what triggered it (several when changes overlapped).
+	Causes []RebalanceCause
+	// Added and Revoked count the partitions this member claimed and
+	// gave up.
+	Added, Revoked int
+}
+
 // checkAppliedLocked records when every assigned partition is fetching and
-// nothing else is held.
+// nothing else is held; only changes that moved something are timed, from
+// their first trigger.
 func (c *Consumer) checkAppliedLocked() {
 	want := map[TopicPartition]bool{}
 	for _, tp := range c.assigned {
 		want[tp] = true
 	}
-	applied := true
-	for tp, sl := range c.slots {
-		if !want[tp] || sl.state != running {
-			applied = false
-			break
+	applied := len(c.slots) == len(want)
+	if applied {
+		for tp, sl := range c.slots {
+			if !want[tp] || sl.state != running {
+				applied = false
+				break
+			}
 		}
 	}
-	if applied && len(c.slots) != len(want) {
-		applied = false
-	}
-	if applied && !c.applied && !c.dirtySince.IsZero() {
-		c.lastDuration = time.Since(c.dirtySince)
-		c.lastApplied = time.Now()
-		c.dirtySince = time.Time{}
-		c.log.Info("assignment applied", "partitions", len(want), "took", c.lastDuration)
+	if applied && c.current != nil {
+		r := *c.current
+		c.current = nil
+		c.seq++
+		r.Seq, r.Applied = c.seq, time.Now()
+		r.Took = r.Applied.Sub(r.Started)
+		c.history = append(c.history, r)
+		if len(c.history) > maxHistory {
+			c.history = slices.Delete(c.history, 0, len(c.history)-maxHistory)
+		}
+		c.log.Info("assignment applied", "partitions", len(want), "took", r.Took,
+			"added", r.Added, "revoked", r.Revoked, "causes", r.Causes)
 	}
 	c.applied = applied
 }
 
-func (c *Consumer) onSlotEvent(ev slotEvent) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sl := ev.sl
-	if c.slots[sl.tp] != sl {
-		return
-	}
-	switch {
-	case ev.done:
-		if pm := sl.pm.Load(); pm != nil {
-			ps := pm.Stats()
-			c.pastDelivered += ps.Delivered
-			c.pastAcks += ps.Acks
-		}
-		delete(c.slots, sl.tp)
-		if sl.state != stopping {
-			c.restarts.Add(1) // lost or died: the next rebalance claims it again if wanted
-		}
-	case ev.started:
-		if sl.state == claiming {
-			sl.state = running
-		}
-	}
-	c.checkAppliedLocked()
-}
-
-func (c *Consumer) send(ev slotEvent) {
-	select {
-	case c.events <- ev:
-	case <-c.t.Dead():
-	}
-}
-
-// runSlot claims a partition, runs its manager until revoked or lost, then
-// drains (when revoked), commits and releases the claim.
-func (c *Consumer) runSlot(sl *slot) {
-	defer c.slotsWG.Done()
-	defer c.send(slotEvent{sl: sl, done: true})
-	log := c.log.With("topic", sl.tp.Topic, "partition", sl.tp.Partition)
-	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits)
-	if err != nil {
-		return
-	}
-	select {
-	case <-sl.revoke: // revoked while the claim was being made
-		if err := cl.release(); err != nil {
-			log.Warn("releasing the claim failed", "err", err)
-		}
-		return
-	default:
-	}
-	// Claimed, not yet fetching: tell the embedder first.
-	if c.cfg.OnAssigned != nil {
-		c.cfg.OnAssigned(c.group, []TopicPartition{sl.tp})
-	}
-	params := partition.Params{
-		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
-		Client: c.client, Consumer: c.consumer, Store: c.store, Fence: cl,
-		Funnel: c.funnel, Config: c.cfg.Partition, Logger: log, Report: c.report,
-	}
-	var stream *PartitionStream
-	if c.cfg.Mode == ModePartitions {
-		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition,
-			ch: make(chan *partition.Message, c.cfg.ChannelBufferSize)}
-		params.Out, params.CloseOut = stream.ch, true
-	}
-	pm, err := partition.Start(params)
-	if err != nil {
-		c.report(err)
-		if c.cfg.OnRevoked != nil {
-			c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
-		}
-		_ = cl.release()
-		return
-	}
-	sl.pm.Store(pm)
-	if stream != nil {
-		stream.generation = pm.Generation()
-		select {
-		case c.partitions <- stream:
-		case <-sl.revoke:
-		case <-cl.Lost():
-		}
-	}
-	c.send(slotEvent{sl: sl, started: true})
-	log.Debug("partition started", "generation", pm.Generation())
-
-	drain := true
-	select {
-	case <-sl.revoke:
-	case <-cl.Lost():
-		drain = false
-	case <-pm.Done():
-		drain = false
-	}
-	if err := pm.Stop(drain); err != nil {
-		c.report(err)
-		log.Warn("partition stopped with an error", "err", err)
-	}
-	// Stopped and committed, still claimed: tell the embedder, then let go.
-	if c.cfg.OnRevoked != nil {
-		c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
-	}
-	if err := cl.release(); err != nil {
-		log.Warn("releasing the claim failed", "err", err)
-	}
-	log.Debug("partition released", "drained", drain)
-}
-
-// shutdown revokes every slot, waits for them (bounded by CloseTimeout) and
-// deregisters.
-func (c *Consumer) shutdown() error {
-	c.mu.Lock()
-	for _, sl := range c.slots {
-		if sl.state != stopping {
-			sl.state = stopping
-			close(sl.revoke)
-		}
-	}
-	c.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		// Slot goroutines report on c.events; swallow those here.
-		for {
-			select {
-			case <-c.events:
-			case <-done:
-				return
-			}
-		}
-	}()
-	waited := make(chan struct{})
-	go func() { c.slotsWG.Wait(); close(waited) }()
-	var err error
-	select {
-	case <-waited:
-	case <-time.After(c.cfg.CloseTimeout):
-		err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
-		c.log.Error("close timed out", "err", err)
-	}
-	close(done)
-	if derr := within(c.cfg.SessionTimeout, func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
-		c.log.Warn("deregistering failed", "err", derr)
-	}
-	if err == nil {
-		<-waited
-	}
-	c.log.Info("left group")
-	return err
-}
-
-// Stats is a snapshot of the consumer.
-type Stats struct {
-	Group, Instance string
-	Members         []string
-	Assigned        []TopicPartition
-	Partitions      []partition.Stats
-	// Ready: registered, and every assigned partition is fetching.
-	Ready bool
-	// SessionHealthy: the ZooKeeper session answered within 2/3 of its timeout.
-	SessionHealthy bool
-	SessionID      int64
-	Rebalances     uint64
-	// LastRebalanceDuration: from the first change noticed to every
-	// assigned partition fetching, for the last rebalance.
-	LastRebalanceDuration time.Duration
-	LastRebalanceApplied  time.Time
-	ClaimWaits            int64
-	// Delivered and Acked count every message handed out and acked by this
-	// consumer, over all ownerships (they never go down).
-	Delivered, Acked  uint64
-	DroppedErrors     uint64
-	StaleAcks         uint64
-	PartitionRestarts uint64
-}
-
-// Stats returns a snapshot. Safe for concurrent use; does no I/O.
-func (c *Consumer) Stats() Stats {
-	st := c.session.Status()
-	c.mu.Lock()
-	s := Stats{
-		Group: c.group, Instance: c.id,
-		Members:               append([]string(nil), c.members...),
-		Assigned:              append([]TopicPartition(nil), c.assigned...),
-		Ready:                 c.applied && st.HasSession && c.regEpoch == st.Epoch,
-		LastRebalanceDuration: c.lastDuration,
-		LastRebalanceApplied:  c.lastApplied,
-	}
-	s.Delivered, s.Acked = c.pastDelivered, c.pastAcks
-	for _, sl := range c.slots {
-		pm := sl.pm.Load()
-		if pm == nil {
-			continue
-		}
-		ps := pm.Stats()
-		s.Delivered += ps.Delivered
-		s.Acked += ps.Acks
-		if sl.state == running {
-			s.Partitions = append(s.Partitions, ps)
-		}
-	}
-	c.mu.Unlock()
-	sort.Slice(s.Partitions, func(i, j int) bool {
-		a, b := s.Partitions[i], s.Partitions[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
-	})
-	s.SessionHealthy, s.SessionID = st.Healthy, st.SessionID
-	s.Rebalances = c.rebalances.Load()
-	s.ClaimWaits = c.claimWaits.Load()
-	s.DroppedErrors = c.droppedErrors.Load()
-	s.StaleAcks = c.staleAcks.Load()
-	s.PartitionRestarts = c.restarts.Load()
-	return s
-}
-
-var _ = context.Background
+// maxHistory bounds the rebalances kept for Stats.
+const maxHistory = 64

@@ -249,10 +249,23 @@ func (c *Cluster) CommittedOffsets(ctx context.Context, group, topic string, par
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: offsets of group %q: %w", group, err)
 	}
+	kerr := resp.Err
+	if resp.Version >= 8 && len(resp.Groups) > 0 {
+		kerr = resp.Groups[0].Err // where v8 reports a coordinator loading or moving
+	}
+	if kerr != sarama.ErrNoError {
+		return nil, fmt.Errorf("testcluster: offsets of group %q: %w", group, kerr)
+	}
 	out := make(map[int32]int64, partitions)
 	for _, p := range ps {
 		out[p] = -1
-		if b := resp.GetBlock(topic, p); b != nil && b.Err == sarama.ErrNoError {
+		b := resp.GetBlock(topic, p)
+		switch {
+		case b == nil: // none committed
+		case b.Err != sarama.ErrNoError:
+			// A coordinator loading or moving: not "none committed".
+			return nil, fmt.Errorf("testcluster: offset of %s/%d in group %q: %w", topic, p, group, b.Err)
+		default:
 			out[p] = b.Offset
 		}
 	}

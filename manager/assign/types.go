@@ -13,6 +13,7 @@ type Partition struct {
 	Topic  string
 	ID     int32
 	Leader int32
+	Owner  string
 }
 
 // Member is one member of the consumer group. Topics lists the topics the

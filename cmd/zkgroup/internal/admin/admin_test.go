@@ -38,6 +38,11 @@ func stats() manager.Stats {
 			{Topic: "t", Partition: 1, Committed: -1, HighWatermark: -1, Lag: -1},
 		},
 		Ready: true, SessionHealthy: true, Rebalances: 3, LastRebalanceDuration: 1500 * time.Millisecond, ClaimWaits: 2,
+		RebalancesByCause: map[manager.RebalanceCause]uint64{manager.CauseStart: 1, manager.CauseMembership: 2},
+		History: []manager.Rebalance{
+			{Seq: 1, Took: 300 * time.Millisecond, Causes: []manager.RebalanceCause{manager.CauseStart}},
+			{Seq: 2, Took: 1500 * time.Millisecond, Causes: []manager.RebalanceCause{manager.CauseMembership}},
+		},
 		Delivered: 40, Acked: 39}
 }
 
@@ -99,7 +104,10 @@ func TestMetrics(t *testing.T) {
 		`zkgroup_owned_partitions{group="g"} 2`,
 		`zkgroup_consumer_messages_consumed_total{group="g"} 40`,
 		`zkgroup_consumer_messages_acked_total{group="g"} 39`,
-		`zkgroup_rebalances_total{group="g"} 3`,
+		`zkgroup_rebalances_total{cause="membership",group="g"} 2`,
+		`zkgroup_rebalances_total{cause="start",group="g"} 1`,
+		`zkgroup_rebalance_duration_seconds_count{group="g"} 2`,
+		`zkgroup_rebalance_duration_seconds_bucket{group="g",le="0.5"} 1`,
 		`zkgroup_last_rebalance_duration_seconds{group="g"} 1.5`,
 		`zkgroup_claim_waits_total{group="g"} 2`,
 		`zkgroup_session_healthy{group="g"} 1`,
@@ -114,6 +122,10 @@ func TestMetrics(t *testing.T) {
 	}
 	if strings.Contains(body, `zkgroup_lag{group="g",partition="1"`) {
 		t.Error("unknown lag exported")
+	}
+	// A second scrape observes no rebalance twice.
+	if _, body := get(t, s.Handler(), "/metrics"); !strings.Contains(body, `zkgroup_rebalance_duration_seconds_count{group="g"} 2`) {
+		t.Error("a second scrape observed the same rebalances again")
 	}
 }
 

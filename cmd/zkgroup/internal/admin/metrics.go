@@ -2,6 +2,7 @@ package admin
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,6 +18,13 @@ type collector struct {
 	delivered, acked, committed, hwm, lag, unacked           *prometheus.Desc
 	sinkMessages, sinkErrors, sinkRetries                    *prometheus.Desc
 	info                                                     *prometheus.Desc
+
+	// rebalanceSeconds is fed at scrape time from Stats.History, each
+	// rebalance once (by its Seq), so that none between scrapes is missed
+	// as long as fewer than 64 happen between two scrapes.
+	mu               sync.Mutex
+	rebalanceSeconds prometheus.Histogram
+	lastSeq          uint64
 }
 
 func newCollector(s *Server) *collector {
@@ -33,8 +41,8 @@ func newCollector(s *Server) *collector {
 		members:        d("members", "Members of the group as of the last rebalance."),
 		assigned:       d("assigned_partitions", "Partitions assigned to this instance."),
 		owned:          d("owned_partitions", "Partitions this instance owns and fetches."),
-		rebalances:     d("rebalances_total", "Rebalances computed by this instance."),
-		lastRebalance:  d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance."),
+		rebalances:     d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, unowned).", "cause"),
+		lastRebalance:  d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance that moved partitions of this instance."),
 		claimWaits:     d("claim_waits_total", "Times a partition claim waited for the previous owner."),
 		restarts:       d("partition_restarts_total", "Partitions that stopped without being revoked (lost claims, fetch failures)."),
 		dropped:        d("dropped_errors_total", "Errors dropped because the errors channel was full."),
@@ -51,6 +59,12 @@ func newCollector(s *Server) *collector {
 		sinkErrors:     d("sink_errors_total", "Failed sink attempts."),
 		sinkRetries:    d("sink_retries_total", "Sink attempts after the first."),
 		info:           d("build_info", "Build information.", "version"),
+		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:        "zkgroup_rebalance_duration_seconds",
+			Help:        "Rebalances that moved partitions of this instance: from the first change noticed to every assigned partition fetching.",
+			ConstLabels: g,
+			Buckets:     []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
 	}
 }
 
@@ -63,6 +77,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info} {
 		ch <- d
 	}
+	c.rebalanceSeconds.Describe(ch)
 }
 
 func b2f(b bool) float64 {
@@ -101,7 +116,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.members, float64(len(st.Members)))
 	gauge(c.assigned, float64(len(st.Assigned)))
 	gauge(c.owned, float64(len(st.Partitions)))
-	counter(c.rebalances, float64(st.Rebalances))
+	for cause, n := range st.RebalancesByCause {
+		counter(c.rebalances, float64(n), string(cause))
+	}
+	c.mu.Lock()
+	for _, r := range st.History {
+		if r.Seq > c.lastSeq {
+			c.rebalanceSeconds.Observe(r.Took.Seconds())
+			c.lastSeq = r.Seq
+		}
+	}
+	c.mu.Unlock()
+	c.rebalanceSeconds.Collect(ch)
 	gauge(c.lastRebalance, st.LastRebalanceDuration.Seconds())
 	counter(c.claimWaits, float64(st.ClaimWaits))
 	counter(c.restarts, float64(st.PartitionRestarts))

@@ -1,0 +1,250 @@
+package manager
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/retry"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+)
+
+// RebalanceCause says what made a member compute its assignment again.
+type RebalanceCause string
+
+// The causes counted in Stats.RebalancesByCause.
+const (
+	// CauseStart: the member's first assignment after Join.
+	CauseStart RebalanceCause = "start"
+	// CauseMembership: a member joined or left (the ids children changed).
+	CauseMembership RebalanceCause = "membership"
+	// CausePartitions: topics matching a subscription appeared or went, or
+	// a topic's partition count or replica assignment changed. A leader
+	// change is not one: the fetcher follows the new leader by itself.
+	CausePartitions RebalanceCause = "partitions"
+	// CauseSession: the ZooKeeper session was replaced (expiry); every
+	// claim was lost and the member registered again.
+	CauseSession RebalanceCause = "session"
+	// CauseClaimWait: a partition this member should own stayed held by
+	// another member for Config.ClaimWaitCheck: the owners are read again
+	// in case that member decided otherwise.
+	CauseClaimWait RebalanceCause = "claim-wait"
+	// CauseUnowned: a partition stayed without owner over two checks
+	// Config.UnownedCheck apart.
+	CauseUnowned RebalanceCause = "unowned"
+)
+
+// loop is the consumer manager: it owns the slots map and rebalances when,
+// and only when, something that decides the assignment changed: the
+// members, the subscription's topics and partition counts, the session.
+// A slot starting or stopping is not such a change: a lost partition that
+// is still this member's is claimed again by restartSlot without a
+// rebalance. Two cheap checks catch members that decided differently
+// (they read the owners at different moments of overlapping changes): a
+// claim that waits too long, and a partition left without owner.
+func (c *Consumer) loop(regData []byte) error {
+	var idsWatch <-chan zk.Event
+	pending := map[RebalanceCause]bool{CauseStart: true}
+	c.markDirty()
+	// The first assignment waits JoinSettle, so that members started
+	// together do not each claim everything first.
+	debounce := time.NewTimer(c.cfg.JoinSettle)
+	defer debounce.Stop()
+	trigger := func(why RebalanceCause) {
+		if len(pending) == 0 {
+			c.markDirty()
+		}
+		pending[why] = true
+		debounce.Reset(c.cfg.RebalanceDelay)
+	}
+	failures := retry.New(100*time.Millisecond, 5*time.Second)
+	var retryAt <-chan time.Time // armed after a failed rebalance or registration
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	unowned := time.NewTimer(jittered(c.cfg.UnownedCheck))
+	defer unowned.Stop()
+	var unownedBefore map[TopicPartition]bool
+	for {
+		select {
+		case <-c.t.Dying():
+			return c.shutdown()
+		case <-idsWatch:
+			idsWatch = nil
+			trigger(CauseMembership)
+		case <-c.meta.Changes():
+			trigger(CausePartitions)
+		case <-c.session.Changes():
+			st := c.session.Status()
+			c.health.set(st.Healthy)
+			if st.HasSession && st.Epoch != c.regEpoch {
+				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
+				if err := c.reregister(st, regData); err != nil {
+					c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
+					c.log.Error("registering again failed; retrying", "err", err)
+					retryAt = time.After(failures.Next())
+				}
+				idsWatch = nil
+				trigger(CauseSession)
+			}
+		case ev := <-c.events:
+			c.onSlotEvent(ev)
+		case <-check.C:
+			if c.claimWaitTooLong() {
+				trigger(CauseClaimWait)
+			}
+		case <-unowned.C:
+			unownedBefore = c.checkUnowned(unownedBefore, trigger)
+			unowned.Reset(jittered(c.cfg.UnownedCheck))
+		case <-retryAt:
+			retryAt = nil
+			if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch {
+				if err := c.reregister(st, regData); err != nil {
+					retryAt = time.After(failures.Next())
+					continue
+				}
+				idsWatch = nil
+			}
+			if len(pending) > 0 {
+				debounce.Reset(0)
+			}
+		case <-debounce.C:
+			if len(pending) == 0 || retryAt != nil {
+				continue
+			}
+			w, err := c.rebalance(pending)
+			if err != nil {
+				c.log.Warn("rebalance failed; retrying", "err", err)
+				retryAt = time.After(failures.Next())
+				continue
+			}
+			failures.Reset()
+			idsWatch = w
+			clear(pending)
+		}
+	}
+}
+
+// jittered returns d ± 20 %, so that members' periodic checks spread out.
+func jittered(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()-0.5)*0.4*float64(d))
+}
+
+// claimWaitTooLong reports whether a slot has waited on another owner for
+// ClaimWaitCheck or more, at most once per ClaimWaitCheck.
+func (c *Consumer) claimWaitTooLong() bool {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.lastClaimWaitCheck) < c.cfg.ClaimWaitCheck {
+		return false
+	}
+	for _, sl := range c.slots {
+		if since := sl.waitingSince.Load(); since != 0 && now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck {
+			c.lastClaimWaitCheck = now
+			c.log.Info("a claim waits for another owner; reading the owners again",
+				"topic", sl.tp.Topic, "partition", sl.tp.Partition)
+			return true
+		}
+	}
+	return false
+}
+
+// checkUnowned lists the owner nodes (one read per topic) and triggers a
+// rebalance when a partition was without owner in this check and the one
+// before; it returns this check's unowned partitions.
+func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(RebalanceCause)) map[TopicPartition]bool {
+	if !c.session.Status().HasSession {
+		return nil
+	}
+	snap := c.meta.Snapshot()
+	c.mu.Lock()
+	topics := append([]string(nil), c.assignedTopics...)
+	c.mu.Unlock()
+	owned, err := ownedPartitions(c.session, c.group, topics)
+	if err != nil {
+		c.log.Debug("checking owners failed", "err", err)
+		return nil
+	}
+	now := map[TopicPartition]bool{}
+	still := 0
+	for _, t := range topics {
+		for _, p := range snap.Topics[t] {
+			tp := TopicPartition{Topic: t, Partition: p.ID}
+			if !owned[tp] {
+				now[tp] = true
+				if before[tp] {
+					still++
+				}
+			}
+		}
+	}
+	if still > 0 {
+		c.log.Info("partitions without owner; reading the owners again", "partitions", still)
+		trigger(CauseUnowned)
+	}
+	return now
+}
+
+// reregister creates this member's ids node again under the session of
+// st and records its epoch.
+func (c *Consumer) reregister(st zkconn.Status, regData []byte) error {
+	if err := register(c.session, c.group, c.id, regData); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.regEpoch = st.Epoch
+	c.mu.Unlock()
+	return nil
+}
+
+// markDirty records when the first change not yet applied was noticed.
+func (c *Consumer) markDirty() {
+	c.mu.Lock()
+	if c.pendingSince.IsZero() {
+		c.pendingSince = time.Now()
+	}
+	c.mu.Unlock()
+}
+
+// shutdown revokes every slot, waits for them (bounded by CloseTimeout) and
+// deregisters.
+func (c *Consumer) shutdown() error {
+	c.mu.Lock()
+	for _, sl := range c.slots {
+		if sl.state != stopping {
+			sl.state = stopping
+			close(sl.revoke)
+		}
+	}
+	c.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		// Slot goroutines report on c.events; swallow those here.
+		for {
+			select {
+			case <-c.events:
+			case <-done:
+				return
+			}
+		}
+	}()
+	waited := make(chan struct{})
+	go func() { c.slotsWG.Wait(); close(waited) }()
+	var err error
+	select {
+	case <-waited:
+	case <-time.After(c.cfg.CloseTimeout):
+		err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
+		c.log.Error("close timed out", "err", err)
+	}
+	close(done)
+	if derr := within(c.cfg.SessionTimeout, func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
+		c.log.Warn("deregistering failed", "err", derr)
+	}
+	if err == nil {
+		<-waited
+	}
+	c.log.Info("left group")
+	return err
+}

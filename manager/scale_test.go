@@ -1,0 +1,138 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// TestScaleConvergence: 10 members join a group over a topic of 1,000
+// partitions one after another, then 9 leave one by one, while a producer
+// writes throughout. After each step the members own every partition
+// exactly once, balanced within one, and fetch all of it; at the end the
+// last member has consumed every message exactly once (clean joins and
+// leaves redeliver nothing), no two members ever held a partition at once,
+// and the committed offsets are the log-end offsets. The deadlines are
+// generous: this asserts convergence and ownership, not speed (the scale
+// benchmark in bench/ measures that).
+func TestScaleConvergence(t *testing.T) {
+	c := testcluster.Shared(t)
+	ctx := context.Background()
+	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	const parts, members = 1000, 10
+	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(t)
+	prod := startProducer(c, topic, parts, 0, 1000, 250*time.Millisecond)
+	o := joinOpts{strict: true, configure: func(cfg *manager.Config) {
+		cfg.Partition.CommitInterval = time.Second
+	}}
+	var ins []*instance
+	for i := range members {
+		ins = append(ins, join(t, c, group, sub, fmt.Sprintf("m%02d", i), rec, o))
+		took := await(t, 3*time.Minute, fmt.Sprintf("%d members balanced", len(ins)), func() bool { return balanced(parts, ins...) })
+		t.Logf("join %d: balanced in %v", len(ins), took)
+	}
+	for len(ins) > 1 {
+		ins[0].close(t)
+		ins = ins[1:]
+		took := await(t, 3*time.Minute, fmt.Sprintf("%d members balanced", len(ins)), func() bool { return balanced(parts, ins...) })
+		t.Logf("leave, %d left: balanced in %v", len(ins), took)
+	}
+	last := ins[0]
+	n := prod.halt(t)
+	await(t, 3*time.Minute, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	st := last.c.Stats()
+	t.Logf("last member: %d rebalances by cause %v, %d partition restarts", st.Rebalances, st.RebalancesByCause, st.PartitionRestarts)
+	last.close(t)
+	rec.checkExactlyOnce(t, topic, n)
+	rec.checkViolations(t)
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := committed(t, c, group, topic, parts)
+	bad := 0
+	for p := int32(0); p < parts; p++ {
+		if got[p] != hwm[p] {
+			if bad < 5 {
+				t.Errorf("partition %d: committed %d, log-end %d", p, got[p], hwm[p])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d partitions committed short of their log end", bad, parts)
+	}
+}
+
+// TestRollingBrokerRestart: 3 members over 24 partitions (replication 3)
+// while each broker in turn is stopped and started again under load. A
+// leader change is not a group change: no member recomputes its assignment
+// for it, nothing moves between members, and every message is consumed
+// exactly once.
+func TestRollingBrokerRestart(t *testing.T) {
+	c := testcluster.Start(t)
+	ctx := context.Background()
+	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	const parts = 24
+	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(t)
+	prod := startProducer(c, topic, parts, 0, 48, 100*time.Millisecond)
+	o := joinOpts{strict: true}
+	ins := []*instance{
+		join(t, c, group, sub, "a", rec, o),
+		join(t, c, group, sub, "b", rec, o),
+		join(t, c, group, sub, "c", rec, o),
+	}
+	await(t, 60*time.Second, "3 balanced", func() bool { return balanced(parts, ins...) })
+	before := map[string]manager.Stats{}
+	for _, in := range ins {
+		before[in.name] = in.c.Stats()
+	}
+	for _, id := range c.BrokerIDs() {
+		if err := c.StopBroker(id); err != nil {
+			t.Fatalf("stopping broker %d: %v", id, err)
+		}
+		if err := c.StartBroker(ctx, id); err != nil {
+			t.Fatalf("starting broker %d: %v", id, err)
+		}
+		if err := c.WaitReady(ctx); err != nil {
+			t.Fatalf("cluster after restarting broker %d: %v", id, err)
+		}
+		t.Logf("broker %d restarted", id)
+	}
+	n := prod.halt(t)
+	await(t, 2*time.Minute, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	for _, in := range ins {
+		b, a := before[in.name], in.c.Stats()
+		if a.Rebalances != b.Rebalances {
+			t.Errorf("%s recomputed its assignment %d times during the broker restarts (causes before %v, after %v)",
+				in.name, a.Rebalances-b.Rebalances, b.RebalancesByCause, a.RebalancesByCause)
+		}
+		if fmt.Sprint(a.Assigned) != fmt.Sprint(b.Assigned) {
+			t.Errorf("%s's partitions changed: %v -> %v", in.name, b.Assigned, a.Assigned)
+		}
+	}
+	for _, in := range ins {
+		in.close(t)
+	}
+	rec.checkExactlyOnce(t, topic, n)
+	rec.checkViolations(t)
+}

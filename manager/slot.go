@@ -1,0 +1,158 @@
+package manager
+
+import (
+	"slices"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/retry"
+	"github.com/zkgroup/zkgroup/partition"
+)
+
+func (c *Consumer) onSlotEvent(ev slotEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl := ev.sl
+	if c.slots[sl.tp] != sl {
+		return
+	}
+	switch {
+	case ev.done:
+		if pm := sl.pm.Load(); pm != nil {
+			ps := pm.Stats()
+			c.pastDelivered += ps.Delivered
+			c.pastAcks += ps.Acks
+		}
+		delete(c.slots, sl.tp)
+		var delay time.Duration
+		if sl.state != stopping {
+			// Lost or died: claim it again if it is still ours, after a
+			// jittered wait that grows while it keeps failing. Not a
+			// rebalance: nothing that decides the assignment changed.
+			c.restarts.Add(1)
+			bo := c.restartBackoff[sl.tp]
+			if bo == nil {
+				bo = retry.New(100*time.Millisecond, 5*time.Second)
+				c.restartBackoff[sl.tp] = bo
+			}
+			delay = bo.Next()
+		}
+		// Revoked, then assigned to this member again while it stopped; or
+		// lost while still ours: claim it again.
+		if slices.Contains(c.assigned, sl.tp) && c.t.Alive() {
+			c.startSlotLocked(sl.tp, delay)
+		}
+	case ev.started:
+		if sl.state == claiming {
+			sl.state = running
+		}
+	}
+	c.checkAppliedLocked()
+}
+
+// startSlotLocked starts a slot goroutine that claims tp after delay.
+// c.mu must be held.
+func (c *Consumer) startSlotLocked(tp TopicPartition, delay time.Duration) {
+	sl := &slot{tp: tp, state: claiming, revoke: make(chan struct{}), delay: delay}
+	c.slots[tp] = sl
+	c.slotsWG.Add(1)
+	go c.runSlot(sl)
+}
+
+func (c *Consumer) send(ev slotEvent) {
+	select {
+	case c.events <- ev:
+	case <-c.t.Dead():
+	}
+}
+
+// runSlot claims a partition, runs its manager until revoked or lost, then
+// drains (when revoked), commits and releases the claim.
+func (c *Consumer) runSlot(sl *slot) {
+	defer c.slotsWG.Done()
+	defer c.send(slotEvent{sl: sl, done: true})
+	log := c.log.With("topic", sl.tp.Topic, "partition", sl.tp.Partition)
+	if sl.delay > 0 {
+		t := time.NewTimer(sl.delay)
+		select {
+		case <-t.C:
+		case <-sl.revoke:
+			t.Stop()
+			return
+		}
+	}
+	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits,
+		func(waiting bool) {
+			if waiting {
+				sl.waitingSince.Store(time.Now().UnixNano())
+			} else {
+				sl.waitingSince.Store(0)
+			}
+		})
+	if err != nil {
+		return
+	}
+	select {
+	case <-sl.revoke: // revoked while the claim was being made
+		if err := cl.release(); err != nil {
+			log.Warn("releasing the claim failed", "err", err)
+		}
+		return
+	default:
+	}
+	// Claimed, not yet fetching: tell the embedder first.
+	if c.cfg.OnAssigned != nil {
+		c.cfg.OnAssigned(c.group, []TopicPartition{sl.tp})
+	}
+	params := partition.Params{
+		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
+		Client: c.client, Consumer: c.consumer, Store: c.store, Fence: cl,
+		Funnel: c.funnel, Config: c.cfg.Partition, Logger: log, Report: c.report,
+	}
+	var stream *PartitionStream
+	if c.cfg.Mode == ModePartitions {
+		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition,
+			ch: make(chan *partition.Message, c.cfg.ChannelBufferSize)}
+		params.Out, params.CloseOut = stream.ch, true
+	}
+	pm, err := partition.Start(params)
+	if err != nil {
+		c.report(err)
+		if c.cfg.OnRevoked != nil {
+			c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
+		}
+		_ = cl.release()
+		return
+	}
+	sl.pm.Store(pm)
+	if stream != nil {
+		stream.generation = pm.Generation()
+		select {
+		case c.partitions <- stream:
+		case <-sl.revoke:
+		case <-cl.Lost():
+		}
+	}
+	c.send(slotEvent{sl: sl, started: true})
+	log.Debug("partition started", "generation", pm.Generation())
+
+	drain := true
+	select {
+	case <-sl.revoke:
+	case <-cl.Lost():
+		drain = false
+	case <-pm.Done():
+		drain = false
+	}
+	if err := pm.Stop(drain); err != nil {
+		c.report(err)
+		log.Warn("partition stopped with an error", "err", err)
+	}
+	// Stopped and committed, still claimed: tell the embedder, then let go.
+	if c.cfg.OnRevoked != nil {
+		c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
+	}
+	if err := cl.release(); err != nil {
+		log.Warn("releasing the claim failed", "err", err)
+	}
+	log.Debug("partition released", "drained", drain)
+}

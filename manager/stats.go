@@ -1,0 +1,88 @@
+package manager
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/zkgroup/zkgroup/partition"
+)
+
+// Stats is a snapshot of the consumer.
+type Stats struct {
+	Group, Instance string
+	Members         []string
+	Assigned        []TopicPartition
+	Partitions      []partition.Stats
+	// Ready: registered, and every assigned partition is fetching.
+	Ready bool
+	// SessionHealthy: the ZooKeeper session answered within 2/3 of its timeout.
+	SessionHealthy bool
+	SessionID      int64
+	Rebalances     uint64
+	// LastRebalanceDuration: from the first change noticed to every
+	// assigned partition fetching, for the last rebalance that moved
+	// something (Rebalances[len-1].Took); zero before the first.
+	LastRebalanceDuration time.Duration
+	LastRebalanceApplied  time.Time
+	// RebalancesByCause counts the assignments computed, per cause (one
+	// computation may count under several causes when changes overlapped;
+	// most computations after the first move nothing for this member).
+	RebalancesByCause map[RebalanceCause]uint64
+	// History: the last 64 rebalances of this member that moved
+	// something, oldest first.
+	History    []Rebalance
+	ClaimWaits int64
+	// Delivered and Acked count every message handed out and acked by this
+	// consumer, over all ownerships (they never go down).
+	Delivered, Acked  uint64
+	DroppedErrors     uint64
+	StaleAcks         uint64
+	PartitionRestarts uint64
+}
+
+// Stats returns a snapshot. Safe for concurrent use; does no I/O.
+func (c *Consumer) Stats() Stats {
+	st := c.session.Status()
+	c.mu.Lock()
+	s := Stats{
+		Group: c.group, Instance: c.id,
+		Members:           append([]string(nil), c.members...),
+		Assigned:          append([]TopicPartition(nil), c.assigned...),
+		Ready:             c.applied && st.HasSession && c.regEpoch == st.Epoch,
+		RebalancesByCause: maps.Clone(c.causes),
+		History:           slices.Clone(c.history),
+	}
+	if n := len(c.history); n > 0 {
+		s.LastRebalanceDuration, s.LastRebalanceApplied = c.history[n-1].Took, c.history[n-1].Applied
+	}
+	s.Delivered, s.Acked = c.pastDelivered, c.pastAcks
+	for _, sl := range c.slots {
+		pm := sl.pm.Load()
+		if pm == nil {
+			continue
+		}
+		ps := pm.Stats()
+		s.Delivered += ps.Delivered
+		s.Acked += ps.Acks
+		if sl.state == running {
+			s.Partitions = append(s.Partitions, ps)
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(s.Partitions, func(i, j int) bool {
+		a, b := s.Partitions[i], s.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	s.SessionHealthy, s.SessionID = st.Healthy, st.SessionID
+	s.Rebalances = c.rebalances.Load()
+	s.ClaimWaits = c.claimWaits.Load()
+	s.DroppedErrors = c.droppedErrors.Load()
+	s.StaleAcks = c.staleAcks.Load()
+	s.PartitionRestarts = c.restarts.Load()
+	return s
+}
