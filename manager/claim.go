@@ -65,20 +65,21 @@ func (c *claim) markLost(why string) {
 // owner costs ZooKeeper no failed create: a claim is one create, its
 // release one delete. A node left by this instance id under an older
 // session (a restart with a stable id) is deleted and taken at once.
-// waiting, when set, is told when the wait for another owner begins (true)
-// and ends (false); waits counts the waits.
+// waiting, when set, is told who holds the node when a wait for another
+// owner begins or the holder changes, and "" when the wait ends; waits
+// counts the waits.
 func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
-	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(bool)) (*claim, error) {
+	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string)) (*claim, error) {
 	p := zkdata.OwnerPath(group, tp.Topic, tp.Partition)
 	bo := retry.New(50*time.Millisecond, 2*time.Second)
-	logged, isWaiting := false, false
-	setWaiting := func(w bool) {
-		if w != isWaiting && waiting != nil {
-			waiting(w)
+	logged, waitingFor := false, ""
+	setWaiting := func(holder string) {
+		if holder != waitingFor && waiting != nil {
+			waiting(holder)
 		}
-		isWaiting = w
+		waitingFor = holder
 	}
-	defer setWaiting(false)
+	defer setWaiting("")
 	for {
 		select {
 		case <-cancel:
@@ -142,7 +143,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		}
 		// Another owner: wait for its node to go.
 		waits.Add(1)
-		setWaiting(true)
+		setWaiting(holder)
 		if !logged {
 			log.Info("waiting for the partition's owner to release it", "path", p, "owner", holder)
 			logged = true

@@ -78,6 +78,11 @@ type Consumer struct {
 	causes             map[RebalanceCause]uint64
 	restartBackoff     map[TopicPartition]*retry.Backoff // lost partitions claimed again
 	lastClaimWaitCheck time.Time
+	// badNodes: the ZooKeeper nodes reported on Errors() (by path, with
+	// the error text), so that each problem is reported once while it
+	// lasts; squatted: partitions held by a non-member now.
+	badNodes map[string]string
+	squatted int
 
 	rebalances    atomic.Uint64
 	claimWaits    atomic.Int64
@@ -107,8 +112,9 @@ type slot struct {
 	delay  time.Duration // before claiming (a restart after a loss)
 	pm     atomic.Pointer[partition.Manager]
 	// waitingSince: unix nanos since the claim waits for another owner;
-	// 0 while not waiting.
+	// 0 while not waiting. holder: that owner's id (nil while not waiting).
 	waitingSince atomic.Int64
+	holder       atomic.Pointer[string]
 }
 
 type slotEvent struct {
@@ -166,6 +172,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 		events:   make(chan slotEvent, 64),
 		slots:    map[TopicPartition]*slot{},
 		causes:   map[RebalanceCause]uint64{},
+		badNodes: map[string]string{},
 
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}

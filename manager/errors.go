@@ -1,9 +1,35 @@
 package manager
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors.
 var (
 	ErrClosed = errors.New("manager: consumer closed")
 	ErrJoin   = errors.New("manager: join failed")
+	// ErrBadRegistration: a member's node under /consumers/<group>/ids
+	// cannot be read as a registration; that member is given no
+	// partitions.
+	ErrBadRegistration = errors.New("manager: unreadable member registration")
+	// ErrSquatted: an owner node under /consumers/<group>/owners is held
+	// by an id that is not a member of the group, so the partition's
+	// rightful owner cannot claim it until the node goes (its session
+	// ends or an operator deletes it).
+	ErrSquatted = errors.New("manager: partition held by a non-member")
 )
+
+// NodeError is a problem with one ZooKeeper node of the group, reported on
+// Errors() once while it lasts. It unwraps to Err, which wraps
+// ErrBadRegistration or ErrSquatted. A plain value.
+type NodeError struct {
+	Path string
+	Err  error
+}
+
+// Error names the node and the problem.
+func (e *NodeError) Error() string { return fmt.Sprintf("%s: %v", e.Path, e.Err) }
+
+// Unwrap returns Err.
+func (e *NodeError) Unwrap() error { return e.Err }

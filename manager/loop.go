@@ -90,6 +90,9 @@ func (c *Consumer) loop(regData []byte) error {
 		case ev := <-c.events:
 			c.onSlotEvent(ev)
 		case <-check.C:
+			c.mu.Lock()
+			c.noteSquatsLocked(time.Now())
+			c.mu.Unlock()
 			if c.claimWaitTooLong() {
 				trigger(CauseClaimWait)
 			}

@@ -2,7 +2,7 @@ package manager
 
 import (
 	"errors"
-	"log/slog"
+	"fmt"
 	"sort"
 
 	"github.com/go-zookeeper/zk"
@@ -16,12 +16,13 @@ import (
 type member struct {
 	id  string
 	sub *subscription.Subscription // nil when unreadable
+	err error                      // why it is unreadable (wraps ErrBadRegistration)
 }
 
 // readMembers lists the group's members (setting a child watch) and reads
 // each registration. A member whose registration is malformed is kept with
-// a nil subscription (it is given nothing) and logged.
-func readMembers(s *zkconn.Session, group string, log *slog.Logger) ([]member, <-chan zk.Event, error) {
+// a nil subscription (it is given nothing) and its error.
+func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, error) {
 	ids, _, ch, err := s.ChildrenW(zkdata.IDsPath(group))
 	if err != nil {
 		return nil, nil, err
@@ -38,14 +39,12 @@ func readMembers(s *zkconn.Session, group string, log *slog.Logger) ([]member, <
 		}
 		reg, err := zkdata.ParseMemberRegistration(id, data)
 		if err != nil {
-			log.Warn("member registration unreadable; it is given no partitions", "member", id, "err", err)
-			out = append(out, member{id: id})
+			out = append(out, member{id: id, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
 			continue
 		}
 		sub, err := subscription.FromRegistration(reg.Pattern, reg.Subscription)
 		if err != nil {
-			log.Warn("member subscription unreadable; it is given no partitions", "member", id, "err", err)
-			out = append(out, member{id: id})
+			out = append(out, member{id: id, err: fmt.Errorf("%w: subscription: %w", ErrBadRegistration, err)})
 			continue
 		}
 		out = append(out, member{id: id, sub: sub})

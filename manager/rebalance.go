@@ -18,7 +18,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	if !c.session.Status().HasSession {
 		return nil, errors.New("no zookeeper session")
 	}
-	members, watch, err := readMembers(c.session, c.group, c.log)
+	members, watch, err := readMembers(c.session, c.group)
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
 	}
@@ -61,6 +61,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 		c.causes[why]++
 	}
 	c.members = ids
+	c.noteBadRegistrationsLocked(members)
 	c.assigned = sortedTPs(mine)
 	c.assignedTopics = withParts
 	var revoked, added []TopicPartition

@@ -81,11 +81,13 @@ func (c *Consumer) runSlot(sl *slot) {
 		}
 	}
 	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits,
-		func(waiting bool) {
-			if waiting {
+		func(holder string) {
+			if holder != "" {
+				sl.holder.Store(&holder)
 				sl.waitingSince.Store(time.Now().UnixNano())
 			} else {
 				sl.waitingSince.Store(0)
+				sl.holder.Store(nil)
 			}
 		})
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/partition"
 )
 
@@ -36,10 +38,15 @@ type Stats struct {
 	ClaimWaits int64
 	// Delivered and Acked count every message handed out and acked by this
 	// consumer, over all ownerships (they never go down).
-	Delivered, Acked  uint64
-	DroppedErrors     uint64
-	StaleAcks         uint64
-	PartitionRestarts uint64
+	Delivered, Acked uint64
+	DroppedErrors    uint64
+	// BadRegistrations: members whose registration could not be read at
+	// the last rebalance (given no partitions). SquattedPartitions:
+	// partitions this member should own that are held by an id that is
+	// not a member. Both are also reported on Errors() (*NodeError).
+	BadRegistrations, SquattedPartitions int
+	StaleAcks                            uint64
+	PartitionRestarts                    uint64
 }
 
 // Stats returns a snapshot. Safe for concurrent use; does no I/O.
@@ -54,6 +61,12 @@ func (c *Consumer) Stats() Stats {
 		RebalancesByCause: maps.Clone(c.causes),
 		History:           slices.Clone(c.history),
 	}
+	for p := range c.badNodes {
+		if strings.HasPrefix(p, zkdata.IDsPath(c.group)+"/") {
+			s.BadRegistrations++
+		}
+	}
+	s.SquattedPartitions = c.squatted
 	if n := len(c.history); n > 0 {
 		s.LastRebalanceDuration, s.LastRebalanceApplied = c.history[n-1].Took, c.history[n-1].Applied
 	}

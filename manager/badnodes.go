@@ -1,0 +1,67 @@
+package manager
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+)
+
+// noteBadRegistrationsLocked reports each unreadable registration on
+// Errors() and in the log once while it lasts. c.mu must be held.
+func (c *Consumer) noteBadRegistrationsLocked(members []member) {
+	now := map[string]bool{}
+	for _, m := range members {
+		if m.err == nil {
+			continue
+		}
+		path := zkdata.IDPath(c.group, m.id)
+		now[path] = true
+		c.noteNodeLocked(path, m.err, "member registration unreadable; it is given no partitions")
+	}
+	c.forgetNodesLocked(zkdata.IDsPath(c.group)+"/", now)
+}
+
+// noteSquatsLocked reports each partition whose claim has waited
+// ClaimWaitCheck or more on a holder that is not a member of the group,
+// once while it lasts, and counts them. c.mu must be held.
+func (c *Consumer) noteSquatsLocked(now time.Time) {
+	members := map[string]bool{}
+	for _, id := range c.members {
+		members[id] = true
+	}
+	squats := map[string]bool{}
+	for _, sl := range c.slots {
+		h, since := sl.holder.Load(), sl.waitingSince.Load()
+		if h == nil || members[*h] || since == 0 || now.Sub(time.Unix(0, since)) < c.cfg.ClaimWaitCheck {
+			continue
+		}
+		path := zkdata.OwnerPath(c.group, sl.tp.Topic, sl.tp.Partition)
+		squats[path] = true
+		c.noteNodeLocked(path, fmt.Errorf("%w: held by %q", ErrSquatted, *h),
+			"partition held by an id that is not a member of the group; it cannot be claimed until that node goes")
+	}
+	c.squatted = len(squats)
+	c.forgetNodesLocked(zkdata.OwnersPath(c.group)+"/", squats)
+}
+
+// noteNodeLocked reports err for path unless it was reported already.
+func (c *Consumer) noteNodeLocked(path string, err error, msg string) {
+	if c.badNodes[path] == err.Error() {
+		return
+	}
+	c.badNodes[path] = err.Error()
+	c.log.Warn(msg, "path", path, "err", err)
+	c.report(&NodeError{Path: path, Err: err})
+}
+
+// forgetNodesLocked forgets the reported nodes under prefix that are not in
+// now, so that a problem that comes back is reported again.
+func (c *Consumer) forgetNodesLocked(prefix string, now map[string]bool) {
+	for p := range c.badNodes {
+		if strings.HasPrefix(p, prefix) && !now[p] {
+			delete(c.badNodes, p)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package manager_test
+
+import (
+	"errors"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+)
+
+// TestForeignNodesReported: a registration that is not JSON under ids/
+// and an owner node held by a non-member (a squat) reach Errors() as
+// *manager.NodeError (ErrBadRegistration, ErrSquatted) and Stats, once;
+// when the squatter's session ends, the partition is claimed and the count
+// drops to zero.
+func TestForeignNodesReported(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 4)
+	foreign, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Close()
+	root := c.Chroot() + "/consumers/" + group
+	mkdirs := func(p string) {
+		cur := ""
+		for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
+			cur += "/" + part
+			if _, err := foreign.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatalf("create %s: %v", cur, err)
+			}
+		}
+	}
+	mkdirs(root + "/ids")
+	mkdirs(root + "/owners/" + topic)
+	if _, err := foreign.Create(root+"/ids/phantom", []byte("not json"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	squat := root + "/owners/" + topic + "/0"
+	if _, err := foreign.Create(squat, []byte("squatter"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := baseConfig(t, "a")
+	cfg.ClaimWaitCheck = time.Second
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []*manager.NodeError
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for m := range cons.Messages() {
+			cons.Ack(m)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for err := range cons.Errors() {
+			var ne *manager.NodeError
+			if errors.As(err, &ne) {
+				mu.Lock()
+				got = append(got, ne)
+				mu.Unlock()
+			}
+		}
+	}()
+	defer func() {
+		if err := cons.Close(); err != nil {
+			t.Error(err)
+		}
+		wg.Wait()
+	}()
+	await(t, 30*time.Second, "both nodes reported", func() bool {
+		st := cons.Stats()
+		return st.BadRegistrations == 1 && st.SquattedPartitions == 1 && len(st.Partitions) == 3
+	})
+	mu.Lock()
+	var bad, squatted int
+	for _, ne := range got {
+		switch {
+		case errors.Is(ne, manager.ErrBadRegistration) && path.Base(ne.Path) == "phantom":
+			bad++
+		case errors.Is(ne, manager.ErrSquatted) && ne.Path == "/consumers/"+group+"/owners/"+topic+"/0":
+			squatted++
+		default:
+			t.Errorf("unexpected node error: %v", ne)
+		}
+	}
+	mu.Unlock()
+	if bad != 1 || squatted != 1 {
+		t.Errorf("reported %d bad registrations and %d squats, want 1 and 1 (each once)", bad, squatted)
+	}
+	foreign.Close() // the squatter's session ends: its nodes go
+	await(t, 30*time.Second, "partition 0 claimed after the squatter left", func() bool {
+		st := cons.Stats()
+		return st.SquattedPartitions == 0 && len(st.Partitions) == 4 && st.BadRegistrations == 0
+	})
+}
