@@ -10,31 +10,63 @@ import (
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
-func TestLeaderFailover(t *testing.T) {
+// TestBrokerCrashKeepsView kills the broker that leads partition 0 and
+// starts it again: the live leaders move, the watcher's view and version
+// do not, and Changes never fires. Then a topic created and partitions
+// added each fire Changes once.
+func TestBrokerCrashKeepsView(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(3))
 	ctx := ctxT(t)
 	topic := testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctx, topic, 3, 3); err != nil {
+	if err := c.CreateTopic(ctx, topic, 6, 3); err != nil {
 		t.Fatal(err)
 	}
-	w := open(t, c, only(topic))
-	s := await(t, w, "leaders", led(topic, 3))
-	old := s.Topics[topic][0].Leader
-	if got, err := c.Leader(topic, 0); err != nil || got != old {
-		t.Fatalf("snapshot leader %d, ZooKeeper says %d (%v)", old, got, err)
-	}
-	if err := c.KillBroker(old); err != nil {
-		t.Fatal(err)
-	}
-	next, err := c.WaitLeader(ctx, topic, 0, old)
+	w := open(t, c, nil)
+	s := await(t, w, "the topic", led(topic, 6))
+	preferred(t, s)
+	v := s.Version
+	victim, err := c.Leader(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("leader of partition 0 moved from %d to %d", old, next)
-	await(t, w, "the new leader", func(s metadata.Snapshot) bool {
-		ps := s.Topics[topic]
-		return len(ps) == 3 && ps[0].Leader == next
-	})
+	if err := c.KillBroker(victim); err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.WaitLeader(ctx, topic, 0, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("live leader of partition 0 moved from %d to %d", victim, next)
+	awaitResyncs(t, w, 2)
+	noChange(t, w, "a broker crash", v)
+	if got := w.Snapshot(); !metadata.EqualTopics(got.Topics, s.Topics) {
+		t.Errorf("the view changed with the live leaders: %v, was %v", got.Topics, s.Topics)
+	}
+
+	if err := c.StartBroker(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	awaitResyncs(t, w, 2)
+	noChange(t, w, "a broker restart", v)
+	if err := w.Err(); err != nil {
+		t.Errorf("Err() = %v", err)
+	}
+
+	created := testcluster.Name(t, "created")
+	if err := c.CreateTopic(ctx, created, 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	changed(t, w, "a topic creation", v+1, led(created, 2))
+	awaitResyncs(t, w, 2)
+	noChange(t, w, "a topic creation (twice)", v+1)
+
+	if err := c.AddPartitions(ctx, created, 5); err != nil {
+		t.Fatal(err)
+	}
+	s = changed(t, w, "adding partitions", v+2, led(created, 5))
+	awaitResyncs(t, w, 2)
+	noChange(t, w, "adding partitions (twice)", v+2)
+	preferred(t, s)
 }
 
 func TestZooKeeperRestart(t *testing.T) {

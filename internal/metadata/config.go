@@ -8,7 +8,7 @@ import (
 // Limits checked by Config.Validate.
 const (
 	MinSessionTimeout = 2 * time.Second
-	MinLeaderRefresh  = 100 * time.Millisecond
+	MinResync         = time.Second
 )
 
 // Config tunes a Watcher. It is a plain value: copy it freely; safe for
@@ -17,23 +17,34 @@ type Config struct {
 	// SessionTimeout is the ZooKeeper session timeout of the watcher's own
 	// read-only session. Default 10s, at least 2s.
 	SessionTimeout time.Duration
-	// LeaderRefresh is how often the whole view (topic list, partition
-	// lists and every selected partition's leader) is read again: kazoo-go
-	// cannot watch partition state nodes, so leaders are polled. Default
-	// 2s, at least 100ms.
-	LeaderRefresh time.Duration
+	// Resync is the mean interval of the safety resync, which reads the
+	// topic list and every selected topic node again (never the partition
+	// state nodes) in case a watch was lost. Every change is seen through
+	// a watch first; the resync only repairs what a lost watch would miss.
+	// Each interval is drawn from [Resync/2, 3*Resync/2] (retry.Jitter),
+	// so that the members of a group do not resync in step. Default 60s,
+	// at least 1s.
+	Resync time.Duration
 	// Debounce coalesces bursts of watch events: the first event of a burst
 	// schedules one refresh Debounce later, and events until then join it.
 	// Default 100ms; 0 refreshes right after each event; not negative.
 	Debounce time.Duration
+
+	// LeaderRefresh is ignored.
+	//
+	// Deprecated: leaders are no longer polled; snapshots carry each
+	// partition's preferred leader, read from the watched topic nodes (see
+	// Partition.Leader). Use Resync for the safety resync. The field is
+	// kept so that callers that still set it compile.
+	LeaderRefresh time.Duration
 }
 
-// NewConfig returns the defaults: 10s session, 2s leader refresh, 100ms
-// debounce. It is safe for concurrent use and does not block.
+// NewConfig returns the defaults: 10s session, 60s resync, 100ms debounce.
+// It is safe for concurrent use and does not block.
 func NewConfig() Config {
 	return Config{
 		SessionTimeout: 10 * time.Second,
-		LeaderRefresh:  2 * time.Second,
+		Resync:         60 * time.Second,
 		Debounce:       100 * time.Millisecond,
 	}
 }
@@ -46,8 +57,8 @@ func (c Config) Validate() error {
 	if c.SessionTimeout < MinSessionTimeout {
 		errs = append(errs, &ConfigError{Field: "SessionTimeout", Value: c.SessionTimeout, Reason: "must be at least " + MinSessionTimeout.String()})
 	}
-	if c.LeaderRefresh < MinLeaderRefresh {
-		errs = append(errs, &ConfigError{Field: "LeaderRefresh", Value: c.LeaderRefresh, Reason: "must be at least " + MinLeaderRefresh.String()})
+	if c.Resync < MinResync {
+		errs = append(errs, &ConfigError{Field: "Resync", Value: c.Resync, Reason: "must be at least " + MinResync.String()})
 	}
 	if c.Debounce < 0 {
 		errs = append(errs, &ConfigError{Field: "Debounce", Value: c.Debounce, Reason: "must not be negative"})

@@ -1,25 +1,42 @@
 // Package metadata watches the Kafka cluster metadata that a
 // ZooKeeper-coordinated consumer group needs: the topic list, and the
-// partitions, replicas and leaders of the topics a filter selects.
+// partitions, replica assignments and preferred leaders of the topics a
+// filter selects.
 //
 // A Watcher reads them through kazoo-go on its own read-only ZooKeeper
-// session (kazoo-go's samuel client; none of its types leave this package):
+// session (kazoo-go's samuel client; none of its types leave this package).
+// It reads two kinds of znode, and watches both:
 //
 //   - a child watch on /brokers/topics sees topics created and deleted;
-//   - a data watch on each selected /brokers/topics/<topic> sees partition
-//     counts change;
-//   - leaders are read from every selected partition's state node on each
-//     refresh and every Config.LeaderRefresh, since kazoo-go cannot watch
-//     state nodes. Each periodic refresh reads the whole view, which also
-//     covers a watch the client might lose.
+//   - a data watch on each selected /brokers/topics/<topic> sees its
+//     partition count and replica assignment change.
 //
-// Watches fire once; each is armed again by the refresh that follows, and
-// at most one is pending per node. Events are coalesced (Config.Debounce).
-// When the session is lost the client reconnects by itself; when it expired
-// every watch fires and everything is read and armed again. Failed reads
-// are logged and retried with backoff while Snapshot keeps serving the last
-// good view. Malformed topic or state nodes are logged once and skipped;
-// a missing state node gives leader -1; a topic deleted mid-read drops out.
+// It never reads a partition state node (/brokers/topics/<t>/partitions/
+// <p>/state). Each partition's Leader is its preferred leader, the first
+// replica of its assignment in the topic node: it survives broker restarts
+// and crashes (Kafka hands leadership back to it), so the view that drives
+// rebalancing changes only when the topics, a selected topic's partition
+// count or its replica assignment change, and Changes fires only then.
+// The consumers follow the live leader by themselves.
+//
+// Reads are proportional to what changed: a fired topic watch re-reads that
+// topic node only; the list's watch re-reads the list, plus the nodes of
+// newly listed selected topics; a new filter reads the newly selected
+// topics. Besides, a safety resync (Config.Resync, 60s by default, each
+// interval jittered by ±50%) reads the list and every selected topic node
+// again, in case a watch was lost; at steady state that is all the watcher
+// reads: 1 + (selected topics) reads per Resync.
+//
+// Watches fire once; each is armed again by the read that follows, and at
+// most one is pending per node. Events are coalesced (Config.Debounce).
+// When the session is lost the client reconnects by itself and restores
+// its watches; when it expired every watch fires and everything is read and
+// armed again. Failed reads are retried with a jittered exponential backoff
+// (internal/retry, 250ms growing to 10s) while Snapshot keeps serving the
+// last good view and Err says why; a node that could not be read stays
+// stale until it is read. Malformed topic nodes are logged once and skipped
+// (the topic stays listed, without partitions) until their watch fires; a
+// topic deleted mid-read drops out.
 //
 // Goroutines: one loop per Watcher (a tomb), one short-lived forwarder per
 // pending watch, the client's own, and up to eight readers during a

@@ -62,7 +62,7 @@ func (e *ConnectError) Error() string {
 func (e *ConnectError) Unwrap() error { return ErrInvalidConnect }
 
 // MalformedError describes a znode whose data could not be decoded (a topic
-// node or a partition state node). The Watcher logs and skips such nodes;
+// node). The Watcher logs and skips such nodes;
 // the error type is exported so that log consumers can match it. It unwraps
 // to ErrMalformed and Err. It is a plain value, safe for concurrent reads.
 type MalformedError struct {

@@ -23,7 +23,7 @@ func ExampleConfig_Validate() {
 func ExampleSnapshot_Selected() {
 	s := metadata.Snapshot{Topics: map[string][]metadata.Partition{
 		"orders":   {{Topic: "orders", ID: 0, Leader: 1, Replicas: []int32{1, 2}}},
-		"payments": {{Topic: "payments", ID: 0, Leader: -1, Replicas: []int32{2}}},
+		"payments": {{Topic: "payments", ID: 0, Leader: 2, Replicas: []int32{2, 1}}},
 		"audit":    nil, // not selected by the filter
 	}, Version: 3}
 	fmt.Println(s.Selected(), s.Version)

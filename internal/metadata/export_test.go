@@ -23,3 +23,8 @@ func AwaitSnapshot(t *testing.T, w *Watcher, what string, timeout time.Duration,
 		}
 	}
 }
+
+// Resyncs returns how many safety resyncs of w have succeeded. The loop is
+// sequential: once it grew by 2, a whole resync ran after the call that
+// read it, so every change made before that call has been published.
+func Resyncs(w *Watcher) uint64 { return w.resyncs.Load() }

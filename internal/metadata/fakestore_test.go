@@ -3,22 +3,27 @@ package metadata
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 )
 
 // fakeStore is an in-memory store. Watches are recorded per key; fire
-// releases them as ZooKeeper would. Safe for concurrent use.
+// releases them as ZooKeeper would. It counts the reads it serves. It holds
+// partition state (live leaders) too, which the store interface cannot
+// read: a test sets it to check that it never matters. Safe for concurrent
+// use.
 type fakeStore struct {
 	mu        sync.Mutex
 	topicErr  error
 	topicList []string
 	parts     map[string][]partMeta
 	partErr   map[string]error
-	leaders   map[string]map[int32]int32
-	leaderErr map[string]error // by state path
-	armed     map[watchKey]int // pending watches per key
-	arms      int              // watches armed in total
+	state     map[string]map[int32]int32 // live leaders, as the state nodes hold them
+	armed     map[watchKey]int           // pending watches per key
+	arms      int                        // watches armed in total
+	listReads int                        // topics calls
+	nodeReads map[string]int             // partitions calls per topic
 	closed    bool
 	calls     chan struct{} // if set, receives (without blocking) at every topics call
 }
@@ -27,40 +32,71 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{
 		parts:     map[string][]partMeta{},
 		partErr:   map[string]error{},
-		leaders:   map[string]map[int32]int32{},
-		leaderErr: map[string]error{},
+		state:     map[string]map[int32]int32{},
 		armed:     map[watchKey]int{},
+		nodeReads: map[string]int{},
 	}
 }
 
-func (f *fakeStore) addTopic(name string, leaders ...int32) {
+// addTopic adds a topic with one partition per preferred leader, each
+// replicated on its preferred leader and on leader+1, and led by its
+// preferred leader.
+func (f *fakeStore) addTopic(name string, preferred ...int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.topicList = append(f.topicList, name)
 	f.parts[name] = nil
-	f.leaders[name] = map[int32]int32{}
-	for i, l := range leaders {
-		f.parts[name] = append(f.parts[name], partMeta{ID: int32(i), Replicas: []int32{l}})
-		f.leaders[name][int32(i)] = l
+	f.state[name] = map[int32]int32{}
+	for i, l := range preferred {
+		f.parts[name] = append(f.parts[name], partMeta{ID: int32(i), Replicas: []int32{l, l + 1}})
+		f.state[name][int32(i)] = l
 	}
 }
 
 func (f *fakeStore) removeTopic(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i, t := range f.topicList {
-		if t == name {
-			f.topicList = append(f.topicList[:i], f.topicList[i+1:]...)
-			break
+	f.topicList = slices.DeleteFunc(f.topicList, func(t string) bool { return t == name })
+	delete(f.parts, name)
+	delete(f.state, name)
+}
+
+// setReplicas replaces the replica list of a partition, adding it when it
+// is new.
+func (f *fakeStore) setReplicas(topic string, id int32, replicas ...int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, p := range f.parts[topic] {
+		if p.ID == id {
+			f.parts[topic][i].Replicas = replicas
+			return
 		}
 	}
-	delete(f.parts, name)
-	delete(f.leaders, name)
+	f.parts[topic] = append(f.parts[topic], partMeta{ID: id, Replicas: replicas})
+}
+
+// setLeader changes a partition's live leader (its state node).
+func (f *fakeStore) setLeader(topic string, id, leader int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state[topic][id] = leader
+}
+
+// reads returns the topic list reads and the topic node reads so far.
+func (f *fakeStore) reads() (list int, nodes map[string]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int, len(f.nodeReads))
+	for k, v := range f.nodeReads {
+		out[k] = v
+	}
+	return f.listReads, out
 }
 
 func (f *fakeStore) topics(watch bool) ([]string, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.listReads++
 	if f.calls != nil {
 		select {
 		case f.calls <- struct{}{}:
@@ -82,6 +118,7 @@ func (f *fakeStore) topics(watch bool) ([]string, bool, error) {
 func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.nodeReads[topic]++
 	if err := f.partErr[topic]; err != nil {
 		return nil, false, err
 	}
@@ -93,20 +130,11 @@ func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, bool, erro
 		f.armed[watchKey{topic: topic}]++
 		f.arms++
 	}
-	return append([]partMeta(nil), ps...), watch, nil
-}
-
-func (f *fakeStore) leader(topic string, id int32) (int32, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.leaderErr[statePath(topic, id)]; err != nil {
-		return -1, err
+	out := make([]partMeta, len(ps))
+	for i, p := range ps {
+		out[i] = partMeta{ID: p.ID, Replicas: slices.Clone(p.Replicas)}
 	}
-	l, ok := f.leaders[topic][id]
-	if !ok {
-		return -1, errNoNode
-	}
-	return l, nil
+	return out, watch, nil
 }
 
 func (f *fakeStore) close() error {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkgroup/zkgroup/internal/retry"
 )
 
 func FuzzParseConnect(f *testing.F) {
@@ -68,7 +70,7 @@ func FuzzDiffViews(f *testing.F) {
 		}
 		ab, ba := diffViews(va, vb), diffViews(vb, va)
 		if ab.empty() != ba.empty() || strings.Join(ab.added, ",") != strings.Join(ba.removed, ",") ||
-			ab.leaders != ba.leaders || strings.Join(ab.resized, ",") != strings.Join(ba.resized, ",") {
+			strings.Join(ab.replicas, ",") != strings.Join(ba.replicas, ",") || strings.Join(ab.resized, ",") != strings.Join(ba.resized, ",") {
 			t.Fatalf("diff not symmetric: %+v vs %+v", ab, ba)
 		}
 		// empty() means equal: every topic has the same partitions.
@@ -88,9 +90,10 @@ func FuzzDiffViews(f *testing.F) {
 	})
 }
 
-// FuzzSchedule drives the schedule with events and refresh results and
-// checks that it never asks for a refresh in the past after one finished
-// (no spinning) and never waits longer than the poll interval.
+// FuzzSchedule drives the schedule with events, resyncs and refresh
+// results and checks that it never asks for a refresh in the past after
+// one finished (no spinning) and never waits longer than the jittered
+// resync interval.
 func FuzzSchedule(f *testing.F) {
 	f.Add(int64(100), int64(2000), []byte{0, 1, 2, 3, 4, 5})
 	f.Add(int64(0), int64(100), []byte{1, 1, 1, 1})
@@ -100,7 +103,8 @@ func FuzzSchedule(f *testing.F) {
 		if debounce < 0 {
 			debounce = -debounce
 		}
-		poll := MinLeaderRefresh + time.Duration(abs(pollMs)%10000)*time.Millisecond
+		poll := 100*time.Millisecond + time.Duration(abs(pollMs)%10000)*time.Millisecond
+		longest := poll + time.Duration(float64(poll)*retry.Jitter)
 		now := time.Unix(0, 0)
 		s := newSchedule(debounce, poll, now)
 		for _, op := range ops {
@@ -108,18 +112,22 @@ func FuzzSchedule(f *testing.F) {
 			switch op % 3 {
 			case 0:
 				s.event(now)
-				if d := s.next().Sub(now); d > debounce || d > poll {
-					t.Fatalf("after an event the refresh is %v away (debounce %v, poll %v)", d, debounce, poll)
+				if d := s.next().Sub(now); d > debounce {
+					t.Fatalf("after an event the refresh is %v away (debounce %v)", d, debounce)
 				}
 			case 1, 2:
+				if !s.due(now) {
+					continue // the loop refreshes only when due
+				}
+				s.takeResync(now)
 				var err error
 				if op%3 == 2 {
 					err = errors.New("x")
 				}
 				s.done(now, err)
 				d := s.next().Sub(now)
-				if d <= 0 || d > poll {
-					t.Fatalf("after done(%v) the next refresh is %v away (poll %v)", err, d, poll)
+				if d <= 0 || d > longest {
+					t.Fatalf("after done(%v) the next refresh is %v away (resync %v)", err, d, poll)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package metadata_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -13,13 +14,66 @@ import (
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
-// testConfig polls quickly so that tests finish fast.
+// testConfig resyncs as often as allowed, so that awaitResyncs is quick.
 func testConfig() metadata.Config {
 	cfg := metadata.NewConfig()
 	cfg.SessionTimeout = 6 * time.Second
-	cfg.LeaderRefresh = 300 * time.Millisecond
+	cfg.Resync = metadata.MinResync
 	cfg.Debounce = 50 * time.Millisecond
 	return cfg
+}
+
+// awaitResyncs waits until w has run n more safety resyncs: with n >= 2,
+// everything that happened in ZooKeeper before the call has been read and
+// published (or ignored), so the absence of a change can be checked.
+func awaitResyncs(t *testing.T, w *metadata.Watcher, n uint64) {
+	t.Helper()
+	want := metadata.Resyncs(w) + n
+	testcluster.Await(t, 60*time.Second, 10*time.Millisecond, fmt.Sprintf("%d resyncs", n), func() bool {
+		return metadata.Resyncs(w) >= want
+	})
+}
+
+// changed waits for one receive from Changes and checks that the snapshot
+// then satisfies cond and has version want.
+func changed(t *testing.T, w *metadata.Watcher, what string, want uint64, cond func(metadata.Snapshot) bool) metadata.Snapshot {
+	t.Helper()
+	select {
+	case <-w.Changes():
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s did not fire Changes", what)
+	}
+	s := w.Snapshot()
+	if !cond(s) || s.Version != want {
+		t.Fatalf("after %s: version %d (want %d), topics %v", what, s.Version, want, s.Topics)
+	}
+	return s
+}
+
+// noChange fails when Changes holds a signal or the version is not want.
+func noChange(t *testing.T, w *metadata.Watcher, what string, want uint64) {
+	t.Helper()
+	select {
+	case <-w.Changes():
+		t.Errorf("%s fired Changes (version %d)", what, w.Snapshot().Version)
+	default:
+	}
+	if v := w.Snapshot().Version; v != want {
+		t.Errorf("after %s: version %d, want %d", what, v, want)
+	}
+}
+
+// preferred reports whether every partition of s is led by its first
+// replica.
+func preferred(t *testing.T, s metadata.Snapshot) {
+	t.Helper()
+	for topic, ps := range s.Topics {
+		for _, p := range ps {
+			if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+				t.Errorf("%s/%d: leader %d, replicas %v: want the first replica", topic, p.ID, p.Leader, p.Replicas)
+			}
+		}
+	}
 }
 
 // testLogger logs through t.Log.

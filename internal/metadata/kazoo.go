@@ -139,22 +139,6 @@ func (s *kazooStore) watchPartitions(t *kazoo.Topic) (kazoo.PartitionList, bool,
 	return list, armed, err
 }
 
-func (s *kazooStore) leader(topic string, id int32) (int32, error) {
-	var l int32
-	err := recovered(func() error {
-		var lerr error
-		l, lerr = s.kz.Topic(topic).Partition(id, nil).Leader()
-		return lerr
-	})
-	if err != nil {
-		return -1, translate(err)
-	}
-	if l < 0 {
-		l = -1
-	}
-	return l, nil
-}
-
 // close closes the session and waits until the client has released every
 // watch, which it does after its goroutines have stopped. It is idempotent.
 func (s *kazooStore) close() error {

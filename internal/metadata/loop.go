@@ -4,11 +4,11 @@ import (
 	"time"
 )
 
-// loop refreshes the view on watch events (debounced), periodically, and
-// with backoff after failures, until the tomb dies. It is the only
-// goroutine that uses w.r.
+// loop refreshes the view on watch events (debounced), on each safety
+// resync, and with backoff after failures, until the tomb dies. It is the
+// only goroutine that uses w.r.
 func (w *Watcher) loop() error {
-	s := newSchedule(w.cfg.Debounce, w.cfg.LeaderRefresh, time.Now())
+	s := newSchedule(w.cfg.Debounce, w.cfg.Resync, time.Now())
 	timer := time.NewTimer(time.Until(s.next()))
 	defer timer.Stop()
 	dying := w.t.Dying()
@@ -29,11 +29,18 @@ func (w *Watcher) loop() error {
 			s.event(time.Now())
 		case <-timer.C:
 		}
-		if s.due(time.Now()) {
+		if now := time.Now(); s.due(now) {
+			resync := s.takeResync(now)
+			if resync {
+				w.r.markResync()
+			}
 			w.r.release(w.takeFired())
 			err := w.refreshOnce(stop)
 			if stop() {
 				return nil
+			}
+			if resync && err == nil {
+				w.resyncs.Add(1)
 			}
 			s.done(time.Now(), err)
 		}
@@ -41,7 +48,7 @@ func (w *Watcher) loop() error {
 	}
 }
 
-// refreshOnce reads the view and publishes it.
+// refreshOnce reads what is stale and publishes the view.
 func (w *Watcher) refreshOnce(stop func() bool) error {
 	w.mu.Lock()
 	prev, filter := w.view, w.filter
@@ -50,6 +57,7 @@ func (w *Watcher) refreshOnce(stop func() bool) error {
 	if stop() {
 		return err
 	}
+	w.log.Debug("metadata: refreshed", "reads", w.r.reads, "error", err)
 	w.publish(view, err)
 	return err
 }
@@ -81,8 +89,7 @@ func (w *Watcher) publish(view map[string][]Partition, err error) {
 	}
 	if view != nil && !c.empty() {
 		w.log.Info("metadata: view changed", "version", version,
-			"added", c.added, "removed", c.removed, "resized", c.resized,
-			"reassigned", c.replicas, "leaderChanges", c.leaders)
+			"added", c.added, "removed", c.removed, "resized", c.resized, "reassigned", c.replicas)
 		select {
 		case w.changes <- struct{}{}:
 		default:

@@ -42,8 +42,9 @@ func (f fakeLayout) put(path, data string) {
 }
 
 // TestMalformedNodesSkipped covers broken topic nodes (not JSON; partition
-// ids that make kazoo-go's decoder panic), missing and broken state nodes,
-// and the repair of a broken topic node, seen through its re-armed watch.
+// ids that make kazoo-go's decoder panic) and the repair of a broken topic
+// node, seen through its re-armed watch. State nodes, broken or missing,
+// are never read: leaders come from the assignment.
 func TestMalformedNodesSkipped(t *testing.T) {
 	c := testcluster.Shared(t)
 	conn, err := c.Connect(10 * time.Second)
@@ -70,8 +71,8 @@ func TestMalformedNodesSkipped(t *testing.T) {
 	}()
 	s := w.Snapshot()
 	good := s.Topics["good"]
-	if len(good) != 3 || good[0].Leader != 2 || good[1].Leader != -1 || good[2].Leader != -1 || len(good[0].Replicas) != 2 {
-		t.Fatalf("good = %+v; want leaders [2 -1 -1]", good)
+	if len(good) != 3 || good[0].Leader != 1 || good[1].Leader != 2 || good[2].Leader != 3 || len(good[0].Replicas) != 2 {
+		t.Fatalf("good = %+v; want preferred leaders [1 2 3]", good)
 	}
 	if ps, ok := s.Topics["notjson"]; !ok || ps != nil {
 		t.Fatalf("notjson = %v (listed %v); want listed without partitions", ps, ok)
@@ -83,14 +84,62 @@ func TestMalformedNodesSkipped(t *testing.T) {
 	f.put("/brokers/topics/badids", `{"version":1,"partitions":{"3":[1]}}`)
 	await(t, w, "badids listed", func(s metadata.Snapshot) bool { ps, ok := s.Topics["badids"]; return ok && ps == nil })
 	f.put("/brokers/topics/badids", `{"version":1,"partitions":{"0":[1]}}`)
-	f.put("/brokers/topics/good/partitions/2/state", `{"leader":3,"isr":[3]}`)
-	s = await(t, w, "badids repaired and good/2 led", func(s metadata.Snapshot) bool {
-		return len(s.Topics["badids"]) == 1 && len(s.Topics["good"]) == 3 && s.Topics["good"][2].Leader == 3
-	})
-	if p := s.Topics["badids"][0]; p.ID != 0 || p.Leader != -1 || len(p.Replicas) != 1 {
+	s = await(t, w, "badids repaired", func(s metadata.Snapshot) bool { return len(s.Topics["badids"]) == 1 })
+	if p := s.Topics["badids"][0]; p.ID != 0 || p.Leader != 1 || len(p.Replicas) != 1 {
 		t.Errorf("badids partition = %+v", p)
 	}
 	if err := w.Err(); err != nil {
 		t.Errorf("Err() = %v", err)
+	}
+}
+
+// TestOnlyAssignmentChangesFire writes a Kafka-like layout by hand: state
+// nodes changing (leader elections) never fire Changes; a topic node
+// rewritten with the same assignment neither; a new preferred leader, a
+// partition added and a topic created each fire once.
+func TestOnlyAssignmentChangesFire(t *testing.T) {
+	c := testcluster.Shared(t)
+	conn, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := fakeLayout{t: t, conn: conn, chroot: "/" + testcluster.Name(t, "fake")}
+	f.put("/brokers/topics/a", `{"version":1,"partitions":{"0":[1,2],"1":[2,1]}}`)
+	f.put("/brokers/topics/a/partitions/0/state", `{"leader":1,"isr":[1,2]}`)
+	w, err := metadata.Open(c.ZooKeeperAddr()+f.chroot, nil, testConfig(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := w.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	v := w.Snapshot().Version
+
+	f.put("/brokers/topics/a/partitions/0/state", `{"leader":2,"isr":[2]}`)
+	f.put("/brokers/topics/a/partitions/1/state", `{"leader":1,"isr":[1]}`)
+	f.put("/brokers/topics/a", `{"version":3,"partitions":{"0":[1,2],"1":[2,1]},"topic_id":"x"}`)
+	awaitResyncs(t, w, 2)
+	noChange(t, w, "leader elections and a rewrite of the same assignment", v)
+
+	steps := []struct {
+		what, path, data string
+		cond             func(metadata.Snapshot) bool
+	}{
+		{"a new preferred leader", "/brokers/topics/a", `{"version":3,"partitions":{"0":[2,1],"1":[2,1]}}`,
+			func(s metadata.Snapshot) bool { return len(s.Topics["a"]) == 2 && s.Topics["a"][0].Leader == 2 }},
+		{"a partition added", "/brokers/topics/a", `{"version":3,"partitions":{"0":[2,1],"1":[2,1],"2":[1,2]}}`,
+			func(s metadata.Snapshot) bool { return len(s.Topics["a"]) == 3 }},
+		{"a topic created", "/brokers/topics/b", `{"version":3,"partitions":{"0":[3]}}`,
+			func(s metadata.Snapshot) bool { return len(s.Topics["b"]) == 1 }},
+	}
+	for _, st := range steps {
+		f.put(st.path, st.data)
+		v++
+		changed(t, w, st.what, v, st.cond)
+		awaitResyncs(t, w, 2)
+		noChange(t, w, st.what+" (twice)", v)
 	}
 }

@@ -4,178 +4,199 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync/atomic"
 )
 
-// refresher reads the view from a store, arming each watch only when none
-// is pending for its node, so that at most one watch per node is armed. It
-// is owned by one goroutine at a time (not safe for concurrent use).
+// refresher reads the parts of the view that are stale: the topic list when
+// its child watch fired, the nodes of the selected topics whose data watch
+// fired or that were not read yet, and everything (topic list and selected
+// topic nodes) on a resync. It arms each watch only when none is pending
+// for its node, so that at most one watch per node is armed. It never
+// reads a partition state node. It is owned by one goroutine at a time
+// (not safe for concurrent use).
 type refresher struct {
-	st          store
-	log         *slog.Logger
-	topicsArmed bool
-	armed       map[string]bool   // topics with a pending data watch
-	malformed   map[string]string // path -> error text, so each is logged once
+	st  store
+	log *slog.Logger
+
+	topicsArmed bool            // the child watch on the topic list is pending
+	armed       map[string]bool // topics with a pending data watch
+
+	listStale bool              // the topic list must be read again
+	resync    bool              // the next refresh reads everything
+	stale     map[string]bool   // topic nodes to read again (their watch fired)
+	known     map[string]bool   // selected topics whose node the view holds (malformed ones included)
+	malformed map[string]string // path -> error text of each malformed node, so that each is logged once
+
+	reads int // reads of the store by the last refresh
 }
 
 func newRefresher(st store, log *slog.Logger) *refresher {
-	return &refresher{st: st, log: log, armed: map[string]bool{}, malformed: map[string]string{}}
+	return &refresher{
+		st: st, log: log, listStale: true,
+		armed: map[string]bool{}, stale: map[string]bool{},
+		known: map[string]bool{}, malformed: map[string]string{},
+	}
 }
 
-// release marks the watches of keys as fired: their nodes are read with a
-// new watch on the next refresh.
+// release marks the watches of keys as fired: their nodes are stale and are
+// read, with a new watch, by the next refresh (a topic's only if it is
+// still selected then).
 func (r *refresher) release(keys []watchKey) {
 	for _, k := range keys {
 		if k.root {
 			r.topicsArmed = false
+			r.listStale = true
 		} else {
 			delete(r.armed, k.topic)
+			r.stale[k.topic] = true
 		}
 	}
 }
 
-// leaderJob is one partition whose leader a refresh reads.
-type leaderJob struct {
-	topic string
-	idx   int // index into the topic's partitions in the new view
-}
+// markResync makes the next refresh read the topic list and every selected
+// topic node. A node it fails to read stays stale, so the refreshes that
+// follow read it again (and the list, until it was read once).
+func (r *refresher) markResync() { r.resync = true }
 
-// refresh reads the whole view: the topic list, the partitions of the
-// topics filter selects, and their leaders. It returns nil and the error
-// when the topic list cannot be read. Otherwise it returns a new view even
-// when some reads failed: the parts it could not read are taken from prev,
-// and the error joins the failures. Malformed nodes and nodes that vanish
-// are not errors. stop aborts the remaining reads.
+// refresh brings the view up to date with what is stale and returns the
+// new view, built from prev and the nodes it read; with prev nil (the
+// first refresh) it reads the topic list and every selected topic node. It returns nil and the error when
+// the topic list cannot be read. Otherwise it returns a view even when some
+// reads failed: a topic whose node could not be read keeps its partitions
+// from prev and stays stale, and the error joins the failures. Malformed
+// nodes and nodes that vanish are not errors. stop aborts the remaining
+// reads. Topics the filter no longer selects lose their partitions without
+// a read; newly selected ones are read.
 func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partition, stop func() bool) (map[string][]Partition, error) {
-	names, armed, err := r.st.topics(!r.topicsArmed)
-	r.topicsArmed = r.topicsArmed || armed
-	if err != nil {
-		if errors.Is(err, errNoNode) {
-			return nil, fmt.Errorf("%w: %s does not exist", ErrNoCluster, topicsPath)
+	r.reads = 0
+	var names []string
+	if r.resync || r.listStale || prev == nil {
+		list, armed, err := r.st.topics(!r.topicsArmed)
+		r.reads++
+		r.topicsArmed = r.topicsArmed || armed
+		if err != nil {
+			if errors.Is(err, errNoNode) {
+				return nil, fmt.Errorf("%w: %s does not exist", ErrNoCluster, topicsPath)
+			}
+			return nil, &ReadError{Path: topicsPath, Err: err}
 		}
-		return nil, &ReadError{Path: topicsPath, Err: err}
+		r.listStale = false
+		sort.Strings(list)
+		names = slices.Compact(list)
+	} else {
+		names = slices.Sorted(maps.Keys(prev))
 	}
-	sort.Strings(names)
-	names = slices.Compact(names)
+
 	next := make(map[string][]Partition, len(names))
-	var selected []string
+	selected := make(map[string]bool, len(names))
+	var toRead []string
 	for _, n := range names {
 		next[n] = nil
-		if filter(n) {
-			selected = append(selected, n)
+		if !filter(n) {
+			continue
+		}
+		selected[n] = true
+		if r.resync {
+			r.stale[n] = true
+		}
+		if r.stale[n] || !r.known[n] {
+			toRead = append(toRead, n)
+		} else {
+			next[n] = prev[n]
+		}
+	}
+	r.resync = false // what it asked for is stale now, until read
+	// Forget what is no longer listed or selected.
+	for t := range r.known {
+		if !selected[t] {
+			delete(r.known, t)
+			delete(r.malformed, topicPath(t))
+		}
+	}
+	for t := range r.stale {
+		if !selected[t] {
+			delete(r.stale, t)
 		}
 	}
 
 	var failed atomic.Bool
 	halt := func() bool { return failed.Load() || stop() }
-	seen := map[string]string{}
-
-	// Partition lists.
 	type topicRead struct {
 		parts []partMeta
 		armed bool
 		err   error
 	}
-	watch := make([]bool, len(selected))
-	for i, t := range selected {
+	watch := make([]bool, len(toRead))
+	for i, t := range toRead {
 		watch[i] = !r.armed[t]
 	}
-	reads := make([]topicRead, len(selected))
-	ran := forEach(len(selected), readWorkers, halt, func(i int) {
+	reads := make([]topicRead, len(toRead))
+	ran := forEach(len(toRead), readWorkers, halt, func(i int) {
 		rd := &reads[i]
-		rd.parts, rd.armed, rd.err = r.st.partitions(selected[i], watch[i])
+		rd.parts, rd.armed, rd.err = r.st.partitions(toRead[i], watch[i])
 		if rd.err != nil && !errors.Is(rd.err, errNoNode) && !isMalformed(rd.err) {
 			failed.Store(true)
 		}
 	})
 	var errs []error
-	var jobs []leaderJob
-	for i, t := range selected {
+	for i, t := range toRead {
 		rd := reads[i]
 		if rd.armed {
 			r.armed[t] = true
 		}
-		switch {
-		case !ran[i]:
+		if !ran[i] {
 			next[t] = prev[t]
-		case rd.err == nil:
-			next[t] = buildPartitions(t, rd.parts, prev[t])
-			for j := range next[t] {
-				jobs = append(jobs, leaderJob{topic: t, idx: j})
-			}
-		case errors.Is(rd.err, errNoNode):
-			delete(next, t) // deleted since the list was read
-		case isMalformed(rd.err):
-			r.noteMalformed(seen, topicsPath+"/"+t, rd.err)
-		default:
-			errs = append(errs, &ReadError{Path: topicsPath + "/" + t, Err: rd.err})
-			next[t] = prev[t]
-		}
-	}
-
-	// Leaders, written into the freshly built partition slices only.
-	lerrs := make([]error, len(jobs))
-	forEach(len(jobs), readWorkers, halt, func(i int) {
-		p := &next[jobs[i].topic][jobs[i].idx]
-		l, err := r.st.leader(p.Topic, p.ID)
-		switch {
-		case err == nil:
-			p.Leader = l
-		case errors.Is(err, errNoNode):
-			p.Leader = -1
-		case isMalformed(err):
-			p.Leader = -1
-			lerrs[i] = err
-		default:
-			lerrs[i] = err
-			failed.Store(true)
-		}
-	})
-	for i, err := range lerrs {
-		if err == nil {
+			r.stale[t] = true
 			continue
 		}
-		path := statePath(jobs[i].topic, next[jobs[i].topic][jobs[i].idx].ID)
-		if isMalformed(err) {
-			r.noteMalformed(seen, path, err)
-		} else {
-			errs = append(errs, &ReadError{Path: path, Err: err})
+		r.reads++
+		switch {
+		case rd.err == nil:
+			next[t] = buildPartitions(t, rd.parts)
+			r.known[t] = true
+			delete(r.stale, t)
+			delete(r.malformed, topicPath(t))
+		case errors.Is(rd.err, errNoNode):
+			// Deleted since the list was read; the list's watch fires too.
+			delete(next, t)
+			delete(r.known, t)
+			delete(r.stale, t)
+			delete(r.malformed, topicPath(t))
+		case isMalformed(rd.err):
+			r.known[t] = true // read again when its watch fires
+			delete(r.stale, t)
+			r.noteMalformed(topicPath(t), rd.err)
+		default:
+			errs = append(errs, &ReadError{Path: topicPath(t), Err: rd.err})
+			next[t] = prev[t]
+			r.stale[t] = true
 		}
 	}
 	if stop() {
 		errs = append(errs, ErrClosed)
 	}
-	r.malformed = seen
 	return next, errors.Join(errs...)
 }
 
-// noteMalformed records a malformed node and logs it unless the previous
-// refresh logged the same error.
-func (r *refresher) noteMalformed(seen map[string]string, path string, err error) {
+// noteMalformed records a malformed node and logs it unless the same error
+// was logged for it before.
+func (r *refresher) noteMalformed(path string, err error) {
 	text := err.Error()
-	seen[path] = text
 	if r.malformed[path] != text {
 		r.log.Warn("metadata: skipping malformed znode", "path", path, "error", &MalformedError{Path: path, Err: err})
 	}
+	r.malformed[path] = text
 }
 
 // buildPartitions turns a topic node's partitions into a view's, sorted by
-// ID, with the leaders of prev (or -1) until the new ones are read. It is
-// pure.
-func buildPartitions(topic string, parts []partMeta, prev []Partition) []Partition {
-	old := make(map[int32]int32, len(prev))
-	for _, p := range prev {
-		old[p.ID] = p.Leader
-	}
+// ID, each led by its preferred leader. It is pure.
+func buildPartitions(topic string, parts []partMeta) []Partition {
 	out := make([]Partition, 0, len(parts))
 	for _, pm := range parts {
-		l, ok := old[pm.ID]
-		if !ok {
-			l = -1
-		}
-		out = append(out, Partition{Topic: topic, ID: pm.ID, Leader: l, Replicas: slices.Clone(pm.Replicas)})
+		out = append(out, Partition{Topic: topic, ID: pm.ID, Leader: PreferredLeader(pm.Replicas), Replicas: slices.Clone(pm.Replicas)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -183,6 +204,4 @@ func buildPartitions(topic string, parts []partMeta, prev []Partition) []Partiti
 
 const topicsPath = "/brokers/topics"
 
-func statePath(topic string, id int32) string {
-	return fmt.Sprintf("%s/%s/partitions/%d/state", topicsPath, topic, id)
-}
+func topicPath(topic string) string { return topicsPath + "/" + topic }

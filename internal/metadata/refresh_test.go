@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -12,20 +14,21 @@ func never() bool { return false }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+func all(string) bool { return true }
+
 func TestRefreshReadsAndArmsOnce(t *testing.T) {
 	f := newFakeStore()
 	f.addTopic("a", 1, 2)
 	f.addTopic("b", 3)
 	r := newRefresher(f, quietLog())
-	all := func(string) bool { return true }
 
 	v, err := r.refresh(all, nil, never)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]Partition{
-		"a": {{Topic: "a", ID: 0, Leader: 1, Replicas: []int32{1}}, {Topic: "a", ID: 1, Leader: 2, Replicas: []int32{2}}},
-		"b": {{Topic: "b", ID: 0, Leader: 3, Replicas: []int32{3}}},
+		"a": {{Topic: "a", ID: 0, Leader: 1, Replicas: []int32{1, 2}}, {Topic: "a", ID: 1, Leader: 2, Replicas: []int32{2, 3}}},
+		"b": {{Topic: "b", ID: 0, Leader: 3, Replicas: []int32{3, 4}}},
 	}
 	if c := diffViews(want, v); !c.empty() {
 		t.Fatalf("view %v differs from %v: %+v", v, want, c)
@@ -33,12 +36,13 @@ func TestRefreshReadsAndArmsOnce(t *testing.T) {
 	if f.arms != 3 {
 		t.Fatalf("armed %d watches, want 3 (root, a, b)", f.arms)
 	}
-	// A second refresh arms nothing: every watch is pending.
-	if _, err := r.refresh(all, v, never); err != nil {
+	// A resync arms nothing: every watch is pending.
+	r.markResync()
+	if v, err = r.refresh(all, v, never); err != nil {
 		t.Fatal(err)
 	}
 	if f.arms != 3 {
-		t.Fatalf("armed %d watches after the second refresh, want still 3", f.arms)
+		t.Fatalf("armed %d watches after a resync, want still 3", f.arms)
 	}
 	// A fired watch is armed again, once.
 	r.release(f.fire(watchKey{topic: "a"}))
@@ -53,14 +57,81 @@ func TestRefreshReadsAndArmsOnce(t *testing.T) {
 	}
 }
 
+// TestRefreshReadsOnlyWhatFired counts the store's reads: nothing without
+// an event, one topic node for its watch, the list (and the new topic) for
+// the list's watch, and the list and every selected node on a resync.
+func TestRefreshReadsOnlyWhatFired(t *testing.T) {
+	f := newFakeStore()
+	f.addTopic("a", 1, 2)
+	f.addTopic("b", 3)
+	f.addTopic("skip", 1)
+	filter := func(t string) bool { return !strings.HasPrefix(t, "skip") }
+	r := newRefresher(f, quietLog())
+	v, err := r.refresh(filter, nil, never)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(what string, wantList int, wantNodes map[string]int) {
+		t.Helper()
+		l0, n0 := f.reads()
+		if v, err = r.refresh(filter, v, never); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		l1, n1 := f.reads()
+		got := map[string]int{}
+		for k, n := range n1 {
+			if d := n - n0[k]; d > 0 {
+				got[k] = d
+			}
+		}
+		if l1-l0 != wantList || !maps.Equal(got, wantNodes) {
+			t.Errorf("%s: read the list %d times and nodes %v; want %d and %v", what, l1-l0, got, wantList, wantNodes)
+		}
+		if r.reads != wantList+len(wantNodes) {
+			t.Errorf("%s: refresher counted %d reads", what, r.reads)
+		}
+	}
+	step("nothing fired", 0, map[string]int{})
+	f.setLeader("a", 0, 2) // a state node: nothing can see it
+	step("a leader changed", 0, map[string]int{})
+
+	f.setReplicas("a", 0, 2, 1)
+	r.release(f.fire(watchKey{topic: "a"}))
+	step("a's node changed", 0, map[string]int{"a": 1})
+	if v["a"][0].Leader != 2 {
+		t.Errorf("a/0 preferred leader %d after the reassignment, want 2", v["a"][0].Leader)
+	}
+
+	f.addTopic("c", 1)
+	r.release(f.fire(watchKey{root: true}))
+	step("c created", 1, map[string]int{"c": 1})
+
+	f.addTopic("skip2", 1)
+	r.release(f.fire(watchKey{root: true}))
+	step("an unselected topic created", 1, map[string]int{})
+
+	f.removeTopic("b")
+	r.release(f.fire(watchKey{topic: "b"}))
+	r.release(f.fire(watchKey{root: true}))
+	step("b deleted", 1, map[string]int{}) // gone from the list: its node is not read
+	if _, ok := v["b"]; ok {
+		t.Error("b is still in the view")
+	}
+
+	r.markResync()
+	step("resync", 1, map[string]int{"a": 1, "c": 1})
+	step("after the resync", 0, map[string]int{})
+}
+
 func TestRefreshFilterAndVanishing(t *testing.T) {
 	f := newFakeStore()
 	f.addTopic("keep", 1)
 	f.addTopic("skip", 2)
 	f.addTopic("gone", 3)
+	f.addTopic("empty")
 	f.mu.Lock()
 	delete(f.parts, "gone") // listed but deleted before its node is read
-	delete(f.leaders["keep"], 0)
+	f.parts["empty"] = []partMeta{{ID: 0}}
 	f.mu.Unlock()
 	r := newRefresher(f, quietLog())
 	v, err := r.refresh(func(t string) bool { return t != "skip" }, nil, never)
@@ -73,87 +144,136 @@ func TestRefreshFilterAndVanishing(t *testing.T) {
 	if _, ok := v["gone"]; ok {
 		t.Errorf("gone is in the view: %v", v)
 	}
-	if ps := v["keep"]; len(ps) != 1 || ps[0].Leader != -1 {
-		t.Errorf("keep = %v; want one partition with leader -1 (no state node)", ps)
+	if ps := v["keep"]; len(ps) != 1 || ps[0].Leader != 1 {
+		t.Errorf("keep = %v; want one partition led by 1", ps)
+	}
+	if ps := v["empty"]; len(ps) != 1 || ps[0].Leader != -1 {
+		t.Errorf("empty = %v; want one partition with leader -1 (no replicas)", ps)
 	}
 	if f.pending(watchKey{topic: "skip"}) != 0 {
 		t.Error("an unselected topic was watched")
+	}
+
+	// The filter changes: the newly selected topic is read, the
+	// deselected one loses its partitions without a read.
+	_, n0 := f.reads()
+	v, err = r.refresh(func(t string) bool { return t == "skip" }, v, never)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n1 := f.reads()
+	if len(v["skip"]) != 1 || v["keep"] != nil || v["empty"] != nil {
+		t.Errorf("after the filter changed: %v", v)
+	}
+	if n1["skip"]-n0["skip"] != 1 || n1["keep"] != n0["keep"] {
+		t.Errorf("node reads %v -> %v; want skip read once, keep not", n0, n1)
 	}
 }
 
 func TestRefreshMalformedSkipped(t *testing.T) {
 	f := newFakeStore()
 	f.addTopic("bad", 1)
-	f.addTopic("badstate", 1, 2)
 	f.addTopic("panics", 1)
+	f.addTopic("good", 1)
 	f.mu.Lock()
 	f.partErr["bad"] = jsonErr()
 	f.partErr["panics"] = panicError{"index out of range"}
-	f.leaderErr[statePath("badstate", 1)] = jsonErr()
 	f.mu.Unlock()
 	r := newRefresher(f, quietLog())
-	v, err := r.refresh(func(string) bool { return true }, nil, never)
+	v, err := r.refresh(all, nil, never)
 	if err != nil {
 		t.Fatalf("malformed nodes must not be errors: %v", err)
 	}
-	if v["bad"] != nil || v["panics"] != nil {
-		t.Errorf("malformed topics have partitions: %v", v)
+	if v["bad"] != nil || v["panics"] != nil || len(v["good"]) != 1 {
+		t.Errorf("view %v; want bad and panics without partitions", v)
 	}
 	if _, ok := v["bad"]; !ok {
 		t.Error("a malformed topic must stay listed")
 	}
-	ps := v["badstate"]
-	if len(ps) != 2 || ps[0].Leader != 1 || ps[1].Leader != -1 {
-		t.Errorf("badstate = %v; want leaders [1 -1]", ps)
+	if len(r.malformed) != 2 {
+		t.Errorf("recorded %d malformed nodes, want 2: %v", len(r.malformed), r.malformed)
 	}
-	if len(r.malformed) != 3 {
-		t.Errorf("recorded %d malformed nodes, want 3: %v", len(r.malformed), r.malformed)
+	// Malformed nodes are not read again until their watch fires...
+	_, n0 := f.reads()
+	if v, err = r.refresh(all, v, never); err != nil {
+		t.Fatal(err)
+	}
+	if _, n1 := f.reads(); n1["bad"] != n0["bad"] {
+		t.Error("a malformed node was read again without an event")
+	}
+	// ... and a repair is seen through it.
+	f.mu.Lock()
+	delete(f.partErr, "bad")
+	f.mu.Unlock()
+	r.release([]watchKey{{topic: "bad"}})
+	if v, err = r.refresh(all, v, never); err != nil || len(v["bad"]) != 1 {
+		t.Fatalf("after the repair: %v, %v", v["bad"], err)
+	}
+	if len(r.malformed) != 1 {
+		t.Errorf("malformed after the repair: %v", r.malformed)
 	}
 }
 
 func TestRefreshKeepsLastGoodOnErrors(t *testing.T) {
 	f := newFakeStore()
 	f.addTopic("a", 1, 2)
+	f.addTopic("b", 3)
 	r := newRefresher(f, quietLog())
-	all := func(string) bool { return true }
 	v1, err := r.refresh(all, nil, never)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	// Topic list unreadable: no view.
+	// Topic list unreadable: no view, and the list stays stale.
 	f.mu.Lock()
 	f.topicErr = errConn
 	f.mu.Unlock()
+	r.release(f.fire(watchKey{root: true}))
 	v, err := r.refresh(all, v1, never)
 	var re *ReadError
 	if v != nil || !errors.As(err, &re) || !errors.Is(err, errConn) || re.Path != topicsPath {
 		t.Fatalf("refresh = %v, %v; want nil and a *ReadError for %s", v, err, topicsPath)
 	}
+	if !r.listStale {
+		t.Fatal("the list is not stale after its read failed")
+	}
 
-	// A leader unreadable: the view keeps its last leader.
+	// A topic node unreadable: the view keeps its last partitions, and
+	// only that node is read again.
 	f.mu.Lock()
 	f.topicErr = nil
-	f.leaders["a"][0] = 9
-	f.leaders["a"][1] = 8
-	f.leaderErr[statePath("a", 1)] = errConn
+	f.partErr["a"] = errConn
 	f.mu.Unlock()
+	f.setReplicas("a", 0, 9)
 	r.release(f.fire(watchKey{topic: "a"}))
 	v, err = r.refresh(all, v1, never)
-	if !errors.As(err, &re) || re.Path != statePath("a", 1) {
-		t.Fatalf("err = %v; want a *ReadError for %s", err, statePath("a", 1))
+	if !errors.As(err, &re) || re.Path != topicPath("a") {
+		t.Fatalf("err = %v; want a *ReadError for %s", err, topicPath("a"))
 	}
-	if v["a"][1].Leader != 2 {
-		t.Errorf("leader of a/1 = %d, want the last good 2", v["a"][1].Leader)
+	if v["a"][0].Leader != 1 {
+		t.Errorf("a/0 = %+v, want the last good one", v["a"][0])
 	}
 	if v1["a"][0].Leader != 1 {
 		t.Error("refresh modified the previous view")
+	}
+	f.mu.Lock()
+	delete(f.partErr, "a")
+	f.mu.Unlock()
+	l0, n0 := f.reads()
+	v, err = r.refresh(all, v, never)
+	l1, n1 := f.reads()
+	if err != nil || v["a"][0].Leader != 9 {
+		t.Fatalf("retry: a = %v, %v", v["a"], err)
+	}
+	if l1 != l0 || n1["a"] != n0["a"]+1 || n1["b"] != n0["b"] {
+		t.Errorf("the retry read the list %d times, a %d, b %d; want 0, 1, 0", l1-l0, n1["a"]-n0["a"], n1["b"]-n0["b"])
 	}
 
 	// The topic list missing: ErrNoCluster.
 	f.mu.Lock()
 	f.topicErr = errNoNode
 	f.mu.Unlock()
+	r.markResync()
 	if _, err := r.refresh(all, v1, never); !errors.Is(err, ErrNoCluster) {
 		t.Fatalf("err = %v, want ErrNoCluster", err)
 	}
@@ -166,22 +286,24 @@ func TestRefreshStops(t *testing.T) {
 	}
 	r := newRefresher(f, quietLog())
 	prev := map[string][]Partition{"a": {{Topic: "a", ID: 0, Leader: 7}}}
-	v, err := r.refresh(func(string) bool { return true }, prev, func() bool { return true })
+	v, err := r.refresh(all, prev, func() bool { return true })
 	if !errors.Is(err, ErrClosed) {
 		t.Fatalf("err = %v, want ErrClosed", err)
 	}
 	if len(v["a"]) != 1 || v["a"][0].Leader != 7 {
 		t.Errorf("a = %v, want the previous partitions", v["a"])
 	}
+	if !r.stale["b"] && r.known["b"] {
+		t.Error("an unread topic is neither stale nor unknown")
+	}
 }
 
 func TestBuildPartitions(t *testing.T) {
-	prev := []Partition{{ID: 1, Leader: 5}}
-	got := buildPartitions("t", []partMeta{{ID: 2, Replicas: []int32{1}}, {ID: 1}, {ID: 0}}, prev)
+	got := buildPartitions("t", []partMeta{{ID: 2, Replicas: []int32{1, 3}}, {ID: 1, Replicas: []int32{5}}, {ID: 0}})
 	if len(got) != 3 {
 		t.Fatalf("got %v", got)
 	}
-	for i, want := range []int32{-1, 5, -1} {
+	for i, want := range []int32{-1, 5, 1} {
 		if got[i].ID != int32(i) || got[i].Leader != want || got[i].Topic != "t" {
 			t.Errorf("partition %d = %+v, want ID %d leader %d", i, got[i], i, want)
 		}

@@ -1,29 +1,46 @@
 package metadata
 
-import "time"
+import (
+	"time"
 
-// minBackoff is the first retry delay after a failed refresh; it doubles up
-// to the poll interval.
-const minBackoff = 250 * time.Millisecond
+	"github.com/zkgroup/zkgroup/internal/retry"
+)
+
+// Failure backoff: the first retry after a failed refresh comes about
+// minBackoff later, growing (jittered, exponential) to maxBackoff, or to
+// the resync interval when that is shorter.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 10 * time.Second
+)
 
 // schedule decides when the watcher refreshes: Debounce after the first
-// watch event of a burst, every poll interval (LeaderRefresh) otherwise,
-// and with a doubling backoff while refreshes fail. It is pure (the caller
-// passes the time) and not safe for concurrent use.
+// watch event of a burst, a jittered resync interval after the previous
+// resync, and with a jittered exponential backoff while refreshes fail. It
+// decides when only; what a refresh reads is the refresher's business. The
+// caller passes the time; it is not safe for concurrent use.
 type schedule struct {
 	debounce time.Duration
-	poll     time.Duration
+	resync   *retry.Backoff // initial == max: a jittered constant interval
+	backoff  *retry.Backoff
 
-	dirty   bool      // an event is waiting for its refresh
-	dirtyAt time.Time // when the first event of the burst arrived
-	pollAt  time.Time // next periodic refresh (or retry, while failing)
-	backoff time.Duration
+	dirty    bool      // an event is waiting for its refresh
+	dirtyAt  time.Time // when the first event of the burst arrived
+	resyncAt time.Time // next safety resync
+	failing  bool      // the last refresh failed
+	retryAt  time.Time // next retry, while failing
 }
 
-// newSchedule returns a schedule whose first periodic refresh is one poll
-// interval after now. poll must be positive and debounce not negative.
-func newSchedule(debounce, poll time.Duration, now time.Time) *schedule {
-	return &schedule{debounce: debounce, poll: poll, pollAt: now.Add(poll)}
+// newSchedule returns a schedule whose first resync is a jittered resync
+// interval after now. resync must be positive and debounce not negative.
+func newSchedule(debounce, resync time.Duration, now time.Time) *schedule {
+	s := &schedule{
+		debounce: debounce,
+		resync:   retry.New(resync, resync),
+		backoff:  retry.New(min(minBackoff, resync), min(maxBackoff, resync)),
+	}
+	s.resyncAt = now.Add(s.resync.Next())
+	return s
 }
 
 // event records a watch event or filter change at now. Events while one
@@ -36,32 +53,42 @@ func (s *schedule) event(now time.Time) {
 
 // next returns when the next refresh is due.
 func (s *schedule) next() time.Time {
+	at := s.resyncAt
+	if s.failing && s.retryAt.Before(at) {
+		at = s.retryAt
+	}
 	if s.dirty {
-		if at := s.dirtyAt.Add(s.debounce); at.Before(s.pollAt) {
-			return at
+		if d := s.dirtyAt.Add(s.debounce); d.Before(at) {
+			at = d
 		}
 	}
-	return s.pollAt
+	return at
 }
 
 // due reports whether a refresh is due at now.
 func (s *schedule) due(now time.Time) bool { return !now.Before(s.next()) }
 
-// done records a refresh that finished at now with err. The next refresh is
-// a poll interval later, or a backoff later while refreshes fail; either
-// way strictly after now, so the caller never spins.
+// takeResync reports whether a resync is due at now and, if so, schedules
+// the next one a jittered interval later. The caller then asks the
+// refresher for a resync, which it keeps pending until one succeeds.
+func (s *schedule) takeResync(now time.Time) bool {
+	if now.Before(s.resyncAt) {
+		return false
+	}
+	s.resyncAt = now.Add(s.resync.Next())
+	return true
+}
+
+// done records a refresh that finished at now with err. While refreshes
+// fail the next one is a backoff later; the next refresh is always
+// strictly after now, so the caller never spins.
 func (s *schedule) done(now time.Time, err error) {
 	s.dirty = false
 	if err == nil {
-		s.backoff = 0
-		s.pollAt = now.Add(s.poll)
+		s.failing = false
+		s.backoff.Reset()
 		return
 	}
-	switch {
-	case s.backoff == 0:
-		s.backoff = min(minBackoff, s.poll)
-	case s.backoff < s.poll:
-		s.backoff = min(2*s.backoff, s.poll)
-	}
-	s.pollAt = now.Add(s.backoff)
+	s.failing = true
+	s.retryAt = now.Add(max(s.backoff.Next(), time.Millisecond))
 }

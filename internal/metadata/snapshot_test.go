@@ -25,19 +25,18 @@ func TestDiffViews(t *testing.T) {
 		{"removed", map[string][]Partition{"a": parts("a", 1, 2)}, change{removed: []string{"b"}}},
 		{"resized", map[string][]Partition{"a": parts("a", 1, 2, 3), "b": nil}, change{resized: []string{"a"}}},
 		{"selected", map[string][]Partition{"a": parts("a", 1, 2), "b": parts("b", 1)}, change{resized: []string{"b"}}},
-		{"leader", map[string][]Partition{"a": parts("a", 1, -1), "b": nil}, change{leaders: 1}},
+		{"leader", map[string][]Partition{"a": parts("a", 1, -1), "b": nil}, change{replicas: []string{"a"}}},
 		{"replicas", map[string][]Partition{"a": {parts("a", 1)[0], {Topic: "a", ID: 1, Leader: 2, Replicas: []int32{2, 1}}}, "b": nil}, change{replicas: []string{"a"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := diffViews(base, tt.cur)
 			if !slices.Equal(got.added, tt.want.added) || !slices.Equal(got.removed, tt.want.removed) ||
-				!slices.Equal(got.resized, tt.want.resized) || !slices.Equal(got.replicas, tt.want.replicas) ||
-				got.leaders != tt.want.leaders {
+				!slices.Equal(got.resized, tt.want.resized) || !slices.Equal(got.replicas, tt.want.replicas) {
 				t.Fatalf("diffViews = %+v, want %+v", got, tt.want)
 			}
-			if got.empty() != (tt.name == "equal") {
-				t.Fatalf("empty() = %v", got.empty())
+			if got.empty() != (tt.name == "equal") || EqualTopics(base, tt.cur) != got.empty() {
+				t.Fatalf("empty() = %v, EqualTopics = %v", got.empty(), EqualTopics(base, tt.cur))
 			}
 		})
 	}
@@ -60,5 +59,14 @@ func TestSnapshotSelected(t *testing.T) {
 	s := Snapshot{Topics: map[string][]Partition{"z": parts("z", 1), "a": parts("a", 1), "n": nil}}
 	if got := s.Selected(); !slices.Equal(got, []string{"a", "z"}) {
 		t.Fatalf("Selected() = %v", got)
+	}
+}
+
+func TestPreferredLeader(t *testing.T) {
+	if got := PreferredLeader([]int32{3, 1, 2}); got != 3 {
+		t.Errorf("PreferredLeader([3 1 2]) = %d", got)
+	}
+	if got := PreferredLeader(nil); got != -1 {
+		t.Errorf("PreferredLeader(nil) = %d", got)
 	}
 }

@@ -15,7 +15,8 @@ type partMeta struct {
 
 // store is the watcher's access to ZooKeeper. The kazoo-go implementation is
 // kazooStore; tests use a fake. Methods other than close are safe for
-// concurrent use and block on one or two ZooKeeper round trips.
+// concurrent use and block on one or two ZooKeeper round trips. It reads
+// the topic list and topic nodes only: never a partition state node.
 type store interface {
 	// topics lists the topic names. With watch, it also arms a child watch
 	// on the topic list and reports whether it did.
@@ -24,8 +25,6 @@ type store interface {
 	// on it and reports whether it did (a watch may be armed even when the
 	// data turns out malformed).
 	partitions(topic string, watch bool) (parts []partMeta, armed bool, err error)
-	// leader reads a partition's leader from its state node.
-	leader(topic string, id int32) (int32, error)
 	// close ends the session and blocks until every watch the store armed
 	// has been released, which the client does after its goroutines stop.
 	close() error

@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"gopkg.in/tomb.v2"
 )
 
 // Watcher keeps a current view of the cluster's topics and of the
-// partitions and leaders of the topics selected by a filter, read through
-// kazoo-go on its own read-only ZooKeeper session. All its methods are safe
-// for concurrent use.
+// partitions, replica assignments and preferred leaders of the topics
+// selected by a filter, read through kazoo-go on its own read-only
+// ZooKeeper session. It never reads partition state nodes, so a live
+// leader change costs it nothing and never changes its view. All its
+// methods are safe for concurrent use.
 type Watcher struct {
 	cfg     Config
 	log     *slog.Logger
@@ -20,6 +23,7 @@ type Watcher struct {
 	t       tomb.Tomb
 	wake    chan struct{} // buffered 1: a watch fired or the filter changed
 	changes chan struct{} // buffered 1
+	resyncs atomic.Uint64 // safety resyncs that succeeded (tests wait on it)
 
 	mu      sync.Mutex
 	view    map[string][]Partition // published; never modified
@@ -35,8 +39,7 @@ type Watcher struct {
 
 // Open connects to ZooKeeper with kazoo-go (zkConnect is
 // "h1:2181,h2:2181/chroot"), reads an initial snapshot and starts watching.
-// filter selects the topics whose partitions and leaders are read; nil
-// selects all. logger may be nil. Open blocks until it has the snapshot or
+// filter selects the topics whose partitions are read; nil selects all. logger may be nil. Open blocks until it has the snapshot or
 // fails: on a bad argument, when ZooKeeper cannot be reached (the client
 // gives up after one round over the servers) or when no Kafka cluster is
 // registered under the chroot (ErrNoCluster). Close the Watcher when done.
@@ -105,8 +108,12 @@ func (w *Watcher) Snapshot() Snapshot {
 }
 
 // Changes returns a channel, buffered 1, that receives after the view
-// changed (topic list, a selected topic's partitions, or a leader); bursts
-// are coalesced, so read Snapshot after each receive. It is never closed.
+// changed: a topic created or deleted (any topic, selected or not), or a
+// selected topic's partition count or replica assignment (hence its
+// preferred leaders) changed, or the filter selected other topics. A live
+// leader change (a broker stopping, crashing or coming back) does not
+// change the view and never fires it. Bursts are coalesced, so read
+// Snapshot after each receive. It is never closed.
 func (w *Watcher) Changes() <-chan struct{} { return w.changes }
 
 // SetFilter replaces the filter (nil selects all) and triggers a refresh;

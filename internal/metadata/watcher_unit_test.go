@@ -2,11 +2,13 @@ package metadata
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 )
 
-// startFake starts a Watcher over a fake store.
+// startFake starts a Watcher over a fake store. cfg is not validated, so
+// tests may resync far more often than Validate allows.
 func startFake(t *testing.T, f *fakeStore, filter func(string) bool, cfg Config) *Watcher {
 	t.Helper()
 	w := newWatcher(cfg, filter, quietLog())
@@ -15,6 +17,14 @@ func startFake(t *testing.T, f *fakeStore, filter func(string) bool, cfg Config)
 	}
 	t.Cleanup(func() { _ = w.Close() })
 	return w
+}
+
+// eventsOnly is a config under which only watch events refresh.
+func eventsOnly() Config {
+	cfg := NewConfig()
+	cfg.Resync = time.Hour
+	cfg.Debounce = 0
+	return cfg
 }
 
 // fireFake fires a fake watch as the kazoo store's forwarder would.
@@ -30,15 +40,62 @@ func await(t *testing.T, w *Watcher, what string, cond func(Snapshot) bool) Snap
 	return AwaitSnapshot(t, w, what, 60*time.Second, cond)
 }
 
+// awaitResyncs waits until n more resyncs than before have succeeded: the
+// loop is sequential, so everything that happened before the first one
+// started has been read and published.
+func awaitResyncs(t *testing.T, w *Watcher, n uint64) {
+	t.Helper()
+	want := w.resyncs.Load() + n
+	deadline := time.Now().Add(30 * time.Second)
+	for w.resyncs.Load() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %d resyncs", n)
+		}
+		time.Sleep(time.Millisecond) // polling a counter
+	}
+}
+
+// noChange fails when Changes holds a signal.
+func noChange(t *testing.T, w *Watcher, what string) {
+	t.Helper()
+	select {
+	case <-w.Changes():
+		t.Fatalf("%s fired Changes: %v", what, w.Snapshot().Topics)
+	default:
+	}
+}
+
+// readsDuring runs f, waits for the one receive from Changes it causes,
+// checks cond, and returns the store's reads in between: list reads and
+// node reads per topic.
+func readsDuring(t *testing.T, w *Watcher, s *fakeStore, what string, f func(), cond func(Snapshot) bool) (int, map[string]int) {
+	t.Helper()
+	l0, n0 := s.reads()
+	f()
+	select {
+	case <-w.Changes():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not fire Changes", what)
+	}
+	if snap := w.Snapshot(); !cond(snap) {
+		t.Fatalf("after %s: %v", what, snap.Topics)
+	}
+	l1, n1 := s.reads()
+	nodes := map[string]int{}
+	for k, n := range n1 {
+		if d := n - n0[k]; d > 0 {
+			nodes[k] = d
+		}
+	}
+	return l1 - l0, nodes
+}
+
 func TestWatcherOverFakeStore(t *testing.T) {
 	f := newFakeStore()
 	f.addTopic("a", 1)
-	cfg := NewConfig()
-	cfg.LeaderRefresh = time.Hour // only events refresh
-	cfg.Debounce = 0
-	w := startFake(t, f, func(s string) bool { return s != "x" }, cfg)
+	w := startFake(t, f, func(s string) bool { return s != "x" }, eventsOnly())
 	s := w.Snapshot()
-	if s.Version != 1 || len(s.Topics["a"]) != 1 {
+	if s.Version != 1 || len(s.Topics["a"]) != 1 || s.Topics["a"][0].Leader != 1 {
 		t.Fatalf("initial snapshot %+v", s)
 	}
 
@@ -61,18 +118,6 @@ func TestWatcherOverFakeStore(t *testing.T) {
 	fireFake(w, f, watchKey{root: true})
 	await(t, w, "a removed", func(s Snapshot) bool { _, ok := s.Topics["a"]; return !ok })
 
-	// A refresh that changes nothing does not bump the version.
-	v := w.Snapshot().Version
-	fireFake(w, f, watchKey{root: true})
-	f.mu.Lock()
-	f.leaders["b"][0] = 7
-	f.mu.Unlock()
-	fireFake(w, f, watchKey{topic: "b"})
-	s = await(t, w, "leader 7", func(s Snapshot) bool { return len(s.Topics["b"]) == 2 && s.Topics["b"][0].Leader == 7 })
-	if s.Version != v+1 {
-		t.Errorf("version %d, want %d", s.Version, v+1)
-	}
-
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +129,90 @@ func TestWatcherOverFakeStore(t *testing.T) {
 	}
 }
 
-func TestWatcherPollsAndRecovers(t *testing.T) {
+// TestLeaderChangeIgnored: live leaders (state nodes) change, through
+// resyncs and through an unrelated node event: no Changes, same version,
+// the preferred leaders stay.
+func TestLeaderChangeIgnored(t *testing.T) {
+	f := newFakeStore()
+	f.addTopic("a", 1, 2, 3)
+	cfg := eventsOnly()
+	cfg.Resync = 5 * time.Millisecond
+	w := startFake(t, f, nil, cfg)
+	v := w.Snapshot().Version
+	awaitResyncs(t, w, 1)
+	noChange(t, w, "a resync with nothing changed")
+
+	for p := range int32(3) {
+		f.setLeader("a", p, 9) // broker 1, 2 and 3 die one after the other
+	}
+	awaitResyncs(t, w, 2)
+	// The topic node is rewritten with the same assignment (as Kafka does
+	// when it adds a topic id): its watch fires, nothing changed.
+	fireFake(w, f, watchKey{topic: "a"})
+	awaitResyncs(t, w, 2)
+	noChange(t, w, "a leader change")
+	s := w.Snapshot()
+	if s.Version != v {
+		t.Errorf("version %d, want %d", s.Version, v)
+	}
+	for i, p := range s.Topics["a"] {
+		if p.Leader != int32(i+1) {
+			t.Errorf("a/%d led by %d, want its preferred leader %d", i, p.Leader, i+1)
+		}
+	}
+}
+
+// TestChangesFireOnRealChanges: a replica list changed, a partition added,
+// a topic created and deleted each fire Changes and bump the version, and
+// each reads only what its watch names.
+func TestChangesFireOnRealChanges(t *testing.T) {
+	f := newFakeStore()
+	f.addTopic("a", 1, 2)
+	f.addTopic("b", 3)
+	w := startFake(t, f, nil, eventsOnly())
+	version := w.Snapshot().Version
+	check := func(what string, list int, nodes map[string]int, gotList int, gotNodes map[string]int) {
+		t.Helper()
+		if gotList != list || !maps.Equal(gotNodes, nodes) {
+			t.Errorf("%s: read the list %d times and nodes %v; want %d and %v", what, gotList, gotNodes, list, nodes)
+		}
+		if s := w.Snapshot(); s.Version != version+1 {
+			t.Errorf("%s: version %d, want %d", what, s.Version, version+1)
+		}
+		version++
+		noChange(t, w, what+" (twice)")
+	}
+
+	l, n := readsDuring(t, w, f, "a/1 reassigned", func() {
+		f.setReplicas("a", 1, 3, 2)
+		fireFake(w, f, watchKey{topic: "a"})
+	}, func(s Snapshot) bool { return s.Topics["a"][1].Leader == 3 })
+	check("a/1 reassigned", 0, map[string]int{"a": 1}, l, n)
+
+	l, n = readsDuring(t, w, f, "a partition added", func() {
+		f.setReplicas("a", 2, 1, 2)
+		fireFake(w, f, watchKey{topic: "a"})
+	}, func(s Snapshot) bool { return len(s.Topics["a"]) == 3 })
+	check("a partition added", 0, map[string]int{"a": 1}, l, n)
+
+	l, n = readsDuring(t, w, f, "c created", func() {
+		f.addTopic("c", 1)
+		fireFake(w, f, watchKey{root: true})
+	}, func(s Snapshot) bool { return len(s.Topics["c"]) == 1 })
+	check("c created", 1, map[string]int{"c": 1}, l, n)
+
+	l, n = readsDuring(t, w, f, "b deleted", func() {
+		f.removeTopic("b")
+		fireFake(w, f, watchKey{root: true})
+	}, func(s Snapshot) bool { _, ok := s.Topics["b"]; return !ok })
+	check("b deleted", 1, map[string]int{}, l, n)
+}
+
+func TestWatcherResyncsAndRecovers(t *testing.T) {
 	f := newFakeStore()
 	f.addTopic("a", 1)
-	cfg := NewConfig()
-	cfg.LeaderRefresh = MinLeaderRefresh
+	cfg := eventsOnly()
+	cfg.Resync = 10 * time.Millisecond
 	w := startFake(t, f, nil, cfg)
 	f.mu.Lock()
 	f.calls = make(chan struct{}, 1)
@@ -101,25 +225,25 @@ func TestWatcherPollsAndRecovers(t *testing.T) {
 			select {
 			case <-f.calls:
 			case <-time.After(30 * time.Second):
-				t.Fatal("no periodic refresh")
+				t.Fatal("no resync")
 			}
 		}
 	}
 
 	// While the topic list fails, the last view is served and Err says why.
+	f.setReplicas("a", 0, 2)
 	f.mu.Lock()
-	f.leaders["a"][0] = 2
 	f.topicErr = errConn
 	f.mu.Unlock()
 	refreshed()
 	if !errors.Is(w.Err(), errConn) || w.Snapshot().Topics["a"][0].Leader != 1 {
 		t.Fatalf("Err %v, snapshot %v", w.Err(), w.Snapshot().Topics)
 	}
-	// Leaders are polled without any watch event.
+	// A change missed by a lost watch is repaired by a resync.
 	f.mu.Lock()
 	f.topicErr = nil
 	f.mu.Unlock()
-	await(t, w, "leader 2", func(s Snapshot) bool { return s.Topics["a"][0].Leader == 2 })
+	await(t, w, "a/0 reassigned to 2", func(s Snapshot) bool { return s.Topics["a"][0].Leader == 2 })
 	refreshed()
 	if err := w.Err(); err != nil {
 		t.Fatalf("Err stays %v", err)
