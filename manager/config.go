@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
 	"github.com/zkgroup/zkgroup/partition"
@@ -72,8 +73,16 @@ type Config struct {
 	// subscribed topic) to catch a partition nobody claims; one unowned
 	// over two checks in a row makes the member recompute.
 	UnownedCheck time.Duration
-	// LeaderRefresh is how often partition leaders are read again.
-	LeaderRefresh time.Duration
+	// MetadataResync is how often the topic list and the subscribed topics'
+	// nodes are read again from ZooKeeper, as a safety net for a lost
+	// watch (changes are seen by watches at once; partition leaders are
+	// never polled: the fetcher follows a new leader by itself). At least
+	// 1 s; jittered.
+	MetadataResync time.Duration
+	// MetadataPoll is how often Kafka's metadata is read when ZooKeeper
+	// only coordinates (no Kafka cluster registered in it, Brokers set):
+	// Kafka has no watches. Jittered.
+	MetadataPoll time.Duration
 	// ChannelBufferSize of Messages() (and each partition stream). The
 	// default, 0, means a message is handed out only when the user receives
 	// it, so a revoked partition never leaves messages behind in a buffer
@@ -124,7 +133,8 @@ func NewConfig() *Config {
 		JoinSettle:        200 * time.Millisecond,
 		ClaimWaitCheck:    5 * time.Second,
 		UnownedCheck:      10 * time.Second,
-		LeaderRefresh:     2 * time.Second,
+		MetadataResync:    60 * time.Second,
+		MetadataPoll:      10 * time.Second,
 		ChannelBufferSize: 0,
 		ErrorsBufferSize:  64,
 		CloseTimeout:      30 * time.Second,
@@ -173,8 +183,11 @@ func (c *Config) Validate() error {
 	if c.UnownedCheck <= 0 {
 		return fmt.Errorf("%w: UnownedCheck: %v is not positive", ErrConfig, c.UnownedCheck)
 	}
-	if c.LeaderRefresh <= 0 {
-		return fmt.Errorf("%w: LeaderRefresh: %v is not positive", ErrConfig, c.LeaderRefresh)
+	if c.MetadataResync < metadata.MinResync {
+		return fmt.Errorf("%w: MetadataResync: %v is under %v", ErrConfig, c.MetadataResync, metadata.MinResync)
+	}
+	if c.MetadataPoll <= 0 {
+		return fmt.Errorf("%w: MetadataPoll: %v is not positive", ErrConfig, c.MetadataPoll)
 	}
 	if c.ChannelBufferSize < 0 {
 		return fmt.Errorf("%w: ChannelBufferSize: %d is negative", ErrConfig, c.ChannelBufferSize)

@@ -233,7 +233,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	}
 	mcfg := metadata.NewConfig()
 	mcfg.SessionTimeout = cfg.SessionTimeout
-	mcfg.LeaderRefresh = cfg.LeaderRefresh
+	mcfg.Resync = cfg.MetadataResync
 	watcher, err := metadata.Open(zookeeper, sub.Match, mcfg, log)
 	switch {
 	case err == nil:
@@ -241,7 +241,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	case errors.Is(err, metadata.ErrNoCluster) && len(cfg.Brokers) > 0:
 		// ZooKeeper coordinates only: learn the topics from Kafka.
 		log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
-		if c.meta, err = newKafkaMeta(c.client, sub.Match, cfg.LeaderRefresh, log); err != nil {
+		if c.meta, err = newKafkaMeta(c.client, sub.Match, cfg.MetadataPoll, log); err != nil {
 			return nil, fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
 		}
 	default:

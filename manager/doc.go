@@ -1,6 +1,6 @@
 // Package manager runs zkgroup's consumer manager: Join registers an
 // instance of a consumer group in ZooKeeper, watches the group's members
-// and the subscription's topics, partitions and leaders, computes which
+// and the subscription's topics, partitions and preferred leaders, computes which
 // partitions this instance owns with an assignment strategy, claims each
 // one with an ephemeral owner node and runs a partition manager for it.
 //

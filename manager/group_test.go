@@ -127,7 +127,7 @@ func TestCoordinationOnlyZooKeeper(t *testing.T) {
 	o := joinOpts{
 		strict:    true,
 		zk:        c.ZooKeeperAddr() + "/coordination-" + group,
-		configure: func(cfg *manager.Config) { cfg.Brokers = c.Addrs(); cfg.LeaderRefresh = 200 * time.Millisecond },
+		configure: func(cfg *manager.Config) { cfg.Brokers = c.Addrs(); cfg.MetadataPoll = 200 * time.Millisecond },
 	}
 	a := join(t, c, group, sub, "a", rec, o)
 	b := join(t, c, group, sub, "b", rec, o)

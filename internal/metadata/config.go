@@ -29,14 +29,6 @@ type Config struct {
 	// schedules one refresh Debounce later, and events until then join it.
 	// Default 100ms; 0 refreshes right after each event; not negative.
 	Debounce time.Duration
-
-	// LeaderRefresh is ignored.
-	//
-	// Deprecated: leaders are no longer polled; snapshots carry each
-	// partition's preferred leader, read from the watched topic nodes (see
-	// Partition.Leader). Use Resync for the safety resync. The field is
-	// kept so that callers that still set it compile.
-	LeaderRefresh time.Duration
 }
 
 // NewConfig returns the defaults: 10s session, 60s resync, 100ms debounce.

@@ -19,7 +19,6 @@ func TestConfigValidate(t *testing.T) {
 		}, nil},
 		{"short session", func(c *Config) { c.SessionTimeout = time.Second }, []string{"SessionTimeout"}},
 		{"short resync", func(c *Config) { c.Resync = 999 * time.Millisecond }, []string{"Resync"}},
-		{"deprecated field ignored", func(c *Config) { c.LeaderRefresh = -1 }, nil},
 		{"negative debounce", func(c *Config) { c.Debounce = -1 }, []string{"Debounce"}},
 		{"zero value", func(c *Config) { *c = Config{} }, []string{"SessionTimeout", "Resync"}},
 	}
