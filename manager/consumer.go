@@ -65,9 +65,14 @@ type Consumer struct {
 	members        []string
 	assigned       []TopicPartition
 	assignedTopics []string // the subscribed topics with partitions, at the last rebalance
-	applied        bool
-	registered     bool
-	regEpoch       uint64
+	// memberSubs and relevant: the members' subscriptions and the part of
+	// the metadata they select, at the last rebalance (relevant is nil
+	// before the first).
+	memberSubs []*subscription.Subscription
+	relevant   map[string][]metadata.Partition
+	applied    bool
+	registered bool
+	regEpoch   uint64
 	// pendingSince: the first trigger not yet acted on; current: the
 	// change being applied (nil: none); history: the last maxHistory
 	// changes applied, numbered by seq.

@@ -73,7 +73,9 @@ func (c *Consumer) loop(regData []byte) error {
 			idsWatch = nil
 			trigger(CauseMembership)
 		case <-c.meta.Changes():
-			trigger(CausePartitions)
+			if c.metadataMatters() {
+				trigger(CausePartitions)
+			}
 		case <-c.session.Changes():
 			st := c.session.Status()
 			c.health.set(st.Healthy)

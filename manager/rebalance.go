@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/manager/assign"
+	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // rebalance reads the members, the owners of the subscribed partitions and
@@ -44,7 +46,8 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 				Owner: owners[TopicPartition{t, p.ID}]})
 		}
 	}
-	a := c.strategy(assignMembers(members, topics), parts)
+	am := assignMembers(members, topics)
+	a := c.strategy(am, parts)
 	mine := map[TopicPartition]bool{}
 	for _, p := range a[c.id] {
 		mine[TopicPartition{p.Topic, p.ID}] = true
@@ -61,6 +64,13 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 		c.causes[why]++
 	}
 	c.members = ids
+	c.memberSubs = nil
+	for _, m := range members {
+		if m.sub != nil {
+			c.memberSubs = append(c.memberSubs, m.sub)
+		}
+	}
+	c.relevant = relevantView(snap.Topics, c.memberSubs)
 	c.noteBadRegistrationsLocked(members)
 	c.assigned = sortedTPs(mine)
 	c.assignedTopics = withParts
@@ -96,6 +106,34 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	c.log.Info("rebalanced", "members", len(ids), "partitions", len(parts), "assigned", len(mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes))
 	return watch, nil
+}
+
+// relevantView is the part of a metadata view that decides the
+// assignment: the topics some member subscribes to, with their partitions.
+func relevantView(view map[string][]metadata.Partition, subs []*subscription.Subscription) map[string][]metadata.Partition {
+	out := map[string][]metadata.Partition{}
+	for t, ps := range view {
+		for _, s := range subs {
+			if s.Match(t) {
+				out[t] = ps
+				break
+			}
+		}
+	}
+	return out
+}
+
+// metadataMatters reports whether the current metadata differs from the
+// last rebalance's in a topic some member subscribes to (a new topic that
+// nobody subscribes to, such as __consumer_offsets appearing, does not).
+func (c *Consumer) metadataMatters() bool {
+	snap := c.meta.Snapshot()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.relevant == nil {
+		return true // no rebalance yet
+	}
+	return !metadata.EqualTopics(c.relevant, relevantView(snap.Topics, c.memberSubs))
 }
 
 func causeList(causes map[RebalanceCause]bool) []string {

@@ -82,7 +82,7 @@ func TestScaleConvergence(t *testing.T) {
 // for it, nothing moves between members, and every message is consumed
 // exactly once.
 func TestRollingBrokerRestart(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.Start(t, testcluster.Brokers(3))
 	ctx := context.Background()
 	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 24
