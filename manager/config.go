@@ -105,6 +105,14 @@ type Config struct {
 	// and must return quickly: the partition waits for them.
 	OnAssigned func(group string, partitions []TopicPartition)
 	OnRevoked  func(group string, partitions []TopicPartition)
+	// OnLost is called instead of OnRevoked when a partition was lost
+	// rather than revoked: its claim ended with the ZooKeeper session, or
+	// its owner node was deleted or taken over. Its messages were neither
+	// drained nor committed (unacked ones will be delivered again to the
+	// next owner), and another member may own it already: stop work on
+	// it. Called from the partition's own goroutine, like OnRevoked. Nil:
+	// a lost partition calls nothing (OnRevoked is not called either).
+	OnLost func(group string, partitions []TopicPartition)
 	// CloseTimeout bounds Close (drains are bounded by Partition.DrainTimeout).
 	CloseTimeout time.Duration
 }

@@ -230,6 +230,14 @@ func TestConsumePartitionStreams(t *testing.T) {
 		t.Errorf("a alone: %d streams opened, %d closed; want %d, 0", o, cl, parts)
 	}
 	first := a.openStreams()
+	select {
+	case m, ok := <-a.c.Messages():
+		if ok {
+			t.Errorf("Messages() carried %s/%d@%d in partitions mode", m.Topic, m.Partition, m.Offset)
+		}
+	default:
+		t.Error("Messages() is open in partitions mode: a loop over it would hang")
+	}
 
 	b := joinStreams(t, c, group, sub, "b", rec, led)
 	await(t, 60*time.Second, "a, b balanced with matching streams", func() bool { return streamsBalanced(parts, a, b) })

@@ -183,6 +183,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	}
 	if cfg.Mode == ModePartitions {
 		c.partitions = make(chan *PartitionStream, 1024)
+		close(c.messages) // never fed in this mode: a range over it ends at once
 	} else if c.funnel, err = partition.NewFunnel(c.messages); err != nil {
 		return nil, err
 	}
@@ -290,7 +291,9 @@ func (c *Consumer) ID() string { return c.id }
 func (c *Consumer) Group() string { return c.group }
 
 // Messages returns the merged stream of every owned partition (ModeMerged).
-// See the Consumer doc for its contract. In ModePartitions it is never fed.
+// See the Consumer doc for its contract. In ModePartitions it is closed
+// from the start (read Partitions() instead), so a loop over it ends at
+// once rather than hang.
 func (c *Consumer) Messages() <-chan *partition.Message { return c.messages }
 
 // Partitions returns the streams of newly claimed partitions
@@ -337,7 +340,9 @@ func (c *Consumer) Close() error {
 		if err == nil {
 			// Every partition manager and the funnel have stopped: nobody
 			// sends any more.
-			close(c.messages)
+			if c.funnel != nil {
+				close(c.messages)
+			}
 			close(c.errors)
 			if c.partitions != nil {
 				close(c.partitions)

@@ -152,6 +152,12 @@ func TestGroupFaults(t *testing.T) {
 	proxies["b"].Resume()
 	took = await(t, 60*time.Second, "b back after expiry", func() bool { return balanced(parts, a, b, cc) })
 	t.Logf("b's session expired; after the stall it re-registered and the group rebalanced to 3 in %v", took)
+	if rec.lostBy("b") == 0 || rec.lostBy("c") == 0 {
+		t.Errorf("OnLost reported %d partitions of b and %d of c, whose sessions expired; want some of each", rec.lostBy("b"), rec.lostBy("c"))
+	}
+	if rec.lostBy("a") != 0 {
+		t.Errorf("OnLost reported %d partitions of a, which lost nothing", rec.lostBy("a"))
+	}
 	_ = resumed
 
 	// A new topic matching the whitelist is picked up without a restart.

@@ -26,12 +26,13 @@ type recorder struct {
 	seen       map[string]int // value -> deliveries
 	received   map[string]int // instance -> messages received
 	holders    map[manager.TopicPartition]string
+	lost       map[string]int // instance -> partitions reported by OnLost
 	violations []string
 	total      int
 }
 
 func newRecorder(t *testing.T) *recorder {
-	return &recorder{t: t, seen: map[string]int{}, received: map[string]int{}, holders: map[manager.TopicPartition]string{}}
+	return &recorder{t: t, seen: map[string]int{}, received: map[string]int{}, holders: map[manager.TopicPartition]string{}, lost: map[string]int{}}
 }
 
 func (r *recorder) violation(format string, args ...any) {
@@ -63,6 +64,13 @@ func (r *recorder) holderHooks(name string, cfg *manager.Config, checkAssign boo
 				delete(r.holders, tp)
 			}
 		}
+	}
+	revoked := cfg.OnRevoked
+	cfg.OnLost = func(g string, tps []manager.TopicPartition) {
+		revoked(g, tps)
+		r.mu.Lock()
+		r.lost[name] += len(tps)
+		r.mu.Unlock()
 	}
 }
 
@@ -364,6 +372,13 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(float64(len(s)-1) * p)
 	return s[i]
+}
+
+// lostBy returns how many partitions OnLost reported for instance name.
+func (r *recorder) lostBy(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost[name]
 }
 
 // receivedBy returns how many messages instance name received so far.

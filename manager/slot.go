@@ -149,8 +149,13 @@ func (c *Consumer) runSlot(sl *slot) {
 		c.report(err)
 		log.Warn("partition stopped with an error", "err", err)
 	}
-	// Stopped and committed, still claimed: tell the embedder, then let go.
-	if c.cfg.OnRevoked != nil {
+	// Stopped and committed, still claimed: tell the embedder, then let
+	// go. A lost partition was neither drained nor committed, and another
+	// member may own it already: OnLost says so.
+	switch {
+	case !drain && c.cfg.OnLost != nil:
+		c.cfg.OnLost(c.group, []TopicPartition{sl.tp})
+	case drain && c.cfg.OnRevoked != nil:
 		c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
 	}
 	if err := cl.release(); err != nil {
