@@ -16,8 +16,9 @@ import (
 // It counts everyone's writes: the brokers' too (nothing of the consumer
 // groups when only Kafka-coordinated clients run).
 type Zxids struct {
-	conn *zk.Conn
-	path string
+	conn    *zk.Conn
+	path    string
+	slowest time.Duration
 }
 
 // NewZxids connects to the cluster's ZooKeeper and creates the scratch
@@ -38,7 +39,9 @@ func NewZxids(c *testcluster.Cluster) (*Zxids, error) {
 // Mark writes the scratch node and returns the zxid of that write (0 on
 // error).
 func (z *Zxids) Mark() int64 {
+	start := time.Now()
 	st, err := z.conn.Set(z.path, nil, -1)
+	z.slowest = max(z.slowest, time.Since(start))
 	if err != nil {
 		return 0
 	}
@@ -52,6 +55,10 @@ func Between(from, to int64) int64 {
 	}
 	return to - from - 1
 }
+
+// Slowest is the longest a mark took (a slow one shifts the window it
+// ends).
+func (z *Zxids) Slowest() time.Duration { return z.slowest }
 
 // Close closes the connection.
 func (z *Zxids) Close() { z.conn.Close() }
