@@ -17,7 +17,7 @@ import (
 type jlEvent struct {
 	moves, claims int64
 	pause         time.Duration // the steady members' longest pause on the partitions they kept
-	resume        flowResult // event -> every partition flowing again
+	resume        flowResult    // event -> every partition flowing again
 	zk            int64         // ZooKeeper write transactions (all of the ensemble)
 	zkGroup       int           // of those, by the group's own sessions (from the transaction log; -1 without it)
 	req           benchkit.Counts
