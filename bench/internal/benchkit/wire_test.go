@@ -57,3 +57,30 @@ func TestPercentile(t *testing.T) {
 		t.Fatal("even median")
 	}
 }
+
+func TestParseTxn(t *testing.T) {
+	for _, c := range []struct {
+		line      string
+		typ, path string
+		zxid      int64
+	}{
+		{"12/1/26, 12:33:28 AM UTC session 0x100000c3d420001 cxid 0x2 zxid 0x3 create /kafka,,[31,s{'world,'anyone}", "create", "/kafka", 3},
+		{"12/1/26, 12:33:28 AM UTC session 0x1 cxid 0x3 zxid 0x1f delete '/kafka/consumers/g/owners/t/5", "delete", "/kafka/consumers/g/owners/t/5", 31},
+		{"12/1/26, 12:33:29 AM UTC session 0x1 cxid 0x2 zxid 0x7 error -101", "error", "-101", 7},
+	} {
+		got, ok := parseTxn(c.line)
+		if !ok || got.Type != c.typ || got.Path != c.path || got.Zxid != c.zxid {
+			t.Errorf("%q: %+v %v", c.line, got, ok)
+		}
+	}
+	b := Classify([]Txn{
+		{Zxid: 1, Session: "a", Type: "create", Path: "/kafka/consumers/g/owners/t/1"},
+		{Zxid: 2, Session: "a", Type: "error", Path: "-110"},
+		{Zxid: 3, Session: "b", Type: "delete", Path: "/kafka/consumers/g/ids/x"},
+		{Zxid: 4, Session: "c", Type: "createSession"},
+		{Zxid: 5, Session: "d", Type: "setData", Path: "/kafka/brokers/topics/t/partitions/0/state"},
+	}, "/kafka/consumers/g")
+	if b.Total != 5 || b.Group["create owners"] != 1 || b.Group["failed"] != 1 || b.Group["delete ids"] != 1 || b.Sessions != 1 || len(b.Other) != 1 {
+		t.Errorf("breakdown %+v", b)
+	}
+}

@@ -95,7 +95,7 @@ func parseTxn(line string) (Txn, bool) {
 			}
 			t.Zxid, t.Type = z, f[i+2]
 			if i+3 < len(f) {
-				t.Path, _, _ = strings.Cut(f[i+3], ",")
+				t.Path, _, _ = strings.Cut(strings.TrimLeft(f[i+3], "'"), ",")
 			}
 			return t, true
 		}
@@ -114,7 +114,9 @@ type Breakdown struct {
 }
 
 // Classify returns the breakdown of txns for the group whose nodes live
-// under groupPath (e.g. "/kafka/consumers/g").
+// under groupPath (e.g. "/kafka/consumers/g"): the group's are the writes
+// under groupPath and the failed writes ("error" transactions, which carry
+// no path) of the sessions that wrote there within txns.
 func Classify(txns []Txn, groupPath string) Breakdown {
 	groupSessions := map[string]bool{}
 	for _, t := range txns {
@@ -127,7 +129,7 @@ func Classify(txns []Txn, groupPath string) Breakdown {
 		switch {
 		case t.Type == "createSession" || t.Type == "closeSession":
 			b.Sessions++
-		case groupSessions[t.Session]:
+		case groupSessions[t.Session] || strings.HasPrefix(t.Path, groupPath+"/"):
 			switch {
 			case t.Type == "error":
 				b.Group["failed"]++
