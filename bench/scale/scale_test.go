@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -309,9 +310,23 @@ func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResul
 	say("   (f) Close per member: median %.3f s, max %.3f s over %d leaving members%s; last member %.3f s; Join call median %.3f s",
 		benchkit.Median(cs), maxOr0(cs), len(cs), pending, s.finalClose.Seconds(), benchkit.Median(durs(s.joinCalls)))
 	pj := pauses(s.pauseJoin)
-	say("   longest pause per member on the partitions it kept: last join -> settled: median %.0f ms, max %.0f ms over %d members; last leave -> settled (remaining member): %.0f ms",
-		benchkit.Median(pj)*1000, maxOr0(pj)*1000, len(pj), maxOr0(pauses(s.pauseLeave))*1000)
+	say("   longest pause per member on the partitions it kept: last join -> settled: median %.0f ms, max %.0f ms over %d members %s; last leave -> settled (remaining member): %.0f ms",
+		benchkit.Median(pj)*1000, maxOr0(pj)*1000, len(pj), perMember(s.pauseJoin), maxOr0(pauses(s.pauseLeave))*1000)
 	say("   messages %d (delivered by a member not owning the partition: %d); errors: %s", s.msgs, s.foreign, s.errs)
+}
+
+// perMember lists pauses by member: "[m0 12ms m3 40ms]".
+func perMember(p map[int]time.Duration) string {
+	var ids []int
+	for m := range p {
+		ids = append(ids, m)
+	}
+	slices.Sort(ids)
+	var parts []string
+	for _, m := range ids {
+		parts = append(parts, fmt.Sprintf("m%d %s", m, ms(p[m])))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func maxOr0(v []float64) float64 {
@@ -340,8 +355,10 @@ func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) 
 		}, "converges"},
 		{"(c) ZK writes, join phase", func(s scaleResult) float64 { return float64(s.zkJoin) }, "<= 2 x moves + members"},
 		{"    partition moves, join phase", func(s scaleResult) float64 { return float64(s.movesJoin) }, ""},
+		{"    2 x moves + members, join phase", func(s scaleResult) float64 { return float64(2*s.movesJoin) + M }, ""},
 		{"(c) ZK writes, leave phase", func(s scaleResult) float64 { return float64(s.zkLeave) }, "<= 2 x moves + members"},
 		{"    partition moves, leave phase", func(s scaleResult) float64 { return float64(s.movesLeav) }, ""},
+		{"    2 x moves + members, leave phase", func(s scaleResult) float64 { return float64(2*s.movesLeav) + M }, ""},
 		{"(c) ZK writes, steady window", func(s scaleResult) float64 { return float64(s.zkSteady) }, "(brokers' own writes too)"},
 		{"(d) coordinator req/s, steady", func(s scaleResult) float64 { return rate(s.steady, benchkit.CoordinatorAPIs...) }, ""},
 		{"(d) OffsetCommit/s, steady", func(s scaleResult) float64 { return rate(s.steady, benchkit.APIOffsetCommit) }, ""},
