@@ -20,6 +20,7 @@ type jlEvent struct {
 	resume        flowResult    // event -> every partition flowing again
 	zk            int64         // ZooKeeper write transactions (all of the ensemble)
 	zkGroup       int           // of those, by the group's own sessions (from the transaction log; -1 without it)
+	zkBreakdown   string
 	req           benchkit.Counts
 	d             time.Duration
 }
@@ -153,7 +154,7 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 		if zl != nil {
 			if txns, err := zl.Read(z0, z1-1); err == nil {
 				bd := benchkit.Classify(txns, cl.Chroot()+"/consumers/"+env.group)
-				ev.zkGroup = 0
+				ev.zkGroup, ev.zkBreakdown = 0, bd.String()
 				for _, v := range bd.Group {
 					ev.zkGroup += v
 				}
@@ -207,6 +208,10 @@ func printJoinLeave(r int, s jlRound) {
 	}
 	benchkit.Say("   round %d %-8s join:  %s", r+1, s.side, ev(s.join))
 	benchkit.Say("   round %d %-8s leave: %s; the leaver's Close %s; errors: %s", r+1, s.side, ev(s.leave), ms(s.closeLeaver), s.errs)
+	if s.join.zk > 0 || s.leave.zk > 0 {
+		benchkit.Say("      ZooKeeper, join:  %s", s.join.zkBreakdown)
+		benchkit.Say("      ZooKeeper, leave: %s", s.leave.zkBreakdown)
+	}
 }
 
 func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
