@@ -80,7 +80,7 @@ func TestParseTxn(t *testing.T) {
 		{Zxid: 4, Session: "c", Type: "createSession"},
 		{Zxid: 5, Session: "d", Type: "setData", Path: "/kafka/brokers/topics/t/partitions/0/state"},
 	}, "/kafka/consumers/g")
-	if b.Total != 5 || b.Group["create owners"] != 1 || b.Group["failed"] != 1 || b.Group["delete ids"] != 1 || b.Sessions != 1 || len(b.Other) != 1 {
+	if b.Total != 5 || b.Group["create owners"] != 1 || b.Group["failed (-110)"] != 0 || b.Group["failed (node exists)"] != 1 || b.Group["delete ids"] != 1 || b.Sessions != 1 || len(b.Other) != 1 {
 		t.Errorf("breakdown %+v", b)
 	}
 }

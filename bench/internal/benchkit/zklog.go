@@ -132,7 +132,7 @@ func Classify(txns []Txn, groupPath string) Breakdown {
 		case groupSessions[t.Session] || strings.HasPrefix(t.Path, groupPath+"/"):
 			switch {
 			case t.Type == "error":
-				b.Group["failed"]++
+				b.Group["failed "+errName(t.Path)]++
 			case strings.HasPrefix(t.Path, groupPath+"/"):
 				sub, _, _ := strings.Cut(strings.TrimPrefix(t.Path, groupPath+"/"), "/")
 				b.Group[t.Type+" "+sub]++
@@ -148,6 +148,21 @@ func Classify(txns []Txn, groupPath string) Breakdown {
 		}
 	}
 	return b
+}
+
+// errName names a ZooKeeper error code of an error transaction.
+func errName(code string) string {
+	switch code {
+	case "-101":
+		return "(no node)"
+	case "-110":
+		return "(node exists)"
+	case "-103":
+		return "(bad version)"
+	case "-111":
+		return "(not empty)"
+	}
+	return "(" + code + ")"
 }
 
 func (b Breakdown) String() string {
