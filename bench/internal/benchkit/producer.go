@@ -1,0 +1,132 @@
+package benchkit
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// ValueLen is the size of the values the Producer writes.
+const ValueLen = 100
+
+// ProducedAt reads the produce time a Producer wrote into a value (zero
+// when the value is too short).
+func ProducedAt(v []byte) int64 {
+	if len(v) < 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+// Producer writes at a steady rate to every partition of its topics in
+// turn, each value carrying its produce time (unix nanoseconds, 8 bytes
+// big-endian) padded to ValueLen bytes.
+type Producer struct {
+	p      sarama.AsyncProducer
+	cancel context.CancelFunc
+	done   chan struct{}
+	sent   atomic.Int64
+	errs   atomic.Int64
+	first  atomic.Value
+	wg     sync.WaitGroup
+}
+
+// Topic is a topic to write to and its partition count.
+type Topic struct {
+	Name       string
+	Partitions int32
+}
+
+// StartProducer writes rate records a second, spread evenly over every
+// partition of topics, until Close or maxRun passes.
+func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duration) (*Producer, error) {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	cfg.ClientID = "bench-producer"
+	cfg.Producer.RequiredAcks = sarama.WaitForLocal
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Return.Successes = false
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.Flush.Frequency = 2 * time.Millisecond
+	p, err := sarama.NewAsyncProducer(addrs, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), maxRun)
+	pr := &Producer{p: p, cancel: cancel, done: make(chan struct{})}
+	pr.wg.Add(1)
+	go func() {
+		defer pr.wg.Done()
+		for e := range p.Errors() {
+			if pr.errs.Add(1) == 1 {
+				pr.first.Store(e.Err)
+			}
+		}
+	}()
+	type target struct {
+		topic string
+		p     int32
+	}
+	var targets []target
+	for _, t := range topics {
+		for i := int32(0); i < t.Partitions; i++ {
+			targets = append(targets, target{t.Name, i})
+		}
+	}
+	go func() {
+		defer close(pr.done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		start := time.Now()
+		var sent int64
+		next := 0
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				due := int64(now.Sub(start).Seconds() * float64(rate))
+				// Never burst more than a quarter second behind schedule.
+				if due-sent > int64(rate/4)+1 {
+					sent = due - int64(rate/4) - 1
+				}
+				for ; sent < due; sent++ {
+					v := make([]byte, ValueLen)
+					binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+					t := targets[next]
+					next = (next + 1) % len(targets)
+					select {
+					case p.Input() <- &sarama.ProducerMessage{Topic: t.topic, Partition: t.p, Value: sarama.ByteEncoder(v)}:
+						pr.sent.Add(1)
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}
+	}()
+	return pr, nil
+}
+
+// Sent is the number of records handed to the producer so far.
+func (p *Producer) Sent() int64 { return p.sent.Load() }
+
+// Close stops writing and returns the first failure, with their count.
+func (p *Producer) Close() error {
+	p.cancel()
+	<-p.done
+	err := p.p.Close()
+	p.wg.Wait()
+	if n := p.errs.Load(); n > 0 {
+		return fmt.Errorf("producer: %d records failed, first: %v", n, p.first.Load())
+	}
+	if err != nil {
+		return fmt.Errorf("producer: %w", err)
+	}
+	return nil
+}

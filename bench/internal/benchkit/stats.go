@@ -1,0 +1,77 @@
+package benchkit
+
+import (
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Median of v (NaN when empty).
+func Median(v []float64) float64 { return Percentile(v, 50) }
+
+// Percentile p (0..100) of v by the nearest-rank method (NaN when empty):
+// with 5 values p99 is the largest.
+func Percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if p == 50 && len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+// Seconds turns durations into seconds.
+func Seconds(d []time.Duration) []float64 {
+	out := make([]float64, len(d))
+	for i, x := range d {
+		out[i] = x.Seconds()
+	}
+	return out
+}
+
+// CPUTime is this process's user+system CPU time so far.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// RSS is this process's resident set (VmRSS of /proc/self/status), in
+// bytes; 0 when it cannot be read.
+func RSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest) // "12345 kB"
+			if len(f) >= 1 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// HeapInuse is the Go heap in use, in bytes.
+func HeapInuse() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
+}
+
+// MB formats bytes as MB (10^6).
+func MB(b float64) string { return strconv.FormatFloat(b/1e6, 'f', 1, 64) + " MB" }

@@ -1,0 +1,10 @@
+// Package scale holds the group-membership benchmarks of zkgroup against
+// sarama's ConsumerGroup on the local test cluster (issue 9):
+//
+//   - BenchmarkScale: many partitions, members joining 1 s apart, then
+//     leaving 1 s apart, traffic throughout;
+//   - BenchmarkJoinLeave: a small group where a fourth member joins and
+//     leaves again, over several rounds.
+//
+// See ../README.md for the commands and how to read the output.
+package scale

@@ -1,0 +1,247 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// jlEvent is one membership change of BenchmarkJoinLeave.
+type jlEvent struct {
+	moves, claims int64
+	pause         time.Duration // the steady members' longest pause on the partitions they kept
+	resume        flowResult    // event -> every partition flowing again
+	zk            int64         // ZooKeeper write transactions (all of the ensemble)
+	zkGroup       int           // of those, by the group's own sessions (from the transaction log; -1 without it)
+	zkBreakdown   string
+	req           benchkit.Counts
+	d             time.Duration
+}
+
+type jlRound struct {
+	side        string
+	failed      string
+	setup       time.Duration
+	join, leave jlEvent
+	closeLeaver time.Duration
+	errs        string
+}
+
+// BenchmarkJoinLeave: a group of -jl-steady (3) members on a topic of
+// -jl-partitions (24) partitions with -jl-rate (2,400) records/s
+// throughout; a fourth member joins, and once every partition flows again
+// (and at least 3 s later) it leaves. Each round runs each side once with a
+// fresh group, alternating which goes first. Per event: partitions moved,
+// the steady members' longest pause on the partitions they kept, the time
+// until every partition flows again, ZooKeeper writes.
+//
+//	go test -run='^$' -bench=BenchmarkJoinLeave -benchtime=1x -timeout=60m ./scale/ -args -jl-rounds=20
+func BenchmarkJoinLeave(b *testing.B) {
+	P := *flagJLPartitions
+	sds := sides(b)
+	cl := benchkit.Cluster(b)
+	topic := fmt.Sprintf("bench-joinleave-%d-%d-%d", P, os.Getpid(), time.Now().Unix()%100000)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cl.CreateTopic(ctx, topic, int32(P), int16(*flagReplication)); err != nil {
+		b.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prod, err := benchkit.StartProducer(cl.Addrs(), []benchkit.Topic{{Name: topic, Partitions: int32(P)}}, *flagJLRate, 4*time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := prod.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	zx, err := benchkit.NewZxids(cl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		benchkit.Say("slowest zxid mark: %v", zx.Slowest())
+		zx.Close()
+	}()
+	zl, err := benchkit.NewZKLog(cl)
+	if err != nil {
+		benchkit.Say("no breakdown of ZooKeeper writes (zxid counts only): %v", err)
+	}
+	time.Sleep(2 * time.Second)
+	benchkit.Say("BenchmarkJoinLeave: topic %s: %d partitions, replication %d; %d steady members, a %dth joins then leaves; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
+		topic, P, *flagReplication, *flagJLSteady, *flagJLSteady+1, *flagJLRate, zkStrategyName(), *flagSaramaStrategy, *flagJLRounds)
+	results := map[string][]jlRound{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < *flagJLRounds; r++ {
+			for _, sd := range rotate(sds, r) {
+				res := runJoinLeave(cl, zx, zl, topic, sub, sd, r)
+				printJoinLeave(r, res)
+				results[sd.name] = append(results[sd.name], res)
+				time.Sleep(time.Second)
+			}
+		}
+	}
+	b.StopTimer()
+	summarizeJoinLeave(sds, results)
+}
+
+func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLog, topic string, sub *subscription.Subscription, sd side, round int) (res jlRound) {
+	P, S := *flagJLPartitions, *flagJLSteady
+	env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
+		group: fmt.Sprintf("bench-jl-%s-%d-%d", sd.name, round, time.Now().UnixNano()%1e9)}
+	res.side = sd.name
+	defer func() { res.errs = env.errs.String() }()
+	members := make([]member, S+1)
+	open := make([]bool, S+1)
+	defer func() {
+		var wg sync.WaitGroup
+		for i, m := range members {
+			if m != nil && open[i] {
+				wg.Add(1)
+				go func() { defer wg.Done(); m.Close() }()
+			}
+		}
+		wg.Wait()
+	}()
+	start := time.Now()
+	for i := 0; i < S; i++ {
+		m, err := sd.join(env, i)
+		if err != nil {
+			res.failed = fmt.Sprintf("join of member %d: %v", i, err)
+			return res
+		}
+		members[i], open[i] = m, true
+	}
+	if f := env.tr.awaitFlow(time.Now(), upTo(S), *flagPhaseTimeout); !f.ok() {
+		res.failed = fmt.Sprintf("the %d steady members: %s", S, flow(f, P))
+		return res
+	}
+	res.setup = time.Since(start)
+	time.Sleep(2 * time.Second)
+
+	event := func(ev *jlEvent, members []int, change func()) {
+		env.tr.openWindow()
+		m0, c0 := env.tr.moves.Load(), env.tr.claims.Load()
+		r0 := env.req.Snapshot()
+		z0 := zx.Mark()
+		t := time.Now()
+		change()
+		if res.failed != "" {
+			return
+		}
+		ev.resume = env.tr.awaitFlow(t, members, *flagPhaseTimeout)
+		sleepUntil(time.Now().Add(time.Second))
+		sleepUntil(t.Add(3 * time.Second))
+		ev.pause = maxPause(env.tr.closeWindow(time.Now(), below(S)))
+		z1 := zx.Mark()
+		ev.d = time.Since(t)
+		ev.req = env.req.Snapshot().Sub(r0)
+		ev.zk = benchkit.Between(z0, z1)
+		ev.moves, ev.claims = env.tr.moves.Load()-m0, env.tr.claims.Load()-c0
+		ev.zkGroup = -1
+		if zl != nil {
+			if txns, err := zl.Read(z0, z1-1); err == nil {
+				bd := benchkit.Classify(txns, cl.Chroot()+"/consumers/"+env.group)
+				ev.zkGroup, ev.zkBreakdown = 0, bd.String()
+				for _, v := range bd.Group {
+					ev.zkGroup += v
+				}
+			}
+		}
+	}
+	event(&res.join, upTo(S+1), func() {
+		m, err := sd.join(env, S)
+		if err != nil {
+			res.failed = fmt.Sprintf("join of member %d: %v", S, err)
+			return
+		}
+		members[S], open[S] = m, true
+	})
+	if res.failed != "" {
+		return res
+	}
+	time.Sleep(time.Second)
+	closed := make(chan struct{})
+	event(&res.leave, upTo(S), func() {
+		open[S] = false
+		go func() {
+			defer close(closed)
+			res.closeLeaver = members[S].Close()
+		}()
+	})
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		res.failed = "the leaving member's Close did not return within a minute"
+	}
+	return res
+}
+
+func maxPause(p map[int]time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range p {
+		m = max(m, d)
+	}
+	return m
+}
+
+func printJoinLeave(r int, s jlRound) {
+	P := *flagJLPartitions
+	ev := func(e jlEvent) string {
+		return fmt.Sprintf("moved %d (claims %d), steady members' longest pause %s, every partition flowing after %s, ZooKeeper writes %d (group's own %d), coordinator requests %d, OffsetCommit %d",
+			e.moves, e.claims, ms(e.pause), flow(e.resume, P), e.zk, e.zkGroup, e.req.Sum(benchkit.CoordinatorAPIs...), e.req[benchkit.APIOffsetCommit])
+	}
+	if s.failed != "" {
+		benchkit.Say("   round %d %-8s RUN FAILED: %s", r+1, s.side, s.failed)
+	}
+	benchkit.Say("   round %d %-8s join:  %s", r+1, s.side, ev(s.join))
+	benchkit.Say("   round %d %-8s leave: %s; the leaver's Close %s; errors: %s", r+1, s.side, ev(s.leave), ms(s.closeLeaver), s.errs)
+	if s.join.zk > 0 || s.leave.zk > 0 {
+		benchkit.Say("      ZooKeeper, join:  %s", s.join.zkBreakdown)
+		benchkit.Say("      ZooKeeper, leave: %s", s.leave.zkBreakdown)
+	}
+}
+
+func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
+	benchkit.Say("== BenchmarkJoinLeave summary over %d round(s): %d partitions, %d steady members + 1 joining and leaving", *flagJLRounds, *flagJLPartitions, *flagJLSteady)
+	benchkit.Say("   %-8s %-6s %14s %22s %22s %14s", "side", "event", "moved p50/max", "longest pause p50/p99", "flowing again p50/p99", "ZK writes p50")
+	for _, sd := range sds {
+		for _, which := range []string{"join", "leave"} {
+			var moved, pause, resume, zk []float64
+			silent := 0
+			for _, r := range results[sd.name] {
+				e := r.join
+				if which == "leave" {
+					e = r.leave
+				}
+				moved = append(moved, float64(e.moves))
+				pause = append(pause, e.pause.Seconds()*1000)
+				if !e.resume.ok() {
+					silent++
+				}
+				resume = append(resume, conv(e.resume)*1000)
+				zk = append(zk, float64(e.zk))
+			}
+			note := ""
+			if silent > 0 {
+				note = fmt.Sprintf(" (%d did not converge, counted as infinite)", silent)
+			}
+			benchkit.Say("   %-8s %-6s %7.0f/%-6.0f %10.0f/%-8.0f ms %10.0f/%-8.0f ms %14.0f%s", sd.name, which,
+				benchkit.Median(moved), maxOr0(moved), benchkit.Median(pause), benchkit.Percentile(pause, 99),
+				benchkit.Median(resume), benchkit.Percentile(resume, 99), benchkit.Median(zk), note)
+		}
+	}
+	benchkit.Say("   goals (zkgroup): a join moves <= 8; steady members' pause p99 <= 50 ms; flowing again p99 < 500 ms; ZK writes <= 2 x moved + members")
+}

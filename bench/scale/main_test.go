@@ -1,0 +1,114 @@
+package scale
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+// Flags of the test binary: pass them after -args.
+var (
+	flagSides          = flag.String("sides", "zkgroup,sarama", "sides to run, in this order in the first round")
+	flagReplication    = flag.Int("replication", 1, "replication factor of the topics")
+	flagPhaseTimeout   = flag.Duration("phase-timeout", 150*time.Second, "bound of every wait for convergence")
+	flagZkStrategy     = flag.String("zkgroup-strategy", "", "zkgroup's Config.Strategy (empty: the library's default)")
+	flagSaramaStrategy = flag.String("sarama-strategy", "range", "sarama's strategy: range (its default), sticky, roundrobin, cooperative-sticky")
+
+	// BenchmarkScale
+	flagPartitions = flag.Int("partitions", 1000, "BenchmarkScale: partitions of the topic")
+	flagMembers    = flag.Int("members", 10, "BenchmarkScale: members (at least 2)")
+	flagRounds     = flag.Int("rounds", 1, "BenchmarkScale: rounds (each side once per round, alternating which goes first)")
+	flagRate       = flag.Int("rate", 3000, "BenchmarkScale: records per second produced throughout")
+	flagEvery      = flag.Duration("every", time.Second, "BenchmarkScale: time between two joins, and between two leaves")
+	flagSteady     = flag.Duration("steady", 5*time.Second, "BenchmarkScale: steady-state window with every member in")
+
+	// BenchmarkJoinLeave
+	flagJLPartitions = flag.Int("jl-partitions", 24, "BenchmarkJoinLeave: partitions of the topic")
+	flagJLRounds     = flag.Int("jl-rounds", 5, "BenchmarkJoinLeave: rounds")
+	flagJLRate       = flag.Int("jl-rate", 2400, "BenchmarkJoinLeave: records per second produced throughout")
+	flagJLSteady     = flag.Int("jl-steady", 3, "BenchmarkJoinLeave: steady members")
+)
+
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
+
+func sides(tb testing.TB) []side {
+	var out []side
+	for _, n := range strings.Split(*flagSides, ",") {
+		sd, err := sideByName(strings.TrimSpace(n))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, sd)
+	}
+	if _, err := saramaStrategy(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// rotate returns the sides in the order of round r: the first side of
+// round 0 goes last in round 1, and so on.
+func rotate(sd []side, r int) []side {
+	out := make([]side, len(sd))
+	for i := range sd {
+		out[i] = sd[(i+r)%len(sd)]
+	}
+	return out
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
+
+// flow prints a convergence figure, or that it did not converge.
+func flow(f flowResult, partitions int) string {
+	if !f.ok() {
+		return fmt.Sprintf("DID NOT CONVERGE within %v: %d of %d partitions still silent, %d member(s) under their share", f.d.Round(time.Second), f.silent, partitions, f.short)
+	}
+	return secs(f.d)
+}
+
+// apiRows are the request kinds the request tables show.
+var apiRows = []struct {
+	name string
+	keys []int
+}{
+	{"OffsetCommit", []int{benchkit.APIOffsetCommit}},
+	{"OffsetFetch", []int{benchkit.APIOffsetFetch}},
+	{"Heartbeat", []int{benchkit.APIHeartbeat}},
+	{"JoinGroup+SyncGroup+LeaveGroup", []int{benchkit.APIJoinGroup, benchkit.APISyncGroup, benchkit.APILeaveGroup}},
+	{"= to the group coordinator", benchkit.CoordinatorAPIs},
+	{"FindCoordinator", []int{benchkit.APIFindCoordinator}},
+	{"Fetch", []int{benchkit.APIFetch}},
+	{"ListOffsets", []int{benchkit.APIListOffsets}},
+	{"Metadata", []int{benchkit.APIMetadata}},
+}
+
+// window is a span of a run with the side's request counts over it.
+type window struct {
+	name string
+	d    time.Duration
+	c    benchkit.Counts
+}
+
+// requestTable prints requests per second of each window.
+func requestTable(indent string, ws []window) {
+	head := fmt.Sprintf("%s%-32s", indent, "requests/s")
+	for _, w := range ws {
+		head += fmt.Sprintf(" %18s", fmt.Sprintf("%s %.1fs", w.name, w.d.Seconds()))
+	}
+	benchkit.Say("%s", head)
+	for _, r := range apiRows {
+		line := fmt.Sprintf("%s%-32s", indent, r.name)
+		for _, w := range ws {
+			line += fmt.Sprintf(" %18.1f", float64(w.c.Sum(r.keys...))/max(w.d.Seconds(), 1e-3))
+		}
+		benchkit.Say("%s", line)
+	}
+}

@@ -1,0 +1,425 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// scaleResult is one run of one side of BenchmarkScale.
+type scaleResult struct {
+	side                 string
+	failed               string // why the run stopped early, if it did
+	joinFlow, leaveFlow  flowResult
+	leaveSkipped         bool
+	zkJoin, zkSteady     int64
+	zkLeave, zkFinal     int64
+	movesJoin, movesLeav int64
+	claimsJoin           int64
+	claimsLeave          int64
+	join, steady, leave  window
+	goroutines, gorBase  int
+	rss, rssBase         int64
+	heap, heapBase       int64
+	joinCalls            []time.Duration
+	closes               []time.Duration
+	closesPending        int
+	finalClose           time.Duration
+	pauseJoin            map[int]time.Duration
+	pauseLeave           map[int]time.Duration
+	errs                 string
+	msgs, foreign        int64
+	zxids                [5]int64 // marks: before the joins, after the join phase, the steady window, the leave phase, the last close
+	group                string
+}
+
+// BenchmarkScale: one topic of -partitions partitions (default 1,000) on 3
+// brokers, -members members (default 10) of one group in this process
+// joining -every (1 s) apart and then leaving one by one -every apart, while
+// a producer writes -rate records/s (3,000) over every partition. Each side
+// (zkgroup, sarama's ConsumerGroup) runs once per round with a fresh group,
+// alternating which goes first. See ../README.md.
+//
+//	go test -run='^$' -bench=BenchmarkScale -benchtime=1x -timeout=60m ./scale/
+func BenchmarkScale(b *testing.B) {
+	P, M := *flagPartitions, *flagMembers
+	if M < 2 || P < 1 {
+		b.Fatalf("-members %d must be at least 2 and -partitions %d at least 1", M, P)
+	}
+	sds := sides(b)
+	cl := benchkit.Cluster(b)
+	topic := fmt.Sprintf("bench-scale-%d-%d-%d", P, os.Getpid(), time.Now().Unix()%100000)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cl.CreateTopic(ctx, topic, int32(P), int16(*flagReplication)); err != nil {
+		b.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prod, err := benchkit.StartProducer(cl.Addrs(), []benchkit.Topic{{Name: topic, Partitions: int32(P)}}, *flagRate, 4*time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := prod.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	zx, err := benchkit.NewZxids(cl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		benchkit.Say("slowest zxid mark: %v", zx.Slowest())
+		zx.Close()
+	}()
+	zl, err := benchkit.NewZKLog(cl)
+	if err != nil {
+		benchkit.Say("no breakdown of ZooKeeper writes (zxid counts only): %v", err)
+	}
+	time.Sleep(2 * time.Second) // the producer reaches its rate
+	benchkit.Say("BenchmarkScale: topic %s: %d partitions, replication %d, %d brokers; %d members joining %v apart, then leaving %v apart; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
+		topic, P, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds)
+	results := map[string][]scaleResult{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < *flagRounds; r++ {
+			for _, sd := range rotate(sds, r) {
+				res := runScale(cl, topic, sub, sd, r, zx)
+				printScale(cl, zl, r, res)
+				results[sd.name] = append(results[sd.name], res)
+				time.Sleep(3 * time.Second) // let the brokers settle between sides
+			}
+		}
+	}
+	b.StopTimer()
+	summarizeScale(b, sds, results)
+	benchkit.Say("producer: %d records sent", prod.Sent())
+}
+
+func zkStrategyName() string {
+	if *flagZkStrategy == "" {
+		return "default"
+	}
+	return *flagZkStrategy
+}
+
+func sleepUntil(t time.Time) {
+	if d := time.Until(t); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscription, sd side, round int, zx *benchkit.Zxids) (res scaleResult) {
+	P, M, every := *flagPartitions, *flagMembers, *flagEvery
+	env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
+		group: fmt.Sprintf("bench-scale-%s-%d-%d", sd.name, round, time.Now().UnixNano()%1e9)}
+	res.side, res.group = sd.name, env.group
+	benchkit.Say("-- round %d, %s: group %s", round+1, sd.name, env.group)
+	defer func() {
+		res.errs = env.errs.String()
+		res.msgs, res.foreign = env.tr.msgs.Load(), env.tr.foreign.Load()
+	}()
+
+	runtime.GC()
+	debug.FreeOSMemory()
+	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
+
+	members := make([]member, M)
+	open := map[int]bool{} // members not closed yet
+	defer func() {         // a run that stopped early closes what it started
+		for i := range members {
+			if members[i] != nil && open[i] {
+				members[i].Close()
+			}
+		}
+	}()
+
+	// Join phase.
+	z0, c0, t0 := zx.Mark(), env.req.Snapshot(), time.Now()
+	var lastJoin time.Time
+	for i := 0; i < M; i++ {
+		sleepUntil(t0.Add(time.Duration(i) * every))
+		if i == M-1 {
+			env.tr.openWindow()
+		}
+		lastJoin = time.Now()
+		m, err := sd.join(env, i)
+		res.joinCalls = append(res.joinCalls, time.Since(lastJoin))
+		if err != nil {
+			res.failed = fmt.Sprintf("join of member %d: %v", i, err)
+			return res
+		}
+		members[i], open[i] = m, true
+	}
+	res.joinFlow = env.tr.awaitFlow(lastJoin, upTo(M), *flagPhaseTimeout)
+	benchkit.Say("   last join -> every partition consumed: %s (owned: %v)", flow(res.joinFlow, P), ownedList(env.tr, M))
+	time.Sleep(time.Second)
+	res.pauseJoin = env.tr.closeWindow(time.Now(), anyMember)
+	z1, c1, t1 := zx.Mark(), env.req.Snapshot(), time.Now()
+	res.zxids[0], res.zxids[1] = z0, z1
+	res.zkJoin = benchkit.Between(z0, z1)
+	res.movesJoin, res.claimsJoin = env.tr.moves.Load(), env.tr.claims.Load()
+	res.join = window{"join", t1.Sub(t0), c1.Sub(c0)}
+
+	// Steady state, every member in.
+	time.Sleep(*flagSteady)
+	res.goroutines, res.rss, res.heap = runtime.NumGoroutine(), benchkit.RSS(), benchkit.HeapInuse()
+	z2, c2, t2 := zx.Mark(), env.req.Snapshot(), time.Now()
+	res.zkSteady = benchkit.Between(z1, z2)
+	res.zxids[2] = z2
+	res.steady = window{"steady", t2.Sub(t1), c2.Sub(c1)}
+
+	// Leave phase: members 0..M-2 close 1 s apart (each Close on its own
+	// goroutine, as separate processes would); member M-1 remains.
+	if res.joinFlow.silent == P {
+		res.leaveSkipped = true // nothing flows at all: a leave phase would measure nothing
+	}
+	moves0, claims0 := env.tr.moves.Load(), env.tr.claims.Load()
+	res.closes = make([]time.Duration, M-1)
+	var wg sync.WaitGroup
+	var lastLeave time.Time
+	if !res.leaveSkipped {
+		for i := 0; i < M-1; i++ {
+			sleepUntil(t2.Add(time.Duration(i) * every))
+			if i == M-2 {
+				env.tr.openWindow()
+			}
+			lastLeave = time.Now()
+			open[i] = false
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res.closes[i] = members[i].Close()
+			}()
+		}
+		res.leaveFlow = env.tr.awaitFlow(lastLeave, []int{M - 1}, *flagPhaseTimeout)
+		benchkit.Say("   last leave -> remaining member consumes all: %s (owned: %v)", flow(res.leaveFlow, P), ownedList(env.tr, M))
+		time.Sleep(time.Second)
+		res.pauseLeave = env.tr.closeWindow(time.Now(), only(M-1))
+		closed := make(chan struct{})
+		go func() { wg.Wait(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(2 * time.Minute):
+			for _, d := range res.closes {
+				if d == 0 {
+					res.closesPending++
+				}
+			}
+		}
+	}
+	z3, c3, t3 := zx.Mark(), env.req.Snapshot(), time.Now()
+	res.zkLeave = benchkit.Between(z2, z3)
+	res.zxids[3] = z3
+	res.movesLeav, res.claimsLeave = env.tr.moves.Load()-moves0, env.tr.claims.Load()-claims0
+	res.leave = window{"leave", t3.Sub(t2), c3.Sub(c2)}
+
+	if !res.leaveSkipped {
+		open[M-1] = false
+		res.finalClose = members[M-1].Close()
+		res.zxids[4] = zx.Mark()
+		res.zkFinal = benchkit.Between(z3, res.zxids[4])
+	}
+	return res
+}
+
+func ownedList(tr *tracker, m int) []int {
+	o := tr.owned()
+	out := make([]int, m)
+	for i := range out {
+		out[i] = o[i]
+	}
+	return out
+}
+
+func pauses(p map[int]time.Duration) []float64 {
+	var v []float64
+	for _, d := range p {
+		v = append(v, d.Seconds())
+	}
+	return v
+}
+
+func durs(d []time.Duration) []float64 {
+	var v []float64
+	for _, x := range d {
+		if x > 0 {
+			v = append(v, x.Seconds())
+		}
+	}
+	return v
+}
+
+func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResult) {
+	P, M := *flagPartitions, *flagMembers
+	say := benchkit.Say
+	say("== round %d, %s: %d partitions, %d members, %d records/s", r+1, s.side, P, M, *flagRate)
+	if s.failed != "" {
+		say("   RUN FAILED: %s", s.failed)
+	}
+	say("   (a) last join -> every partition consumed: %s", flow(s.joinFlow, P))
+	switch {
+	case s.leaveSkipped:
+		say("   (b) last leave -> remaining member consumes all: not run (nothing flowed after the joins)")
+	default:
+		say("   (b) last leave -> remaining member consumes all: %s", flow(s.leaveFlow, P))
+	}
+	say("   (c) ZooKeeper write transactions: join phase %d (partition moves %d, claims %d; 2 x moves + members = %d) | steady %.0fs %d | leave phase %d (moves %d, claims %d; 2 x moves + members = %d) | last member's close %d",
+		s.zkJoin, s.movesJoin, s.claimsJoin, 2*s.movesJoin+int64(M), s.steady.d.Seconds(), s.zkSteady,
+		s.zkLeave, s.movesLeav, s.claimsLeave, 2*s.movesLeav+int64(M), s.zkFinal)
+	if zl != nil {
+		names := []string{"join phase", "steady", "leave phase", "last close"}
+		for i, name := range names {
+			if s.zxids[i] == 0 || s.zxids[i+1] == 0 {
+				continue
+			}
+			txns, err := zl.Read(s.zxids[i], s.zxids[i+1]-1)
+			if err != nil {
+				say("       %s: transaction log: %v", name, err)
+				continue
+			}
+			say("       %-11s %s", name+":", benchkit.Classify(txns, cl.Chroot()+"/consumers/"+s.group))
+		}
+	}
+	say("   (d) Kafka requests written by this side's members, per second:")
+	requestTable("       ", []window{s.join, s.steady, s.leave})
+	say("   (e) steady state, %d members in: goroutines %d (%+d over the baseline of %d: %.0f per member); RSS %s (%s per member; %s per member over the baseline of %s); Go heap in use %s per member over the baseline",
+		M, s.goroutines, s.goroutines-s.gorBase, s.gorBase, float64(s.goroutines-s.gorBase)/float64(M),
+		benchkit.MB(float64(s.rss)), benchkit.MB(float64(s.rss)/float64(M)), benchkit.MB(float64(s.rss-s.rssBase)/float64(M)), benchkit.MB(float64(s.rssBase)),
+		benchkit.MB(float64(s.heap-s.heapBase)/float64(M)))
+	cs := durs(s.closes)
+	pending := ""
+	if s.closesPending > 0 {
+		pending = fmt.Sprintf(" (%d closes still running after 2 min)", s.closesPending)
+	}
+	say("   (f) Close per member: median %.3f s, max %.3f s over %d leaving members%s; last member %.3f s; Join call median %.3f s",
+		benchkit.Median(cs), maxOr0(cs), len(cs), pending, s.finalClose.Seconds(), benchkit.Median(durs(s.joinCalls)))
+	pj := pauses(s.pauseJoin)
+	say("   longest pause per member on the partitions it kept: last join -> settled: median %.0f ms, max %.0f ms over %d members %s; last leave -> settled (remaining member): %.0f ms",
+		benchkit.Median(pj)*1000, maxOr0(pj)*1000, len(pj), perMember(s.pauseJoin), maxOr0(pauses(s.pauseLeave))*1000)
+	say("   messages %d (delivered by a member not owning the partition: %d); errors: %s", s.msgs, s.foreign, s.errs)
+}
+
+// perMember lists pauses by member: "[m0 12ms m3 40ms]".
+func perMember(p map[int]time.Duration) string {
+	var ids []int
+	for m := range p {
+		ids = append(ids, m)
+	}
+	slices.Sort(ids)
+	var parts []string
+	for _, m := range ids {
+		parts = append(parts, fmt.Sprintf("m%d %s", m, ms(p[m])))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func maxOr0(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	return slices.Max(v)
+}
+
+// summarizeScale prints the medians over rounds of each side, zkgroup's
+// over sarama's, and the goals beside.
+func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) {
+	M := float64(*flagMembers)
+	type fig struct {
+		name string
+		get  func(scaleResult) float64
+		goal string
+	}
+	figs := []fig{
+		{"(a) last join -> all consumed, s", func(s scaleResult) float64 { return conv(s.joinFlow) }, "zkgroup <= sarama's, <= 1 s"},
+		{"(b) last leave -> all consumed, s", func(s scaleResult) float64 {
+			if s.leaveSkipped {
+				return math.Inf(1)
+			}
+			return conv(s.leaveFlow)
+		}, "converges"},
+		{"(c) ZK writes, join phase", func(s scaleResult) float64 { return float64(s.zkJoin) }, "<= 2 x moves + members"},
+		{"    partition moves, join phase", func(s scaleResult) float64 { return float64(s.movesJoin) }, ""},
+		{"    2 x moves + members, join phase", func(s scaleResult) float64 { return float64(2*s.movesJoin) + M }, ""},
+		{"(c) ZK writes, leave phase", func(s scaleResult) float64 { return float64(s.zkLeave) }, "<= 2 x moves + members"},
+		{"    partition moves, leave phase", func(s scaleResult) float64 { return float64(s.movesLeav) }, ""},
+		{"    2 x moves + members, leave phase", func(s scaleResult) float64 { return float64(2*s.movesLeav) + M }, ""},
+		{"(c) ZK writes, steady window", func(s scaleResult) float64 { return float64(s.zkSteady) }, "(brokers' own writes too)"},
+		{"(d) coordinator req/s, steady", func(s scaleResult) float64 { return rate(s.steady, benchkit.CoordinatorAPIs...) }, ""},
+		{"(d) OffsetCommit/s, steady", func(s scaleResult) float64 { return rate(s.steady, benchkit.APIOffsetCommit) }, ""},
+		{"(d) OffsetFetch/s, steady", func(s scaleResult) float64 { return rate(s.steady, benchkit.APIOffsetFetch) }, ""},
+		{"(d) Fetch/s, steady", func(s scaleResult) float64 { return rate(s.steady, benchkit.APIFetch) }, ""},
+		{"(d) coordinator req/s, join phase", func(s scaleResult) float64 { return rate(s.join, benchkit.CoordinatorAPIs...) }, ""},
+		{"(d) coordinator req/s, leave phase", func(s scaleResult) float64 { return rate(s.leave, benchkit.CoordinatorAPIs...) }, ""},
+		{"(e) goroutines over baseline", func(s scaleResult) float64 { return float64(s.goroutines - s.gorBase) }, ""},
+		{"(e) RSS per member (total/members), MB", func(s scaleResult) float64 { return float64(s.rss) / M / 1e6 }, "zkgroup <= sarama's"},
+		{"(e) RSS per member over baseline, MB", func(s scaleResult) float64 { return float64(s.rss-s.rssBase) / M / 1e6 }, "zkgroup <= sarama's"},
+		{"(f) Close per member, median s", func(s scaleResult) float64 { return benchkit.Median(durs(s.closes)) }, ""},
+		{"longest pause, last join, max ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseJoin)) * 1000 }, ""},
+		{"longest pause, last leave, ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseLeave)) * 1000 }, ""},
+	}
+	benchkit.Say("== BenchmarkScale summary: medians over %d round(s) (inf: did not converge)", *flagRounds)
+	head := fmt.Sprintf("   %-40s", "")
+	for _, sd := range sds {
+		head += fmt.Sprintf(" %14s", sd.name)
+	}
+	zk, sa := results["zkgroup"], results["sarama"]
+	if zk != nil && sa != nil {
+		head += fmt.Sprintf(" %16s", "zkgroup/sarama")
+	}
+	benchkit.Say("%s   goal", head)
+	for _, f := range figs {
+		line := fmt.Sprintf("   %-40s", f.name)
+		for _, sd := range sds {
+			var v []float64
+			for _, s := range results[sd.name] {
+				v = append(v, f.get(s))
+			}
+			line += fmt.Sprintf(" %14.3f", benchkit.Median(v))
+		}
+		if zk != nil && sa != nil {
+			var ratios []float64
+			for i := range min(len(zk), len(sa)) {
+				ratios = append(ratios, f.get(zk[i])/f.get(sa[i]))
+			}
+			line += fmt.Sprintf(" %16.3f", benchkit.Median(ratios))
+		}
+		benchkit.Say("%s   %s", line, f.goal)
+	}
+	for _, sd := range sds {
+		if rs := results[sd.name]; len(rs) > 0 {
+			var v []float64
+			for _, s := range rs {
+				v = append(v, conv(s.joinFlow))
+			}
+			b.ReportMetric(benchkit.Median(v), sd.name+"-join-s")
+		}
+	}
+}
+
+// conv is a convergence time in seconds, +Inf when it did not converge.
+func conv(f flowResult) float64 {
+	if !f.ok() {
+		return math.Inf(1)
+	}
+	return f.d.Seconds()
+}
+
+func rate(w window, keys ...int) float64 {
+	return float64(w.c.Sum(keys...)) / max(w.d.Seconds(), 1e-3)
+}

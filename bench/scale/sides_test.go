@@ -1,0 +1,249 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// runEnv is what the members of one run of one side share.
+type runEnv struct {
+	c     *testcluster.Cluster
+	topic string
+	sub   *subscription.Subscription
+	group string
+	tr    *tracker
+	req   *benchkit.Requests // every Kafka request of this side's members
+	errs  errLog
+}
+
+// errLog counts the errors members report and keeps the first few.
+type errLog struct {
+	n     atomic.Int64
+	mu    sync.Mutex
+	first []string
+}
+
+func (e *errLog) add(member int, err error) {
+	if e.n.Add(1) > 3 {
+		return
+	}
+	e.mu.Lock()
+	e.first = append(e.first, fmt.Sprintf("member %d: %v", member, err))
+	e.mu.Unlock()
+}
+
+func (e *errLog) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n.Load() == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d, first: %q", e.n.Load(), e.first)
+}
+
+// member is one group member of either side.
+type member interface {
+	// Close leaves the group and returns how long that took.
+	Close() time.Duration
+}
+
+// side is one way of running a group member.
+type side struct {
+	name string
+	join func(env *runEnv, idx int) (member, error)
+}
+
+func sideByName(name string) (side, error) {
+	switch name {
+	case "zkgroup":
+		return side{name: name, join: joinZkgroup}, nil
+	case "sarama":
+		return side{name: name, join: joinSarama}, nil
+	}
+	return side{}, fmt.Errorf("unknown side %q (zkgroup, sarama)", name)
+}
+
+// clientConfig is the sarama config of one member: Kafka 3.9, its own
+// metrics registry, and every connection dialed through the side's request
+// counter.
+func clientConfig(env *runEnv, clientID string) *sarama.Config {
+	sc := sarama.NewConfig()
+	sc.Version = sarama.V3_9_0_0
+	sc.ClientID = clientID
+	sc.Net.Proxy.Enable = true
+	sc.Net.Proxy.Dialer = env.req.Dialer(sc.Net.DialTimeout)
+	return sc
+}
+
+// zkMember is a zkgroup member: Join with the library's defaults (merged
+// mode, its default strategy unless -zkgroup-strategy), starting from the
+// newest offset as sarama does, reading Messages() and acking each one.
+type zkMember struct {
+	c    *manager.Consumer
+	read sync.WaitGroup
+}
+
+func joinZkgroup(env *runEnv, idx int) (member, error) {
+	cfg := manager.NewConfig()
+	cfg.Sarama = clientConfig(env, fmt.Sprintf("bench-zkgroup-%d", idx))
+	cfg.Partition.Initial = partition.Newest
+	if *flagZkStrategy != "" {
+		cfg.Strategy = *flagZkStrategy
+	}
+	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
+		for _, tp := range tps {
+			if tp.Topic == env.topic {
+				env.tr.assign(idx, tp.Partition)
+			}
+		}
+	}
+	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
+		for _, tp := range tps {
+			if tp.Topic == env.topic {
+				env.tr.revoke(idx, tp.Partition)
+			}
+		}
+	}
+	c, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &zkMember{c: c}
+	m.read.Add(2)
+	go func() {
+		defer m.read.Done()
+		for msg := range c.Messages() {
+			env.tr.deliver(idx, msg.Partition, benchkit.ProducedAt(msg.Value))
+			c.Ack(msg)
+		}
+	}()
+	go func() {
+		defer m.read.Done()
+		for err := range c.Errors() {
+			env.errs.add(idx, err)
+		}
+	}()
+	return m, nil
+}
+
+func (m *zkMember) Close() time.Duration {
+	start := time.Now()
+	_ = m.c.Close() // an error was reported on Errors() too
+	d := time.Since(start)
+	m.read.Wait()
+	return d
+}
+
+// saramaMember is a sarama ConsumerGroup member as sarama's docs show it:
+// Consume in a loop, ConsumeClaim marking every message, autocommit
+// (every second), newest offset at first, the strategy of
+// -sarama-strategy.
+type saramaMember struct {
+	g      sarama.ConsumerGroup
+	cancel context.CancelFunc
+	done   chan struct{}
+	errs   chan struct{}
+}
+
+func saramaStrategy() (sarama.BalanceStrategy, error) {
+	switch *flagSaramaStrategy {
+	case "range":
+		return sarama.NewBalanceStrategyRange(), nil
+	case "sticky":
+		return sarama.NewBalanceStrategySticky(), nil
+	case "roundrobin":
+		return sarama.NewBalanceStrategyRoundRobin(), nil
+	case "cooperative-sticky":
+		return sarama.NewBalanceStrategyCooperativeSticky(), nil
+	}
+	return nil, fmt.Errorf("-sarama-strategy: %q is not range, sticky, roundrobin or cooperative-sticky", *flagSaramaStrategy)
+}
+
+func joinSarama(env *runEnv, idx int) (member, error) {
+	cfg := clientConfig(env, fmt.Sprintf("bench-sarama-%d", idx))
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.Offsets.Initial = sarama.OffsetNewest
+	st, err := saramaStrategy()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{st}
+	g, err := sarama.NewConsumerGroup(env.c.Addrs(), env.group, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &saramaMember{g: g, cancel: cancel, done: make(chan struct{}), errs: make(chan struct{})}
+	h := &handler{env: env, idx: idx}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			if err := g.Consume(ctx, []string{env.topic}, h); err != nil {
+				if errors.Is(err, sarama.ErrClosedConsumerGroup) {
+					return
+				}
+				env.errs.add(idx, err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond): // no busy loop on a persistent error
+				}
+			}
+		}
+	}()
+	go func() {
+		defer close(m.errs)
+		for err := range g.Errors() {
+			env.errs.add(idx, err)
+		}
+	}()
+	return m, nil
+}
+
+// Close as sarama's example does it: cancel the context, wait for Consume
+// to return, close the group.
+func (m *saramaMember) Close() time.Duration {
+	start := time.Now()
+	m.cancel()
+	<-m.done
+	_ = m.g.Close()
+	d := time.Since(start)
+	<-m.errs
+	return d
+}
+
+type handler struct {
+	env *runEnv
+	idx int
+}
+
+func (h *handler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	p := claim.Partition()
+	h.env.tr.assign(h.idx, p)
+	defer h.env.tr.revoke(h.idx, p)
+	for {
+		select {
+		case msg, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			h.env.tr.deliver(h.idx, p, benchkit.ProducedAt(msg.Value))
+			sess.MarkMessage(msg, "")
+		case <-sess.Context().Done():
+			return nil
+		}
+	}
+}

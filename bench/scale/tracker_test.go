@@ -1,0 +1,233 @@
+package scale
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tracker follows, for one run of one side, who owns each partition and
+// what each owner delivered. Members report to it: assign when a partition
+// is handed to them (zkgroup's OnAssigned, sarama's ConsumeClaim start),
+// revoke when they let it go (OnRevoked, ConsumeClaim's return), deliver
+// for every message received. Safe for concurrent use.
+type tracker struct {
+	parts   []part
+	moves   atomic.Int64 // assigns to a member other than the previous owner (or none)
+	claims  atomic.Int64 // every assign, also to the same member again
+	foreign atomic.Int64 // messages delivered by a member that did not own the partition
+	msgs    atomic.Int64
+}
+
+type part struct {
+	mu         sync.Mutex
+	owner      int // member holding it now, or -1
+	prevOwner  int // last member it was assigned to (kept across a revoke), or -1
+	ownerSince int64
+	// ownerProduced is the newest produce time (unix ns) the owner
+	// delivered since it was assigned.
+	ownerProduced int64
+	lastAt        int64 // when the last message was delivered (unix ns)
+	lastBy        int   // by whom
+	// The pause window (see openWindow).
+	wOwner  int
+	wMoved  bool
+	wMaxGap int64
+}
+
+func newTracker(partitions int) *tracker {
+	t := &tracker{parts: make([]part, partitions)}
+	for i := range t.parts {
+		p := &t.parts[i]
+		p.owner, p.prevOwner, p.lastBy, p.wOwner = -1, -1, -1, -1
+	}
+	return t
+}
+
+func (t *tracker) part(p int32) *part {
+	if p < 0 || int(p) >= len(t.parts) {
+		return nil
+	}
+	return &t.parts[p]
+}
+
+func (t *tracker) assign(m int, p int32) {
+	x := t.part(p)
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	t.claims.Add(1)
+	if x.prevOwner != m {
+		t.moves.Add(1)
+	}
+	if m != x.wOwner {
+		x.wMoved = true
+	}
+	x.owner, x.prevOwner = m, m
+	x.ownerSince = time.Now().UnixNano()
+	x.ownerProduced = 0
+}
+
+func (t *tracker) revoke(m int, p int32) {
+	x := t.part(p)
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.owner == m {
+		x.owner = -1
+	}
+}
+
+func (t *tracker) deliver(m int, p int32, produced int64) {
+	x := t.part(p)
+	if x == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	t.msgs.Add(1)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.owner != m {
+		t.foreign.Add(1)
+	} else if produced > x.ownerProduced {
+		x.ownerProduced = produced
+	}
+	if x.lastBy == m && x.lastAt > 0 {
+		x.wMaxGap = max(x.wMaxGap, now-x.lastAt)
+	}
+	x.lastAt, x.lastBy = now, m
+}
+
+// silent counts the partitions that are not yet flowing since since: a
+// partition flows when one of members owns it and has delivered, since it
+// was assigned, a message produced after since. short counts the members
+// that own fewer than their share, floor(partitions / members): every
+// strategy here balances to within one, so a member under its share means
+// the change has not been carried out yet (right after a join, the old
+// owners still deliver everything).
+func (t *tracker) silent(since time.Time, members []int) (silent, short int) {
+	s := since.UnixNano()
+	owned := map[int]int{}
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.owner < 0 || !slices.Contains(members, x.owner) || x.ownerProduced <= s {
+			silent++
+		}
+		if x.owner >= 0 {
+			owned[x.owner]++
+		}
+		x.mu.Unlock()
+	}
+	share := len(t.parts) / len(members)
+	for _, m := range members {
+		if owned[m] < share {
+			short++
+		}
+	}
+	return silent, short
+}
+
+// flowResult is the outcome of awaitFlow.
+type flowResult struct {
+	d             time.Duration // from since to convergence, or to giving up
+	silent, short int           // when it gave up (both 0: converged)
+}
+
+func (f flowResult) ok() bool { return f.silent == 0 && f.short == 0 }
+
+// openWindow starts measuring pauses: each partition's owner now (or, in
+// the middle of a revoke, the member it was last assigned to) keeps it
+// through the window unless another member is assigned it.
+func (t *tracker) openWindow() {
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		x.wOwner = x.owner
+		if x.wOwner < 0 {
+			x.wOwner = x.prevOwner
+		}
+		x.wMoved = false
+		x.wMaxGap = 0
+		x.mu.Unlock()
+	}
+}
+
+// closeWindow returns, for each member that ok accepts, the longest pause
+// on the partitions it kept through the window: the largest gap between two
+// consecutive deliveries by it (the first may precede the window), or the
+// time since its last delivery when the partition is still silent at end.
+func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Duration {
+	out := map[int]time.Duration{}
+	e := end.UnixNano()
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) {
+			gap := x.wMaxGap
+			if x.lastBy == x.wOwner && x.lastAt > 0 {
+				gap = max(gap, e-x.lastAt)
+			}
+			out[x.wOwner] = max(out[x.wOwner], time.Duration(gap))
+		}
+		x.mu.Unlock()
+	}
+	return out
+}
+
+// owned counts the partitions each member holds now.
+func (t *tracker) owned() map[int]int {
+	out := map[int]int{}
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.owner >= 0 {
+			out[x.owner]++
+		}
+		x.mu.Unlock()
+	}
+	return out
+}
+
+// awaitFlow polls until every partition flows since since and every one
+// of members has its share (see silent), or timeout passes.
+func (t *tracker) awaitFlow(since time.Time, members []int, timeout time.Duration) flowResult {
+	deadline := since.Add(timeout)
+	for {
+		silent, short := t.silent(since, members)
+		now := time.Now()
+		if (silent == 0 && short == 0) || now.After(deadline) {
+			return flowResult{now.Sub(since), silent, short}
+		}
+		time.Sleep(10 * time.Millisecond) // polling the per-partition state
+	}
+}
+
+// upTo lists members 0..n-1.
+func upTo(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func anyMember(int) bool { return true }
+
+func only(ms ...int) func(int) bool {
+	return func(m int) bool {
+		for _, x := range ms {
+			if x == m {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func below(n int) func(int) bool { return func(m int) bool { return m < n } }

@@ -1,0 +1,227 @@
+package throughput
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+var (
+	flagRounds     = flag.Int("rounds", 7, "rounds (each side once per round, alternating which goes first)")
+	flagSides      = flag.String("sides", "all", "comma-separated sides, or all: "+sideNames())
+	flagMessages   = flag.Int64("messages", 1_000_000, "messages in the topic")
+	flagPartitions = flag.Int("partitions", 8, "partitions of the topic")
+	flagTopic      = flag.String("topic", "", "topic to read (empty: bench-throughput-<partitions>x<messages>); reused when it holds exactly -messages messages")
+	flagWarmup     = flag.Bool("warmup", true, "read the topic once, untimed, before the rounds")
+)
+
+const valueLen = 100
+
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
+
+func allSides() []sideSpec { return append(append([]sideSpec(nil), builtinSides...), extraSides...) }
+
+func sideNames() string {
+	var n []string
+	for _, s := range builtinSides {
+		n = append(n, s.name)
+	}
+	return strings.Join(n, ",") + " (and any added to extraSides)"
+}
+
+func selectSides(tb testing.TB) []sideSpec {
+	all := allSides()
+	if *flagSides == "all" {
+		return all
+	}
+	var out []sideSpec
+	for _, name := range strings.Split(*flagSides, ",") {
+		found := false
+		for _, s := range all {
+			if s.name == strings.TrimSpace(name) {
+				out, found = append(out, s), true
+			}
+		}
+		if !found {
+			tb.Fatalf("-sides: unknown side %q", name)
+		}
+	}
+	return out
+}
+
+// prefill makes sure topic holds exactly want messages of valueLen bytes
+// spread round-robin over its partitions: it reuses a topic that does, and
+// fills a new one with sarama's async producer (acks from the leader, no
+// compression, big batches).
+func prefill(cl *testcluster.Cluster, topic string, partitions int, want int64) error {
+	if hwm, err := cl.HighWaterMarks(topic); err == nil {
+		var sum int64
+		for _, e := range hwm {
+			sum += e
+		}
+		if sum == want && len(hwm) == partitions {
+			benchkit.Say("reusing topic %s: %d messages over %d partitions", topic, sum, partitions)
+			return nil
+		}
+		if sum != 0 || len(hwm) != partitions {
+			return fmt.Errorf("topic %s exists with %d messages over %d partitions; want %d over %d: pass another -topic", topic, sum, len(hwm), want, partitions)
+		}
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cl.CreateTopic(ctx, topic, int32(partitions), 1); err != nil {
+		return err
+	}
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	cfg.ClientID = "bench-prefill"
+	cfg.Producer.RequiredAcks = sarama.WaitForLocal
+	cfg.Producer.Compression = sarama.CompressionNone
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.Flush.Bytes = 512 << 10
+	cfg.Producer.Flush.Messages = 10_000
+	cfg.Producer.Flush.Frequency = 10 * time.Millisecond
+	cfg.Producer.MaxMessageBytes = 900_000
+	cfg.ChannelBufferSize = 10_000
+	p, err := sarama.NewAsyncProducer(cl.Addrs(), cfg)
+	if err != nil {
+		return err
+	}
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	errsDone := make(chan struct{})
+	go func() {
+		defer close(errsDone)
+		for e := range p.Errors() {
+			if failed.Add(1) == 1 {
+				firstErr.Store(e.Err)
+			}
+		}
+	}()
+	value := make([]byte, valueLen)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	for i := int64(0); i < want; i++ {
+		p.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: int32(i % int64(partitions)), Value: sarama.ByteEncoder(value)}
+	}
+	p.AsyncClose()
+	<-errsDone
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("prefill: %d messages failed, first: %v", n, firstErr.Load())
+	}
+	benchkit.Say("prefilled %s: %d messages of %d bytes over %d partitions in %v", topic, want, valueLen, partitions, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// BenchmarkThroughput reads one pre-filled topic (1,000,000 messages of
+// 100 B over 8 partitions) to its end with one member of a fresh group per
+// pass, for each side once per round (-rounds, 7), alternating which side
+// goes first. See ../README.md.
+//
+//	go test -run='^$' -bench=BenchmarkThroughput -benchtime=1x -timeout=60m ./throughput/ -args -rounds=7
+func BenchmarkThroughput(b *testing.B) {
+	sds := selectSides(b)
+	cl := benchkit.Cluster(b)
+	topic := *flagTopic
+	if topic == "" {
+		topic = fmt.Sprintf("bench-throughput-%dx%d", *flagPartitions, *flagMessages)
+	}
+	if err := prefill(cl, topic, *flagPartitions, *flagMessages); err != nil {
+		b.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seq := 0
+	pass := func(sd sideSpec) (figures, error) {
+		seq++
+		env := &passEnv{c: cl, topic: topic, sub: sub,
+			group: fmt.Sprintf("bench-tp-%s-%d-%d", sd.name, os.Getpid(), seq)}
+		c := newCounter(*flagPartitions, *flagMessages)
+		if err := sd.pass(env, c); err != nil {
+			return figures{}, err
+		}
+		if c.total.Load() != c.want || c.bad.Load() != 0 {
+			return figures{}, fmt.Errorf("%d messages in order, %d out of order or repeated; want %d, 0", c.total.Load(), c.bad.Load(), c.want)
+		}
+		return c.figures(), nil
+	}
+	if *flagWarmup {
+		for _, sd := range allSides() {
+			if sd.name == "sarama" {
+				if _, err := pass(sd); err != nil {
+					b.Fatalf("warm-up: %v", err)
+				}
+			}
+		}
+	}
+	benchkit.Say("BenchmarkThroughput: topic %s: %d messages of %d B over %d partitions; %d round(s); sides %v", topic, *flagMessages, valueLen, *flagPartitions, *flagRounds, names(sds))
+	got := map[string][]figures{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < *flagRounds; r++ {
+			for j := range sds {
+				sd := sds[(j+r)%len(sds)]
+				f, err := pass(sd)
+				if err != nil {
+					b.Fatalf("round %d, %s: %v", r+1, sd.name, err)
+				}
+				got[sd.name] = append(got[sd.name], f)
+				benchkit.Say("   round %d %-20s start->last %9.0f msgs/s  steady %9.0f msgs/s  cpu %6.0f ns/msg (steady %6.0f)  first message after %7.1f ms",
+					r+1, sd.name, f.e2e, f.steady, f.cpuPer, f.cpuSteady, f.firstMs)
+			}
+		}
+	}
+	b.StopTimer()
+	summarize(b, sds, got)
+}
+
+func names(sds []sideSpec) []string {
+	var n []string
+	for _, s := range sds {
+		n = append(n, s.name)
+	}
+	return n
+}
+
+// summarize prints each side's medians and its median ratio to sarama's
+// ConsumerGroup (the ratio of each round, then the median of those).
+func summarize(b *testing.B, sds []sideSpec, got map[string][]figures) {
+	base := got["sarama"]
+	benchkit.Say("== BenchmarkThroughput summary: medians over %d round(s); ratios to sarama's ConsumerGroup are the median of each round's ratio", *flagRounds)
+	benchkit.Say("   %-20s %12s %8s %12s %8s %10s %8s %10s %10s", "side", "start->last", "ratio", "steady", "ratio", "cpu ns/msg", "ratio", "steady cpu", "first ms")
+	for _, sd := range sds {
+		fs := got[sd.name]
+		col := func(get func(figures) float64) (float64, float64) {
+			var v, ratios []float64
+			for i, f := range fs {
+				v = append(v, get(f))
+				if i < len(base) {
+					ratios = append(ratios, get(f)/get(base[i]))
+				}
+			}
+			return benchkit.Median(v), benchkit.Median(ratios)
+		}
+		e2e, e2eR := col(func(f figures) float64 { return f.e2e })
+		st, stR := col(func(f figures) float64 { return f.steady })
+		cpu, cpuR := col(func(f figures) float64 { return f.cpuPer })
+		cpuS, _ := col(func(f figures) float64 { return f.cpuSteady })
+		first, _ := col(func(f figures) float64 { return f.firstMs })
+		benchkit.Say("   %-20s %12.0f %8.3f %12.0f %8.3f %10.0f %8.3f %10.0f %10.1f", sd.name, e2e, e2eR, st, stR, cpu, cpuR, cpuS, first)
+		b.ReportMetric(st, sd.name+"-steady-msgs/s")
+	}
+}
