@@ -19,8 +19,9 @@ const ownerReaders = 16
 // nodes under /consumers/<group>/owners: one children read per topic, then
 // one read per owned partition, ownerReaders at a time. A partition with no
 // node is absent from the result. The owner's id is the node's text
-// (zkdata.ParseOwner). It sets no watch and writes nothing.
-func readOwners(s *zkconn.Session, group string, topics []string) (map[TopicPartition]string, error) {
+// (zkdata.ParseOwner). It sets no watch and writes nothing; noDir lists the
+// topics that have no owners node yet.
+func readOwners(s *zkconn.Session, group string, topics []string) (owners map[TopicPartition]string, noDir []string, err error) {
 	type job struct {
 		tp   TopicPartition
 		path string
@@ -29,10 +30,11 @@ func readOwners(s *zkconn.Session, group string, topics []string) (map[TopicPart
 	for _, t := range topics {
 		kids, _, err := s.Children(zkdata.OwnerTopicPath(group, t))
 		if errors.Is(err, zk.ErrNoNode) {
+			noDir = append(noDir, t)
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("manager: listing owners of %q: %w", t, err)
+			return nil, nil, fmt.Errorf("manager: listing owners of %q: %w", t, err)
 		}
 		for _, k := range kids {
 			p, err := strconv.ParseInt(k, 10, 32)
@@ -43,7 +45,7 @@ func readOwners(s *zkconn.Session, group string, topics []string) (map[TopicPart
 			jobs = append(jobs, job{tp: tp, path: zkdata.OwnerPath(group, t, tp.Partition)})
 		}
 	}
-	owners := make(map[TopicPartition]string, len(jobs))
+	owners = make(map[TopicPartition]string, len(jobs))
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -74,9 +76,9 @@ func readOwners(s *zkconn.Session, group string, topics []string) (map[TopicPart
 	close(next)
 	wg.Wait()
 	if len(errs) > 0 {
-		return nil, errs[0]
+		return nil, nil, errs[0]
 	}
-	return owners, nil
+	return owners, noDir, nil
 }
 
 // ownedPartitions lists, per topic, the partitions that have an owner node:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
 	"github.com/zkgroup/zkgroup/subscription"
 )
@@ -35,9 +36,16 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	}
 	sort.Strings(topics)
 	sort.Strings(withParts)
-	owners, err := readOwners(c.session, c.group, withParts)
+	owners, noDir, err := readOwners(c.session, c.group, withParts)
 	if err != nil {
 		return nil, fmt.Errorf("reading owners: %w", err)
+	}
+	// One parent per topic, once, before any claim: claims racing to find
+	// it missing would each cost ZooKeeper a failed create.
+	for _, t := range noDir {
+		if err := c.session.CreateParents(zkdata.OwnerTopicPath(c.group, t)); err != nil {
+			return nil, fmt.Errorf("creating the owners node of %q: %w", t, err)
+		}
 	}
 	var parts []assign.Partition
 	for _, t := range withParts {
