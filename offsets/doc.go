@@ -24,7 +24,9 @@
 //
 // A Tracker keeps delivered-but-not-yet-committable entries in a ring buffer
 // that grows by doubling and is reused, so Deliver and Ack do not allocate in
-// steady state. Ack locates its entry by binary search.
+// steady state; it shrinks back when it empties after having been grown for
+// more than it now holds, and [Tracker.Trim] releases it while idle. Ack
+// locates its entry by binary search.
 //
 // A Tracker is not safe for concurrent use; its owner (the partition
 // manager) serialises calls, and it never blocks. The stores are safe for
