@@ -48,6 +48,7 @@ type Consumer struct {
 	client   sarama.Client
 	consumer sarama.Consumer
 	store    store
+	commits  *partition.Committer // the partitions' routine commits
 	strategy assign.Strategy
 	health   *gate
 
@@ -237,6 +238,9 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	if err != nil {
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
 	}
+	if c.commits, err = partition.NewCommitter(c.store, cfg.Partition, log); err != nil {
+		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
+	}
 	mcfg := metadata.NewConfig()
 	mcfg.SessionTimeout = cfg.SessionTimeout
 	mcfg.Resync = cfg.MetadataResync
@@ -362,6 +366,9 @@ func (c *Consumer) closeResources() {
 	}
 	if c.consumer != nil {
 		_ = c.consumer.Close()
+	}
+	if c.commits != nil {
+		_ = c.commits.Close()
 	}
 	if c.store != nil {
 		if err := c.store.Close(); err != nil {

@@ -107,7 +107,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	}
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
-		Client: c.client, Consumer: c.consumer, Store: c.store, Fence: cl,
+		Client: c.client, Consumer: c.consumer, Store: c.store, Committer: c.commits, Fence: cl,
 		Funnel: c.funnel, Config: c.cfg.Partition, Logger: log, Report: c.report,
 	}
 	var stream *PartitionStream

@@ -6,34 +6,44 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
+	"gopkg.in/tomb.v2"
 )
 
 // KafkaConfig configures a KafkaStore. Build it with NewKafkaConfig and
 // change fields; the zero value is invalid. It is a plain value, safe for
 // concurrent reads.
 type KafkaConfig struct {
-	// CommitTimeout bounds each Fetch, Commit and Reset, on top of the
-	// caller's ctx: starting to manage the partition, the OffsetCommit
-	// round trips, their retries and the verifying fetch. Default 10 s.
+	// CommitTimeout bounds each Fetch, Commit, Reset and CommitBatch, on
+	// top of the caller's ctx: the requests, their retries and the
+	// verification. Default 10 s.
 	CommitTimeout time.Duration
 	// CloseTimeout bounds Close, and a Release whose ctx has no deadline.
 	// Default 5 s.
 	CloseTimeout time.Duration
 	// Verify makes every Commit and Reset read the offset back from the
-	// group coordinator and fail unless it equals the offset written.
-	// Default true. Without it a commit the coordinator refused with a
-	// retriable error (not coordinator, loading) may go unnoticed, which
-	// is why disabling it requires sarama's Consumer.Return.Errors.
+	// group coordinator, write it once more if the coordinator holds
+	// another, and fail unless it then holds the offset written. Default
+	// true. CommitBatch reads back only what failed, whatever Verify says.
 	Verify bool
+	// RetryBackoff and RetryBackoffMax bound the jittered, exponentially
+	// growing waits (internal/retry) between attempts of a request that
+	// failed retriably. Defaults 100 ms and 2 s.
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
 }
 
 // NewKafkaConfig returns the defaults: CommitTimeout 10 s, CloseTimeout 5 s,
-// Verify true. Pure; does not block.
+// Verify true, RetryBackoff 100 ms up to RetryBackoffMax 2 s. Pure; does not
+// block.
 func NewKafkaConfig() KafkaConfig {
-	return KafkaConfig{CommitTimeout: 10 * time.Second, CloseTimeout: 5 * time.Second, Verify: true}
+	return KafkaConfig{
+		CommitTimeout: 10 * time.Second, CloseTimeout: 5 * time.Second, Verify: true,
+		RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 2 * time.Second,
+	}
 }
 
 // Validate returns an error wrapping ErrInvalid that names the first bad
@@ -44,32 +54,46 @@ func (c KafkaConfig) Validate() error {
 		return fmt.Errorf("%w: KafkaConfig.CommitTimeout %v must be positive", ErrInvalid, c.CommitTimeout)
 	case c.CloseTimeout <= 0:
 		return fmt.Errorf("%w: KafkaConfig.CloseTimeout %v must be positive", ErrInvalid, c.CloseTimeout)
+	case c.RetryBackoff <= 0:
+		return fmt.Errorf("%w: KafkaConfig.RetryBackoff %v must be positive", ErrInvalid, c.RetryBackoff)
+	case c.RetryBackoffMax < c.RetryBackoff:
+		return fmt.Errorf("%w: KafkaConfig.RetryBackoffMax %v must be at least RetryBackoff %v", ErrInvalid, c.RetryBackoffMax, c.RetryBackoff)
 	}
 	return nil
 }
 
-// KafkaStore keeps a group's offsets in Kafka (__consumer_offsets) through
-// sarama's OffsetManager, as a "simple" group: zkgroup coordinates through
-// ZooKeeper and never joins the group in Kafka, so commits carry generation
-// -1 and an empty member id, which the coordinator accepts for a group
-// without members.
+// KafkaStore keeps a group's offsets in Kafka (__consumer_offsets) as a
+// "simple" group: zkgroup coordinates through ZooKeeper and never joins the
+// group in Kafka, so commits carry generation -1 and an empty member id,
+// which the coordinator accepts for a group without members. It writes
+// OffsetCommit and OffsetFetch requests itself, to the group's coordinator
+// (sarama's Client.Coordinator), without sarama's OffsetManager.
 //
-// Each managed partition gets its own sarama OffsetManager holding a single
-// PartitionOffsetManager (POM), created on the first Commit or Reset and
-// kept until Release. With auto-commit off, sarama's POM.Close blocks until
-// something calls OffsetManager.Commit or Close (sarama issue 2298, still so
-// in v1.61.1); owning one OffsetManager per partition lets Release close the
-// OffsetManager first, which force-releases the POM without network I/O,
-// and keeps each partition's commit errors apart.
+// Group commit: every operation is queued for one goroutine of the store
+// (the batcher), which takes everything queued at once and sends it as one
+// round: one OffsetCommit request for every partition written (CommitBatch
+// entries, Commit and Reset calls alike), then, for what must be read back
+// (Commit and Reset with Verify, and whatever failed), one OffsetFetch, and
+// one OffsetFetch for the Fetch calls. What arrives while a round is under
+// way goes into the next one. So a consumer's commits cost one request per
+// interval however many partitions it owns, and the final commits of many
+// partitions stopping together share their requests too. A partition is
+// written at most once per round; a second write waits for the next.
 //
-// Operations on one partition are serialised; different partitions proceed
-// in parallel. Every blocking sarama call runs in a goroutine the store
-// tracks, and the caller waits for it only until its deadline
-// (CommitTimeout, ctx, CloseTimeout). A call abandoned that way keeps the
-// partition busy until sarama returns (bounded by the client's Net
-// timeouts); when it returns its goroutine closes what Release or Close
-// asked to close, then exits. That goroutine, blocked inside sarama, is the
-// only one that can outlive Close.
+// Per-partition errors in a response fail that partition's entry only.
+// Retriable errors (the coordinator moved, is unavailable or loading, the
+// connection broke, the request timed out) refresh the coordinator and are
+// retried with a jittered backoff until the deadline; unknown topic or
+// partition and incomplete responses up to the client's
+// Consumer.Offsets.Retry.Max times; the others (authorisation, metadata too
+// large, a group with members of its own) fail at once. A round retries
+// only while one of its callers still waits.
+//
+// Every caller waits only until its deadline (CommitTimeout, ctx); a call
+// abandoned before its round started is dropped, one abandoned during its
+// round leaves the round to finish (bounded by the client's Net timeouts).
+// The batcher, blocked inside sarama, is the only goroutine that can
+// outlive Close.
 //
 // KafkaStore is safe for concurrent use. It does not close the client.
 type KafkaStore struct {
@@ -78,11 +102,19 @@ type KafkaStore struct {
 	cfg    KafkaConfig
 	log    *slog.Logger
 
-	mu     sync.Mutex
-	parts  map[TopicPartition]*kpart
-	closed bool
+	base   context.Context // canceled by Close: ends a round's retries
+	cancel context.CancelFunc
+	t      tomb.Tomb     // the batcher (loop)
+	wake   chan struct{} // buffered 1: something was queued
 
-	calls calls // goroutines running sarama calls
+	mu        sync.Mutex
+	closed    bool
+	queue     []*kop                      // waiting for a round
+	parts     map[TopicPartition]*kpart   // managed partitions
+	sending   map[TopicPartition]struct{} // written by the round under way
+	roundDone chan struct{}               // closed when the round under way ends
+
+	stats kafkaCounters
 
 	closeOnce sync.Once
 	closeErr  error
@@ -90,26 +122,47 @@ type KafkaStore struct {
 
 var _ Store = (*KafkaStore)(nil)
 
-// kpart is one managed partition. busy serialises the goroutines that use
-// om and pom; the fields below mu are protected by mu, the others by busy.
+// kpart is one managed partition. floor, the highest offset this instance
+// wrote (or reset to) since it started managing the partition (-1: none),
+// is used by the batcher only.
 type kpart struct {
-	tp TopicPartition
-
-	mu        sync.Mutex
-	busy      bool
-	idle      chan struct{} // closed when busy turns false
-	releasing bool          // Release was called: the busy holder closes
-	closed    chan struct{} // closed once om and pom are closed
-
-	om    sarama.OffsetManager
-	pom   sarama.PartitionOffsetManager
-	floor int64 // highest offset this instance committed (or reset to); -1: none
+	floor int64
 }
 
-// NewKafkaStore returns a store for group that uses client, which must have
-// Consumer.Offsets.AutoCommit.Enable false (the store commits itself,
-// synchronously). A nil logger discards logs. It does not block and does
-// not take ownership of client: close the store before the client.
+// KafkaStats counts what a KafkaStore did since it was created. It is a
+// plain value.
+type KafkaStats struct {
+	// Rounds of the batcher: each sends at most one OffsetCommit request
+	// per attempt for every partition it writes.
+	Rounds uint64
+	// CommitRequests and FetchRequests count the OffsetCommit and
+	// OffsetFetch requests sent, retries and verification included.
+	CommitRequests, FetchRequests uint64
+	// Committed counts partition offsets the coordinator acknowledged;
+	// Verified those read back equal; Recommitted those written again
+	// because the coordinator held another; Failed the entries of Commit,
+	// Reset and CommitBatch that failed.
+	Committed, Verified, Recommitted, Failed uint64
+}
+
+type kafkaCounters struct {
+	rounds, commitRequests, fetchRequests    atomic.Uint64
+	committed, verified, recommitted, failed atomic.Uint64
+}
+
+// NewKafkaStore returns a store for group that uses client, and starts its
+// batcher. A nil logger discards logs. It does not block and does not take
+// ownership of client: close the store before the client.
+//
+// Give the store a sarama client of its own, not the one the consumer
+// fetches with: sarama sends every request to a broker over one
+// connection, in order, so commits and reads of offsets queued behind
+// fetches to the coordinator (or fetches behind them) would stall each
+// other. The store works with a shared client too, only slower under load.
+// The client's Consumer.Offsets.AutoCommit setting does not matter (no
+// sarama OffsetManager is used); its Version chooses the request versions,
+// its Net timeouts bound each request, and Consumer.Offsets.Retry.Max the
+// retries of non-coordinator errors.
 func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *slog.Logger) (*KafkaStore, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: sarama client is nil", ErrInvalid)
@@ -123,116 +176,143 @@ func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	conf := client.Config()
-	if conf.Consumer.Offsets.AutoCommit.Enable {
-		return nil, fmt.Errorf("%w: sarama Config.Consumer.Offsets.AutoCommit.Enable must be false: KafkaStore commits synchronously itself", ErrInvalid)
-	}
-	if conf.Consumer.Return.Errors && conf.ChannelBufferSize < 1 {
-		return nil, fmt.Errorf("%w: sarama Config.ChannelBufferSize %d must be at least 1 with Consumer.Return.Errors (commit errors would block sarama)", ErrInvalid, conf.ChannelBufferSize)
-	}
-	if !cfg.Verify && !conf.Consumer.Return.Errors {
-		return nil, fmt.Errorf("%w: KafkaConfig.Verify false needs sarama Config.Consumer.Return.Errors true, or failed commits go unnoticed", ErrInvalid)
-	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &KafkaStore{
-		client: client,
-		group:  group,
-		cfg:    cfg,
-		log:    logger.With("store", "kafka", "group", group),
-		parts:  map[TopicPartition]*kpart{},
-	}, nil
+	s := &KafkaStore{
+		client:  client,
+		group:   group,
+		cfg:     cfg,
+		log:     logger.With("store", "kafka", "group", group),
+		wake:    make(chan struct{}, 1),
+		parts:   map[TopicPartition]*kpart{},
+		sending: map[TopicPartition]struct{}{},
+	}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.t.Go(s.loop)
+	return s, nil
 }
 
 // Fetch reads the partition's committed offset from the group coordinator
-// (not from a cache), retrying retriable errors (coordinator moved or
-// loading) up to the client's Metadata.Retry.Max times. Errors wrap
-// ErrFetch. Safe for concurrent use; blocks until the coordinator answers,
-// CommitTimeout or ctx.
+// (not from a cache), in the next round together with the other Fetch
+// calls. ok is false when nothing is committed. Errors wrap ErrFetch (or
+// ErrClosed). Safe for concurrent use; blocks until the coordinator
+// answers, CommitTimeout or ctx.
 func (s *KafkaStore) Fetch(ctx context.Context, topic string, partition int32) (int64, bool, error) {
 	if err := s.check(topic, partition, 0, false); err != nil {
 		return 0, false, partErr("fetch", topic, partition, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
-	type result struct {
-		next int64
-		ok   bool
-		err  error
+	o := newOp(ctx, kopFetch, false, 1)
+	o.items[0].tp = TopicPartition{topic, partition}
+	err := s.submit(ctx, o)
+	if err == nil {
+		err = o.items[0].err
 	}
-	done := make(chan result, 1)
-	if !s.calls.add() {
-		return 0, false, partErr("fetch", topic, partition, ErrClosed)
+	switch {
+	case errors.Is(err, ErrClosed):
+		return 0, false, partErr("fetch", topic, partition, err)
+	case err != nil:
+		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetch, err))
 	}
-	go func() {
-		defer s.calls.done()
-		next, ok, err := s.fetch(ctx, topic, partition)
-		done <- result{next, ok, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetch, r.err))
-		}
-		return r.next, r.ok, nil
-	case <-ctx.Done():
-		select {
-		case r := <-done: // finished just in time
-			if r.err == nil {
-				return r.next, r.ok, nil
-			}
-		default:
-			s.log.Warn("fetch abandoned while sarama is still waiting", "topic", topic, "partition", partition, "err", ctx.Err())
-		}
-		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetch, ctx.Err()))
-	}
+	return o.items[0].next, o.items[0].ok, nil
 }
 
 // Commit writes next for the partition and returns once the coordinator
-// acknowledged it and (with Verify) a fresh fetch returned it. It first
-// starts managing the partition if needed. If next is below an offset this
-// instance committed or reset to since it started managing the partition,
-// it returns nil without writing. Otherwise it always sends an
-// OffsetCommit, retrying up to the client's Consumer.Offsets.Retry.Max
-// times. Errors wrap ErrCommit and name topic, partition and offset. Safe
+// acknowledged it and (with Verify) an OffsetFetch returned it; if the
+// coordinator holds another offset, it writes next once more and reads it
+// back again. It starts managing the partition if needed. If next is below
+// an offset this instance committed or reset to since it started managing
+// the partition, it returns nil without writing; otherwise it always sends
+// next. Errors wrap ErrCommit and name topic, partition and offset. Safe
 // for concurrent use; blocks until done, CommitTimeout or ctx.
 func (s *KafkaStore) Commit(ctx context.Context, topic string, partition int32, next int64) error {
-	return s.write(ctx, "commit", topic, partition, next)
+	return s.write(ctx, kopCommit, topic, partition, next)
 }
 
 // Reset writes next like Commit, but also below the committed offset, and
 // makes next the new floor for later Commits. Errors wrap ErrCommit. Safe
 // for concurrent use; blocks until done, CommitTimeout or ctx.
 func (s *KafkaStore) Reset(ctx context.Context, topic string, partition int32, next int64) error {
-	return s.write(ctx, "reset", topic, partition, next)
+	return s.write(ctx, kopReset, topic, partition, next)
 }
 
-func (s *KafkaStore) write(ctx context.Context, op, topic string, partition int32, next int64) error {
+func (s *KafkaStore) write(ctx context.Context, kind kopKind, topic string, partition int32, next int64) error {
+	name := kind.String()
 	if err := s.check(topic, partition, next, true); err != nil {
-		return partErr(op, topic, partition, err)
+		return partErr(name, topic, partition, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
-	err := s.run(ctx, TopicPartition{topic, partition}, func(p *kpart) error {
-		return s.commitOn(ctx, p, next, op == "reset")
-	})
-	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			return partErr(op, topic, partition, err)
-		}
-		return partErr(op, topic, partition, fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
+	o := newOp(ctx, kind, s.cfg.Verify, 1)
+	o.items[0].tp, o.items[0].next = TopicPartition{topic, partition}, next
+	err := s.submit(ctx, o)
+	if err == nil {
+		err = o.items[0].err
 	}
-	return nil
+	return s.writeErr(name, o.items[0].tp, next, err)
 }
 
-// Release stops managing the partition: it closes the partition's
-// OffsetManager and POM. It returns by ctx's deadline (CloseTimeout if ctx
-// has none); if an abandoned sarama call still holds the partition, the
-// close is left to that call's goroutine, logged, and Release returns an
-// error wrapping ErrRelease. Either way the partition is no longer managed:
-// a later Commit starts afresh. Releasing an unmanaged partition returns
-// nil. Safe for concurrent use.
+// writeErr wraps the error of one written entry for the caller.
+func (s *KafkaStore) writeErr(op string, tp TopicPartition, next int64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrClosed):
+		return partErr(op, tp.Topic, tp.Partition, err)
+	}
+	s.stats.failed.Add(1)
+	return partErr(op, tp.Topic, tp.Partition, fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
+}
+
+// CommitBatch writes the entries' offsets in the next round, all in one
+// OffsetCommit request (besides retries), without reading them back unless
+// a write failed. Each entry is treated as by Commit: it starts managing
+// the partition, is skipped below this instance's floor, and fails alone
+// with an error wrapping ErrCommit (or ErrInvalid, ErrClosed) that names
+// it. See Store.CommitBatch. Safe for concurrent use; blocks until done,
+// CommitTimeout or ctx.
+func (s *KafkaStore) CommitBatch(ctx context.Context, batch []Offset) []error {
+	errs, valid := checkBatch(batch, func(topic string, partition int32, next int64) error {
+		return s.check(topic, partition, next, true)
+	})
+	if valid == 0 {
+		return errs
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	o := newOp(ctx, kopCommit, false, valid)
+	j := 0
+	for i, e := range batch {
+		if errs[i] == nil {
+			o.items[j].tp, o.items[j].next = e.TopicPartition, e.Next
+			j++
+		}
+	}
+	err := s.submit(ctx, o)
+	j = 0
+	for i, e := range batch {
+		if errs[i] != nil {
+			continue
+		}
+		ierr := err
+		if ierr == nil {
+			ierr = o.items[j].err
+		}
+		errs[i] = s.writeErr("commit", e.TopicPartition, e.Next, ierr)
+		j++
+	}
+	return errs
+}
+
+// Release stops managing the partition: it forgets the partition's floor
+// and, if the round under way writes the partition, waits for that round
+// to end, until ctx's deadline (CloseTimeout if ctx has none). Past it,
+// Release logs and returns an error wrapping ErrRelease: a write of the
+// partition sent by this instance may still land. Either way the partition
+// is no longer managed: a later Commit starts afresh. Releasing an
+// unmanaged partition returns nil. Safe for concurrent use.
 func (s *KafkaStore) Release(ctx context.Context, topic string, partition int32) error {
 	if err := s.check(topic, partition, 0, false); err != nil {
 		return partErr("release", topic, partition, err)
@@ -244,62 +324,71 @@ func (s *KafkaStore) Release(ctx context.Context, topic string, partition int32)
 	}
 	tp := TopicPartition{topic, partition}
 	s.mu.Lock()
-	p := s.parts[tp]
 	delete(s.parts, tp)
+	var done chan struct{}
+	if _, busy := s.sending[tp]; busy {
+		done = s.roundDone
+	}
 	s.mu.Unlock()
-	if p == nil {
+	if done == nil {
 		return nil
 	}
-	s.release(p)
 	select {
-	case <-p.closed:
+	case <-done:
 		return nil
 	case <-ctx.Done():
-		if isDone(p.closed) {
+		if isDone(done) {
 			return nil
 		}
-		s.log.Warn("release abandoned: the partition closes when its sarama call returns", "topic", topic, "partition", partition, "err", ctx.Err())
+		s.log.Warn("release abandoned: a write of the partition is still waiting for the coordinator", "topic", topic, "partition", partition, "err", ctx.Err())
 		return partErr("release", topic, partition, fmt.Errorf("%w: %w", ErrRelease, ctx.Err()))
 	}
 }
 
-// Close releases every managed partition and waits, up to CloseTimeout, for
-// them to close and for every goroutine running a sarama call to return.
-// Past the timeout it logs what it abandons and returns an error wrapping
-// ErrRelease. It is idempotent (later calls return the first result) and
-// does not close the client. Safe for concurrent use.
+// Close fails what is queued with ErrClosed, ends the retries of the round
+// under way and waits, up to CloseTimeout, for the batcher to end. Past the
+// timeout (the batcher waits inside sarama) it logs and returns an error
+// wrapping ErrRelease; the batcher ends when sarama returns. It is
+// idempotent (later calls return the first result) and does not close the
+// client. Safe for concurrent use.
 func (s *KafkaStore) Close() error {
 	s.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CloseTimeout)
-		defer cancel()
 		s.mu.Lock()
 		s.closed = true
-		parts := s.parts
-		s.parts = nil
+		queued := s.queue
+		s.queue = nil
+		clear(s.parts)
+		busy := len(s.sending)
 		s.mu.Unlock()
-		s.calls.close()
-		for _, p := range parts {
-			s.release(p)
-		}
-		var stuck []string
-		for _, p := range parts {
-			select {
-			case <-p.closed:
-			case <-ctx.Done():
-				if !isDone(p.closed) {
-					stuck = append(stuck, p.tp.String())
-				}
+		for _, o := range queued {
+			if o.state.CompareAndSwap(kopQueued, kopTaken) {
+				o.fail(ErrClosed)
 			}
 		}
-		if err := s.calls.wait(ctx); err != nil || len(stuck) > 0 {
-			n := s.calls.count()
-			s.log.Error("close abandoned sarama calls; they finish when sarama returns",
-				"timeout", s.cfg.CloseTimeout, "calls", n, "partitions", stuck)
-			s.closeErr = fmt.Errorf("%w: close: %d sarama calls still running after %v (partitions not closed: %v)",
-				ErrRelease, n, s.cfg.CloseTimeout, stuck)
+		s.cancel()
+		s.t.Kill(nil)
+		timer := time.NewTimer(s.cfg.CloseTimeout)
+		defer timer.Stop()
+		select {
+		case <-s.t.Dead():
+		case <-timer.C:
+			s.log.Error("close abandoned a round still waiting for sarama; it ends when sarama returns",
+				"timeout", s.cfg.CloseTimeout, "partitions", busy)
+			s.closeErr = fmt.Errorf("%w: close: a round writing %d partitions still waits for sarama after %v",
+				ErrRelease, busy, s.cfg.CloseTimeout)
 		}
 	})
 	return s.closeErr
+}
+
+// Stats returns the store's counters. Safe for concurrent use; does not
+// block.
+func (s *KafkaStore) Stats() KafkaStats {
+	c := &s.stats
+	return KafkaStats{
+		Rounds: c.rounds.Load(), CommitRequests: c.commitRequests.Load(), FetchRequests: c.fetchRequests.Load(),
+		Committed: c.committed.Load(), Verified: c.verified.Load(), Recommitted: c.recommitted.Load(), Failed: c.failed.Load(),
+	}
 }
 
 // check validates arguments and the store's state.
@@ -313,109 +402,6 @@ func (s *KafkaStore) check(topic string, partition int32, next int64, checkNext 
 	return checkArgs(topic, partition, next, checkNext)
 }
 
-// entry returns the partition's kpart, creating it.
-func (s *KafkaStore) entry(tp TopicPartition) (*kpart, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	p := s.parts[tp]
-	if p == nil {
-		p = &kpart{tp: tp, idle: make(chan struct{}), closed: make(chan struct{}), floor: -1}
-		s.parts[tp] = p
-	}
-	return p, nil
-}
-
-// run makes the calling operation the partition's busy holder and runs fn
-// in a tracked goroutine, waiting for it until ctx is done. The goroutine
-// stays busy holder until fn returns, even if the caller stopped waiting.
-func (s *KafkaStore) run(ctx context.Context, tp TopicPartition, fn func(p *kpart) error) error {
-	for {
-		p, err := s.entry(tp)
-		if err != nil {
-			return err
-		}
-		ok, err := p.acquire(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue // released while we waited: take the new entry
-		}
-		if err := ctx.Err(); err != nil {
-			s.finish(p)
-			return err
-		}
-		if !s.calls.add() {
-			s.finish(p)
-			return ErrClosed
-		}
-		done := make(chan error, 1)
-		go func() {
-			defer s.calls.done()
-			err := fn(p)
-			s.finish(p)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			select {
-			case err := <-done: // finished just in time
-				return err
-			default:
-			}
-			s.log.Warn("operation abandoned while sarama is still busy", "topic", tp.Topic, "partition", tp.Partition, "err", ctx.Err())
-			return ctx.Err()
-		}
-	}
-}
-
-// acquire waits until the partition is not busy and marks it busy. It
-// returns false if the partition was released meanwhile.
-func (p *kpart) acquire(ctx context.Context) (bool, error) {
-	for {
-		p.mu.Lock()
-		if p.releasing {
-			p.mu.Unlock()
-			return false, nil
-		}
-		if !p.busy {
-			p.busy = true
-			p.idle = make(chan struct{})
-			p.mu.Unlock()
-			return true, nil
-		}
-		idle := p.idle
-		p.mu.Unlock()
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
-}
-
-// finish ends the busy holder's turn; if the partition is being released
-// and not yet closed, the holder closes it first. Checking releasing and
-// clearing busy under one lock hold means that a concurrent release either
-// sees the holder still busy (and leaves the close to it) or sees it idle
-// (and closes itself).
-func (s *KafkaStore) finish(p *kpart) {
-	p.mu.Lock()
-	if p.releasing && !isDone(p.closed) {
-		p.mu.Unlock()
-		s.closeSarama(p)
-		p.mu.Lock()
-	}
-	p.busy = false
-	close(p.idle)
-	p.mu.Unlock()
-}
-
 // isDone reports whether ch is closed.
 func isDone(ch <-chan struct{}) bool {
 	select {
@@ -423,288 +409,5 @@ func isDone(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// release marks p as releasing; if nobody holds it, a tracked goroutine
-// closes it now, else the holder does when it finishes.
-func (s *KafkaStore) release(p *kpart) {
-	p.mu.Lock()
-	if p.releasing {
-		p.mu.Unlock()
-		return
-	}
-	p.releasing = true
-	if p.busy {
-		p.mu.Unlock()
-		return
-	}
-	p.busy = true
-	p.idle = make(chan struct{})
-	p.mu.Unlock()
-	s.calls.addAlways()
-	go func() {
-		defer s.calls.done()
-		s.finish(p)
-	}()
-}
-
-// closeSarama closes the partition's OffsetManager, then its POM. The
-// OffsetManager goes first: with auto-commit off its Close force-releases
-// the POM (closing the POM's error channel) without network I/O, after
-// which POM.Close only drains that channel. The other order blocks forever
-// (sarama issue 2298). Called by the busy holder only.
-func (s *KafkaStore) closeSarama(p *kpart) {
-	defer close(p.closed)
-	if p.om == nil {
-		return
-	}
-	p.pom.AsyncClose()
-	if err := p.om.Close(); err != nil {
-		s.log.Warn("closing offset manager", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
-	}
-	if err := p.pom.Close(); err != nil {
-		s.log.Warn("uncommitted offset errors at release", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
-	}
-	p.om, p.pom = nil, nil
-}
-
-// manage starts managing the partition: its own OffsetManager and POM.
-// ManagePartition fetches the committed offset, so it blocks on the
-// coordinator. Called by the busy holder only.
-func (s *KafkaStore) manage(p *kpart) error {
-	if p.om != nil {
-		return nil
-	}
-	om, err := sarama.NewOffsetManagerFromClient(s.group, s.client)
-	if err != nil {
-		return fmt.Errorf("offset manager: %w", err)
-	}
-	pom, err := om.ManagePartition(p.tp.Topic, p.tp.Partition)
-	if err != nil {
-		_ = om.Close()
-		return fmt.Errorf("manage partition: %w", err)
-	}
-	p.om, p.pom = om, pom
-	return nil
-}
-
-// commitOn writes next through the partition's POM: it sets the POM's
-// offset to exactly next and marks it dirty (MarkOffset, then ResetOffset,
-// which also lowers an offset the POM cached from the coordinator or from a
-// failed attempt), commits synchronously with OffsetManager.Commit, collects
-// the POM's errors, and verifies. Called by the busy holder only.
-func (s *KafkaStore) commitOn(ctx context.Context, p *kpart, next int64, reset bool) error {
-	if err := s.manage(p); err != nil {
-		return err
-	}
-	if !reset && next < p.floor {
-		s.log.Debug("commit below committed offset skipped", "topic", p.tp.Topic, "partition", p.tp.Partition, "offset", next, "committed", p.floor)
-		return nil
-	}
-	conf := s.client.Config()
-	attempts := conf.Consumer.Offsets.Retry.Max + 1
-	for attempt := 1; ; attempt++ {
-		p.pom.MarkOffset(next, "")
-		p.pom.ResetOffset(next, "")
-		p.om.Commit()
-		err := s.confirm(ctx, p.tp, next, drain(p.pom))
-		if err == nil {
-			if reset || next > p.floor {
-				p.floor = next
-			}
-			return nil
-		}
-		if attempt >= attempts || ctx.Err() != nil {
-			return fmt.Errorf("after %d attempts: %w", attempt, err)
-		}
-		s.log.Debug("commit attempt failed, retrying", "topic", p.tp.Topic, "partition", p.tp.Partition, "offset", next, "attempt", attempt, "err", err)
-		if sleep(ctx, backoff(conf, attempt)) != nil {
-			return fmt.Errorf("after %d attempts: %w", attempt, err)
-		}
-	}
-}
-
-// drain returns the errors waiting in the POM's error channel without
-// blocking (there are some only with sarama's Consumer.Return.Errors).
-func drain(pom sarama.PartitionOffsetManager) []error {
-	var errs []error
-	for {
-		select {
-		case e, ok := <-pom.Errors():
-			if !ok {
-				return errs
-			}
-			errs = append(errs, e)
-		default:
-			return errs
-		}
-	}
-}
-
-// confirm decides whether a commit attempt of next succeeded: without
-// Verify, when sarama reported no error; with Verify, when the coordinator
-// returns next (errors sarama reported for an attempt that nonetheless
-// landed are logged).
-func (s *KafkaStore) confirm(ctx context.Context, tp TopicPartition, next int64, errs []error) error {
-	reported := errors.Join(errs...)
-	if !s.cfg.Verify {
-		return reported
-	}
-	got, ok, err := s.fetch(ctx, tp.Topic, tp.Partition)
-	switch {
-	case err != nil:
-		return errors.Join(reported, fmt.Errorf("verify: %w", err))
-	case !ok:
-		return errors.Join(reported, errors.New("verify: the coordinator has no committed offset"))
-	case got != next:
-		return errors.Join(reported, fmt.Errorf("verify: the coordinator has offset %d", got))
-	}
-	if reported != nil {
-		s.log.Warn("commit reported errors but the coordinator has the offset", "topic", tp.Topic, "partition", tp.Partition, "offset", next, "err", reported)
-	}
-	return nil
-}
-
-// fetch reads the committed offset from the group coordinator with a fresh
-// OffsetFetch request, retrying retriable errors.
-func (s *KafkaStore) fetch(ctx context.Context, topic string, partition int32) (int64, bool, error) {
-	conf := s.client.Config()
-	for attempt := 0; ; attempt++ {
-		next, ok, retriable, err := s.fetchOnce(topic, partition)
-		if err == nil {
-			return next, ok, nil
-		}
-		if !retriable || attempt >= conf.Metadata.Retry.Max || ctx.Err() != nil {
-			return 0, false, err
-		}
-		if sleep(ctx, backoff(conf, attempt+1)) != nil {
-			return 0, false, err
-		}
-	}
-}
-
-func (s *KafkaStore) fetchOnce(topic string, partition int32) (next int64, ok, retriable bool, err error) {
-	coord, err := s.client.Coordinator(s.group)
-	if err != nil {
-		return 0, false, true, fmt.Errorf("find coordinator: %w", err)
-	}
-	req := sarama.NewOffsetFetchRequest(s.client.Config().Version, s.group, map[string][]int32{topic: {partition}})
-	resp, err := coord.FetchOffset(req)
-	if err != nil {
-		_ = s.client.RefreshCoordinator(s.group)
-		return 0, false, true, fmt.Errorf("offset fetch from broker %d: %w", coord.ID(), err)
-	}
-	kerr := resp.Err
-	if resp.Version >= 8 && len(resp.Groups) > 0 {
-		kerr = resp.Groups[0].Err
-	}
-	block := resp.GetBlock(topic, partition)
-	switch {
-	case kerr != sarama.ErrNoError:
-	case block == nil:
-		return 0, false, true, fmt.Errorf("offset fetch from broker %d: %w", coord.ID(), sarama.ErrIncompleteResponse)
-	default:
-		kerr = block.Err
-	}
-	switch kerr {
-	case sarama.ErrNoError:
-		return block.Offset, block.Offset >= 0, false, nil
-	case sarama.ErrNotCoordinatorForConsumer, sarama.ErrConsumerCoordinatorNotAvailable:
-		_ = s.client.RefreshCoordinator(s.group)
-		retriable = true
-	case sarama.ErrOffsetsLoadInProgress, sarama.ErrUnstableOffsetCommit, sarama.ErrRequestTimedOut:
-		retriable = true
-	}
-	return 0, false, retriable, fmt.Errorf("offset fetch from broker %d: %w", coord.ID(), kerr)
-}
-
-// backoff is the client's metadata retry backoff for the given attempt.
-func backoff(conf *sarama.Config, attempt int) time.Duration {
-	if f := conf.Metadata.Retry.BackoffFunc; f != nil {
-		return f(attempt, conf.Metadata.Retry.Max)
-	}
-	return conf.Metadata.Retry.Backoff
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// calls counts the goroutines running sarama calls, so that Close can wait
-// for them with a deadline. Safe for concurrent use.
-type calls struct {
-	mu     sync.Mutex
-	n      int
-	closed bool
-	zero   chan struct{} // closed when n drops to 0; nil when nobody waits
-}
-
-// add counts a new call; false once close was called.
-func (c *calls) add() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.n++
-	return true
-}
-
-// addAlways counts a call even after close (for the closing itself).
-func (c *calls) addAlways() {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-}
-
-func (c *calls) done() {
-	c.mu.Lock()
-	c.n--
-	if c.n == 0 && c.zero != nil {
-		close(c.zero)
-		c.zero = nil
-	}
-	c.mu.Unlock()
-}
-
-// close refuses further add calls.
-func (c *calls) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-}
-
-func (c *calls) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-// wait blocks until no call runs or ctx is done.
-func (c *calls) wait(ctx context.Context) error {
-	c.mu.Lock()
-	if c.n == 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	if c.zero == nil {
-		c.zero = make(chan struct{})
-	}
-	z := c.zero
-	c.mu.Unlock()
-	select {
-	case <-z:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

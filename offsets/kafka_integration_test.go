@@ -216,12 +216,6 @@ func TestKafkaStoreCloseAfterCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	parts := make([]*kpart, 0, 4)
-	s.mu.Lock()
-	for _, p := range s.parts {
-		parts = append(parts, p)
-	}
-	s.mu.Unlock()
 	start := time.Now()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -229,19 +223,109 @@ func TestKafkaStoreCloseAfterCommits(t *testing.T) {
 	if d := time.Since(start); d > cfg.CloseTimeout {
 		t.Fatalf("close took %v", d)
 	}
-	for _, p := range parts {
-		if !isDone(p.closed) || p.om != nil {
-			t.Fatalf("partition %s not closed", p.tp)
-		}
+	if !isDone(s.t.Dead()) {
+		t.Fatal("the batcher still runs after close")
 	}
-	if n := s.calls.count(); n != 0 {
-		t.Fatalf("%d calls still running after close", n)
+	s.mu.Lock()
+	n := len(s.parts)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d partitions still managed after close", n)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Commit(context.Background(), topic, 0, 9); !errors.Is(err, ErrClosed) {
 		t.Fatalf("commit after close: %v", err)
+	}
+}
+
+// TestKafkaStoreClusterBatch: the commits of many partitions in one batch
+// are one OffsetCommit request and nothing is read back; a batch with one
+// partition the broker refuses (it does not exist) fails that partition
+// only; and many partitions' final commits at once (Commit, verified)
+// share their requests.
+func TestKafkaStoreClusterBatch(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	const n = 40
+	topic := clusterTopic(t, c, n)
+	group := testcluster.Name(t, "group")
+	s := clusterKafkaStore(t, c, group)
+	ctx := context.Background()
+	if _, _, err := s.Fetch(ctx, topic, 0); err != nil { // finds the coordinator
+		t.Fatal(err)
+	}
+	before := s.Stats()
+	batch := make([]Offset, n)
+	for p := range int32(n) {
+		batch[p] = Offset{TopicPartition{topic, p}, 10 + int64(p)}
+	}
+	for i, err := range s.CommitBatch(ctx, batch) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	st := s.Stats()
+	if st.CommitRequests-before.CommitRequests != 1 || st.FetchRequests != before.FetchRequests || st.Committed-before.Committed != n {
+		t.Fatalf("a batch of %d: %d commit requests, %d fetches, %d committed; want 1, 0, %d",
+			n, st.CommitRequests-before.CommitRequests, st.FetchRequests-before.FetchRequests, st.Committed-before.Committed, n)
+	}
+	other := clusterKafkaStore(t, c, group)
+	for p := range int32(n) {
+		wantOffset(t, other, topic, p, 10+int64(p))
+	}
+
+	// Partition n does not exist: the broker refuses it, the others pass.
+	before = s.Stats()
+	for p := range batch {
+		batch[p].Next += 100
+	}
+	batch = append(batch, Offset{TopicPartition{topic, n}, 5})
+	errs := s.CommitBatch(ctx, batch)
+	for i, err := range errs {
+		if i == n {
+			var pe *PartitionError
+			if !errors.Is(err, ErrCommit) || !errors.Is(err, sarama.ErrUnknownTopicOrPartition) || !errors.As(err, &pe) || pe.Partition != n {
+				t.Fatalf("the missing partition: %v, want ErrCommit wrapping UnknownTopicOrPartition for partition %d", err, n)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("entry %d failed with the missing partition: %v", i, err)
+		}
+	}
+	st = s.Stats()
+	retries := int64(clusterClient(t, c).Config().Consumer.Offsets.Retry.Max)
+	if got := int64(st.CommitRequests - before.CommitRequests); got != 1+retries || st.Committed-before.Committed != n {
+		t.Fatalf("%d commit requests and %d committed, want 1 (all) + %d retries of the missing one, %d committed",
+			got, st.Committed-before.Committed, retries, n)
+	}
+	for p := range int32(n) {
+		wantOffset(t, other, topic, p, 110+int64(p))
+	}
+
+	// Final commits of every partition at once: verified, in a few rounds.
+	before = s.Stats()
+	var wg sync.WaitGroup
+	for p := range int32(n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Commit(ctx, topic, p, 200+int64(p)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	st = s.Stats()
+	rounds := st.Rounds - before.Rounds
+	t.Logf("%d verified commits: %d rounds, %d commit requests, %d fetches", n, rounds, st.CommitRequests-before.CommitRequests, st.FetchRequests-before.FetchRequests)
+	if st.Verified-before.Verified != n || st.CommitRequests-before.CommitRequests != rounds || st.FetchRequests-before.FetchRequests != rounds || rounds >= n/2 {
+		t.Fatalf("stats before %+v after %+v: want %d verified, one commit and one fetch per round, far fewer rounds than commits", before, st, n)
+	}
+	for p := range int32(n) {
+		wantOffset(t, other, topic, p, 200+int64(p))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,8 @@ func TestKafkaConfigValidate(t *testing.T) {
 		{func(c *KafkaConfig) { c.CommitTimeout = 0 }, "KafkaConfig.CommitTimeout"},
 		{func(c *KafkaConfig) { c.CommitTimeout = -time.Second }, "KafkaConfig.CommitTimeout"},
 		{func(c *KafkaConfig) { c.CloseTimeout = 0 }, "KafkaConfig.CloseTimeout"},
+		{func(c *KafkaConfig) { c.RetryBackoff = 0 }, "KafkaConfig.RetryBackoff"},
+		{func(c *KafkaConfig) { c.RetryBackoffMax = c.RetryBackoff / 2 }, "KafkaConfig.RetryBackoffMax"},
 	} {
 		c := NewKafkaConfig()
 		tc.change(&c)
@@ -63,7 +66,7 @@ func TestKafkaConfigValidate(t *testing.T) {
 }
 
 // mockKafka is a single sarama MockBroker acting as every broker and as
-// the coordinator of group "g" for topic "t" (one partition).
+// the coordinator of group "g" for topic "t".
 type mockKafka struct {
 	b        *sarama.MockBroker
 	handlers map[string]sarama.MockResponse
@@ -77,24 +80,37 @@ func newMockKafka(t *testing.T, committed int64) *mockKafka {
 			SetBroker(b.Addr(), b.BrokerID()).SetLeader("t", 0, b.BrokerID()),
 		"FindCoordinatorRequest": sarama.NewMockFindCoordinatorResponse(t).
 			SetCoordinator(sarama.CoordinatorGroup, "g", b),
-		"OffsetCommitRequest": sarama.NewMockOffsetCommitResponse(t).SetError("g", "t", 0, sarama.ErrNoError),
+		"OffsetCommitRequest": sarama.NewMockOffsetCommitResponse(t),
 	}}
-	m.setCommitted(t, committed)
+	m.setCommitted(t, map[int32]int64{0: committed})
 	return m
 }
 
-// setCommitted makes OffsetFetch answer committed.
-func (m *mockKafka) setCommitted(t *testing.T, committed int64) {
-	m.handlers["OffsetFetchRequest"] = sarama.NewMockOffsetFetchResponse(t).
-		SetOffset("g", "t", 0, committed, "", sarama.ErrNoError).SetError(sarama.ErrNoError)
+// setCommitted makes OffsetFetch answer the offsets of t's partitions
+// (-1: none committed).
+func (m *mockKafka) setCommitted(t *testing.T, committed map[int32]int64) {
+	r := sarama.NewMockOffsetFetchResponse(t).SetError(sarama.ErrNoError)
+	for p, off := range committed {
+		r.SetOffset("g", "t", p, off, "", sarama.ErrNoError)
+	}
+	m.set("OffsetFetchRequest", r)
+}
+
+// set answers requests of the kind with r (nil: never answer).
+func (m *mockKafka) set(kind string, r sarama.MockResponse) {
+	if r == nil {
+		delete(m.handlers, kind)
+	} else {
+		m.handlers[kind] = r
+	}
 	m.b.SetHandlerByMap(m.handlers)
 }
 
-// commits returns the offsets of partition t/0 in the OffsetCommit requests
-// the broker received, checking that each is a simple-group commit.
-func (m *mockKafka) commits(t *testing.T) []int64 {
+// commitRequests returns the OffsetCommit requests the broker answered,
+// checking that each is a simple-group commit.
+func (m *mockKafka) commitRequests(t *testing.T) []*sarama.OffsetCommitRequest {
 	t.Helper()
-	var out []int64
+	var out []*sarama.OffsetCommitRequest
 	for _, rr := range m.b.History() {
 		req, ok := rr.Request.(*sarama.OffsetCommitRequest)
 		if !ok {
@@ -104,25 +120,64 @@ func (m *mockKafka) commits(t *testing.T) []int64 {
 			t.Fatalf("commit as generation %d member %q group %q, want a simple-group commit (-1, \"\", g)",
 				req.ConsumerGroupGeneration, req.ConsumerID, req.ConsumerGroup)
 		}
+		out = append(out, req)
+	}
+	return out
+}
+
+// fetchRequests counts the OffsetFetch requests the broker answered.
+func (m *mockKafka) fetchRequests() int {
+	n := 0
+	for _, rr := range m.b.History() {
+		if _, ok := rr.Request.(*sarama.OffsetFetchRequest); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// commits returns the offsets of partition t/0 in the OffsetCommit
+// requests the broker answered.
+func (m *mockKafka) commits(t *testing.T) []int64 {
+	t.Helper()
+	var out []int64
+	for _, req := range m.commitRequests(t) {
 		off, _, err := req.Offset("t", 0)
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		out = append(out, off)
 	}
 	return out
 }
 
+// blocks returns how many partitions of t, among 0..n-1, req carries.
+func blocks(req *sarama.OffsetCommitRequest, n int32) int {
+	c := 0
+	for p := range n {
+		if _, _, err := req.Offset("t", p); err == nil {
+			c++
+		}
+	}
+	return c
+}
+
 func mockConfig() *sarama.Config {
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V2_1_0_0
-	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	cfg.Consumer.Offsets.Retry.Max = 2
 	cfg.Metadata.Retry.Max = 1
 	cfg.Metadata.Retry.Backoff = 10 * time.Millisecond
 	cfg.ApiVersionsRequest = false
 	cfg.Net.ReadTimeout = time.Minute // a hung broker hangs sarama for long
 	return cfg
+}
+
+// fastRetries is the default config with short backoffs.
+func fastRetries() KafkaConfig {
+	kc := NewKafkaConfig()
+	kc.RetryBackoff, kc.RetryBackoffMax = 5*time.Millisecond, 20*time.Millisecond
+	return kc
 }
 
 func newMockStore(t *testing.T, m *mockKafka, sc *sarama.Config, kc KafkaConfig) (*KafkaStore, sarama.Client) {
@@ -140,44 +195,20 @@ func newMockStore(t *testing.T, m *mockKafka, sc *sarama.Config, kc KafkaConfig)
 }
 
 func TestNewKafkaStoreRejects(t *testing.T) {
+	verifyNoLeaks(t)
 	m := newMockKafka(t, -1)
 	defer m.b.Close()
-	for _, tc := range []struct {
-		name  string
-		sc    func(*sarama.Config)
-		kc    func(*KafkaConfig)
-		field string
-	}{
-		{"auto-commit", func(c *sarama.Config) { c.Consumer.Offsets.AutoCommit.Enable = true }, nil, "Consumer.Offsets.AutoCommit.Enable"},
-		{"no verify without errors", nil, func(c *KafkaConfig) { c.Verify = false }, "Consumer.Return.Errors"},
-		{"unbuffered errors", func(c *sarama.Config) { c.Consumer.Return.Errors = true; c.ChannelBufferSize = 0 }, nil, "ChannelBufferSize"},
-		{"bad config", nil, func(c *KafkaConfig) { c.CloseTimeout = 0 }, "KafkaConfig.CloseTimeout"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sc, kc := mockConfig(), NewKafkaConfig()
-			if tc.sc != nil {
-				tc.sc(sc)
-			}
-			if tc.kc != nil {
-				tc.kc(&kc)
-			}
-			client, err := sarama.NewClient([]string{m.b.Addr()}, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			_, err = NewKafkaStore(client, "g", kc, nil)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
-				t.Fatalf("NewKafkaStore = %v, want ErrInvalid naming %s", err, tc.field)
-			}
-		})
-	}
-	if _, err := NewKafkaStore(nil, "g", NewKafkaConfig(), nil); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("nil client: %v", err)
-	}
 	client, err := sarama.NewClient([]string{m.b.Addr()}, mockConfig())
 	if err != nil {
 		t.Fatal(err)
+	}
+	bad := NewKafkaConfig()
+	bad.CloseTimeout = 0
+	if _, err := NewKafkaStore(client, "g", bad, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "KafkaConfig.CloseTimeout") {
+		t.Fatalf("bad config: %v", err)
+	}
+	if _, err := NewKafkaStore(nil, "g", NewKafkaConfig(), nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("nil client: %v", err)
 	}
 	if _, err := NewKafkaStore(client, "", NewKafkaConfig(), nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("empty group: %v", err)
@@ -192,7 +223,7 @@ func TestKafkaStoreMockCommit(t *testing.T) {
 	verifyNoLeaks(t)
 	m := newMockKafka(t, 5)
 	defer m.b.Close()
-	s, client := newMockStore(t, m, mockConfig(), NewKafkaConfig())
+	s, client := newMockStore(t, m, mockConfig(), fastRetries())
 	defer client.Close()
 	ctx := context.Background()
 
@@ -200,12 +231,15 @@ func TestKafkaStoreMockCommit(t *testing.T) {
 		t.Fatalf("fetch = %d %v %v", next, ok, err)
 	}
 	// The coordinator answers 5: a commit of 5 verifies. It is sent even
-	// though the POM loaded 5 when it started managing the partition.
+	// though it equals what the coordinator holds.
 	if err := s.Commit(ctx, "t", 0, 5); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.commits(t); len(got) != 1 || got[0] != 5 {
 		t.Fatalf("commits sent = %v, want [5]", got)
+	}
+	if n := m.fetchRequests(); n != 2 {
+		t.Fatalf("%d offset fetches, want 2 (the Fetch and the commit's read-back)", n)
 	}
 	// Below what this instance committed: nothing is sent.
 	if err := s.Commit(ctx, "t", 0, 3); err != nil {
@@ -215,29 +249,36 @@ func TestKafkaStoreMockCommit(t *testing.T) {
 		t.Fatalf("commits sent = %v, want no new one", got)
 	}
 	// Reset may go below; the coordinator now answers 2.
-	m.setCommitted(t, 2)
+	m.setCommitted(t, map[int32]int64{0: 2})
 	if err := s.Reset(ctx, "t", 0, 2); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.commits(t); len(got) != 2 || got[1] != 2 {
 		t.Fatalf("commits sent = %v, want [5 2]", got)
 	}
-	// The coordinator does not take 8 (it keeps answering 2): verification
-	// fails after Consumer.Offsets.Retry.Max+1 attempts.
+	// The coordinator acknowledges 8 but keeps answering 2: the commit is
+	// read back, written once more, read back again, and fails.
+	fetches := m.fetchRequests()
 	err := s.Commit(ctx, "t", 0, 8)
 	if !errors.Is(err, ErrCommit) {
 		t.Fatalf("commit with a lying coordinator: %v", err)
 	}
-	for _, want := range []string{`"t"/0`, "offset 8", "coordinator has offset 2", "after 3 attempts"} {
+	for _, want := range []string{`"t"/0`, "offset 8", "coordinator has offset 2"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	if got := m.commits(t); len(got) != 5 || got[2] != 8 || got[4] != 8 {
-		t.Fatalf("commits sent = %v, want 3 attempts of 8", got)
+	if got := m.commits(t); len(got) != 4 || got[2] != 8 || got[3] != 8 {
+		t.Fatalf("commits sent = %v, want two of 8 after [5 2]", got)
+	}
+	if n := m.fetchRequests() - fetches; n != 2 {
+		t.Fatalf("%d read-backs, want 2", n)
+	}
+	if st := s.Stats(); st.Recommitted != 1 || st.Failed != 1 {
+		t.Fatalf("stats %+v, want 1 recommitted and 1 failed", st)
 	}
 	// The failed 8 is not a floor: 4 is still written.
-	m.setCommitted(t, 4)
+	m.setCommitted(t, map[int32]int64{0: 4})
 	if err := s.Commit(ctx, "t", 0, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -262,20 +303,21 @@ func TestKafkaStoreMockCommit(t *testing.T) {
 	if err := s.Release(ctx, "t", 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("release after close: %v", err)
 	}
+	for _, err := range s.CommitBatch(ctx, []Offset{{TopicPartition{"t", 0}, 10}}) {
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("batch after close: %v", err)
+		}
+	}
 }
 
-// With Verify off, the errors sarama reports on the POM's error channel
-// fail the commit.
-func TestKafkaStoreMockCommitErrorReported(t *testing.T) {
+// A partition the coordinator refuses for good fails at once: no retry,
+// no read-back.
+func TestKafkaStoreMockCommitRefused(t *testing.T) {
+	verifyNoLeaks(t)
 	m := newMockKafka(t, -1)
 	defer m.b.Close()
-	m.handlers["OffsetCommitRequest"] = sarama.NewMockOffsetCommitResponse(t).SetError("g", "t", 0, sarama.ErrOffsetMetadataTooLarge)
-	m.b.SetHandlerByMap(m.handlers)
-	sc := mockConfig()
-	sc.Consumer.Return.Errors = true
-	kc := NewKafkaConfig()
-	kc.Verify = false
-	s, client := newMockStore(t, m, sc, kc)
+	m.set("OffsetCommitRequest", sarama.NewMockOffsetCommitResponse(t).SetError("g", "t", 0, sarama.ErrOffsetMetadataTooLarge))
+	s, client := newMockStore(t, m, mockConfig(), fastRetries())
 	defer client.Close()
 	defer s.Close()
 	err := s.Commit(context.Background(), "t", 0, 7)
@@ -286,11 +328,238 @@ func TestKafkaStoreMockCommitErrorReported(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Op != "commit" || pe.Topic != "t" || pe.Partition != 0 {
 		t.Fatalf("not a PartitionError for commit t/0: %#v", err)
 	}
+	if n, f := len(m.commitRequests(t)), m.fetchRequests(); n != 1 || f != 0 {
+		t.Fatalf("%d commits and %d fetches, want 1 and 0", n, f)
+	}
 	// The broker is fine again: the next commit succeeds.
-	m.handlers["OffsetCommitRequest"] = sarama.NewMockOffsetCommitResponse(t).SetError("g", "t", 0, sarama.ErrNoError)
-	m.b.SetHandlerByMap(m.handlers)
+	m.set("OffsetCommitRequest", sarama.NewMockOffsetCommitResponse(t))
+	m.setCommitted(t, map[int32]int64{0: 7})
 	if err := s.Commit(context.Background(), "t", 0, 7); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// batchOf returns entries for partitions 0..n-1 of t, at offset base+p.
+func batchOf(n int32, base int64) []Offset {
+	b := make([]Offset, n)
+	for p := range n {
+		b[p] = Offset{TopicPartition{"t", p}, base + int64(p)}
+	}
+	return b
+}
+
+// TestKafkaStoreMockBatchOneRequest: a batch of many partitions is one
+// OffsetCommit request and nothing is read back; one partition the
+// coordinator refuses fails alone.
+func TestKafkaStoreMockBatchOneRequest(t *testing.T) {
+	verifyNoLeaks(t)
+	const n = 50
+	m := newMockKafka(t, -1)
+	defer m.b.Close()
+	s, client := newMockStore(t, m, mockConfig(), fastRetries())
+	defer client.Close()
+	defer s.Close()
+	ctx := context.Background()
+	for i, err := range s.CommitBatch(ctx, batchOf(n, 100)) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	reqs := m.commitRequests(t)
+	if len(reqs) != 1 || blocks(reqs[0], n) != n {
+		t.Fatalf("%d commit requests, want 1 with all %d partitions", len(reqs), n)
+	}
+	if off, _, _ := reqs[0].Offset("t", 17); off != 117 {
+		t.Fatalf("partition 17 committed at %d, want 117", off)
+	}
+	if f := m.fetchRequests(); f != 0 {
+		t.Fatalf("%d offset fetches after a routine batch, want none", f)
+	}
+	if st := s.Stats(); st.CommitRequests != 1 || st.FetchRequests != 0 || st.Committed != n || st.Rounds != 1 {
+		t.Fatalf("stats %+v, want 1 round, 1 commit request, 0 fetches, %d committed", st, n)
+	}
+
+	m.set("OffsetCommitRequest", sarama.NewMockOffsetCommitResponse(t).SetError("g", "t", 7, sarama.ErrOffsetMetadataTooLarge))
+	errs := s.CommitBatch(ctx, batchOf(n, 200))
+	for i, err := range errs {
+		if i == 7 {
+			var pe *PartitionError
+			if !errors.Is(err, ErrCommit) || !errors.Is(err, sarama.ErrOffsetMetadataTooLarge) || !errors.As(err, &pe) || pe.Partition != 7 {
+				t.Fatalf("entry 7: %v, want ErrCommit wrapping the broker's error for partition 7", err)
+			}
+			if !strings.Contains(err.Error(), "offset 207") {
+				t.Errorf("entry 7: %q does not name offset 207", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("entry %d failed with partition 7: %v", i, err)
+		}
+	}
+	if reqs := m.commitRequests(t); len(reqs) != 2 || blocks(reqs[1], n) != n {
+		t.Fatalf("%d commit requests, want a second with all %d partitions", len(reqs), n)
+	}
+	// Entries below the floor are skipped, bad ones fail alone.
+	b := append(batchOf(3, 0), Offset{TopicPartition{"t", 1}, 500}, Offset{TopicPartition{"", 9}, 1})
+	errs = s.CommitBatch(ctx, b)
+	if errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("entries below the floor: %v", errs[:3])
+	}
+	if !errors.Is(errs[3], ErrInvalid) || !errors.Is(errs[4], ErrInvalid) {
+		t.Fatalf("repeated and bad entries: %v, %v; want ErrInvalid", errs[3], errs[4])
+	}
+	if reqs := m.commitRequests(t); len(reqs) != 2 {
+		t.Fatalf("a batch of skipped entries sent a request")
+	}
+}
+
+// TestKafkaStoreMockRetriesCoordinatorErrors: the coordinator loading,
+// then moved: retried (the coordinator looked up again) until it takes
+// the commit.
+func TestKafkaStoreMockRetriesCoordinatorErrors(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockKafka(t, -1)
+	defer m.b.Close()
+	errFor := func(kerr sarama.KError) *sarama.MockOffsetCommitResponse {
+		r := sarama.NewMockOffsetCommitResponse(t)
+		for p := range int32(3) {
+			r.SetError("g", "t", p, kerr)
+		}
+		return r
+	}
+	m.set("OffsetCommitRequest", sarama.NewMockSequence(
+		errFor(sarama.ErrOffsetsLoadInProgress), errFor(sarama.ErrNotCoordinatorForConsumer),
+		errFor(sarama.ErrOffsetsLoadInProgress), errFor(sarama.ErrOffsetsLoadInProgress),
+		errFor(sarama.ErrOffsetsLoadInProgress), sarama.NewMockOffsetCommitResponse(t)))
+	s, client := newMockStore(t, m, mockConfig(), fastRetries()) // Consumer.Offsets.Retry.Max is 2
+	defer client.Close()
+	defer s.Close()
+	for i, err := range s.CommitBatch(context.Background(), batchOf(3, 1)) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if reqs := m.commitRequests(t); len(reqs) != 6 || blocks(reqs[5], 3) != 3 {
+		t.Fatalf("%d commit requests, want 6, the last with all 3 partitions", len(reqs))
+	}
+	finds := 0
+	for _, rr := range m.b.History() {
+		if _, ok := rr.Request.(*sarama.FindCoordinatorRequest); ok {
+			finds++
+		}
+	}
+	if finds < 2 {
+		t.Fatalf("%d coordinator look-ups, want the coordinator looked up again after NotCoordinator", finds)
+	}
+}
+
+// TestKafkaStoreMockUnsureFailureReadBack: a response that leaves a
+// partition out is retried a limited number of times, then read back: the
+// coordinator has the offset, so the commit succeeded.
+func TestKafkaStoreMockUnsureFailureReadBack(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockKafka(t, -1)
+	defer m.b.Close()
+	partial := &sarama.OffsetCommitResponse{Version: 6}
+	partial.AddError("t", 0, sarama.ErrNoError) // partition 1 missing
+	m.set("OffsetCommitRequest", sarama.NewMockWrapper(partial))
+	m.setCommitted(t, map[int32]int64{0: 10, 1: 11})
+	s, client := newMockStore(t, m, mockConfig(), fastRetries())
+	defer client.Close()
+	defer s.Close()
+	for i, err := range s.CommitBatch(context.Background(), batchOf(2, 10)) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	reqs := m.commitRequests(t)
+	if len(reqs) != 3 || blocks(reqs[0], 2) != 2 || blocks(reqs[1], 2) != 1 || blocks(reqs[2], 2) != 1 {
+		t.Fatalf("%d commit requests, want 3: both partitions, then partition 1 twice", len(reqs))
+	}
+	if f := m.fetchRequests(); f != 1 {
+		t.Fatalf("%d read-backs, want 1", f)
+	}
+	// The coordinator does not have it: the read-back writes it once more
+	// (again unanswered), reads again, and the entry fails.
+	m.setCommitted(t, map[int32]int64{0: 20, 1: 11})
+	errs := s.CommitBatch(context.Background(), batchOf(2, 20))
+	if errs[0] != nil || !errors.Is(errs[1], ErrCommit) || !errors.Is(errs[1], sarama.ErrIncompleteResponse) ||
+		!strings.Contains(errs[1].Error(), "coordinator has offset 11") {
+		t.Fatalf("errors %v, want partition 1 alone to fail, incomplete, holding 11", errs)
+	}
+}
+
+// TestKafkaStoreMockCoalesces: commits that arrive while a request is in
+// flight go in the next request, all together.
+func TestKafkaStoreMockCoalesces(t *testing.T) {
+	verifyNoLeaks(t)
+	const n = 20
+	m := newMockKafka(t, -1)
+	defer m.b.Close()
+	kc := fastRetries()
+	kc.Verify = false
+	s, client := newMockStore(t, m, mockConfig(), kc)
+	defer client.Close()
+	defer s.Close()
+	ctx := context.Background()
+	if _, _, err := s.Fetch(ctx, "t", 0); err != nil { // finds the coordinator
+		t.Fatal(err)
+	}
+	m.b.SetLatency(time.Second)
+	errs := make(chan error, n+1)
+	go func() { errs <- s.Commit(ctx, "t", 0, 1) }()
+	testcluster.Await(t, 10*time.Second, time.Millisecond, "the first commit sent", func() bool { return s.Stats().CommitRequests == 1 })
+	for p := int32(1); p <= n; p++ {
+		go func() { errs <- s.Commit(ctx, "t", p, 1) }()
+	}
+	testcluster.Await(t, 10*time.Second, time.Millisecond, "the others queued", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.queue) == n
+	})
+	for range n + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := m.commitRequests(t)
+	if len(reqs) != 2 || blocks(reqs[0], n+1) != 1 || blocks(reqs[1], n+1) != n {
+		t.Fatalf("%d commit requests, want 2: the first commit, then the %d others together", len(reqs), n)
+	}
+	if st := s.Stats(); st.Rounds != 3 { // the Fetch, then two
+		t.Fatalf("%d rounds, want 3", st.Rounds)
+	}
+}
+
+func TestKafkaStoreMockFetchBatch(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockKafka(t, -1)
+	defer m.b.Close()
+	m.setCommitted(t, map[int32]int64{0: 3, 1: -1, 2: 9})
+	s, client := newMockStore(t, m, mockConfig(), fastRetries())
+	defer client.Close()
+	defer s.Close()
+	var wg sync.WaitGroup
+	for p, want := range map[int32]int64{0: 3, 1: -1, 2: 9} {
+		for range 5 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				next, ok, err := s.Fetch(context.Background(), "t", p)
+				if err != nil || ok != (want >= 0) || (ok && next != want) {
+					t.Errorf("fetch %d = %d %v %v, want %d", p, next, ok, err, want)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if st := s.Stats(); st.FetchRequests > st.Rounds || st.FetchRequests > 15 {
+		t.Fatalf("stats %+v: more than one offset fetch per round", st)
+	}
+	// A group-level error fails every partition of the request.
+	m.set("OffsetFetchRequest", sarama.NewMockOffsetFetchResponse(t).SetError(sarama.ErrGroupAuthorizationFailed))
+	if _, _, err := s.Fetch(context.Background(), "t", 0); !errors.Is(err, ErrFetch) || !errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
+		t.Fatalf("fetch refused for the group: %v", err)
 	}
 }
 
@@ -324,11 +593,11 @@ func TestKafkaStoreInvalidArgs(t *testing.T) {
 // TestKafkaStoreMockHungCoordinator makes the coordinator swallow
 // OffsetCommit requests (sarama then waits Net.ReadTimeout, a minute) and
 // checks that Commit, Release and Close return in bounded time, and that
-// the abandoned goroutine closes the partition once sarama returns.
+// the batcher ends once sarama returns.
 func TestKafkaStoreMockHungCoordinator(t *testing.T) {
 	verifyNoLeaks(t)
 	m := newMockKafka(t, 1)
-	kc := NewKafkaConfig()
+	kc := fastRetries()
 	kc.CommitTimeout = 300 * time.Millisecond
 	kc.CloseTimeout = 300 * time.Millisecond
 	s, client := newMockStore(t, m, mockConfig(), kc)
@@ -336,8 +605,7 @@ func TestKafkaStoreMockHungCoordinator(t *testing.T) {
 	if err := s.Commit(ctx, "t", 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	delete(m.handlers, "OffsetCommitRequest") // no answer from now on
-	m.b.SetHandlerByMap(m.handlers)
+	m.set("OffsetCommitRequest", nil) // no answer from now on
 
 	bound := func(what string, start time.Time, limit time.Duration) {
 		t.Helper()
@@ -352,7 +620,7 @@ func TestKafkaStoreMockHungCoordinator(t *testing.T) {
 	if !errors.Is(err, ErrCommit) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("commit to a hung coordinator: %v", err)
 	}
-	// The partition is still busy in sarama: a second commit waits for it
+	// The batcher is still in sarama: a second commit waits in the queue
 	// and gives up at its own deadline.
 	start = time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
@@ -362,9 +630,6 @@ func TestKafkaStoreMockHungCoordinator(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second commit: %v", err)
 	}
-	s.mu.Lock()
-	p := s.parts[TopicPartition{"t", 0}]
-	s.mu.Unlock()
 	start = time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	err = s.Release(rctx, "t", 0)
@@ -373,29 +638,22 @@ func TestKafkaStoreMockHungCoordinator(t *testing.T) {
 	if !errors.Is(err, ErrRelease) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("release: %v", err)
 	}
-	if isDone(p.closed) {
-		t.Fatal("partition closed while sarama still uses it")
-	}
 	start = time.Now()
 	err = s.Close()
 	bound("close", start, kc.CloseTimeout+slack)
-	if !errors.Is(err, ErrRelease) || !strings.Contains(err.Error(), "1 sarama calls still running") {
+	if !errors.Is(err, ErrRelease) || !strings.Contains(err.Error(), "still waits for sarama") {
 		t.Fatalf("close with a hung call: %v", err)
 	}
 	if s.Close() != err {
 		t.Fatal("second Close returned a different result")
 	}
-
-	// Closing the broker breaks sarama's connection: the abandoned call
-	// returns, and its goroutine closes the released partition and exits.
+	// Closing the broker breaks sarama's connection: the request returns,
+	// and the batcher ends.
 	m.b.Close()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := s.calls.wait(wctx); err != nil {
-		t.Fatalf("abandoned call did not return after the broker closed: %v", err)
-	}
-	if !isDone(p.closed) {
-		t.Fatal("released partition not closed by the abandoned call")
+	select {
+	case <-s.t.Dead():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the batcher did not end after the broker closed")
 	}
 	client.Close()
 }

@@ -39,6 +39,14 @@ func (s *mapStore) Reset(_ context.Context, topic string, p int32, next int64) e
 	return nil
 }
 
+func (s *mapStore) CommitBatch(ctx context.Context, batch []offsets.Offset) []error {
+	errs := make([]error, len(batch))
+	for i, o := range batch {
+		errs[i] = s.Commit(ctx, o.Topic, o.Partition, o.Next)
+	}
+	return errs
+}
+
 func (s *mapStore) Release(context.Context, string, int32) error { return nil }
 func (s *mapStore) Close() error                                 { return nil }
 

@@ -58,6 +58,14 @@ func (s *memStore) Reset(_ context.Context, topic string, p int32, next int64) e
 	return s.write("reset", topic, p, next)
 }
 
+func (s *memStore) CommitBatch(_ context.Context, batch []Offset) []error {
+	errs := make([]error, len(batch))
+	for i, o := range batch {
+		errs[i] = s.write("commit", o.Topic, o.Partition, o.Next)
+	}
+	return errs
+}
+
 func (s *memStore) Release(context.Context, string, int32) error { return nil }
 func (s *memStore) Close() error                                 { return nil }
 

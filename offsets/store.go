@@ -17,11 +17,26 @@ type Store interface {
 	Fetch(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
 
 	// Commit stores next synchronously and durably: it returns nil only
-	// after the store acknowledged the write. It never moves an offset
-	// backwards: if next is below an offset this instance committed, it
-	// returns nil without writing. Errors wrap ErrCommit (or ErrClosed) and
-	// name the topic, partition and offset.
+	// after the store acknowledged the write and, where the store can check
+	// (KafkaStore with KafkaConfig.Verify), read it back. It is meant for
+	// single writes: a partition's final commit before its claim is
+	// released, administrative tools. It never moves an offset backwards:
+	// if next is below an offset this instance committed, it returns nil
+	// without writing. Errors wrap ErrCommit (or ErrClosed) and name the
+	// topic, partition and offset.
 	Commit(ctx context.Context, topic string, partition int32, next int64) error
+
+	// CommitBatch stores the offsets of several partitions, each as Commit
+	// would (never backwards), in as few round trips as the store can: one
+	// OffsetCommit request (KafkaStore), one multi transaction
+	// (ZooKeeperStore). It is meant for the routine commits of many
+	// partitions: what it wrote is read back only where a write failed.
+	// It returns one error per entry, in batch order (nil: stored, or
+	// skipped as below an offset this instance committed); an entry fails
+	// alone, with an error like Commit's. A partition may appear once; a
+	// repeated one fails with ErrInvalid. Blocks until every entry is
+	// done or ctx ends.
+	CommitBatch(ctx context.Context, batch []Offset) []error
 
 	// Reset stores next even when it is below the committed offset (an
 	// administrative offset reset). Errors wrap ErrCommit (or ErrClosed).
@@ -51,6 +66,13 @@ type TopicPartition struct {
 // String returns "topic/partition".
 func (tp TopicPartition) String() string {
 	return tp.Topic + "/" + strconv.FormatInt(int64(tp.Partition), 10)
+}
+
+// Offset is one entry of [Store.CommitBatch]: the next offset to read of a
+// partition. It is a plain value, safe for concurrent use.
+type Offset struct {
+	TopicPartition
+	Next int64
 }
 
 // Sentinel errors of the stores, wrapped by the errors they return; test
@@ -97,6 +119,30 @@ func (e *PartitionError) Unwrap() error { return e.Err }
 // partErr builds a *PartitionError.
 func partErr(op, topic string, partition int32, err error) error {
 	return &PartitionError{Topic: topic, Partition: partition, Op: op, Err: err}
+}
+
+// checkBatch validates the entries of a CommitBatch with check (which
+// adds the store's own rules) and rejects repeated partitions. It returns
+// the errors per entry (nil where valid) and how many are valid.
+func checkBatch(batch []Offset, check func(topic string, partition int32, next int64) error) ([]error, int) {
+	errs := make([]error, len(batch))
+	seen := make(map[TopicPartition]struct{}, len(batch))
+	valid := 0
+	for i, o := range batch {
+		err := check(o.Topic, o.Partition, o.Next)
+		if err == nil {
+			if _, dup := seen[o.TopicPartition]; dup {
+				err = fmt.Errorf("%w: %s appears twice in one batch", ErrInvalid, o.TopicPartition)
+			}
+			seen[o.TopicPartition] = struct{}{}
+		}
+		if err != nil {
+			errs[i] = partErr("commit", o.Topic, o.Partition, err)
+			continue
+		}
+		valid++
+	}
+	return errs, valid
 }
 
 // checkArgs validates the arguments shared by every store operation. next

@@ -82,6 +82,10 @@ func (r AckResult) String() string {
 // minCapacity is the ring size allocated on first growth.
 const minCapacity = 16
 
+// oversized is how many times larger than the entries it held at most
+// since it last emptied the ring must be to be shrunk when it empties.
+const oversized = 4
+
 // Tracker tracks delivered and acked offsets of a single partition and
 // computes the committable offset.
 //
@@ -97,12 +101,22 @@ const minCapacity = 16
 // offsets and writes acked bits only, so that when one goroutine delivers
 // and another acks (under the owner's lock), the memory they share is 8
 // bytes per message plus a bit, not a whole entry with its time.
+//
+// Memory: an entry costs 33 bytes (offset, time, bit), so a ring grown for
+// a backlog of 10,000 outstanding messages holds 16,384 slots (about 530
+// KB) and, kept, would make every partition that once caught up a backlog
+// that expensive. The ring therefore grows on demand (from minCapacity,
+// doubling) and shrinks back: when it empties while much larger than the
+// most it held since it last emptied (oversized times), it is dropped and
+// the next Deliver grows a new one; and [Tracker.Trim] releases it while
+// nothing is held (the partition manager calls it for idle partitions).
 type Tracker struct {
 	offs      []int64     // ring of offsets; len is 0 or a power of two
 	ats       []time.Time // delivery time of each slot's entry
 	acked     []uint64    // one bit per slot
 	head      int         // slot of the oldest entry
 	n         int         // number of entries in the ring
+	peak      int         // most entries held since the ring last emptied
 	pending   int         // number of unacked entries in the ring
 	start     int64       // start offset set by NewTracker or Reset
 	next      int64       // smallest offset Deliver accepts: start or last delivered + 1
@@ -131,8 +145,43 @@ func (t *Tracker) Reset(start int64) {
 	}
 	clear(t.ats) // drop time.Location references held by stale entries
 	clear(t.acked)
-	t.head, t.n, t.pending = 0, 0, 0
+	t.head, t.n, t.pending, t.peak = 0, 0, 0, 0
 	t.start, t.next, t.delivered = start, start, false
+}
+
+// Trim releases the ring's memory if nothing is held (Outstanding() is 0)
+// and reports whether it did; the next Deliver allocates a small ring
+// again. Use it for a partition that has gone idle. Nothing else changes.
+// Not safe for concurrent use; never blocks.
+func (t *Tracker) Trim() bool {
+	if t.n != 0 || t.offs == nil {
+		return false
+	}
+	t.offs, t.ats, t.acked = nil, nil, nil
+	t.head, t.peak = 0, 0
+	return true
+}
+
+// Capacity returns the number of entries the ring holds before it must
+// grow (0 when it holds no memory). O(1); not safe for concurrent use;
+// never blocks.
+func (t *Tracker) Capacity() int { return len(t.offs) }
+
+// emptied is called when the ring has just become empty: it rewinds the
+// head and, if the ring is oversized for what it held since it last
+// emptied, drops it (so a ring grown for an old backlog does not stay at
+// that size); Deliver grows a new one, only as far as needed. It never
+// allocates: Ack calls it.
+func (t *Tracker) emptied() {
+	t.head = 0
+	fit := minCapacity
+	for fit < t.peak {
+		fit *= 2
+	}
+	t.peak = 0
+	if len(t.offs) >= oversized*fit {
+		t.offs, t.ats, t.acked = nil, nil, nil
+	}
 }
 
 // Deliver records that the message at offset was handed to the application at
@@ -154,6 +203,9 @@ func (t *Tracker) Deliver(offset int64, at time.Time) error {
 	i := (t.head + t.n) & (len(t.offs) - 1)
 	t.offs[i], t.ats[i] = offset, at
 	t.n++
+	if t.n > t.peak {
+		t.peak = t.n
+	}
 	t.pending++
 	t.next = offset + 1
 	t.delivered = true
@@ -199,7 +251,7 @@ func (t *Tracker) Truncate(offset int64) error {
 	}
 	t.n = keep
 	if t.n == 0 {
-		t.head = 0
+		t.emptied()
 	}
 	t.next = offset
 	t.delivered = offset > t.start
@@ -309,7 +361,7 @@ func (t *Tracker) release() {
 		t.n--
 	}
 	if t.n == 0 {
-		t.head = 0
+		t.emptied()
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// FuzzTracker drives random Deliver/Ack/Reset/Truncate sequences decoded from the fuzz
+// FuzzTracker drives random Deliver/Ack/Reset/Truncate/Trim sequences decoded from the fuzz
 // input and checks them against refModel after every call: Committable never
 // decreases (except across Reset), never exceeds the first unacked delivered
 // offset and matches the reference, Pending/Outstanding/LastDelivered/
@@ -21,6 +21,7 @@ func FuzzTracker(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 1, 0, 2, 0, 0, 9, 2, 9, 2, 10, 0, 8, 0})
 	f.Add([]byte{2, 0, 3, 0, 3, 15, 1, 8, 0, 8, 0, 14, 7, 0, 0})
 	f.Add([]byte{3, 0, 0, 0, 0, 0, 0, 0, 0, 8, 1, 8, 0, 8, 2})
+	f.Add([]byte{0, 0, 0, 0, 1, 8, 0, 8, 0, 14, 0xf0, 0, 0, 14, 0xf0, 8, 0, 14, 0xff, 0, 0})
 	f.Add([]byte{0, 6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 7, 0, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
@@ -62,7 +63,11 @@ func FuzzTracker(f *testing.F) {
 			case 11, 12, 13: // ack relative to the watermark
 				c.ack(c.tr.Committable() - 4 + int64(arg%32))
 			case 14:
-				c.reset(int64(arg) - 8)
+				if arg >= 0xe0 {
+					c.trim()
+				} else {
+					c.reset(int64(arg) - 8)
+				}
 			case 15: // out-of-order delivery, or truncate near the watermark
 				if arg%2 == 0 {
 					c.deliver(next-1-int64(arg/2%4), now)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -538,6 +539,17 @@ func (c *checker) truncate(off int64) {
 	c.check("Truncate")
 }
 
+func (c *checker) trim() {
+	c.ops++
+	held := c.tr.Outstanding()
+	had := c.tr.Capacity()
+	released := c.tr.Trim()
+	if released != (held == 0 && had > 0) || (released && c.tr.Capacity() != 0) {
+		c.tb.Fatalf("op %d: Trim() = %v with %d held in a ring of %d (now %d)", c.ops, released, held, had, c.tr.Capacity())
+	}
+	c.check("Trim")
+}
+
 func (c *checker) reset(start int64) {
 	c.ops++
 	c.tr.Reset(start)
@@ -600,7 +612,7 @@ func randomStart(rng *rand.Rand) int64 {
 }
 
 // TestModelRandomized compares Tracker against refModel over many seeded
-// random Deliver/Ack/Reset sequences.
+// random Deliver/Ack/Reset/Truncate/Trim sequences.
 func TestModelRandomized(t *testing.T) {
 	seeds, ops := 400, 600
 	if testing.Short() {
@@ -619,7 +631,11 @@ func TestModelRandomized(t *testing.T) {
 			}
 			switch p := rng.IntN(100); {
 			case p < 1:
-				c.reset(randomStart(rng))
+				if rng.IntN(2) == 0 {
+					c.reset(randomStart(rng))
+				} else {
+					c.trim()
+				}
 			case p < 3: // truncate around the held range (some below it)
 				c.truncate(c.tr.Committable() - 1 + rng.Int64N(max(min(next-c.tr.Committable(), 1<<20), 0)+3))
 				continue
@@ -702,5 +718,157 @@ func TestTruncate(t *testing.T) {
 	}
 	if c, n := tr.Committable(), tr.Outstanding(); c != 20 || n != 0 {
 		t.Fatalf("committable %d, outstanding %d; want 20, 0", c, n)
+	}
+}
+
+// TestRingShrinks: a ring grown for a backlog is dropped when it empties
+// after a run that needed far less, Trim releases an empty ring, and
+// neither changes what the tracker answers.
+func TestRingShrinks(t *testing.T) {
+	tr := NewTracker(0)
+	var next int64
+	run := func(n int) {
+		t.Helper()
+		for range n {
+			if err := tr.Deliver(next, at(next)); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		for o := next - int64(n); o < next; o++ {
+			if r := tr.Ack(o); r != AckOK {
+				t.Fatalf("Ack(%d) = %v", o, r)
+			}
+		}
+		if tr.Committable() != next || tr.Outstanding() != 0 {
+			t.Fatalf("after a run: Committable %d Outstanding %d, want %d 0", tr.Committable(), tr.Outstanding(), next)
+		}
+	}
+	run(10000) // a backlog: the ring grows to 16384 and keeps it while it held as much
+	if c := tr.Capacity(); c != 16384 {
+		t.Fatalf("capacity after a backlog %d, want 16384", c)
+	}
+	run(100) // the next run, into the big ring, needed 128: dropped when it empties
+	if c := tr.Capacity(); c != 0 {
+		t.Fatalf("capacity after a small run in a big ring %d, want 0 (dropped)", c)
+	}
+	run(100) // grows again only as far as needed, and keeps it
+	if c := tr.Capacity(); c != 128 {
+		t.Fatalf("capacity after a second small run %d, want 128", c)
+	}
+	run(40) // 64 would do: within the slack, kept
+	if c := tr.Capacity(); c != 128 {
+		t.Fatalf("capacity after a run of 40 %d, want 128 (kept)", c)
+	}
+	// Trim refuses while something is held, releases once empty.
+	for o := next; o < next+40; o++ {
+		if err := tr.Deliver(o, at(o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tr.Trim() || tr.Capacity() != 128 {
+		t.Fatalf("Trim with entries held released the ring (capacity %d)", tr.Capacity())
+	}
+	for o := next; o < next+40; o++ {
+		if tr.Ack(o) != AckOK {
+			t.Fatalf("Ack(%d)", o)
+		}
+	}
+	next += 40
+	if tr.Capacity() != 128 {
+		t.Fatalf("capacity %d, want 128 (kept)", tr.Capacity())
+	}
+	if !tr.Trim() || tr.Capacity() != 0 {
+		t.Fatalf("Trim of an empty tracker kept capacity %d", tr.Capacity())
+	}
+	if tr.Trim() {
+		t.Fatal("second Trim released something")
+	}
+	if tr.Committable() != next {
+		t.Fatalf("Committable %d after Trim, want %d", tr.Committable(), next)
+	}
+	if last, ok := tr.LastDelivered(); !ok || last != next-1 {
+		t.Fatalf("LastDelivered %d %v after Trim, want %d", last, ok, next-1)
+	}
+	if err := tr.Deliver(next-1, at(next)); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("Deliver of the last delivered offset after Trim: %v, want ErrOutOfOrder", err)
+	}
+	run(3)
+}
+
+// TestAckNeverAllocates: an ack that empties (and so drops) an oversized
+// ring does not allocate; acks run on the user's goroutine.
+func TestAckNeverAllocates(t *testing.T) {
+	// AllocsPerRun calls the function once to warm up, then once measured.
+	var trs [2]*Tracker
+	for i := range trs {
+		tr := NewTracker(0)
+		for o := range int64(1000) { // ring of 1024
+			if err := tr.Deliver(o, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for o := range int64(1000) { // held 1000: kept
+			tr.Ack(o)
+		}
+		if err := tr.Deliver(1000, t0); err != nil { // a small run into the big ring
+			t.Fatal(err)
+		}
+		if tr.Capacity() != 1024 {
+			t.Fatalf("capacity %d, want 1024", tr.Capacity())
+		}
+		trs[i] = tr
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1, func() {
+		if r := trs[i].Ack(1000); r != AckOK {
+			t.Fatalf("Ack = %v", r)
+		}
+		i++
+	})
+	if allocs != 0 || trs[1].Capacity() != 0 {
+		t.Fatalf("the shrinking Ack allocated %.0f times and left capacity %d; want 0 and 0", allocs, trs[1].Capacity())
+	}
+}
+
+// TestIdleTrackerMemory: the heap a Tracker keeps after a backlog of
+// 10,000 messages was acked and a small run followed, and after Trim.
+func TestIdleTrackerMemory(t *testing.T) {
+	const n = 50
+	live := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	b0 := live()
+	trs := make([]*Tracker, n)
+	for i := range trs {
+		tr := NewTracker(0)
+		for o := range int64(10000) {
+			_ = tr.Deliver(o, t0)
+		}
+		for o := range int64(10000) {
+			tr.Ack(o)
+		}
+		trs[i] = tr
+	}
+	backlog := float64(live()-b0) / n
+	for _, tr := range trs {
+		_ = tr.Deliver(10000, t0)
+		tr.Ack(10000)
+	}
+	after := float64(int64(live())-int64(b0)) / n
+	for _, tr := range trs {
+		tr.Trim()
+	}
+	trimmed := float64(int64(live())-int64(b0)) / n
+	runtime.KeepAlive(trs)
+	t.Logf("bytes per tracker: after a backlog %.0f, after a small run %.0f, trimmed %.0f", backlog, after, trimmed)
+	if backlog < 400_000 {
+		t.Errorf("a tracker that held 10,000 entries keeps %.0f bytes; the measurement is off", backlog)
+	}
+	if after > 2048 || trimmed > 2048 {
+		t.Errorf("an idle tracker keeps %.0f bytes after a small run, %.0f after Trim; want at most 2 KB", after, trimmed)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
@@ -20,9 +21,18 @@ type ZNodes interface {
 	Set(path string, data []byte, version int32) (*zk.Stat, error)
 	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
 	Exists(path string) (bool, *zk.Stat, error)
+	// Multi runs ops (here *zk.SetDataRequest only) as one transaction:
+	// all or none. On failure the response of the failing op has its
+	// error.
+	Multi(ops ...any) ([]zk.MultiResponse, error)
 }
 
 var _ ZNodes = (*zk.Conn)(nil)
+
+// maxMultiOps bounds the writes of one multi transaction: each costs about
+// 100 bytes, and ZooKeeper refuses requests above jute.maxbuffer (1 MB by
+// default).
+const maxMultiOps = 1000
 
 // maxCASAttempts bounds the compare-and-set loop of Commit and Reset. Each
 // failed attempt means another writer succeeded, so a real ZooKeeper never
@@ -33,15 +43,32 @@ const maxCASAttempts = 1000
 // them: /consumers/<group>/offsets/<topic>/<partition>, holding the next
 // offset to read as plain decimal text (see zkdata.FormatOffset).
 //
+// Every write is a versioned Set (compare-and-set on the node's version).
+// The store remembers, per partition it wrote, the node's version and
+// offset after its last write, so that CommitBatch can write every
+// partition it wrote before in one multi transaction (of versioned Sets,
+// up to maxMultiOps a transaction) without reading them first. Should
+// another writer have changed a node, the transaction fails as a whole and
+// its partitions take the path of Commit: read, compare, write.
+//
 // It is safe for concurrent use. Every method blocks on ZooKeeper round
 // trips (bounded by the connection's session timeout); ctx is checked
-// between round trips, not during one. It holds no per-partition resources,
-// so Release only checks its arguments.
+// between round trips, not during one. Release forgets what the store
+// remembers of the partition.
 type ZooKeeperStore struct {
 	nodes  ZNodes
 	group  string
 	acl    []zk.ACL
 	closed atomic.Bool
+
+	mu    sync.Mutex
+	known map[TopicPartition]znode // after this instance's last write
+}
+
+// znode is an offset node as this instance last wrote (or read) it.
+type znode struct {
+	version int32
+	next    int64
 }
 
 var _ Store = (*ZooKeeperStore)(nil)
@@ -61,7 +88,7 @@ func NewZooKeeperStore(nodes ZNodes, group string, acl []zk.ACL) (*ZooKeeperStor
 	if len(acl) == 0 {
 		acl = zk.WorldACL(zk.PermAll)
 	}
-	return &ZooKeeperStore{nodes: nodes, group: group, acl: acl}, nil
+	return &ZooKeeperStore{nodes: nodes, group: group, acl: acl, known: map[TopicPartition]znode{}}, nil
 }
 
 // check validates the arguments of an operation and the store's state.
@@ -147,7 +174,98 @@ func (s *ZooKeeperStore) write(ctx context.Context, op, topic string, partition 
 	}
 	path := zkdata.OffsetPath(s.group, topic, partition)
 	if err := s.writeLoop(ctx, op, path, topic, partition, next); err != nil {
+		s.forget(TopicPartition{topic, partition})
 		return partErr(op, topic, partition, fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
+	}
+	return nil
+}
+
+// remember records a node's version and offset after a write or read.
+func (s *ZooKeeperStore) remember(tp TopicPartition, version int32, next int64) {
+	s.mu.Lock()
+	s.known[tp] = znode{version: version, next: next}
+	s.mu.Unlock()
+}
+
+// forget drops what the store remembers of a partition.
+func (s *ZooKeeperStore) forget(tp TopicPartition) {
+	s.mu.Lock()
+	delete(s.known, tp)
+	s.mu.Unlock()
+}
+
+// CommitBatch writes the entries' offsets: those of partitions this store
+// wrote before and holds a lower offset for in one multi transaction of
+// versioned Sets (per maxMultiOps), the others, and those of a failed
+// transaction, one by one as Commit does. Each entry fails alone, with an
+// error like Commit's. See Store.CommitBatch. Safe for concurrent use;
+// blocks on ZooKeeper round trips.
+func (s *ZooKeeperStore) CommitBatch(ctx context.Context, batch []Offset) []error {
+	errs, _ := checkBatch(batch, func(topic string, partition int32, next int64) error {
+		return s.check(topic, partition, next, true)
+	})
+	var multi, single []int
+	s.mu.Lock()
+	for i, e := range batch {
+		if errs[i] != nil {
+			continue
+		}
+		if k, ok := s.known[e.TopicPartition]; ok && k.next < e.Next {
+			multi = append(multi, i)
+		} else {
+			single = append(single, i) // unknown, or a read decides
+		}
+	}
+	s.mu.Unlock()
+	for len(multi) > 0 {
+		n := min(len(multi), maxMultiOps)
+		single = append(single, s.multi(ctx, batch, multi[:n])...)
+		multi = multi[n:]
+	}
+	for _, i := range single {
+		e := batch[i]
+		errs[i] = s.write(ctx, "commit", e.Topic, e.Partition, e.Next)
+	}
+	return errs
+}
+
+// multi writes the entries idx of batch in one transaction of Sets at the
+// versions the store remembers. It returns the entries left to write one
+// by one: all of them if the transaction failed.
+func (s *ZooKeeperStore) multi(ctx context.Context, batch []Offset, idx []int) []int {
+	if ctx.Err() != nil {
+		return idx // the single path reports it
+	}
+	ops := make([]any, len(idx))
+	s.mu.Lock()
+	for j, i := range idx {
+		e := batch[i]
+		ops[j] = &zk.SetDataRequest{Path: zkdata.OffsetPath(s.group, e.Topic, e.Partition),
+			Data: zkdata.FormatOffset(e.Next), Version: s.known[e.TopicPartition].version}
+	}
+	s.mu.Unlock()
+	res, err := s.nodes.Multi(ops...)
+	if err == nil && len(res) == len(idx) {
+		for _, r := range res {
+			if r.Error != nil || r.Stat == nil {
+				err = r.Error
+				if err == nil {
+					err = errors.New("no stat returned")
+				}
+				break
+			}
+		}
+	} else if err == nil {
+		err = fmt.Errorf("%d responses to %d operations", len(res), len(idx))
+	}
+	if err != nil {
+		for _, i := range idx {
+			s.forget(batch[i].TopicPartition)
+		}
+		return idx
+	}
+	for j, i := range idx {
+		s.remember(batch[i].TopicPartition, res[j].Stat.Version, batch[i].Next)
 	}
 	return nil
 }
@@ -156,6 +274,7 @@ func (s *ZooKeeperStore) write(ctx context.Context, op, topic string, partition 
 // succeeds, finds nothing to do, or fails.
 func (s *ZooKeeperStore) writeLoop(ctx context.Context, op, path, topic string, partition int32, next int64) error {
 	data := zkdata.FormatOffset(next)
+	tp := TopicPartition{topic, partition}
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -163,6 +282,9 @@ func (s *ZooKeeperStore) writeLoop(ctx context.Context, op, path, topic string, 
 		cur, stat, err := s.nodes.Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
 			done, err := s.create(path, data)
+			if done {
+				s.remember(tp, 0, next)
+			}
 			if err != nil || done {
 				return err
 			}
@@ -181,12 +303,16 @@ func (s *ZooKeeperStore) writeLoop(ctx context.Context, op, path, topic string, 
 				return err
 			}
 			if stored >= next {
+				s.remember(tp, version, stored)
 				return nil // never backwards; equal is already durable
 			}
 		}
-		_, err = s.nodes.Set(path, data, version)
+		st, err := s.nodes.Set(path, data, version)
 		switch {
 		case err == nil:
+			if st != nil {
+				s.remember(tp, st.Version, next)
+			}
 			return nil
 		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
 			continue // lost a race: re-read
@@ -236,12 +362,13 @@ func (s *ZooKeeperStore) ensureParents(path string) error {
 	return nil
 }
 
-// Release checks its arguments and returns: the store holds nothing per
-// partition. Safe for concurrent use; does not block.
+// Release forgets the partition's node version and offset. Safe for
+// concurrent use; does not block.
 func (s *ZooKeeperStore) Release(_ context.Context, topic string, partition int32) error {
 	if err := s.check(topic, partition, 0, false); err != nil {
 		return partErr("release", topic, partition, err)
 	}
+	s.forget(TopicPartition{topic, partition})
 	return nil
 }
 
@@ -250,5 +377,8 @@ func (s *ZooKeeperStore) Release(_ context.Context, topic string, partition int3
 // safe for concurrent use; does not block.
 func (s *ZooKeeperStore) Close() error {
 	s.closed.Store(true)
+	s.mu.Lock()
+	clear(s.known)
+	s.mu.Unlock()
 	return nil
 }

@@ -32,6 +32,19 @@ func (c chrootNodes) Create(path string, data []byte, flags int32, acl []zk.ACL)
 	return strings.TrimPrefix(p, c.root), err
 }
 
+func (c chrootNodes) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	rooted := make([]any, len(ops))
+	for i, op := range ops {
+		rooted[i] = op
+		if set, ok := op.(*zk.SetDataRequest); ok {
+			cp := *set
+			cp.Path = c.root + cp.Path
+			rooted[i] = &cp
+		}
+	}
+	return c.conn.Multi(rooted...)
+}
+
 // clusterZK connects to the shared cluster's ZooKeeper and creates a chroot
 // /t-<name> for the test. The connection is closed when the test ends.
 func clusterZK(t *testing.T, c *testcluster.Cluster) (*zk.Conn, chrootNodes) {
@@ -155,4 +168,66 @@ func TestZooKeeperStoreCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOffset(t, s, "orders", 2, 5)
+}
+
+// TestZooKeeperStoreClusterBatch: batches against the real ZooKeeper, with
+// another session writing one of the partitions between them: the
+// transaction that meets its write fails whole and falls back, and no
+// offset goes backwards.
+func TestZooKeeperStoreClusterBatch(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	_, nodes := clusterZK(t, c)
+	group := testcluster.Name(t, "group")
+	s, err := NewZooKeeperStore(nodes, group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn2, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	other, err := NewZooKeeperStore(chrootNodes{conn: conn2, root: nodes.root}, group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 10
+	batch := func(base int64) []Offset {
+		b := make([]Offset, n)
+		for p := range int32(n) {
+			b[p] = Offset{TopicPartition{"orders", p}, base + int64(p)}
+		}
+		return b
+	}
+	for _, base := range []int64{10, 20} { // created, then one transaction
+		for i, err := range s.CommitBatch(ctx, batch(base)) {
+			if err != nil {
+				t.Fatalf("base %d entry %d: %v", base, i, err)
+			}
+		}
+	}
+	if err := other.Commit(ctx, "orders", 3, 100); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range s.CommitBatch(ctx, batch(30)) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	for p := range int32(n) {
+		want := 30 + int64(p)
+		if p == 3 {
+			want = 100
+		}
+		wantOffset(t, other, "orders", p, want)
+	}
+	for i, err := range s.CommitBatch(ctx, batch(40)) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	wantOffset(t, other, "orders", 3, 100)
+	wantOffset(t, other, "orders", 9, 49)
 }

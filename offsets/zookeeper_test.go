@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,8 @@ type fakeZK struct {
 	getErr       error
 	setErr       error
 	createErr    error
+	multiErr     error
+	multis       []int // ops of each Multi call
 }
 
 type fakeNode struct {
@@ -101,6 +104,50 @@ func (f *fakeZK) Create(path string, data []byte, flags int32, acl []zk.ACL) (st
 	f.nodes[path] = &fakeNode{data: append([]byte(nil), data...)}
 	f.writes[path] = append(f.writes[path], string(data))
 	return path, nil
+}
+
+// Multi applies SetDataRequests as one transaction: all or none. On a
+// failure the failing op's response has its error, the others
+// zk.ErrAPIError, and the call returns the failing op's error.
+func (f *fakeZK) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.multis = append(f.multis, len(ops))
+	if f.multiErr != nil {
+		return nil, f.multiErr
+	}
+	res := make([]zk.MultiResponse, len(ops))
+	for i, op := range ops {
+		set, ok := op.(*zk.SetDataRequest)
+		if !ok {
+			return nil, fmt.Errorf("fake: unexpected op %T", op)
+		}
+		n, ok := f.nodes[set.Path]
+		var err error
+		switch {
+		case !ok:
+			err = zk.ErrNoNode
+		case set.Version != -1 && set.Version != n.version:
+			err = zk.ErrBadVersion
+			f.stale++
+		}
+		if err != nil {
+			for j := range res {
+				res[j].Error = zk.ErrAPIError
+			}
+			res[i].Error = err
+			return res, err
+		}
+	}
+	for i, op := range ops {
+		set := op.(*zk.SetDataRequest)
+		n := f.nodes[set.Path]
+		n.data = append([]byte(nil), set.Data...)
+		n.version++
+		f.writes[set.Path] = append(f.writes[set.Path], string(set.Data))
+		res[i].Stat = &zk.Stat{Version: n.version}
+	}
+	return res, nil
 }
 
 func (f *fakeZK) Exists(path string) (bool, *zk.Stat, error) {
@@ -499,4 +546,131 @@ func FuzzZooKeeperStoreFetch(f *testing.F) {
 			t.Fatalf("fetch(%q) = %d, %v; ParseInt says %d, %v", data, got, ok, want, perr)
 		}
 	})
+}
+
+// TestZooKeeperStoreCommitBatch: partitions the store wrote before go in
+// one multi transaction; the others, those below what is known, and those
+// of a transaction that failed take the read-compare-write path; bad
+// entries fail alone.
+func TestZooKeeperStoreCommitBatch(t *testing.T) {
+	f := newFakeZK()
+	s := newTestZKStore(t, f)
+	ctx := context.Background()
+	batch := func(next ...int64) []Offset {
+		b := make([]Offset, len(next))
+		for p, n := range next {
+			b[p] = Offset{TopicPartition{"t", int32(p)}, n}
+		}
+		return b
+	}
+	noErrs := func(errs []error) {
+		t.Helper()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("entry %d: %v", i, err)
+			}
+		}
+	}
+	want := func(p int32, v string, writes ...string) {
+		t.Helper()
+		path := zkdata.OffsetPath("g", "t", p)
+		if d, _ := f.data(path); d != v {
+			t.Fatalf("partition %d holds %q, want %q", p, d, v)
+		}
+		if got := f.writeLog(path); strings.Join(got, ",") != strings.Join(writes, ",") {
+			t.Fatalf("partition %d writes %v, want %v", p, got, writes)
+		}
+	}
+	noErrs(s.CommitBatch(ctx, batch(5, 6, 7))) // unknown: created one by one
+	if len(f.multis) != 0 {
+		t.Fatalf("multis %v for partitions never written", f.multis)
+	}
+	noErrs(s.CommitBatch(ctx, batch(10, 11, 12)))
+	if !slices.Equal(f.multis, []int{3}) {
+		t.Fatalf("multis %v, want one of 3 operations", f.multis)
+	}
+	want(0, "10", "5", "10")
+	// Partition 1 is below what is known (read decides: skipped); another
+	// writer moved partition 2 on: the multi of 0 and 2 fails and both are
+	// written one by one, 2 not backwards.
+	f.put(zkdata.OffsetPath("g", "t", 2), "40")
+	noErrs(s.CommitBatch(ctx, batch(20, 11, 30)))
+	if !slices.Equal(f.multis, []int{3, 2}) {
+		t.Fatalf("multis %v, want a second one of 2 operations", f.multis)
+	}
+	want(0, "20", "5", "10", "20")
+	want(1, "11", "6", "11")
+	want(2, "40", "7", "12")
+	// Everything known again: one multi.
+	noErrs(s.CommitBatch(ctx, batch(21, 12, 41)))
+	if !slices.Equal(f.multis, []int{3, 2, 3}) {
+		t.Fatalf("multis %v, want a third one of 3 operations", f.multis)
+	}
+	want(2, "41", "7", "12", "41")
+	// A broken transaction falls back to single writes, which work.
+	f.mu.Lock()
+	f.multiErr = zk.ErrConnectionClosed
+	f.mu.Unlock()
+	noErrs(s.CommitBatch(ctx, batch(22, 13, 42)))
+	want(1, "13", "6", "11", "12", "13")
+	f.mu.Lock()
+	f.multiErr = nil
+	f.mu.Unlock()
+	// Bad entries fail alone.
+	bad := append(batch(23, 14), Offset{TopicPartition{"", 0}, 1}, Offset{TopicPartition{"t", 0}, 24}, Offset{TopicPartition{"t", 5}, -1})
+	errs := s.CommitBatch(ctx, bad)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("good entries failed: %v", errs[:2])
+	}
+	for _, i := range []int{2, 3, 4} {
+		var pe *PartitionError
+		if !errors.Is(errs[i], ErrInvalid) || !errors.As(errs[i], &pe) || pe.Op != "commit" {
+			t.Errorf("entry %d (%v): %v, want a commit PartitionError wrapping ErrInvalid", i, bad[i], errs[i])
+		}
+	}
+	want(0, "23", "5", "10", "20", "21", "22", "23")
+	// Released partitions are forgotten: read first again.
+	if err := s.Release(ctx, "t", 0); err != nil {
+		t.Fatal(err)
+	}
+	n := len(f.multis)
+	noErrs(s.CommitBatch(ctx, batch(25)))
+	if len(f.multis) != n {
+		t.Fatalf("a released partition went into a multi")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range s.CommitBatch(ctx, batch(30, 30)) {
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("CommitBatch after Close: %v, want ErrClosed", err)
+		}
+	}
+}
+
+// TestZooKeeperStoreCommitBatchChunks: more partitions than one
+// transaction may carry go in several.
+func TestZooKeeperStoreCommitBatchChunks(t *testing.T) {
+	f := newFakeZK()
+	s := newTestZKStore(t, f)
+	const n = maxMultiOps + maxMultiOps/2
+	b := make([]Offset, n)
+	for round := int64(1); round <= 2; round++ {
+		for p := range b {
+			b[p] = Offset{TopicPartition{"t", int32(p)}, round}
+		}
+		for i, err := range s.CommitBatch(context.Background(), b) {
+			if err != nil {
+				t.Fatalf("round %d entry %d: %v", round, i, err)
+			}
+		}
+	}
+	if !slices.Equal(f.multis, []int{maxMultiOps, maxMultiOps / 2}) {
+		t.Fatalf("multis %v, want %d and %d operations", f.multis, maxMultiOps, maxMultiOps/2)
+	}
+	for p := range int32(n) {
+		if d, _ := f.data(zkdata.OffsetPath("g", "t", p)); d != "2" {
+			t.Fatalf("partition %d holds %q", p, d)
+		}
+	}
 }

@@ -24,18 +24,22 @@ type Config struct {
 	// partition. When reached, the partition stops handing out messages
 	// until acks arrive; other partitions go on.
 	MaxUnacked int
-	// CommitInterval is how often acked offsets are committed.
+	// CommitInterval is how often acked offsets are committed (by the
+	// consumer's Committer, for all its partitions at once).
 	CommitInterval time.Duration
 	// DrainTimeout bounds how long Stop waits for outstanding acks before it
 	// commits what was acked.
 	DrainTimeout time.Duration
-	// CommitTimeout bounds one commit (and its verification).
+	// CommitTimeout bounds one commit: a Committer's batch, a final
+	// commit and its verification, a read of the committed offset.
 	CommitTimeout time.Duration
 	// Initial is where to start without a committed offset, and where to
 	// go when the committed offset is out of range: Oldest or Newest.
 	Initial string
-	// RetryBackoff is the first wait after a failed fetch start; it doubles
-	// up to RetryBackoffMax.
+	// RetryBackoff is about the first wait after a failed read of the
+	// committed offset or fetch start; the waits grow exponentially up to
+	// RetryBackoffMax, jittered (internal/retry) so that the partitions of
+	// a consumer do not retry in lockstep.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
 }

@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/IBM/sarama"
@@ -104,7 +105,8 @@ const (
 // it: after done, or after withdrawing it.
 type job struct {
 	m     *Manager
-	msgs  []*Message
+	msgs  []*Message // from msgsPool while the job is filled
+	buf   *[]*Message
 	sent  int // handed out, from the first
 	state atomic.Int32
 	done  chan struct{} // buffered 1: served
@@ -120,6 +122,8 @@ func (m *Manager) viaFunnel(f *Funnel, msgs []*sarama.ConsumerMessage, next *int
 		j = &job{m: m, done: make(chan struct{}, 1)}
 		m.job = j
 	}
+	j.buf = msgsPool.Get().(*[]*Message)
+	j.msgs = (*j.buf)[:0]
 	for i, msg := range msgs {
 		j.msgs = append(j.msgs, m.newMessage(msg))
 		msgs[i] = nil // the user holds on to it, not us
@@ -134,9 +138,19 @@ func (m *Manager) viaFunnel(f *Funnel, msgs []*sarama.ConsumerMessage, next *int
 		all = j.sent == len(j.msgs)
 	} // else withdrawn: nothing of it was handed out
 	clear(j.msgs) // a lane reads no more of a withdrawn job than its state
-	j.msgs = j.msgs[:0]
+	*j.buf = j.msgs[:0]
+	msgsPool.Put(j.buf)
+	j.msgs, j.buf = nil, nil
 	return all
 }
+
+// msgsPool holds the slices of jobs (*[]*Message of capacity readBatch):
+// shared by the managers, so that an idle partition holds none (2 KB
+// each).
+var msgsPool = sync.Pool{New: func() any {
+	b := make([]*Message, 0, readBatch)
+	return &b
+}}
 
 // await queues j and waits until the funnel has served it, or withdraws it
 // when the manager halts (or the funnel is closed) before the funnel took

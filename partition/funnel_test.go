@@ -29,9 +29,14 @@ func funnelOf(t *testing.T, parts, per int) ([][]sarama.ConsumerMessage, chan *M
 func startFunneled(t *testing.T, f *Funnel, fence Fence, feeds [][]sarama.ConsumerMessage, cfg Config) []*Manager {
 	t.Helper()
 	var ms []*Manager
+	store := &memStore{committed: map[int32]int64{}}
+	for p := range feeds {
+		store.committed[int32(p)] = 0
+	}
+	committer := committerFor(t, store, cfg)
 	for p := range feeds {
 		m, err := Start(Params{Topic: "t", Partition: int32(p), Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
-			Store: &memStore{committed: map[int32]int64{int32(p): 0}}, Fence: fence, Funnel: f, Config: cfg})
+			Store: store, Committer: committer, Fence: fence, Funnel: f, Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +49,7 @@ func startFunneled(t *testing.T, f *Funnel, fence Fence, feeds [][]sarama.Consum
 // funnel into one unbuffered channel: each message once, each partition
 // in offset order, and every ack counted by the right manager.
 func TestFunnelDeliversEveryPartitionInOrder(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
 	const parts, per = 5, 3000
 	feeds, out, f := funnelOf(t, parts, per)
 	cfg := NewConfig()
@@ -85,7 +90,7 @@ func TestFunnelDeliversEveryPartitionInOrder(t *testing.T) {
 // was tracked is forgotten: nothing is committed past the start and
 // nothing is left unacked.
 func TestFunnelStopWithdrawsWhatWasNotHandedOut(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
 	parts := funnelLanes + 2
 	feeds, out, f := funnelOf(t, parts, 50)
 	cfg := NewConfig()
@@ -135,7 +140,7 @@ func TestFunnelStopWithdrawsWhatWasNotHandedOut(t *testing.T) {
 // funnel hands nothing out, for any partition, and resumes with the next
 // offset of each.
 func TestFunnelHoldsBackWhileSuspended(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
 	const parts, per = 3, 20
 	feeds, out, f := funnelOf(t, parts, per)
 	fence := newFence()
@@ -180,7 +185,7 @@ func TestFunnelHoldsBackWhileSuspended(t *testing.T) {
 }
 
 func TestFunnelParams(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
 	if _, err := NewFunnel(nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("NewFunnel(nil) = %v, want ErrConfig", err)
 	}
@@ -190,7 +195,9 @@ func TestFunnelParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	base := Params{Topic: "t", Client: noResolver{}, Consumer: feedConsumer{}, Store: &memStore{}, Fence: newFence(), Config: NewConfig()}
+	store := &memStore{}
+	base := Params{Topic: "t", Client: noResolver{}, Consumer: feedConsumer{}, Store: store,
+		Committer: committerFor(t, store, NewConfig()), Fence: newFence(), Config: NewConfig()}
 	for _, c := range []struct {
 		name  string
 		field string
@@ -215,7 +222,7 @@ func TestFunnelParams(t *testing.T) {
 // TestFunnelClosedUnderAManager: a funnel closed while a manager still
 // uses it (a misuse) does not hang the manager; it reports it.
 func TestFunnelClosedUnderAManager(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
 	out := make(chan *Message)
 	f, err := NewFunnel(out)
 	if err != nil {
@@ -226,8 +233,9 @@ func TestFunnelClosedUnderAManager(t *testing.T) {
 	}
 	reported := make(chan error, 10)
 	feeds := [][]sarama.ConsumerMessage{feedMessages("t", 0, 0, 5)}
+	store := &memStore{committed: map[int32]int64{0: 0}}
 	m, err := Start(Params{Topic: "t", Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
-		Store: &memStore{committed: map[int32]int64{0: 0}}, Fence: newFence(), Funnel: f, Config: NewConfig(),
+		Store: store, Committer: committerFor(t, store, NewConfig()), Fence: newFence(), Funnel: f, Config: NewConfig(),
 		Report: func(err error) { reported <- err }})
 	if err != nil {
 		t.Fatal(err)

@@ -117,11 +117,19 @@ func BenchmarkHotPath(b *testing.B) {
 					b.Fatal(err)
 				}
 				var ms []*Manager
+				store := &memStore{committed: map[int32]int64{}}
+				committer, err := NewCommitter(store, NewConfig(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for p := int32(0); p < hotParts; p++ {
+					store.committed[p] = 0
+				}
 				for p := int32(0); p < hotParts; p++ {
 					// Each claim has channels of its own, as in the consumer.
 					fence := newFence()
 					m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: batches},
-						Store: &memStore{committed: map[int32]int64{p: 0}}, Fence: fence, Funnel: funnel, Config: NewConfig()})
+						Store: store, Committer: committer, Fence: fence, Funnel: funnel, Config: NewConfig()})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -131,6 +139,7 @@ func BenchmarkHotPath(b *testing.B) {
 					for _, m := range ms {
 						_ = m.Stop(false)
 					}
+					_ = committer.Close()
 					_ = funnel.Close()
 				}
 			} else {

@@ -10,15 +10,22 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/offsets"
 	"gopkg.in/tomb.v2"
 )
 
 // Store is where a partition's committed offset lives (offsets.Store
-// satisfies it). Offsets follow Kafka's convention: the next offset to read.
+// satisfies it; see it for the contract of each method). Offsets follow
+// Kafka's convention: the next offset to read. A Manager reads the
+// committed offset with Fetch when it starts, makes its final commit with
+// Commit (synchronous, read back by the store) and calls Release when it
+// stops; the Committer makes the routine commits of every Manager with
+// CommitBatch. Implementations must be safe for concurrent use.
 type Store interface {
 	Fetch(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
 	Commit(ctx context.Context, topic string, partition int32, next int64) error
+	CommitBatch(ctx context.Context, batch []offsets.Offset) []error
 	Release(ctx context.Context, topic string, partition int32) error
 }
 
@@ -35,6 +42,10 @@ type Params struct {
 	Client    OffsetResolver  // resolves oldest/newest offsets (a sarama.Client)
 	Consumer  sarama.Consumer // shared by the consumer's managers
 	Store     Store
+	// Committer makes the routine commits, every Config.CommitInterval,
+	// of every Manager of the consumer in one batch: one per consumer,
+	// on the same Store.
+	Committer *Committer
 	Fence     Fence
 	// Out receives the messages, sent by the Manager itself: meant for a
 	// channel of this partition alone (a per-partition stream). When
@@ -74,6 +85,8 @@ type Manager struct {
 	abandoned map[int64]bool   // handed out, will never be acked (see Abandon)
 	stopped   bool             // acks are stale from now on
 	committed int64            // last committed next-offset (-1: unknown)
+	verified  bool             // committed was read from the store, or written and read back
+	idleSeen  uint64           // delivered count when the Committer last found nothing outstanding
 	acks      uint64           // acks counted
 	dupAcks   uint64           // duplicate and unknown acks
 	space     chan struct{}    // buffered 1: an ack arrived
@@ -91,7 +104,10 @@ type Manager struct {
 	// one was withdrawn). Used by the run goroutine only.
 	job *job
 
-	commitMu sync.Mutex // one commit at a time, so commits never race backwards
+	// commitMu is held by a commit from taking the offset until the store
+	// answered (the Committer's batch, the final commit), so that two
+	// commits of the partition never race and so never move it backwards.
+	commitMu sync.Mutex
 
 	lastFetched   atomic.Int64
 	highWatermark atomic.Int64
@@ -107,9 +123,10 @@ type Manager struct {
 	stopDone chan struct{}
 }
 
-// Start validates p and starts the manager's goroutines; it does not block
-// on I/O: the committed offset is read and fetching starts in the
-// background. The caller must call Stop.
+// Start validates p, registers the manager with p.Committer and starts
+// the manager's goroutines; it does not block on I/O: the committed offset
+// is read and fetching starts in the background. The caller must call
+// Stop.
 func Start(p Params) (*Manager, error) {
 	switch {
 	case p.Topic == "":
@@ -122,6 +139,8 @@ func Start(p Params) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Consumer: nil", ErrConfig)
 	case p.Store == nil:
 		return nil, fmt.Errorf("%w: Store: nil", ErrConfig)
+	case p.Committer == nil:
+		return nil, fmt.Errorf("%w: Committer: nil", ErrConfig)
 	case p.Fence == nil:
 		return nil, fmt.Errorf("%w: Fence: nil", ErrConfig)
 	case p.Out == nil && p.Funnel == nil:
@@ -148,8 +167,13 @@ func Start(p Params) (*Manager, error) {
 	}
 	m.lastFetched.Store(-1)
 	m.highWatermark.Store(-1)
-	m.t.Go(m.run)
+	if !p.Committer.add(m) {
+		return nil, ErrCommitterClosed
+	}
+	// watchHalt first: it runs until the tomb is dying, so the tomb cannot
+	// die (and refuse Go) should run return at once.
 	m.t.Go(m.watchHalt)
+	m.t.Go(m.run)
 	return m, nil
 }
 
@@ -236,25 +260,14 @@ func (m *Manager) ack(offset int64) AckResult {
 	}
 }
 
-// backoff waits d (doubling it for next time) or returns false when dying.
-func (m *Manager) backoff(d *time.Duration) bool {
-	select {
-	case <-m.t.Dying():
-		return false
-	case <-m.p.Fence.Lost():
-		return false
-	case <-time.After(*d):
-	}
-	*d *= 2
-	if *d > m.cfg.RetryBackoffMax {
-		*d = m.cfg.RetryBackoffMax
-	}
-	return true
+// newBackoff returns the jittered backoff of the manager's retries.
+func (m *Manager) newBackoff() *retry.Backoff {
+	return retry.New(m.cfg.RetryBackoff, m.cfg.RetryBackoffMax)
 }
 
 // startPosition reads the committed offset, retrying until it succeeds.
 func (m *Manager) startPosition() (int64, bool) {
-	wait := m.cfg.RetryBackoff
+	b := m.newBackoff()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
 		next, ok, err := m.p.Store.Fetch(ctx, m.topic, m.partition)
@@ -262,15 +275,15 @@ func (m *Manager) startPosition() (int64, bool) {
 		if err == nil {
 			if ok {
 				m.mu.Lock()
-				m.committed = next
+				m.committed, m.verified = next, true
 				m.mu.Unlock()
 				return next, true
 			}
 			return m.cfg.initialOffset(), true
 		}
 		m.report("start", fmt.Errorf("%w: reading the committed offset: %w", ErrStart, err))
-		m.log.Warn("reading the committed offset failed; retrying", "err", err, "backoff", wait)
-		if !m.backoff(&wait) {
+		m.log.Warn("reading the committed offset failed; retrying", "err", err)
+		if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
 			return 0, false
 		}
 	}
@@ -286,12 +299,11 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 
 // run is the fetch loop: it owns the sarama PartitionConsumer.
 func (m *Manager) run() error {
-	m.t.Go(m.committer)
 	pos, ok := m.startPosition()
 	if !ok {
 		return nil
 	}
-	wait := m.cfg.RetryBackoff
+	b := m.newBackoff()
 	for {
 		abs, err := m.resolve(pos)
 		var pc sarama.PartitionConsumer
@@ -305,13 +317,13 @@ func (m *Manager) run() error {
 		if err != nil {
 			m.fetchErrors.Add(1)
 			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
-			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "err", err, "backoff", wait)
-			if !m.backoff(&wait) {
+			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "err", err)
+			if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
 				return m.exitReason()
 			}
 			continue
 		}
-		wait = m.cfg.RetryBackoff
+		b.Reset()
 		m.ensureTracker(abs)
 		next, outOfRange, stop := m.consume(pc)
 		if stop {
@@ -388,7 +400,6 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 	}
 	m.mu.Unlock()
 	msgs, errs := pc.Messages(), pc.Errors()
-	batch := make([]*sarama.ConsumerMessage, 0, readBatch)
 	for {
 		var msg *sarama.ConsumerMessage
 		var ok bool
@@ -416,18 +427,26 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 		if !ok {
 			return next, outOfRange, false
 		}
-		var closed bool
-		batch, closed = takeBuffered(msgs, append(batch[:0], msg))
+		bp := batchPool.Get().(*[]*sarama.ConsumerMessage)
+		batch, closed := takeBuffered(msgs, append((*bp)[:0], msg))
 		if hwm := pc.HighWaterMarkOffset(); hwm != m.highWatermark.Load() {
 			m.highWatermark.Store(hwm)
 		}
+		halted := false
 		for rest := batch; len(rest) > 0; {
 			var n int
 			rest, n, ok = m.track(rest)
 			if !ok || !m.handOut(rest[:n], &next) {
-				return next, false, true // the rest is dropped like pc's buffer
+				halted = true // the rest is dropped like pc's buffer
+				break
 			}
 			rest = rest[n:]
+		}
+		clear(batch)
+		*bp = batch[:0]
+		batchPool.Put(bp)
+		if halted {
+			return next, false, true
 		}
 		if closed {
 			return next, outOfRange, false
@@ -493,6 +512,14 @@ func takeBuffered(msgs <-chan *sarama.ConsumerMessage, batch []*sarama.ConsumerM
 // readBatch is how many fetched messages consume takes from sarama's
 // buffer at once (sarama's default ChannelBufferSize).
 const readBatch = 256
+
+// batchPool holds the slices consume takes a batch into (*[]*ConsumerMessage
+// of capacity readBatch): shared by the managers, so that an idle
+// partition holds none (2 KB each).
+var batchPool = sync.Pool{New: func() any {
+	b := make([]*sarama.ConsumerMessage, 0, readBatch)
+	return &b
+}}
 
 // handOut hands out msgs (tracked, in offset order), on Out or through the
 // funnel, and moves *next past each message handed out. It returns false
@@ -574,24 +601,63 @@ func (m *Manager) handedOut(offset int64) {
 	m.delivered.Add(1)
 }
 
-// committer commits the acked watermark every CommitInterval.
-func (m *Manager) committer() error {
-	tick := time.NewTicker(m.cfg.CommitInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-m.t.Dying():
-			return nil
-		case <-tick.C:
-			if err := m.commit(); err != nil {
-				m.log.Warn("commit failed", "err", err)
-			}
-		}
+// beginCommit is the Committer's visit: it releases the tracker's memory
+// if the partition was idle (nothing outstanding, nothing handed out)
+// since the previous visit, then takes commitMu without waiting and
+// returns the acked watermark if it moved past what is committed and the
+// fence allows committing. When ok, the caller must call endCommit with
+// the outcome; otherwise commitMu is not held. Safe for concurrent use;
+// never blocks.
+func (m *Manager) beginCommit() (next int64, ok bool) {
+	if !m.commitMu.TryLock() {
+		return 0, false // a final commit is under way
 	}
+	m.mu.Lock()
+	if m.tracker == nil {
+		m.mu.Unlock()
+		m.commitMu.Unlock()
+		return 0, false
+	}
+	if delivered := m.delivered.Load(); m.tracker.Outstanding() == 0 {
+		if m.idleSeen == delivered {
+			m.tracker.Trim()
+		}
+		m.idleSeen = delivered
+	} else {
+		m.idleSeen = ^uint64(0)
+	}
+	next, prev := m.tracker.Committable(), m.committed
+	m.mu.Unlock()
+	if next <= prev || !allowed(m.p.Fence) {
+		m.commitMu.Unlock()
+		return 0, false
+	}
+	return next, true
 }
 
-// commit commits the watermark if it moved and the fence allows it.
-func (m *Manager) commit() error {
+// endCommit records the outcome of the commit of next that beginCommit
+// began, and releases commitMu. A failure is counted and reported.
+func (m *Manager) endCommit(next int64, err error) {
+	defer m.commitMu.Unlock()
+	if err != nil {
+		m.commitErrors.Add(1)
+		m.report("commit", fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
+		m.log.Warn("commit failed", "offset", next, "err", err)
+		return
+	}
+	m.mu.Lock()
+	if next > m.committed {
+		m.committed, m.verified = next, false
+	}
+	m.mu.Unlock()
+	m.log.Debug("committed", "offset", next)
+}
+
+// finalCommit commits the watermark synchronously with Store.Commit (which
+// reads it back) if it moved, or if what is committed was not read back
+// yet, and the fence allows it. It waits for a commit of the Committer's
+// under way.
+func (m *Manager) finalCommit() error {
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
 	m.mu.Lock()
@@ -599,9 +665,9 @@ func (m *Manager) commit() error {
 		m.mu.Unlock()
 		return nil
 	}
-	next, prev := m.tracker.Committable(), m.committed
+	next, prev, verified := m.tracker.Committable(), m.committed, m.verified
 	m.mu.Unlock()
-	if next <= prev {
+	if next < prev || next == prev && verified {
 		return nil
 	}
 	if !allowed(m.p.Fence) {
@@ -615,11 +681,11 @@ func (m *Manager) commit() error {
 		return err
 	}
 	m.mu.Lock()
-	if next > m.committed {
-		m.committed = next
+	if next >= m.committed {
+		m.committed, m.verified = next, true
 	}
 	m.mu.Unlock()
-	m.log.Debug("committed", "offset", next)
+	m.log.Debug("committed finally", "offset", next)
 	return nil
 }
 
@@ -655,16 +721,19 @@ func (m *Manager) Abandon(offset int64) {
 	}
 }
 
-// Stop ends the ownership. It stops fetching at once and drops messages not
-// yet handed out. With drain, it then waits up to DrainTimeout for the
-// outstanding acks, commits the acked watermark synchronously (the store
-// verifies it) and releases the store's resources; without drain (the
-// claim is lost) nothing is committed. Later acks are stale no-ops. Stop is
-// idempotent and blocks until all of it is done; it returns the drain or
-// commit error, if any. The caller releases the claim afterwards.
+// Stop ends the ownership. It leaves the Committer and stops fetching at
+// once, dropping messages not yet handed out. With drain, it then waits up
+// to DrainTimeout for the outstanding acks, commits the acked watermark
+// synchronously (Store.Commit, which reads it back; after a commit of the
+// Committer's under way) and releases the store's resources; without
+// drain (the claim is lost) nothing is committed. Later acks are stale
+// no-ops. Stop is idempotent and blocks until all of it is done; it
+// returns the drain or commit error, if any. The caller releases the
+// claim afterwards.
 func (m *Manager) Stop(drain bool) error {
 	m.stopOnce.Do(func() {
 		defer close(m.stopDone)
+		m.p.Committer.remove(m)
 		m.t.Kill(nil)
 		_ = m.t.Wait()
 		var errs []error
@@ -672,7 +741,7 @@ func (m *Manager) Stop(drain bool) error {
 			if err := m.drain(); err != nil {
 				errs = append(errs, err)
 			}
-			if err := m.commit(); err != nil {
+			if err := m.finalCommit(); err != nil {
 				errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit", Err: err})
 			}
 		}

@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,13 +12,17 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/IBM/sarama/mocks"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/offsets"
 	"go.uber.org/goleak"
 )
 
 type memStore struct {
 	mu        sync.Mutex
 	committed map[int32]int64
-	commits   []int64
+	commits   []int64            // of Commit
+	logging   bool               // keep batches
+	batches   [][]offsets.Offset // CommitBatch calls, when logging
+	fail      map[int32]error    // CommitBatch fails these partitions
 	released  bool
 }
 
@@ -31,9 +36,39 @@ func (s *memStore) Fetch(_ context.Context, _ string, p int32) (int64, bool, err
 func (s *memStore) Commit(_ context.Context, _ string, p int32, next int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.committed == nil {
+		s.committed = map[int32]int64{}
+	}
 	s.committed[p] = next
 	s.commits = append(s.commits, next)
 	return nil
+}
+
+func (s *memStore) CommitBatch(_ context.Context, batch []offsets.Offset) []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logging {
+		s.batches = append(s.batches, slices.Clone(batch))
+	}
+	errs := make([]error, len(batch))
+	for i, o := range batch {
+		if err := s.fail[o.Partition]; err != nil {
+			errs[i] = err
+			continue
+		}
+		if s.committed == nil {
+			s.committed = map[int32]int64{}
+		}
+		s.committed[o.Partition] = o.Next
+	}
+	return errs
+}
+
+// batchLog returns the batches CommitBatch was called with.
+func (s *memStore) batchLog() [][]offsets.Offset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.batches)
 }
 
 func (s *memStore) Release(context.Context, string, int32) error {
@@ -76,6 +111,18 @@ func (f *testFence) resume() {
 	defer f.mu.Unlock()
 	close(f.up)
 	f.down = make(chan struct{})
+}
+
+// committerFor returns a Committer on store, closed when the test ends
+// (after the managers' Stop in later cleanups).
+func committerFor(t testing.TB, store Store, cfg Config) *Committer {
+	t.Helper()
+	c, err := NewCommitter(store, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 type noResolver struct{}
@@ -130,7 +177,7 @@ func setup(t *testing.T, via string, n int, cfg Config) (*Manager, *memStore, *t
 	fence := newFence()
 	out := make(chan *Message)
 	m, err := Start(handOffTo(t, via, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
-		Store: store, Fence: fence, Config: cfg}))
+		Store: store, Committer: committerFor(t, store, cfg), Fence: fence, Config: cfg}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,8 +305,12 @@ func TestManagerHoldsBackWhileSuspended(t *testing.T) {
 			t.Fatalf("offset %d handed out while suspended", extra.Offset)
 		case <-time.After(200 * time.Millisecond): // observation window
 		}
-		if err := m.commit(); err == nil {
+		if _, ok := m.beginCommit(); ok {
+			m.endCommit(0, errors.New("test"))
 			t.Error("commit allowed while suspended")
+		}
+		if err := m.finalCommit(); !errors.Is(err, ErrLost) {
+			t.Errorf("final commit while suspended: %v, want ErrLost", err)
 		}
 		fence.resume()
 		if next := recv(t, out); next.Offset != 6 {

@@ -142,6 +142,50 @@ func (s *Session) Delete(p string, version int32) error {
 	return err
 }
 
+// Multi runs ops as one transaction: all of them or none. ops are
+// *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
+// *zk.CheckVersionRequest with paths without the chroot (Multi adds it to
+// a copy); a CreateRequest without an ACL gets the session's. On failure
+// the failing op's response carries its error. Paths in the responses
+// lose the chroot.
+func (s *Session) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	full := make([]any, len(ops))
+	for i, op := range ops {
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			c := *o
+			c.Path = s.full(c.Path)
+			if c.Acl == nil {
+				c.Acl = s.acl
+			}
+			full[i] = &c
+		case *zk.SetDataRequest:
+			c := *o
+			c.Path = s.full(c.Path)
+			full[i] = &c
+		case *zk.DeleteRequest:
+			c := *o
+			c.Path = s.full(c.Path)
+			full[i] = &c
+		case *zk.CheckVersionRequest:
+			c := *o
+			c.Path = s.full(c.Path)
+			full[i] = &c
+		default:
+			full[i] = op // go-zookeeper refuses it
+		}
+	}
+	s.await()
+	res, err := s.conn.Multi(full...)
+	s.note(err)
+	for i := range res {
+		if res[i].String != "" {
+			res[i].String = s.strip(res[i].String)
+		}
+	}
+	return res, err
+}
+
 // CreateParents creates every missing persistent node on the way to p
 // (p itself included), with the session's ACL. The chroot is created too.
 func (s *Session) CreateParents(p string) error {

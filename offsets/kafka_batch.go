@@ -1,0 +1,355 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// kopKind is what a queued operation does.
+type kopKind uint8
+
+const (
+	kopCommit kopKind = iota // write, never below the floor
+	kopReset                 // write, also below the floor; sets the floor
+	kopFetch                 // read the committed offset
+)
+
+// String returns the operation's name in errors: "commit", "reset", "fetch".
+func (k kopKind) String() string {
+	switch k {
+	case kopCommit:
+		return "commit"
+	case kopReset:
+		return "reset"
+	default:
+		return "fetch"
+	}
+}
+
+// States of a queued operation.
+const (
+	kopQueued    int32 = iota // waiting for a round
+	kopTaken                  // in a round (or failed by Close): done will be closed
+	kopAbandoned              // its caller stopped waiting before a round took it
+)
+
+// kop is one caller's operation: its entries go into the next round
+// together. Until done is closed, items belong to the batcher (or to Close,
+// which fails queued operations); afterwards to the caller.
+type kop struct {
+	ctx    context.Context
+	kind   kopKind
+	verify bool // read written entries back
+	items  []kitem
+	state  atomic.Int32
+	done   chan struct{}
+}
+
+// kitem is one partition of an operation, with its result.
+type kitem struct {
+	tp     TopicPartition
+	next   int64 // to write; for a fetch, what the coordinator holds
+	ok     bool  // fetch: something is committed
+	err    error
+	part   *kpart // written entries: the managed partition
+	verify bool   // read back after writing
+	fault  fault  // how the last write failed
+}
+
+func newOp(ctx context.Context, kind kopKind, verify bool, n int) *kop {
+	o := &kop{ctx: ctx, kind: kind, verify: verify, items: make([]kitem, n), done: make(chan struct{})}
+	for i := range o.items {
+		o.items[i].verify = verify
+	}
+	return o
+}
+
+// fail ends the operation with err for every entry.
+func (o *kop) fail(err error) {
+	for i := range o.items {
+		o.items[i].err = err
+	}
+	close(o.done)
+}
+
+// submit queues o and waits until its round has finished, or ctx ends. An
+// operation abandoned before a round took it is dropped; one abandoned
+// during its round is left to it (the round ends by its own deadline).
+func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.queue = append(s.queue, o)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-o.done:
+		return nil
+	case <-ctx.Done():
+	}
+	if o.state.CompareAndSwap(kopQueued, kopAbandoned) {
+		return ctx.Err()
+	}
+	select {
+	case <-o.done: // finished just in time
+		return nil
+	default:
+	}
+	tp := o.items[0].tp
+	s.log.Warn(o.kind.String()+" abandoned while the coordinator has not answered",
+		"topic", tp.Topic, "partition", tp.Partition, "partitions", len(o.items), "err", ctx.Err())
+	return ctx.Err()
+}
+
+// loop is the batcher: it runs a round whenever something is queued.
+func (s *KafkaStore) loop() error {
+	for {
+		select {
+		case <-s.t.Dying():
+			return nil
+		case <-s.wake:
+		}
+		if ops := s.take(); len(ops) > 0 {
+			s.round(ops)
+			s.endRound()
+		}
+	}
+}
+
+// take moves what is queued into a new round: every operation not
+// abandoned, except writes of a partition another operation of the round
+// writes, which stay queued for the next round. It marks the written
+// partitions as sending and managed.
+func (s *KafkaStore) take() []*kop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	var taken []*kop
+	rest := s.queue[:0]
+	for _, o := range s.queue {
+		if o.state.Load() == kopAbandoned {
+			continue
+		}
+		if o.kind != kopFetch && s.conflicts(o) {
+			rest = append(rest, o)
+			continue
+		}
+		if !o.state.CompareAndSwap(kopQueued, kopTaken) {
+			continue // abandoned meanwhile
+		}
+		if o.kind != kopFetch {
+			for i := range o.items {
+				it := &o.items[i]
+				p := s.parts[it.tp]
+				if p == nil {
+					p = &kpart{floor: -1}
+					s.parts[it.tp] = p
+				}
+				it.part = p
+				s.sending[it.tp] = struct{}{}
+			}
+		}
+		taken = append(taken, o)
+	}
+	clear(s.queue[len(rest):])
+	s.queue = rest
+	if len(taken) > 0 {
+		s.roundDone = make(chan struct{})
+	}
+	return taken
+}
+
+// conflicts reports whether o writes a partition the round writes.
+func (s *KafkaStore) conflicts(o *kop) bool {
+	for i := range o.items {
+		if _, ok := s.sending[o.items[i].tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// endRound clears the round's partitions, tells Release, and wakes the
+// loop again if operations were deferred or queued meanwhile.
+func (s *KafkaStore) endRound() {
+	s.mu.Lock()
+	clear(s.sending)
+	close(s.roundDone)
+	s.roundDone = nil
+	more := len(s.queue) > 0
+	s.mu.Unlock()
+	if more {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// round runs one round for ops: one commit of every written entry (not
+// below its floor), the read-back of those to verify or that failed, one
+// fetch of the Fetch entries; then it hands the results over.
+func (s *KafkaStore) round(ops []*kop) {
+	s.stats.rounds.Add(1)
+	ctx, cancel := s.roundContext(ops)
+	defer cancel()
+	live := func() bool {
+		for _, o := range ops {
+			if o.ctx.Err() == nil {
+				return true
+			}
+		}
+		return false
+	}
+	var writes, fetches []*kitem
+	for _, o := range ops {
+		for i := range o.items {
+			it := &o.items[i]
+			switch {
+			case o.kind == kopFetch:
+				fetches = append(fetches, it)
+			case o.kind == kopCommit && it.next < it.part.floor:
+				s.log.Debug("commit below committed offset skipped", "topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "committed", it.part.floor)
+			default:
+				writes = append(writes, it)
+			}
+		}
+	}
+	s.commitItems(ctx, live, writes)
+	var check []*kitem // to verify, or failed but may have landed
+	for _, it := range writes {
+		if it.err == nil && it.verify || it.err != nil && it.fault.unsure() {
+			check = append(check, it)
+		}
+	}
+	if len(check) > 0 && ctx.Err() == nil {
+		s.verify(ctx, live, check)
+	}
+	for _, o := range ops {
+		if o.kind == kopFetch {
+			continue
+		}
+		for i := range o.items {
+			it := &o.items[i]
+			if it.err == nil && (o.kind == kopReset || it.next > it.part.floor) {
+				it.part.floor = it.next
+			}
+		}
+	}
+	if len(fetches) > 0 {
+		s.fetchItems(ctx, live, fetches)
+	}
+	for _, o := range ops {
+		close(o.done)
+	}
+}
+
+// roundContext ends when the last caller of the round stops waiting (at
+// most CommitTimeout from now) or the store closes.
+func (s *KafkaStore) roundContext(ops []*kop) (context.Context, context.CancelFunc) {
+	limit := time.Now().Add(s.cfg.CommitTimeout)
+	var last time.Time
+	for _, o := range ops {
+		d, ok := o.ctx.Deadline()
+		if !ok {
+			last = limit
+			break
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	if last.After(limit) {
+		last = limit
+	}
+	return context.WithDeadline(s.base, last)
+}
+
+// errNobodyWaits ends the retries of a round whose callers all gave up.
+var errNobodyWaits = errors.New("no caller waits any more")
+
+// verify reads back the offsets of items (written, or failed to write
+// without a definite answer) in one OffsetFetch. An item whose write
+// failed but that the coordinator holds succeeded after all. Items the coordinator holds another offset
+// for are written once more and read back again; if the coordinator then
+// still holds another, they fail.
+func (s *KafkaStore) verify(ctx context.Context, live func() bool, items []*kitem) {
+	again := s.readBack(ctx, live, items)
+	if len(again) == 0 {
+		return
+	}
+	if ctx.Err() != nil {
+		return // readBack set their errors
+	}
+	s.stats.recommitted.Add(uint64(len(again)))
+	for _, it := range again {
+		s.log.Warn("the coordinator holds another offset than written; writing it again",
+			"topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "err", it.err)
+		it.err = nil
+	}
+	s.commitItems(ctx, live, again)
+	if ctx.Err() == nil {
+		s.readBack(ctx, live, again)
+	}
+}
+
+// readBack fetches items' offsets and compares: equal clears an item's
+// error, a failed read or another offset sets (or adds to) it. It returns
+// the items the coordinator holds another offset for.
+func (s *KafkaStore) readBack(ctx context.Context, live func() bool, items []*kitem) []*kitem {
+	tps := make([]TopicPartition, len(items))
+	for i, it := range items {
+		tps[i] = it.tp
+	}
+	got := s.fetchOffsets(ctx, live, tps)
+	var differ []*kitem
+	for i, it := range items {
+		g := got[i]
+		switch {
+		case g.err != nil:
+			it.err = errors.Join(it.err, fmt.Errorf("verify: %w", g.err))
+		case g.ok && g.next == it.next:
+			if it.err != nil {
+				s.log.Warn("commit reported an error but the coordinator has the offset",
+					"topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "err", it.err)
+				it.err = nil
+			}
+			s.stats.verified.Add(1)
+		case !g.ok:
+			it.err = errors.Join(it.err, errors.New("verify: the coordinator has no committed offset"))
+			differ = append(differ, it)
+		default:
+			it.err = errors.Join(it.err, fmt.Errorf("verify: the coordinator has offset %d", g.next))
+			differ = append(differ, it)
+		}
+	}
+	return differ
+}
+
+// fetchItems answers the round's Fetch entries with one OffsetFetch per
+// attempt for their partitions.
+func (s *KafkaStore) fetchItems(ctx context.Context, live func() bool, items []*kitem) {
+	index := make(map[TopicPartition]int, len(items))
+	var tps []TopicPartition
+	for _, it := range items {
+		if _, ok := index[it.tp]; !ok {
+			index[it.tp] = len(tps)
+			tps = append(tps, it.tp)
+		}
+	}
+	got := s.fetchOffsets(ctx, live, tps)
+	for _, it := range items {
+		g := got[index[it.tp]]
+		it.next, it.ok, it.err = g.next, g.ok, g.err
+	}
+}

@@ -1,0 +1,199 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkgroup/zkgroup/offsets"
+	"gopkg.in/tomb.v2"
+)
+
+// ErrCommitterClosed: a Manager was started with a Committer already
+// closed.
+var ErrCommitterClosed = errors.New("partition: committer closed")
+
+// Committer commits the acked watermarks of a consumer's Managers, all of
+// them in one Store.CommitBatch call per Config.CommitInterval: one
+// OffsetCommit request (or ZooKeeper transaction) per interval, however
+// many partitions the consumer owns, where a committer per partition cost
+// one request (and one read-back) per partition and interval.
+//
+// Every interval it visits each registered Manager and takes the acked
+// watermark if it moved past what is committed and the Manager's Fence
+// allows acting as owner; a Manager whose final commit (Stop) is under way
+// is left out. While a Manager's offset is in the batch, its final commit
+// waits, so two commits of one partition never race (and so never move
+// it backwards). Each entry's error goes to its Manager: counted in
+// Stats.CommitErrors, reported as an *Error with Op "commit". The same
+// visit releases the offset-tracking memory of partitions that were idle
+// for a whole interval.
+//
+// A Manager registers itself at Start (Params.Committer) and leaves at
+// Stop. Create one Committer per consumer, with the store the Managers
+// use; it runs one goroutine of its own. Safe for concurrent use. The
+// creator calls Close once the Managers have stopped.
+type Committer struct {
+	store    Store
+	interval time.Duration
+	timeout  time.Duration
+	log      *slog.Logger
+
+	ctx    context.Context // canceled by Close: ends a batch under way
+	cancel context.CancelFunc
+	t      tomb.Tomb
+
+	mu       sync.Mutex
+	closed   bool
+	managers map[*Manager]struct{}
+
+	batches, committed, failed atomic.Uint64
+}
+
+// CommitterStats counts what a Committer did. It is a plain value.
+type CommitterStats struct {
+	// Batches is the number of CommitBatch calls (intervals with
+	// something to commit), Committed and Failed their entries that
+	// succeeded and failed.
+	Batches, Committed, Failed uint64
+	// Managers is the number of Managers registered now.
+	Managers int
+}
+
+// NewCommitter starts a committer that commits through store every
+// cfg.CommitInterval, each batch bounded by cfg.CommitTimeout (the rest of
+// cfg is not used). A nil logger discards logs. It does not block; the
+// caller must Close it.
+func NewCommitter(store Store, cfg Config, logger *slog.Logger) (*Committer, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: Committer store: nil", ErrConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Committer{
+		store: store, interval: cfg.CommitInterval, timeout: cfg.CommitTimeout,
+		log: logger, managers: map[*Manager]struct{}{},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.t.Go(c.loop)
+	return c, nil
+}
+
+// Close stops the committer: a batch under way is canceled (its entries
+// fail and stay uncommitted; the Managers' final commits are theirs). It
+// blocks until the committer's goroutine has ended, is idempotent, and
+// does not close the store. Managers still registered stay valid: their
+// Stop still commits finally. Starting a Manager with a closed Committer
+// fails with ErrCommitterClosed.
+func (c *Committer) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.t.Kill(nil)
+	return c.t.Wait()
+}
+
+// Stats returns the committer's counters. Safe for concurrent use; does not
+// block on I/O.
+func (c *Committer) Stats() CommitterStats {
+	c.mu.Lock()
+	n := len(c.managers)
+	c.mu.Unlock()
+	return CommitterStats{Batches: c.batches.Load(), Committed: c.committed.Load(), Failed: c.failed.Load(), Managers: n}
+}
+
+// add registers m; false once the committer is closed.
+func (c *Committer) add(m *Manager) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.managers[m] = struct{}{}
+	return true
+}
+
+// remove unregisters m. A batch already under way may still hold m's
+// offset; m's final commit waits for it (commitMu).
+func (c *Committer) remove(m *Manager) {
+	c.mu.Lock()
+	delete(c.managers, m)
+	c.mu.Unlock()
+}
+
+// loop commits every interval until the committer is closed.
+func (c *Committer) loop() error {
+	tick := time.NewTicker(c.interval)
+	defer tick.Stop()
+	var r round
+	for {
+		select {
+		case <-c.t.Dying():
+			return nil
+		case <-tick.C:
+			c.commit(&r)
+		}
+	}
+}
+
+// round holds the slices of one interval's batch, reused across
+// intervals. Used by the committer's goroutine only.
+type round struct {
+	managers []*Manager
+	owners   []*Manager
+	batch    []offsets.Offset
+}
+
+// commit takes the committable offset of every registered manager and
+// commits them in one batch.
+func (c *Committer) commit(r *round) {
+	c.mu.Lock()
+	r.managers = r.managers[:0]
+	for m := range c.managers {
+		r.managers = append(r.managers, m)
+	}
+	c.mu.Unlock()
+	r.owners, r.batch = r.owners[:0], r.batch[:0]
+	for _, m := range r.managers {
+		if next, ok := m.beginCommit(); ok {
+			r.owners = append(r.owners, m)
+			r.batch = append(r.batch, offsets.Offset{TopicPartition: offsets.TopicPartition{Topic: m.topic, Partition: m.partition}, Next: next})
+		}
+	}
+	clear(r.managers) // do not keep stopped managers alive
+	if len(r.batch) == 0 {
+		return
+	}
+	c.batches.Add(1)
+	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+	errs := c.store.CommitBatch(ctx, r.batch)
+	cancel()
+	failed := 0
+	for i, m := range r.owners {
+		var err error
+		if i < len(errs) {
+			err = errs[i]
+		} else {
+			err = fmt.Errorf("the store returned %d results for %d offsets", len(errs), len(r.batch))
+		}
+		if err != nil {
+			failed++
+		}
+		m.endCommit(r.batch[i].Next, err)
+	}
+	c.committed.Add(uint64(len(r.batch) - failed))
+	c.failed.Add(uint64(failed))
+	if failed > 0 {
+		c.log.Warn("commits failed", "partitions", len(r.batch), "failed", failed)
+	}
+	clear(r.owners)
+}

@@ -1,0 +1,185 @@
+package partition
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/offsets"
+	"go.uber.org/goleak"
+)
+
+// liveMem returns the bytes of live heap objects and of goroutine stacks
+// after two collections.
+func liveMem() (heap, stacks uint64) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse
+}
+
+// liveHeap returns the bytes of live heap objects and goroutine stacks.
+func liveHeap() uint64 {
+	h, s := liveMem()
+	return h + s
+}
+
+// idleCost is what idle partition managers cost, per manager.
+type idleCost struct {
+	heap, stacks float64 // live bytes
+	goroutines   float64
+}
+
+// measureIdle starts n managers (partitions 0..n-1 of feeds, from offset
+// 0), receives and acks per messages of each, waits until every manager
+// is idle (everything acked, waiting for more, and the Committer, on a
+// short interval, has visited it while it was idle) and returns the live
+// bytes and goroutines per manager, measured against before the managers
+// started. With ackLate, every message is acked only once all were
+// received (a backlog caught up with MaxUnacked outstanding). The feeds (the fetched messages, sarama's side) exist before
+// and after; the fake partition consumers' buffers (256 pointers, like
+// sarama's with ChannelBufferSize 256) and feeder goroutines are counted.
+func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
+	feeds := feedsOf(n, per)
+	out := make(chan *Message, 1024)
+	fence := newFence()
+	store := &memStore{committed: map[int32]int64{}}
+	for p := range n {
+		store.committed[int32(p)] = 0
+	}
+	cfg := NewConfig()
+	cfg.CommitInterval = 10 * time.Millisecond
+	committer := committerFor(t, store, cfg)
+	g0 := runtime.NumGoroutine()
+	h0, s0 := liveMem()
+	var ms []*Manager
+	for p := range n {
+		m, err := Start(Params{Topic: "t", Partition: int32(p), Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+			Store: store, Committer: committer, Fence: fence, Out: out, Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	var late []*Message
+	for range n * per {
+		select {
+		case msg := <-out:
+			if ackLate {
+				late = append(late, msg)
+			} else if r := msg.Ack(); r != AckOK {
+				t.Fatalf("ack %d: %v", msg.Offset, r)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("not every message was handed out")
+		}
+	}
+	for _, msg := range late {
+		if r := msg.Ack(); r != AckOK {
+			t.Fatalf("ack %d: %v", msg.Offset, r)
+		}
+	}
+	late = nil
+	for _, m := range ms {
+		testcluster.Await(t, 10*time.Second, time.Millisecond, "an idle manager", func() bool {
+			s := m.Stats()
+			if s.Delivered != uint64(per) || s.Unacked != 0 || s.Committed != int64(per) {
+				return false
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.tracker != nil && m.tracker.Capacity() == 0 // visited while idle
+		})
+	}
+	g1 := runtime.NumGoroutine()
+	h1, s1 := liveMem()
+	for _, m := range ms {
+		_ = m.Stop(false)
+	}
+	runtime.KeepAlive(feeds)
+	per1 := func(a, b uint64) float64 { return (float64(b) - float64(a)) / float64(n) }
+	return idleCost{heap: per1(h0, h1), stacks: per1(s0, s1), goroutines: float64(g1-g0) / float64(n)}
+}
+
+// measureTracker returns the live bytes per Tracker that delivered per
+// messages, all outstanding at once, and then had them all acked; then
+// (then > 0) delivered and acked then more, one at a time.
+func measureTracker(n, per, then int) float64 {
+	at := time.Now()
+	b0 := liveHeap()
+	trs := make([]*offsets.Tracker, n)
+	for i := range trs {
+		trs[i] = offsets.NewTracker(0)
+		for o := range int64(per) {
+			_ = trs[i].Deliver(o, at)
+		}
+		for o := range int64(per) {
+			trs[i].Ack(o)
+		}
+		for o := int64(per); o < int64(per+then); o++ {
+			_ = trs[i].Deliver(o, at)
+			trs[i].Ack(o)
+		}
+	}
+	b1 := liveHeap()
+	runtime.KeepAlive(trs)
+	return (float64(b1) - float64(b0)) / float64(n)
+}
+
+// BenchmarkIdleMemory reports what an idle partition costs: a manager
+// that started and never got a message, one that handed out 10,000
+// messages acked as they came (after-flow), one whose 10,000 messages
+// were all outstanding before they were acked (after-backlog: a backlog
+// caught up with MaxUnacked outstanding); and a Tracker right after such a
+// backlog, and after a few messages more (its ring shrinks back).
+//
+//	go test -run '^$' -bench IdleMemory -benchtime 1x ./partition/
+func BenchmarkIdleMemory(b *testing.B) {
+	const n = 200
+	for _, c := range []struct {
+		name string
+		per  int
+		late bool
+	}{{"started", 0, false}, {"after-flow", 10000, false}, {"after-backlog", 10000, true}} {
+		b.Run("manager-"+c.name, func(b *testing.B) {
+			for range b.N {
+				cost := measureIdle(b, n, c.per, c.late)
+				b.ReportMetric(cost.heap+cost.stacks, "B/partition")
+				b.ReportMetric(cost.heap, "heap-B/partition")
+				b.ReportMetric(cost.goroutines, "goroutines/partition")
+			}
+		})
+	}
+	b.Run("tracker-after-backlog", func(b *testing.B) {
+		for range b.N {
+			b.ReportMetric(measureTracker(n, 10000, 0), "B/tracker")
+		}
+	})
+	b.Run("tracker-after-backlog-and-more", func(b *testing.B) {
+		for range b.N {
+			b.ReportMetric(measureTracker(n, 10000, 3), "B/tracker")
+		}
+	})
+}
+
+// TestIdleManagerCost bounds what an idle partition costs after it caught
+// up a backlog: two goroutines of the manager's (the fake partition
+// consumer adds its feeder) and a few kilobytes of heap, a third of them
+// the fake partition consumer's buffer (like sarama's: 256 pointers).
+func TestIdleManagerCost(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
+	n, per := 50, 2000
+	if testing.Short() {
+		n = 20
+	}
+	cost := measureIdle(t, n, per, true)
+	t.Logf("an idle partition: %.0f bytes of heap, %.0f of stacks, %.1f goroutines", cost.heap, cost.stacks, cost.goroutines)
+	if cost.goroutines != 3 {
+		t.Errorf("%.2f goroutines per idle partition, want 3 (run, watchHalt, the fake consumer's feeder)", cost.goroutines)
+	}
+	if cost.heap > 12<<10 {
+		t.Errorf("%.0f bytes of heap per idle partition, want at most 12 KB", cost.heap)
+	}
+}
