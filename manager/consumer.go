@@ -49,8 +49,10 @@ type Consumer struct {
 	consumer sarama.Consumer
 	store    store
 	commits  *partition.Committer // the partitions' routine commits
-	strategy assign.Strategy
-	health   *gate
+	// offsetClient is the store's own client (KafkaStore only).
+	offsetClient sarama.Client
+	strategy     assign.Strategy
+	health       *gate
 
 	messages   chan *partition.Message
 	funnel     *partition.Funnel // hands out on messages (ModeMerged)
@@ -231,9 +233,16 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	case StorageZooKeeper:
 		c.store, err = offsets.NewZooKeeperStore(c.session, group, c.session.ACL())
 	default:
+		// Commits get connections of their own: on a shared client the
+		// coordinator broker's connection also carries the fetches of the
+		// partitions it leads, and commits would queue with them.
+		c.offsetClient, err = sarama.NewClient(brokers, scfg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, err)
+		}
 		kc := offsets.NewKafkaConfig()
 		kc.CommitTimeout = cfg.Partition.CommitTimeout
-		c.store, err = offsets.NewKafkaStore(c.client, group, kc, log)
+		c.store, err = offsets.NewKafkaStore(c.offsetClient, group, kc, log)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
@@ -374,6 +383,9 @@ func (c *Consumer) closeResources() {
 		if err := c.store.Close(); err != nil {
 			c.log.Warn("closing the offset store", "err", err)
 		}
+	}
+	if c.offsetClient != nil {
+		_ = c.offsetClient.Close()
 	}
 	if c.client != nil {
 		_ = c.client.Close()
