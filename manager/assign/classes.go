@@ -12,6 +12,7 @@ import (
 type class struct {
 	members []string    // eligible member IDs, ascending
 	parts   []Partition // partitions, sorted by (Topic, ID)
+	owners  []string    // index-aligned with parts: valid owner or ""
 }
 
 // classes groups the eligible partitions of v by their eligible member set.
@@ -33,7 +34,11 @@ func (v *view) classes() []class {
 			byKey[key] = c
 			keys = append(keys, key)
 		}
-		c.parts = append(c.parts, v.topicParts(topic)...)
+		// Topics are visited in ascending order, so parts stay sorted by
+		// (Topic, ID) and aligned with owners.
+		lo, hi := v.topicRange(topic)
+		c.parts = append(c.parts, v.parts[lo:hi]...)
+		c.owners = append(c.owners, v.owners[lo:hi]...)
 	}
 	out := make([]class, 0, len(keys))
 	for _, k := range keys {
@@ -45,11 +50,6 @@ func (v *view) classes() []class {
 		}
 		return slices.Compare(a.members, b.members)
 	})
-	for i := range out {
-		// Topics were visited in order, so parts are already sorted; keep
-		// the invariant explicit for future edits.
-		slices.SortFunc(out[i].parts, comparePartitions)
-	}
 	return out
 }
 

@@ -32,8 +32,8 @@ func Example() {
 	_, err = assign.ByName("random")
 	fmt.Println(err)
 	// Output:
-	// consumer-a [{orders 0 1} {orders 1 2} {orders 2 1}]
-	// consumer-b [{audit 0 -1} {orders 3 2}]
+	// consumer-a [{orders 0 1 } {orders 1 2 } {orders 2 1 }]
+	// consumer-b [{audit 0 -1 } {orders 3 2 }]
 	// audit/0 -> consumer-b
 	// assign: unknown strategy "random" (valid: range, roundrobin, leader-aware, sticky)
 }

@@ -12,8 +12,11 @@ type view struct {
 	// members holds the distinct member IDs in ascending order.
 	members []string
 	// parts holds the distinct partitions sorted by (Topic, ID), with
-	// negative leaders normalised to -1.
+	// negative leaders normalised to -1 and Owner cleared.
 	parts []Partition
+	// owners is index-aligned with parts: the partition's Owner when that
+	// is a member subscribed to its topic, "" otherwise.
+	owners []string
 	// topics holds the distinct topics of parts in ascending order.
 	topics []string
 	// eligible maps each topic of parts to the ascending IDs of the members
@@ -28,8 +31,8 @@ type view struct {
 // Duplicate members (same ID) are merged: the merged member subscribes to the
 // union of their topics, and to everything if any of them has nil Topics.
 // Duplicate partitions (same Topic and ID) are merged keeping the highest
-// Leader, so a known leader wins over -1. The caller's slices are not
-// modified.
+// Leader, so a known leader wins over -1, and the smallest of their valid
+// owners. The caller's slices are not modified.
 func normalize(members []Member, partitions []Partition) *view {
 	v := &view{eligible: make(map[string][]string)}
 
@@ -60,24 +63,44 @@ func normalize(members []Member, partitions []Partition) *view {
 	}
 	slices.Sort(v.members)
 
-	v.parts = make([]Partition, len(partitions))
-	copy(v.parts, partitions)
-	for i := range v.parts {
-		if v.parts[i].Leader < 0 {
-			v.parts[i].Leader = -1
+	sorted := make([]Partition, len(partitions))
+	copy(sorted, partitions)
+	for i := range sorted {
+		if sorted[i].Leader < 0 {
+			sorted[i].Leader = -1
 		}
 	}
 	// Sort by (Topic, ID, Leader descending) so that the first of each run of
 	// duplicates carries the highest leader.
-	slices.SortFunc(v.parts, func(a, b Partition) int {
+	slices.SortFunc(sorted, func(a, b Partition) int {
 		if c := comparePartitions(a, b); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.Leader, a.Leader)
 	})
-	v.parts = slices.CompactFunc(v.parts, func(a, b Partition) bool {
-		return comparePartitions(a, b) == 0
-	})
+	valid := func(owner, topic string) bool {
+		set, ok := subs[owner]
+		return owner != "" && ok && (set == nil || set[topic])
+	}
+	v.parts = make([]Partition, 0, len(sorted))
+	v.owners = make([]string, 0, len(sorted))
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && comparePartitions(sorted[i], sorted[j]) == 0 {
+			j++
+		}
+		owner := ""
+		for _, p := range sorted[i:j] {
+			if valid(p.Owner, p.Topic) && (owner == "" || p.Owner < owner) {
+				owner = p.Owner
+			}
+		}
+		p := sorted[i]
+		p.Owner = ""
+		v.parts = append(v.parts, p)
+		v.owners = append(v.owners, owner)
+		i = j
+	}
 
 	v.uniform = true
 	for _, p := range v.parts {
@@ -122,14 +145,21 @@ func (v *view) eligibleParts() []Partition {
 
 // topicParts returns the sub-slice of v.parts that belongs to topic.
 func (v *view) topicParts(topic string) []Partition {
-	lo, _ := slices.BinarySearchFunc(v.parts, topic, func(p Partition, t string) int {
+	lo, hi := v.topicRange(topic)
+	return v.parts[lo:hi]
+}
+
+// topicRange returns the bounds [lo, hi) of topic's partitions in v.parts
+// (and v.owners).
+func (v *view) topicRange(topic string) (lo, hi int) {
+	lo, _ = slices.BinarySearchFunc(v.parts, topic, func(p Partition, t string) int {
 		return strings.Compare(p.Topic, t)
 	})
-	hi := lo
+	hi = lo
 	for hi < len(v.parts) && v.parts[hi].Topic == topic {
 		hi++
 	}
-	return v.parts[lo:hi]
+	return lo, hi
 }
 
 // sortAll sorts every member's partitions by (Topic, ID).
