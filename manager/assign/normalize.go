@@ -63,61 +63,70 @@ func normalize(members []Member, partitions []Partition) *view {
 	}
 	slices.Sort(v.members)
 
-	sorted := make([]Partition, len(partitions))
-	copy(sorted, partitions)
-	for i := range sorted {
-		if sorted[i].Leader < 0 {
-			sorted[i].Leader = -1
+	// Sort by (Topic, ID, Leader descending) so that the first of each run of
+	// duplicates carries the highest leader. Topics are ranked once so that
+	// the sort compares small integer keys, not strings.
+	rank := make(map[string]int32)
+	for _, p := range partitions {
+		if _, ok := rank[p.Topic]; !ok {
+			rank[p.Topic] = 0
+			v.topics = append(v.topics, p.Topic)
 		}
 	}
-	// Sort by (Topic, ID, Leader descending) so that the first of each run of
-	// duplicates carries the highest leader.
-	slices.SortFunc(sorted, func(a, b Partition) int {
-		if c := comparePartitions(a, b); c != 0 {
+	slices.Sort(v.topics)
+	for r, t := range v.topics {
+		rank[t] = int32(r)
+	}
+	type sortKey struct{ topic, id, leader, at int32 }
+	keys := make([]sortKey, len(partitions))
+	for i, p := range partitions {
+		keys[i] = sortKey{rank[p.Topic], p.ID, max(p.Leader, -1), int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := cmp.Compare(a.topic, b.topic); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.Leader, a.Leader)
+		if c := cmp.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.leader, a.leader)
 	})
 	valid := func(owner, topic string) bool {
 		set, ok := subs[owner]
 		return owner != "" && ok && (set == nil || set[topic])
 	}
-	v.parts = make([]Partition, 0, len(sorted))
-	v.owners = make([]string, 0, len(sorted))
-	for i := 0; i < len(sorted); {
+	v.parts = make([]Partition, 0, len(keys))
+	v.owners = make([]string, 0, len(keys))
+	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < len(sorted) && comparePartitions(sorted[i], sorted[j]) == 0 {
+		for j < len(keys) && keys[j].topic == keys[i].topic && keys[j].id == keys[i].id {
 			j++
 		}
+		topic := v.topics[keys[i].topic]
 		owner := ""
-		for _, p := range sorted[i:j] {
-			if valid(p.Owner, p.Topic) && (owner == "" || p.Owner < owner) {
-				owner = p.Owner
+		for _, k := range keys[i:j] {
+			o := partitions[k.at].Owner
+			if valid(o, topic) && (owner == "" || o < owner) {
+				owner = o
 			}
 		}
-		p := sorted[i]
-		p.Owner = ""
-		v.parts = append(v.parts, p)
+		v.parts = append(v.parts, Partition{Topic: topic, ID: keys[i].id, Leader: keys[i].leader})
 		v.owners = append(v.owners, owner)
 		i = j
 	}
 
 	v.uniform = true
-	for _, p := range v.parts {
-		if len(v.topics) > 0 && v.topics[len(v.topics)-1] == p.Topic {
-			continue
-		}
-		v.topics = append(v.topics, p.Topic)
+	for _, topic := range v.topics {
 		var elig []string
 		for _, id := range v.members {
-			if set := subs[id]; set == nil || set[p.Topic] {
+			if set := subs[id]; set == nil || set[topic] {
 				elig = append(elig, id)
 			}
 		}
 		if len(elig) != len(v.members) {
 			v.uniform = false
 		}
-		v.eligible[p.Topic] = elig
+		v.eligible[topic] = elig
 	}
 	return v
 }
