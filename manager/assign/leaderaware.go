@@ -48,7 +48,7 @@ func LeaderAware(members []Member, partitions []Partition) Assignment {
 		for i, id := range c.members {
 			load[id] += counts[i]
 		}
-		for i, idx := range leaderAwarePlace(c.parts, counts) {
+		for i, idx := range leaderAwarePlace(leaderGroups(c.parts), counts) {
 			id := c.members[i]
 			for _, k := range idx {
 				out[id] = append(out[id], c.parts[k])
@@ -58,14 +58,14 @@ func LeaderAware(members []Member, partitions []Partition) Assignment {
 	return out.sortAll()
 }
 
-// leaderAwarePlace performs steps 3-5 of the LeaderAware algorithm on parts
-// (sorted by (Topic, ID)) for members whose target counts are counts
-// (summing to len(parts)). It returns, index-aligned with counts, the
-// indices into parts that each member receives.
-func leaderAwarePlace(parts []Partition, counts []int) [][]int {
+// leaderAwarePlace performs steps 4-5 of the LeaderAware algorithm on the
+// leader groups of a class (from leaderGroups, left unmodified) for members
+// whose target counts are counts (summing to the class's size). It returns,
+// index-aligned with counts, the partition indices each member receives.
+func leaderAwarePlace(groups []leaderGroup, counts []int) [][]int {
 	got := make([][]int, len(counts))
 	needs := slices.Clone(counts)
-	rest := placeWholeGroups(got, needs, leaderGroups(parts))
+	rest := placeWholeGroups(got, needs, groups)
 	for i := range got {
 		got[i], rest = takeFromGroups(got[i], rest, needs[i])
 	}
