@@ -46,21 +46,52 @@ func TestBalancedProperties(t *testing.T) {
 	}
 }
 
+// moveStats accumulates moved partitions against the minimum and, for
+// uniform subscriptions, against P/N.
+type moveStats struct {
+	n, maxOver       int
+	sumMoved, sumMin float64
+	nUniform         int
+	sumRatio         float64
+	maxRatio         float64
+}
+
+func (s *moveStats) add(moved, minimum, p, n int, uniform bool) {
+	s.n++
+	s.maxOver = max(s.maxOver, moved-minimum)
+	s.sumMoved += float64(moved)
+	s.sumMin += float64(minimum)
+	if uniform && p > 0 {
+		r := float64(moved) / (float64(p) / float64(n))
+		s.nUniform++
+		s.sumRatio += r
+		s.maxRatio = max(s.maxRatio, r)
+	}
+}
+
+func (s *moveStats) String() string {
+	return fmt.Sprintf("%d cases, moved - minimum: max %d; mean moved %.2f, mean minimum %.2f; "+
+		"uniform subscriptions (%d cases): moved / (P/N) mean %.3f, max %.3f",
+		s.n, s.maxOver, s.sumMoved/float64(s.n), s.sumMin/float64(s.n),
+		s.nUniform, s.sumRatio/float64(max(1, s.nUniform)), s.maxRatio)
+}
+
 // TestBalancedJoinLeave: from a settled assignment, one member joining or
-// leaving moves at most the minimum + 1 (in fact exactly the minimum).
+// leaving moves at most the minimum + 1 (in fact exactly the minimum, see
+// the log), and intermediate states of that hand-over give the same plan.
+// For uniform subscriptions N is the larger group size, so P/N is the
+// joiner's share or the leaver's partitions.
 func TestBalancedJoinLeave(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
-	var joins, leaves struct {
-		n, max           int
-		sumMoved, sumMin float64
-		sumRatio         float64
-	}
+	var joins, leaves moveStats
 	for iter := range cases(1500) {
-		members, ps := randomCase(rng, 20, 1200, iter%3 != 0)
+		uniform := iter%3 != 0
+		members, ps := randomCase(rng, 20, 1200, uniform)
 		settled := withOwners(ps, Balanced(members, randomOwners(rng, members, ps)))
+		p := len(dedupe(members, ps))
 		// Join.
 		joiner := Member{ID: fmt.Sprintf("joiner-%x", rng.Uint32())}
-		if iter%3 == 0 && rng.IntN(2) == 0 {
+		if !uniform && len(ps) > 0 && rng.IntN(2) == 0 {
 			joiner.Topics = []string{ps[0].Topic}
 		}
 		after := append(members[:len(members):len(members)], joiner)
@@ -69,10 +100,10 @@ func TestBalancedJoinLeave(t *testing.T) {
 		if got > want+1 {
 			t.Fatalf("iter %d: join moved %d > minimum %d + 1", iter, got, want)
 		}
-		joins.n++
-		joins.max = max(joins.max, got-want)
-		joins.sumMoved += float64(got)
-		joins.sumMin += float64(want)
+		if b := Balanced(after, intermediate(rng, settled, a, "")); !reflect.DeepEqual(a, b) {
+			t.Fatalf("iter %d: join: an intermediate state gives another plan", iter)
+		}
+		joins.add(got, want, p, len(after), uniform)
 		// Leave.
 		if len(members) < 2 {
 			continue
@@ -84,15 +115,13 @@ func TestBalancedJoinLeave(t *testing.T) {
 		if got > want+1 {
 			t.Fatalf("iter %d: leave moved %d > minimum %d + 1", iter, got, want)
 		}
-		leaves.n++
-		leaves.max = max(leaves.max, got-want)
-		leaves.sumMoved += float64(got)
-		leaves.sumMin += float64(want)
+		if b := Balanced(rest, intermediate(rng, settled, a, members[k].ID)); !reflect.DeepEqual(a, b) {
+			t.Fatalf("iter %d: leave: an intermediate state gives another plan", iter)
+		}
+		leaves.add(got, want, p, len(members), uniform)
 	}
-	t.Logf("joins: %d cases, moved - minimum: max %d, mean moved %.2f vs mean minimum %.2f",
-		joins.n, joins.max, joins.sumMoved/float64(joins.n), joins.sumMin/float64(joins.n))
-	t.Logf("leaves: %d cases, moved - minimum: max %d, mean moved %.2f vs mean minimum %.2f",
-		leaves.n, leaves.max, leaves.sumMoved/float64(leaves.n), leaves.sumMin/float64(leaves.n))
+	t.Logf("joins: %v", &joins)
+	t.Logf("leaves: %v", &leaves)
 }
 
 // TestBalancedFromNothingIsLeaderAware: with uniform subscriptions and no
