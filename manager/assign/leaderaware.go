@@ -7,7 +7,9 @@ import (
 
 // LeaderAware assigns partitions so that each member consumes from as few
 // distinct leader brokers as possible while the partition counts stay
-// balanced; it is the project's default strategy.
+// balanced. It ignores Partition.Owner, so a membership change moves most
+// partitions; Balanced (the default) starts from the same placement and
+// then moves as few as possible.
 //
 // Algorithm:
 //

@@ -47,7 +47,8 @@ type Assignment map[string][]Partition
 // depends only on the contents of its arguments (not on their order, on
 // time or on randomness), the arguments are not modified, and every
 // Strategy in this package is pure, never blocks and is safe for concurrent
-// use.
+// use. The current owners travel in Partition.Owner; strategies that are
+// not owner-aware ignore them.
 type Strategy func(members []Member, partitions []Partition) Assignment
 
 // Owner returns the ID of the member that owns partition (topic, id) in a,
