@@ -6,32 +6,45 @@ import (
 )
 
 // release lets every member that holds more than its target keep its
-// target's worth of the partitions it prefers (comparePrefs) and frees the
-// rest. It returns the partitions to place (freed and unowned ones,
+// target's worth of the partitions it prefers (comparePrefKeys) and frees
+// the rest. It returns the partitions to place (freed and unowned ones,
 // ascending) and each member's remaining room.
 //
 // A fixed preference order makes this stable along a transition: the kept
 // partitions are the member's favourites among what it holds, so they stay
 // its favourites when some of the freed ones have already left.
 func (p *classPlan) release() (pool, room []int) {
-	held := make([][]int, len(p.target))
-	for i, m := range p.cur {
-		if m < 0 {
-			pool = append(pool, i)
-			continue
+	count := make([]int, len(p.target))
+	for _, m := range p.cur {
+		if m >= 0 {
+			count[m]++
 		}
-		held[m] = append(held[m], i)
 	}
 	room = make([]int, len(p.target))
-	for m, list := range held {
-		if len(list) <= p.target[m] {
-			room[m] = p.target[m] - len(list)
+	held := make([][]prefKey, len(p.target)) // only for members over target
+	for m, n := range count {
+		if n > p.target[m] {
+			held[m] = make([]prefKey, 0, n)
+		} else {
+			room[m] = p.target[m] - n
+		}
+	}
+	for i, m := range p.cur {
+		switch {
+		case m < 0:
+			pool = append(pool, i)
+		case held[m] != nil:
+			held[m] = append(held[m], p.prefKey(m, i))
+		}
+	}
+	for m, keys := range held {
+		if keys == nil {
 			continue
 		}
-		slices.SortFunc(list, func(i, j int) int { return p.comparePrefs(m, i, j) })
-		for _, i := range list[p.target[m]:] {
-			p.cur[i] = -1
-			pool = append(pool, i)
+		slices.SortFunc(keys, comparePrefKeys)
+		for _, k := range keys[p.target[m]:] {
+			p.cur[k.i] = -1
+			pool = append(pool, k.i)
 		}
 	}
 	slices.Sort(pool)

@@ -78,19 +78,32 @@ func (p *classPlan) affinity(m, g int) uint64 {
 	return score(p.mh[m], p.gh[g])
 }
 
-// comparePrefs orders the partitions i and j as member m prefers them, best
+// prefKey is where partition i stands in member m's preferences; see
+// comparePrefKeys.
+type prefKey struct {
+	tier int
+	aff  uint64
+	g, i int
+}
+
+// prefKey returns partition i's standing in member m's preferences.
+func (p *classPlan) prefKey(m, i int) prefKey {
+	g := p.group[i]
+	return prefKey{tier: p.tier(m, i), aff: p.affinity(m, g), g: g, i: i}
+}
+
+// comparePrefKeys orders partitions as one member prefers them, best
 // first: by tier, then by affinity for their leader, then by group, then by
-// index. It is a strict total order that depends on (m, i, j) only.
-func (p *classPlan) comparePrefs(m, i, j int) int {
-	if c := cmp.Compare(p.tier(m, j), p.tier(m, i)); c != 0 {
+// index. It is a strict total order for the keys of one member.
+func comparePrefKeys(a, b prefKey) int {
+	if c := cmp.Compare(b.tier, a.tier); c != 0 {
 		return c
 	}
-	gi, gj := p.group[i], p.group[j]
-	if gi != gj {
-		if c := cmp.Compare(p.affinity(m, gj), p.affinity(m, gi)); c != 0 {
+	if a.g != b.g {
+		if c := cmp.Compare(b.aff, a.aff); c != 0 {
 			return c
 		}
-		return cmp.Compare(gi, gj)
+		return cmp.Compare(a.g, b.g)
 	}
-	return cmp.Compare(i, j)
+	return cmp.Compare(a.i, b.i)
 }

@@ -22,7 +22,9 @@ type class struct {
 func (v *view) classes() []class {
 	byKey := make(map[string]*class)
 	var keys []string
-	for _, topic := range v.topics {
+	of := make([]*class, len(v.topics)) // per topic: its class, nil if none
+	size := make(map[*class]int)
+	for t, topic := range v.topics {
 		elig := v.eligible[topic]
 		if len(elig) == 0 {
 			continue
@@ -33,6 +35,19 @@ func (v *view) classes() []class {
 			c = &class{members: elig}
 			byKey[key] = c
 			keys = append(keys, key)
+		}
+		of[t] = c
+		lo, hi := v.topicRange(topic)
+		size[c] += hi - lo
+	}
+	for c, n := range size {
+		c.parts = make([]Partition, 0, n)
+		c.owners = make([]string, 0, n)
+	}
+	for t, topic := range v.topics {
+		c := of[t]
+		if c == nil {
+			continue
 		}
 		// Topics are visited in ascending order, so parts stay sorted by
 		// (Topic, ID) and aligned with owners.

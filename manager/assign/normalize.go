@@ -77,16 +77,19 @@ func normalize(members []Member, partitions []Partition) *view {
 	for r, t := range v.topics {
 		rank[t] = int32(r)
 	}
-	type sortKey struct{ topic, id, leader, at int32 }
+	// tp packs (topic rank, ID) so that one comparison orders both: the
+	// rank in the high half, the ID with its sign bit flipped in the low.
+	type sortKey struct {
+		tp         uint64
+		leader, at int32
+	}
 	keys := make([]sortKey, len(partitions))
 	for i, p := range partitions {
-		keys[i] = sortKey{rank[p.Topic], p.ID, max(p.Leader, -1), int32(i)}
+		tp := uint64(rank[p.Topic])<<32 | uint64(uint32(p.ID)^1<<31)
+		keys[i] = sortKey{tp, max(p.Leader, -1), int32(i)}
 	}
 	slices.SortFunc(keys, func(a, b sortKey) int {
-		if c := cmp.Compare(a.topic, b.topic); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.id, b.id); c != 0 {
+		if c := cmp.Compare(a.tp, b.tp); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.leader, a.leader)
@@ -99,10 +102,10 @@ func normalize(members []Member, partitions []Partition) *view {
 	v.owners = make([]string, 0, len(keys))
 	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < len(keys) && keys[j].topic == keys[i].topic && keys[j].id == keys[i].id {
+		for j < len(keys) && keys[j].tp == keys[i].tp {
 			j++
 		}
-		topic := v.topics[keys[i].topic]
+		topic := v.topics[keys[i].tp>>32]
 		owner := ""
 		for _, k := range keys[i:j] {
 			o := partitions[k.at].Owner
@@ -110,7 +113,7 @@ func normalize(members []Member, partitions []Partition) *view {
 				owner = o
 			}
 		}
-		v.parts = append(v.parts, Partition{Topic: topic, ID: keys[i].id, Leader: keys[i].leader})
+		v.parts = append(v.parts, Partition{Topic: topic, ID: int32(uint32(keys[i].tp) ^ 1<<31), Leader: keys[i].leader})
 		v.owners = append(v.owners, owner)
 		i = j
 	}

@@ -43,3 +43,18 @@ func reversed[T any](s []T) []T {
 	slices.Reverse(out)
 	return out
 }
+
+func TestNormalizeOrder(t *testing.T) {
+	ps := []Partition{
+		{Topic: "b", ID: -3}, {Topic: "a", ID: 2147483647}, {Topic: "a", ID: -2147483648},
+		{Topic: "b", ID: 5}, {Topic: "a", ID: 0}, {Topic: "b", ID: -3, Leader: 2},
+	}
+	v := normalize(nil, ps)
+	want := []Partition{
+		{Topic: "a", ID: -2147483648}, {Topic: "a", ID: 0}, {Topic: "a", ID: 2147483647},
+		{Topic: "b", ID: -3, Leader: 2}, {Topic: "b", ID: 5},
+	}
+	if !slices.Equal(v.parts, want) {
+		t.Errorf("parts = %v, want %v", v.parts, want)
+	}
+}
