@@ -63,9 +63,10 @@ func normalize(members []Member, partitions []Partition) *view {
 	}
 	slices.Sort(v.members)
 
-	// Sort by (Topic, ID, Leader descending) so that the first of each run of
-	// duplicates carries the highest leader. Topics are ranked once so that
-	// the sort compares small integer keys, not strings.
+	// Sort by (Topic, ID); duplicates are merged below whatever their
+	// order. Topics are ranked once, and tp packs (topic rank, ID) so that
+	// one integer comparison orders both: the rank in the high half, the ID
+	// with its sign bit flipped in the low.
 	rank := make(map[string]int32)
 	for _, p := range partitions {
 		if _, ok := rank[p.Topic]; !ok {
@@ -77,23 +78,15 @@ func normalize(members []Member, partitions []Partition) *view {
 	for r, t := range v.topics {
 		rank[t] = int32(r)
 	}
-	// tp packs (topic rank, ID) so that one comparison orders both: the
-	// rank in the high half, the ID with its sign bit flipped in the low.
 	type sortKey struct {
-		tp         uint64
-		leader, at int32
+		tp uint64
+		at int // index into partitions
 	}
 	keys := make([]sortKey, len(partitions))
 	for i, p := range partitions {
-		tp := uint64(rank[p.Topic])<<32 | uint64(uint32(p.ID)^1<<31)
-		keys[i] = sortKey{tp, max(p.Leader, -1), int32(i)}
+		keys[i] = sortKey{uint64(rank[p.Topic])<<32 | uint64(uint32(p.ID)^1<<31), i}
 	}
-	slices.SortFunc(keys, func(a, b sortKey) int {
-		if c := cmp.Compare(a.tp, b.tp); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.leader, a.leader)
-	})
+	slices.SortFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.tp, b.tp) })
 	valid := func(owner, topic string) bool {
 		set, ok := subs[owner]
 		return owner != "" && ok && (set == nil || set[topic])
@@ -106,14 +99,16 @@ func normalize(members []Member, partitions []Partition) *view {
 			j++
 		}
 		topic := v.topics[keys[i].tp>>32]
-		owner := ""
+		leader, owner := int32(-1), ""
 		for _, k := range keys[i:j] {
-			o := partitions[k.at].Owner
-			if valid(o, topic) && (owner == "" || o < owner) {
-				owner = o
+			p := partitions[k.at]
+			leader = max(leader, p.Leader)
+			if valid(p.Owner, topic) && (owner == "" || p.Owner < owner) {
+				owner = p.Owner
 			}
 		}
-		v.parts = append(v.parts, Partition{Topic: topic, ID: int32(uint32(keys[i].tp) ^ 1<<31), Leader: keys[i].leader})
+		id := int32(uint32(keys[i].tp) ^ 1<<31)
+		v.parts = append(v.parts, Partition{Topic: topic, ID: id, Leader: leader})
 		v.owners = append(v.owners, owner)
 		i = j
 	}
