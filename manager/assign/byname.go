@@ -12,8 +12,9 @@ const (
 	NameRoundRobin  = "roundrobin"
 	NameLeaderAware = "leader-aware"
 	NameSticky      = "sticky"
+	NameBalanced    = "balanced"
 	// DefaultName is the strategy the project uses when none is configured.
-	DefaultName = NameLeaderAware
+	DefaultName = NameBalanced
 )
 
 // ErrUnknownStrategy is wrapped by the error ByName returns for a name it
@@ -50,12 +51,14 @@ func ByName(name string) (Strategy, error) {
 		return LeaderAware, nil
 	case NameSticky:
 		return Sticky, nil
+	case NameBalanced:
+		return Balanced, nil
 	}
 	return nil, &UnknownStrategyError{Name: name}
 }
 
-// Names returns the valid strategy names in a fixed order, as a new slice
-// the caller may modify. It never blocks and is safe for concurrent use.
+// Names returns the valid strategy names in a fixed order, the default
+// first, as a new slice the caller may modify. It never blocks and is safe for concurrent use.
 func Names() []string {
-	return []string{NameRange, NameRoundRobin, NameLeaderAware, NameSticky}
+	return []string{NameBalanced, NameRange, NameRoundRobin, NameLeaderAware, NameSticky}
 }

@@ -18,14 +18,14 @@ func TestByName(t *testing.T) {
 			t.Errorf("ByName(%q) returned a different strategy", s.name)
 		}
 	}
-	if got := Names(); !reflect.DeepEqual(got, []string{"range", "roundrobin", "leader-aware", "sticky"}) {
+	if got := Names(); !reflect.DeepEqual(got, []string{"balanced", "range", "roundrobin", "leader-aware", "sticky"}) {
 		t.Errorf("Names() = %v", got)
 	}
 	Names()[0] = "mutated"
-	if Names()[0] != "range" {
+	if Names()[0] != "balanced" {
 		t.Error("Names() shares its backing array")
 	}
-	if _, err := ByName(DefaultName); err != nil || DefaultName != "leader-aware" {
+	if _, err := ByName(DefaultName); err != nil || DefaultName != "balanced" {
 		t.Errorf("DefaultName %q: %v", DefaultName, err)
 	}
 	for _, bad := range []string{"", "Range", "round-robin", "leader_aware"} {
@@ -38,7 +38,7 @@ func TestByName(t *testing.T) {
 			t.Errorf("ByName(%q): error %T does not carry the name", bad, err)
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, `"`+bad+`"`) || !strings.Contains(msg, "range, roundrobin, leader-aware, sticky") {
+		if !strings.Contains(msg, `"`+bad+`"`) || !strings.Contains(msg, "balanced, range, roundrobin, leader-aware, sticky") {
 			t.Errorf("ByName(%q): message %q lacks value or valid names", bad, msg)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 type class struct {
 	members []string    // eligible member IDs, ascending
 	parts   []Partition // partitions, sorted by (Topic, ID)
+	owners  []string    // index-aligned with parts: valid owner or ""
 }
 
 // classes groups the eligible partitions of v by their eligible member set.
@@ -21,7 +22,9 @@ type class struct {
 func (v *view) classes() []class {
 	byKey := make(map[string]*class)
 	var keys []string
-	for _, topic := range v.topics {
+	of := make([]*class, len(v.topics)) // per topic: its class, nil if none
+	size := make(map[*class]int)
+	for t, topic := range v.topics {
 		elig := v.eligible[topic]
 		if len(elig) == 0 {
 			continue
@@ -33,7 +36,24 @@ func (v *view) classes() []class {
 			byKey[key] = c
 			keys = append(keys, key)
 		}
-		c.parts = append(c.parts, v.topicParts(topic)...)
+		of[t] = c
+		lo, hi := v.topicRange(topic)
+		size[c] += hi - lo
+	}
+	for c, n := range size {
+		c.parts = make([]Partition, 0, n)
+		c.owners = make([]string, 0, n)
+	}
+	for t, topic := range v.topics {
+		c := of[t]
+		if c == nil {
+			continue
+		}
+		// Topics are visited in ascending order, so parts stay sorted by
+		// (Topic, ID) and aligned with owners.
+		lo, hi := v.topicRange(topic)
+		c.parts = append(c.parts, v.parts[lo:hi]...)
+		c.owners = append(c.owners, v.owners[lo:hi]...)
 	}
 	out := make([]class, 0, len(keys))
 	for _, k := range keys {
@@ -45,11 +65,6 @@ func (v *view) classes() []class {
 		}
 		return slices.Compare(a.members, b.members)
 	})
-	for i := range out {
-		// Topics were visited in order, so parts are already sorted; keep
-		// the invariant explicit for future edits.
-		slices.SortFunc(out[i].parts, comparePartitions)
-	}
 	return out
 }
 

@@ -74,3 +74,65 @@ func FuzzStrategies(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBalanced decodes members and partitions as FuzzStrategies does, sets
+// partition i's Owner from claims[i] (mod 18: "m0"-"m15", "" or "gone"; ""
+// past the end), and checks Balanced's promises: a valid assignment,
+// independent of input order, balanced per class, moving exactly the
+// minimum, idempotent, and the same from the intermediate state that
+// steps[i] (mod 3: old owner, unowned, new owner) picks for each moving
+// partition i.
+func FuzzBalanced(f *testing.F) {
+	f.Add([]byte{3, 1, 0x80, 2, 0x80, 3, 0x80, 0, 0, 1, 0, 1, 2, 0, 2, 1, 0, 3, 2}, []byte{1, 1, 1, 2}, []byte{0, 1, 2})
+	f.Add([]byte{3, 1, 0x01, 1, 0x02, 5, 0x00, 0, 0, 0, 1, 0, 0, 4, 9, 9, 0, 0, 3}, []byte{5, 17, 1, 16}, []byte{2, 2})
+	f.Add([]byte{2, 0, 0x80, 1, 0x03, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 2, 1}, []byte{0, 0, 0, 0, 0}, []byte{1})
+	f.Fuzz(func(t *testing.T, data, claims, steps []byte) {
+		members, ps := decodeCase(data)
+		for i := range ps {
+			ps[i].Owner = ""
+			if i < len(claims) {
+				switch o := claims[i] % 18; o {
+				case 16:
+				case 17:
+					ps[i].Owner = "gone"
+				default:
+					ps[i].Owner = fmt.Sprintf("m%d", o)
+				}
+			}
+		}
+		a := Balanced(members, ps)
+		if msg := checkAssignment(members, ps, a); msg != "" {
+			t.Fatal(msg)
+		}
+		if b := Balanced(reversed(members), reversed(ps)); !reflect.DeepEqual(a, b) {
+			t.Fatal("output depends on input order")
+		}
+		if msg := checkClassBalance(members, ps, a); msg != "" {
+			t.Fatal(msg)
+		}
+		if got, want := moves(members, ps, a), minMoves(members, ps); got != want {
+			t.Fatalf("moved %d, minimum %d", got, want)
+		}
+		if b := Balanced(members, withOwners(ps, a)); !reflect.DeepEqual(a, b) {
+			t.Fatal("not idempotent")
+		}
+		base := dedupe(members, ps)
+		owner := owners(a)
+		mid := slices.Clone(base)
+		for i := range mid {
+			to := owner[mid[i].Topic][mid[i].ID]
+			if to == "" || to == mid[i].Owner || i >= len(steps) {
+				continue
+			}
+			switch steps[i] % 3 {
+			case 1:
+				mid[i].Owner = ""
+			case 2:
+				mid[i].Owner = to
+			}
+		}
+		if b := Balanced(members, mid); !reflect.DeepEqual(a, b) {
+			t.Fatalf("intermediate state gives another plan\nfrom %s\nmid  %s", renderOwners(base), renderOwners(mid))
+		}
+	})
+}

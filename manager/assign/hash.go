@@ -60,3 +60,9 @@ func partitionHash(topic string, id int32) uint64 {
 func score(mh, ph uint64) uint64 {
 	return mix64(mh ^ ph)
 }
+
+// leaderHash hashes a broker ID (-1 for "no leader") for Balanced's
+// member-to-leader affinity. The offset keeps it unrelated to partitionHash.
+func leaderHash(leader int32) uint64 {
+	return mix64(uint64(uint32(leader)) + 0x632be59bd9b4e019)
+}

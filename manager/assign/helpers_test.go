@@ -16,6 +16,7 @@ var strategies = []struct {
 	{NameRoundRobin, RoundRobin},
 	{NameLeaderAware, LeaderAware},
 	{NameSticky, Sticky},
+	{NameBalanced, Balanced},
 }
 
 // subscribed reports whether m (possibly duplicated in members) subscribes

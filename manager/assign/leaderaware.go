@@ -7,7 +7,9 @@ import (
 
 // LeaderAware assigns partitions so that each member consumes from as few
 // distinct leader brokers as possible while the partition counts stay
-// balanced; it is the project's default strategy.
+// balanced. It ignores Partition.Owner, so a membership change moves most
+// partitions; Balanced (the default) starts from the same placement and
+// then moves as few as possible.
 //
 // Algorithm:
 //
@@ -48,23 +50,39 @@ func LeaderAware(members []Member, partitions []Partition) Assignment {
 		for i, id := range c.members {
 			load[id] += counts[i]
 		}
-		rest := placeWholeGroups(out, c.members, counts, leaderGroups(c.parts))
-		for i, id := range c.members {
-			out[id], rest = takeFromGroups(out[id], rest, counts[i])
+		for i, idx := range leaderAwarePlace(leaderGroups(c.parts), counts) {
+			id := c.members[i]
+			for _, k := range idx {
+				out[id] = append(out[id], c.parts[k])
+			}
 		}
 	}
 	return out.sortAll()
 }
 
+// leaderAwarePlace performs steps 4-5 of the LeaderAware algorithm on the
+// leader groups of a class (from leaderGroups, left unmodified) for members
+// whose target counts are counts (summing to the class's size). It returns,
+// index-aligned with counts, the partition indices each member receives.
+func leaderAwarePlace(groups []leaderGroup, counts []int) [][]int {
+	got := make([][]int, len(counts))
+	needs := slices.Clone(counts)
+	rest := placeWholeGroups(got, needs, groups)
+	for i := range got {
+		got[i], rest = takeFromGroups(got[i], rest, needs[i])
+	}
+	return got
+}
+
 // leaderGroup is the partitions of one class that share a leader.
 type leaderGroup struct {
 	leader int32
-	parts  []Partition // sorted by (Topic, ID)
+	idx    []int // indices into the class's parts, ascending
 }
 
 // compareGroups orders groups by size descending, then leader ascending.
 func compareGroups(a, b leaderGroup) int {
-	if c := cmp.Compare(len(b.parts), len(a.parts)); c != 0 {
+	if c := cmp.Compare(len(b.idx), len(a.idx)); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.leader, b.leader)
@@ -73,16 +91,16 @@ func compareGroups(a, b leaderGroup) int {
 // leaderGroups groups parts (sorted by (Topic, ID)) by leader and returns the
 // groups sorted with compareGroups.
 func leaderGroups(parts []Partition) []leaderGroup {
-	idx := make(map[int32]int)
+	at := make(map[int32]int)
 	var groups []leaderGroup
-	for _, p := range parts {
-		i, ok := idx[p.Leader]
+	for k, p := range parts {
+		i, ok := at[p.Leader]
 		if !ok {
 			i = len(groups)
-			idx[p.Leader] = i
+			at[p.Leader] = i
 			groups = append(groups, leaderGroup{leader: p.Leader})
 		}
-		groups[i].parts = append(groups[i].parts, p)
+		groups[i].idx = append(groups[i].idx, k)
 	}
 	slices.SortFunc(groups, compareGroups)
 	return groups
@@ -90,10 +108,10 @@ func leaderGroups(parts []Partition) []leaderGroup {
 
 // placeWholeGroups performs step 4 of the LeaderAware algorithm: each group,
 // in order, goes whole to the member with the largest remaining need (ties
-// to the lowest index) if that need is at least the group's size. needs is
-// decremented in place; the groups that were not placed are returned, still
-// sorted with compareGroups.
-func placeWholeGroups(out Assignment, members []string, needs []int, groups []leaderGroup) []leaderGroup {
+// to the lowest index) if that need is at least the group's size; got[i]
+// collects member i's indices. needs is decremented in place; the groups
+// that were not placed are returned, still sorted with compareGroups.
+func placeWholeGroups(got [][]int, needs []int, groups []leaderGroup) []leaderGroup {
 	var rest []leaderGroup
 	for _, g := range groups {
 		best := -1
@@ -102,13 +120,12 @@ func placeWholeGroups(out Assignment, members []string, needs []int, groups []le
 				best = i
 			}
 		}
-		if best == -1 || needs[best] < len(g.parts) {
+		if best == -1 || needs[best] < len(g.idx) {
 			rest = append(rest, g)
 			continue
 		}
-		id := members[best]
-		out[id] = append(out[id], g.parts...)
-		needs[best] -= len(g.parts)
+		got[best] = append(got[best], g.idx...)
+		needs[best] -= len(g.idx)
 	}
 	return rest
 }
@@ -116,23 +133,23 @@ func placeWholeGroups(out Assignment, members []string, needs []int, groups []le
 // takeFromGroups moves need partitions from groups to dst following step 5
 // of the LeaderAware algorithm and returns the grown dst and the remaining
 // groups (still sorted with compareGroups).
-func takeFromGroups(dst []Partition, groups []leaderGroup, need int) ([]Partition, []leaderGroup) {
+func takeFromGroups(dst []int, groups []leaderGroup, need int) ([]int, []leaderGroup) {
 	for need > 0 && len(groups) > 0 {
 		// First group whose size is <= need (groups are sorted by size
 		// descending).
 		j, _ := slices.BinarySearchFunc(groups, need, func(g leaderGroup, n int) int {
-			return cmp.Compare(n, len(g.parts))
+			return cmp.Compare(n, len(g.idx))
 		})
 		if j < len(groups) {
-			dst = append(dst, groups[j].parts...)
-			need -= len(groups[j].parts)
+			dst = append(dst, groups[j].idx...)
+			need -= len(groups[j].idx)
 			groups = slices.Delete(groups, j, j+1)
 			continue
 		}
 		last := len(groups) - 1
 		g := groups[last]
-		dst = append(dst, g.parts[:need]...)
-		g.parts = g.parts[need:]
+		dst = append(dst, g.idx[:need]...)
+		g.idx = g.idx[need:]
 		need = 0
 		groups = groups[:last]
 		at, _ := slices.BinarySearchFunc(groups, g, compareGroups)

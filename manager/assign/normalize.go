@@ -12,8 +12,11 @@ type view struct {
 	// members holds the distinct member IDs in ascending order.
 	members []string
 	// parts holds the distinct partitions sorted by (Topic, ID), with
-	// negative leaders normalised to -1.
+	// negative leaders normalised to -1 and Owner cleared.
 	parts []Partition
+	// owners is index-aligned with parts: the partition's Owner when that
+	// is a member subscribed to its topic, "" otherwise.
+	owners []string
 	// topics holds the distinct topics of parts in ascending order.
 	topics []string
 	// eligible maps each topic of parts to the ascending IDs of the members
@@ -28,8 +31,8 @@ type view struct {
 // Duplicate members (same ID) are merged: the merged member subscribes to the
 // union of their topics, and to everything if any of them has nil Topics.
 // Duplicate partitions (same Topic and ID) are merged keeping the highest
-// Leader, so a known leader wins over -1. The caller's slices are not
-// modified.
+// Leader, so a known leader wins over -1, and the smallest of their valid
+// owners. The caller's slices are not modified.
 func normalize(members []Member, partitions []Partition) *view {
 	v := &view{eligible: make(map[string][]string)}
 
@@ -60,41 +63,68 @@ func normalize(members []Member, partitions []Partition) *view {
 	}
 	slices.Sort(v.members)
 
-	v.parts = make([]Partition, len(partitions))
-	copy(v.parts, partitions)
-	for i := range v.parts {
-		if v.parts[i].Leader < 0 {
-			v.parts[i].Leader = -1
+	// Sort by (Topic, ID); duplicates are merged below whatever their
+	// order. Topics are ranked once, and tp packs (topic rank, ID) so that
+	// one integer comparison orders both: the rank in the high half, the ID
+	// with its sign bit flipped in the low.
+	rank := make(map[string]int32)
+	for _, p := range partitions {
+		if _, ok := rank[p.Topic]; !ok {
+			rank[p.Topic] = 0
+			v.topics = append(v.topics, p.Topic)
 		}
 	}
-	// Sort by (Topic, ID, Leader descending) so that the first of each run of
-	// duplicates carries the highest leader.
-	slices.SortFunc(v.parts, func(a, b Partition) int {
-		if c := comparePartitions(a, b); c != 0 {
-			return c
+	slices.Sort(v.topics)
+	for r, t := range v.topics {
+		rank[t] = int32(r)
+	}
+	type sortKey struct {
+		tp uint64
+		at int // index into partitions
+	}
+	keys := make([]sortKey, len(partitions))
+	for i, p := range partitions {
+		keys[i] = sortKey{uint64(rank[p.Topic])<<32 | uint64(uint32(p.ID)^1<<31), i}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.tp, b.tp) })
+	valid := func(owner, topic string) bool {
+		set, ok := subs[owner]
+		return owner != "" && ok && (set == nil || set[topic])
+	}
+	v.parts = make([]Partition, 0, len(keys))
+	v.owners = make([]string, 0, len(keys))
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && keys[j].tp == keys[i].tp {
+			j++
 		}
-		return cmp.Compare(b.Leader, a.Leader)
-	})
-	v.parts = slices.CompactFunc(v.parts, func(a, b Partition) bool {
-		return comparePartitions(a, b) == 0
-	})
+		topic := v.topics[keys[i].tp>>32]
+		leader, owner := int32(-1), ""
+		for _, k := range keys[i:j] {
+			p := partitions[k.at]
+			leader = max(leader, p.Leader)
+			if valid(p.Owner, topic) && (owner == "" || p.Owner < owner) {
+				owner = p.Owner
+			}
+		}
+		id := int32(uint32(keys[i].tp) ^ 1<<31)
+		v.parts = append(v.parts, Partition{Topic: topic, ID: id, Leader: leader})
+		v.owners = append(v.owners, owner)
+		i = j
+	}
 
 	v.uniform = true
-	for _, p := range v.parts {
-		if len(v.topics) > 0 && v.topics[len(v.topics)-1] == p.Topic {
-			continue
-		}
-		v.topics = append(v.topics, p.Topic)
+	for _, topic := range v.topics {
 		var elig []string
 		for _, id := range v.members {
-			if set := subs[id]; set == nil || set[p.Topic] {
+			if set := subs[id]; set == nil || set[topic] {
 				elig = append(elig, id)
 			}
 		}
 		if len(elig) != len(v.members) {
 			v.uniform = false
 		}
-		v.eligible[p.Topic] = elig
+		v.eligible[topic] = elig
 	}
 	return v
 }
@@ -122,14 +152,21 @@ func (v *view) eligibleParts() []Partition {
 
 // topicParts returns the sub-slice of v.parts that belongs to topic.
 func (v *view) topicParts(topic string) []Partition {
-	lo, _ := slices.BinarySearchFunc(v.parts, topic, func(p Partition, t string) int {
+	lo, hi := v.topicRange(topic)
+	return v.parts[lo:hi]
+}
+
+// topicRange returns the bounds [lo, hi) of topic's partitions in v.parts
+// (and v.owners).
+func (v *view) topicRange(topic string) (lo, hi int) {
+	lo, _ = slices.BinarySearchFunc(v.parts, topic, func(p Partition, t string) int {
 		return strings.Compare(p.Topic, t)
 	})
-	hi := lo
+	hi = lo
 	for hi < len(v.parts) && v.parts[hi].Topic == topic {
 		hi++
 	}
-	return v.parts[lo:hi]
+	return lo, hi
 }
 
 // sortAll sorts every member's partitions by (Topic, ID).

@@ -6,9 +6,21 @@ import (
 )
 
 // Partition is one partition of a topic together with the broker that
-// currently leads it. Leader is -1 when the partition has no live leader; any
-// negative Leader is treated as -1. Partition is a plain value and is safe
-// for concurrent use.
+// should lead it and the member that currently holds its claim. Partition
+// is a plain value and is safe for concurrent use.
+//
+// Leader is the partition's preferred leader (its first replica), which
+// stays the same across broker restarts; -1 means unknown, and any negative
+// Leader is treated as -1. Strategies only use it to group partitions, so a
+// live leader works too, at the price of a different grouping whenever
+// leadership moves.
+//
+// Owner is the ID of the member that currently holds the partition's claim
+// in ZooKeeper, or "" when nobody does. An Owner that is not one of the
+// strategy's members, or is not subscribed to the partition's topic, counts
+// as "". Only owner-aware strategies (Balanced) read it; the others ignore
+// it. The partitions of an Assignment returned by a Strategy have Owner ""
+// (the map key says who owns them).
 type Partition struct {
 	Topic  string
 	ID     int32
@@ -35,7 +47,8 @@ type Assignment map[string][]Partition
 // depends only on the contents of its arguments (not on their order, on
 // time or on randomness), the arguments are not modified, and every
 // Strategy in this package is pure, never blocks and is safe for concurrent
-// use.
+// use. The current owners travel in Partition.Owner; strategies that are
+// not owner-aware ignore them.
 type Strategy func(members []Member, partitions []Partition) Assignment
 
 // Owner returns the ID of the member that owns partition (topic, id) in a,
@@ -72,7 +85,8 @@ func containsPartition(parts []Partition, topic string, id int32) bool {
 	})
 }
 
-// comparePartitions orders partitions by (Topic, ID); Leader is ignored.
+// comparePartitions orders partitions by (Topic, ID); Leader and Owner are
+// ignored.
 func comparePartitions(a, b Partition) int {
 	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
 		return c
