@@ -40,7 +40,9 @@ type Config struct {
 	InstanceID string
 	// SessionTimeout of the ZooKeeper session: at least 6 s.
 	SessionTimeout time.Duration
-	// Strategy: "leader-aware" (default), "sticky", "range" or "roundrobin".
+	// Strategy: "balanced" (default: balanced counts, moves only what
+	// must move, spreads preferred leaders), "leader-aware", "sticky",
+	// "range" or "roundrobin". Every member of a group must use the same.
 	Strategy string
 	// Mode: ModeMerged (default) or ModePartitions.
 	Mode string
