@@ -93,7 +93,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			}
 			continue
 		}
-		data, stat, ch, err := s.GetW(p)
+		data, stat, ch, err := s.GetWFull(p)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			_, err := s.Create(p, zkdata.FormatOwner(owner), zk.FlagEphemeral, nil)
@@ -182,7 +182,7 @@ func (c *claim) watch(ch <-chan zk.Event, epochDone <-chan struct{}) {
 			}
 			// Re-arm, and check the node is still ours.
 			for {
-				data, stat, nch, err := c.session.GetW(c.path)
+				data, stat, nch, err := c.session.GetWFull(c.path)
 				if errors.Is(err, zk.ErrNoNode) {
 					c.markLost("owner node deleted")
 					return

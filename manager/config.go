@@ -141,7 +141,7 @@ func NewConfig() *Config {
 		Partition:         partition.NewConfig(),
 		RebalanceDelay:    50 * time.Millisecond,
 		JoinSettle:        200 * time.Millisecond,
-		ClaimWaitCheck:    5 * time.Second,
+		ClaimWaitCheck:    15 * time.Second,
 		UnownedCheck:      10 * time.Second,
 		MetadataResync:    60 * time.Second,
 		MetadataPoll:      10 * time.Second,

@@ -177,7 +177,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 		health:   newGate(),
 		messages: make(chan *partition.Message, cfg.ChannelBufferSize),
 		errors:   make(chan error, cfg.ErrorsBufferSize),
-		events:   make(chan slotEvent, 64),
+		events:   make(chan slotEvent, 1024),
 		slots:    map[TopicPartition]*slot{},
 		causes:   map[RebalanceCause]uint64{},
 		badNodes: map[string]string{},

@@ -13,7 +13,7 @@ import (
 
 // ownerReaders bounds the owner-node reads in flight at once; go-zookeeper
 // pipelines them on the session's one connection.
-const ownerReaders = 16
+const ownerReaders = 128
 
 // readOwners reads who holds each partition of topics, from the owner
 // nodes under /consumers/<group>/owners: one children read per topic, then

@@ -21,6 +21,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	if !c.session.Status().HasSession {
 		return nil, errors.New("no zookeeper session")
 	}
+	began := time.Now()
 	members, watch, err := readMembers(c.session, c.group)
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
@@ -112,7 +113,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	c.pendingSince = time.Time{}
 	c.checkAppliedLocked()
 	c.log.Info("rebalanced", "members", len(ids), "partitions", len(parts), "assigned", len(mine),
-		"added", len(added), "revoked", len(revoked), "causes", causeList(causes))
+		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
 	return watch, nil
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -166,7 +168,9 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 		}
 		members[i], open[i] = m, true
 	}
+	stopDump := dumpGoroutines(sd.name+"-join")
 	res.joinFlow = env.tr.awaitFlow(lastJoin, upTo(M), *flagPhaseTimeout)
+	stopDump()
 	benchkit.Say("   last join -> every partition consumed: %s (owned: %v)", flow(res.joinFlow, P), ownedList(env.tr, M))
 	time.Sleep(time.Second)
 	res.pauseJoin = env.tr.closeWindow(time.Now(), anyMember)
@@ -422,4 +426,33 @@ func conv(f flowResult) float64 {
 
 func rate(w window, keys ...int) float64 {
 	return float64(w.c.Sum(keys...)) / max(w.d.Seconds(), 1e-3)
+}
+
+// dumpGoroutines writes a goroutine profile every 2 s into
+// $ZKGROUP_BENCH_DUMP/<name>-<n>.txt until the returned func is called
+// (a diagnostic; off without the variable).
+func dumpGoroutines(name string) func() {
+	dir := os.Getenv("ZKGROUP_BENCH_DUMP")
+	if dir == "" {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Second):
+			}
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.txt", name, n)))
+			if err != nil {
+				return
+			}
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			f.Close()
+		}
+	}()
+	return func() { close(stop); <-done }
 }
