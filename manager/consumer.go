@@ -187,7 +187,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	}
 	c.session, err = zkconn.Dial(zkconn.Config{
 		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
-		Auth: auth, Logger: log,
+		Auth: auth, Logger: log, TLS: cfg.ZooKeeperTLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
