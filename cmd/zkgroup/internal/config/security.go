@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 // Defaults of the Kafka clients.
@@ -381,4 +382,32 @@ func (c *Config) ZooKeeperTLSConfig() *tls.Config {
 		return nil
 	}
 	return c.secrets.zooKeeperTLS.Clone()
+}
+
+// ValidateConnection checks only what the operator commands need: the
+// group, the ZooKeeper connect string, the brokers, and the Kafka and
+// ZooKeeper security settings. Errors are *FieldErrors. Pure.
+func (c *Config) ValidateConnection() error {
+	for _, check := range []func() error{c.checkGroup, c.checkZooKeeper, c.checkBrokers, c.checkKafka, c.checkZooKeeperSecurity} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if c.OffsetStorage != manager.StorageKafka && c.OffsetStorage != manager.StorageZooKeeper {
+		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
+	}
+	return nil
+}
+
+// SetOrigin records where a field's value came from, for a value the
+// caller set itself (an operator command's own flag). Unknown paths are
+// ignored. Not safe for concurrent use.
+func (c *Config) SetOrigin(path, origin string) {
+	if _, ok := fieldByPath(path); !ok {
+		return
+	}
+	if c.origins == nil {
+		c.origins = map[string]string{}
+	}
+	c.origins[path] = origin
 }

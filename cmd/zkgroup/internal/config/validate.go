@@ -93,6 +93,10 @@ func (c *Config) checkConsumer() error {
 	if c.OffsetStorage != manager.StorageKafka && c.OffsetStorage != manager.StorageZooKeeper {
 		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
 	}
+	return c.checkBrokers()
+}
+
+func (c *Config) checkBrokers() error {
 	for i, b := range c.Brokers {
 		if err := checkHostPort(b, false); err != nil {
 			return c.bad("brokers", fmt.Sprintf("entry %d (%q) is not host:port", i, b), err)
