@@ -8,7 +8,8 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 )
 
-// cmdValidate loads and validates a configuration like run does, without
+// cmdValidate loads and validates a configuration like run does, reading
+// the password files and variables and the TLS files it names, without
 // connecting anywhere. Exit 0 when valid, 2 when not.
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
@@ -44,9 +45,12 @@ func nameOr(s, def string) string {
 	return s
 }
 
-// redacted copies cfg with HTTP header values hidden (they may be secrets).
+// redacted copies cfg with HTTP header values and the password of the
+// sink URL hidden (passwords themselves are never part of it: only the
+// files or variables they are read from).
 func redacted(cfg *config.Config) *config.Config {
 	c := *cfg
+	c.Sink.HTTP.URL = config.RedactURL(c.Sink.HTTP.URL)
 	if len(c.Sink.HTTP.Headers) > 0 {
 		h := make(map[string]string, len(c.Sink.HTTP.Headers))
 		for k := range c.Sink.HTTP.Headers {
