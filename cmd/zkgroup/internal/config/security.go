@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/kafkasasl"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -354,10 +355,10 @@ func (c *Config) Sarama() (*sarama.Config, error) {
 			s.Net.SASL.Mechanism = sarama.SASLTypePlaintext
 		case SASLScramSHA256:
 			s.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
-			s.Net.SASL.SCRAMClientGeneratorFunc = NewSCRAMClient(SHA256)
+			s.Net.SASL.SCRAMClientGeneratorFunc = kafkasasl.NewSCRAMClient(kafkasasl.SHA256)
 		case SASLScramSHA512:
 			s.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-			s.Net.SASL.SCRAMClientGeneratorFunc = NewSCRAMClient(SHA512)
+			s.Net.SASL.SCRAMClientGeneratorFunc = kafkasasl.NewSCRAMClient(kafkasasl.SHA512)
 		}
 	}
 	if err := s.Validate(); err != nil {

@@ -1,4 +1,7 @@
-package config
+// Package kafkasasl adapts github.com/xdg-go/scram to sarama's SCRAM
+// client interface, for SASL SCRAM-SHA-256 and SCRAM-SHA-512: used by the
+// daemon's configuration, the test cluster and the library's example.
+package kafkasasl
 
 import (
 	"crypto/sha256"
