@@ -18,7 +18,7 @@ func newDeadLetter(cfg *config.Config, log *slog.Logger) (*sink.KafkaDeadLetter,
 	if len(brokers) == 0 {
 		sess, err := ops.DialZooKeeper(zooKeeperOf(cfg, cfg.SessionTimeout.D()), log)
 		if err != nil {
-			return nil, explain(err, cfg)
+			return nil, explain(err, cfg, sideZooKeeper)
 		}
 		brokers, err = ops.Brokers(sess, cfg.Listener)
 		sess.Close()
@@ -32,7 +32,7 @@ func newDeadLetter(cfg *config.Config, log *slog.Logger) (*sink.KafkaDeadLetter,
 	}
 	dl, err := sink.NewKafkaDeadLetter(brokers, cfg.Sink.DeadLetterTopic, cfg.Group, sink.ProducerConfig(base))
 	if err != nil {
-		return nil, explain(err, cfg)
+		return nil, explain(err, cfg, sideKafka)
 	}
 	return dl, nil
 }

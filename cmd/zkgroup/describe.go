@@ -33,7 +33,7 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	committed, err := c.committed(g.storage)
 	if err != nil {
-		return fail(stdout, stderr, g.json, exitFor(err), explain(err, g.cfg))
+		return fail(stdout, stderr, g.json, exitFor(err), explain(err, g.cfg, sideOf(g.storage)))
 	}
 	d, err := ops.Describe(ops.DescribeInput{Session: c.sess, Committed: committed,
 		LogEnd: ops.LogEndFunc(c.client), Group: g.group, Storage: g.storage,

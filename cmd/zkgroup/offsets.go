@@ -174,7 +174,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 			return fail(stdout, stderr, g.json, exitFailure, err)
 		}
 		if err := ops.ExecuteReset(ctx, store, rows); err != nil {
-			err = explain(err, g.cfg)
+			err = explain(err, g.cfg, sideOf(g.storage))
 			return fail(stdout, stderr, g.json, exitFor(err), err)
 		}
 	}
@@ -260,7 +260,7 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		err = explain(err, g.cfg)
+		err = explain(err, g.cfg, sideOf(*to))
 		fmt.Fprintf(stderr, "zkgroup: %v\n", err)
 		return exitFor(err)
 	}

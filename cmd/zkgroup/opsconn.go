@@ -120,7 +120,7 @@ func (g *groupFlags) connect(stderr io.Writer) (*conn, error) {
 	c := &conn{log: log, group: g.cfg.Group}
 	var err error
 	if c.sess, err = ops.DialZooKeeper(zooKeeperOf(g.cfg, g.timeout), log); err != nil {
-		return nil, explain(err, g.cfg)
+		return nil, explain(err, g.cfg, sideZooKeeper)
 	}
 	if c.brokers = g.cfg.Brokers; len(c.brokers) == 0 {
 		if c.brokers, err = ops.Brokers(c.sess, g.cfg.Listener); err != nil {
@@ -137,11 +137,11 @@ func (g *groupFlags) connect(stderr io.Writer) (*conn, error) {
 	cfg.Net.DialTimeout, cfg.Net.ReadTimeout, cfg.Net.WriteTimeout = g.timeout, g.timeout, g.timeout
 	if c.client, err = sarama.NewClient(c.brokers, cfg); err != nil {
 		c.close()
-		return nil, explain(fmt.Errorf("kafka %v: %w", c.brokers, err), g.cfg)
+		return nil, explain(fmt.Errorf("kafka %v: %w", c.brokers, err), g.cfg, sideKafka)
 	}
 	if c.admin, err = sarama.NewClusterAdminFromClient(c.client); err != nil {
 		c.close()
-		return nil, explain(fmt.Errorf("kafka admin %v: %w", c.brokers, err), g.cfg)
+		return nil, explain(fmt.Errorf("kafka admin %v: %w", c.brokers, err), g.cfg, sideKafka)
 	}
 	return c, nil
 }

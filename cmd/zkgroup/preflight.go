@@ -22,11 +22,11 @@ func preflight(cfg *config.Config, log *slog.Logger) error {
 	z := zooKeeperOf(cfg, cfg.SessionTimeout.D())
 	sess, err := ops.DialZooKeeper(z, quiet)
 	if err != nil {
-		return explain(err, cfg)
+		return explain(err, cfg, sideZooKeeper)
 	}
 	defer sess.Close()
 	if err := ops.CheckGroupWritable(sess, cfg.Group, z.Auth); err != nil {
-		return explain(err, cfg)
+		return explain(err, cfg, sideZooKeeper)
 	}
 	brokers := cfg.Brokers
 	if len(brokers) == 0 {
@@ -44,7 +44,7 @@ func preflight(cfg *config.Config, log *slog.Logger) error {
 	sc.Metadata.Retry.Max = 1
 	client, err := sarama.NewClient(brokers, sc)
 	if err != nil {
-		return explain(fmt.Errorf("kafka %v: %w", brokers, err), cfg)
+		return explain(fmt.Errorf("kafka %v: %w", brokers, err), cfg, sideKafka)
 	}
 	_ = client.Close()
 	log.Debug("preflight passed", "brokers", brokers, "tls", cfg.Kafka.TLS.Enable, "sasl", cfg.Kafka.SASL.Mechanism,

@@ -10,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 // errRefused marks an error where a server refused this client's
@@ -17,14 +18,29 @@ import (
 // certificate (exit status 3: retrying will not help).
 var errRefused = errors.New("refused")
 
-// explain adds to err, when a server refused the credentials or a
-// certificate did not verify, which setting to look at; such errors also
-// wrap errRefused. Other errors are returned as they are. Pure.
-func explain(err error, cfg *config.Config) error {
+// Which server an error came from, for explain.
+const (
+	sideKafka     = "kafka"
+	sideZooKeeper = "zookeeper"
+)
+
+// sideOf is the server an offset storage lives on.
+func sideOf(storage string) string {
+	if storage == manager.StorageZooKeeper {
+		return sideZooKeeper
+	}
+	return sideKafka
+}
+
+// explain adds to err, when a server (Kafka or ZooKeeper: side) refused
+// the credentials or a certificate did not verify, which setting to look
+// at; such errors also wrap errRefused. Other errors are returned as they
+// are. Pure.
+func explain(err error, cfg *config.Config, side string) error {
 	if err == nil {
 		return nil
 	}
-	hint := refusal(err, cfg)
+	hint := refusal(err, cfg, side)
 	if hint == "" {
 		return err
 	}
@@ -32,12 +48,12 @@ func explain(err error, cfg *config.Config) error {
 }
 
 // refusal says which setting a security failure points at, or "".
-func refusal(err error, cfg *config.Config) string {
+func refusal(err error, cfg *config.Config, side string) string {
 	var unknown x509.UnknownAuthorityError
 	var host x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var verify *tls.CertificateVerificationError
-	kafkaSide := strings.Contains(err.Error(), "kafka")
+	kafkaSide := side == sideKafka
 	tlsField, caField := "zookeeper_tls", "zookeeper_tls.ca_file"
 	if kafkaSide {
 		tlsField, caField = "kafka.tls", "kafka.tls.ca_file"

@@ -142,7 +142,7 @@ func Dial(cfg Config) (*Session, error) {
 	default:
 		dialer = net.DialTimeout
 	}
-	rec := &dialRecorder{dial: dialer}
+	rec := newDialRecorder(dialer)
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(rec.dialer))
 	if err != nil {
@@ -168,6 +168,9 @@ func Dial(cfg Config) (*Session, error) {
 	s.t.Go(func() error { return s.monitor(first) })
 	select {
 	case <-first:
+	case <-rec.refused:
+		s.Close()
+		return nil, fmt.Errorf("%w: %v: %w", ErrDial, cfg.Servers, rec.lastErr())
 	case <-time.After(cfg.ConnectTimeout):
 		s.Close()
 		if derr := rec.lastErr(); derr != nil {

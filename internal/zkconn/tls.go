@@ -2,6 +2,7 @@ package zkconn
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -45,6 +46,14 @@ type dialRecorder struct {
 	dial zk.Dialer
 	mu   sync.Mutex
 	last error
+	// refused is closed on the first certificate that did not verify: no
+	// retry can succeed, so Dial stops waiting.
+	refused   chan struct{}
+	closeOnce sync.Once
+}
+
+func newDialRecorder(d zk.Dialer) *dialRecorder {
+	return &dialRecorder{dial: d, refused: make(chan struct{})}
 }
 
 func (r *dialRecorder) dialer(network, address string, timeout time.Duration) (net.Conn, error) {
@@ -60,6 +69,19 @@ func (r *dialRecorder) record(err error) {
 	r.mu.Lock()
 	r.last = err
 	r.mu.Unlock()
+	if certificateRefused(err) {
+		r.closeOnce.Do(func() { close(r.refused) })
+	}
+}
+
+// certificateRefused reports whether err is a server certificate that did
+// not verify.
+func certificateRefused(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return err != nil && (errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid))
 }
 
 // recordedConn records read errors: under TLS 1.3 a server that refuses

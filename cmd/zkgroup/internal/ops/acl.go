@@ -39,11 +39,11 @@ func CheckGroupWritable(s *zkconn.Session, group string, creds []zkconn.Auth) er
 			return fmt.Errorf("ops: reading the ACL of %s%s: %w", s.Chroot(), p, err)
 		}
 		if !grants(acl, mine, zk.PermCreate) {
-			who := "no credentials"
+			who := "this client, which has no credentials"
 			if len(mine) > 0 {
-				who = "digest user " + strings.SplitN(mine[0], ":", 2)[0]
+				who = "this client (digest user " + strings.SplitN(mine[0], ":", 2)[0] + ")"
 			}
-			return fmt.Errorf("%w: %s%s lets %s create nothing (its ACL: %s)", zk.ErrNoAuth, s.Chroot(), p, who, describeACL(acl))
+			return fmt.Errorf("%w: %s%s may not be written by %s: its ACL is %s", zk.ErrNoAuth, s.Chroot(), p, who, describeACL(acl))
 		}
 	}
 	return nil
