@@ -128,8 +128,8 @@ func Attach(s State) *Cluster {
 	if s.ZooKeeperLibDir != "" {
 		c.zkLib = s.ZooKeeperLibDir
 	}
-	c.opts.KRaft = s.KRaft
 	c.opts = DefaultOptions()
+	c.opts.KRaft = s.KRaft
 	c.opts.Chroot = strings.TrimPrefix(s.ZooKeeperConnect, s.ZooKeeper)
 	if _, p, err := net.SplitHostPort(s.ZooKeeper); err == nil {
 		c.zkPort, _ = strconv.Atoi(p)
