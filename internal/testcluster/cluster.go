@@ -296,7 +296,6 @@ func (c *Cluster) setupBroker(id int32) error {
 		return fmt.Errorf("testcluster: %w", err)
 	}
 	rf := c.opts.Brokers
-	minISR := 1
 	b := &broker{id: id, port: port, dir: dir}
 	listeners := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port)
 	security := ""
@@ -311,34 +310,11 @@ advertised.listeners=%s
 zookeeper.connect=127.0.0.1:%d%s
 zookeeper.session.timeout.ms=%d
 zookeeper.connection.timeout.ms=30000
-log.dirs=%s
-num.partitions=1
-default.replication.factor=1
-auto.create.topics.enable=false
-delete.topic.enable=true
-offsets.topic.replication.factor=%d
-offsets.topic.num.partitions=10
-transaction.state.log.replication.factor=%d
-transaction.state.log.min.isr=%d
-min.insync.replicas=1
-group.initial.rebalance.delay.ms=0
-num.network.threads=2
-num.io.threads=4
-num.recovery.threads.per.data.dir=1
-background.threads=4
-log.cleaner.enable=true
-log.cleaner.threads=1
-log.cleaner.dedupe.buffer.size=2097152
-controlled.shutdown.enable=true
 controlled.shutdown.max.retries=1
 controlled.shutdown.retry.backoff.ms=500
-unclean.leader.election.enable=false
 leader.imbalance.check.interval.seconds=10
-replica.lag.time.max.ms=10000
-replica.socket.timeout.ms=5000
-replica.fetch.wait.max.ms=200
-`, id, listeners, listeners, c.zkPort, c.opts.Chroot, c.opts.BrokerSessionTimeout.Milliseconds(),
-		filepath.Join(dir, "data"), rf, rf, minISR) + security
+`, id, listeners, listeners, c.zkPort, c.opts.Chroot, c.opts.BrokerSessionTimeout.Milliseconds()) +
+		serverProps(filepath.Join(dir, "data"), rf) + security
 	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}
@@ -352,6 +328,37 @@ replica.fetch.wait.max.ms=200
 	c.brokers[id] = b
 	c.mu.Unlock()
 	return nil
+}
+
+// serverProps are the server.properties every broker shares, in
+// ZooKeeper mode and in KRaft mode: small thread pools and buffers for a
+// shared 2-core machine, replication factor rf for the internal topics,
+// topics only created on request.
+func serverProps(dataDir string, rf int) string {
+	return fmt.Sprintf(`log.dirs=%s
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=false
+delete.topic.enable=true
+offsets.topic.replication.factor=%d
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=%d
+transaction.state.log.min.isr=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+background.threads=4
+log.cleaner.enable=true
+log.cleaner.threads=1
+log.cleaner.dedupe.buffer.size=2097152
+controlled.shutdown.enable=true
+unclean.leader.election.enable=false
+replica.lag.time.max.ms=10000
+replica.socket.timeout.ms=5000
+replica.fetch.wait.max.ms=200
+`, dataDir, rf, rf)
 }
 
 // freePorts asks the kernel for n distinct free loopback TCP ports (each

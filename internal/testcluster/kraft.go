@@ -59,29 +59,7 @@ advertised.listeners=PLAINTEXT://127.0.0.1:%d
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
-log.dirs=%s
-num.partitions=1
-default.replication.factor=1
-auto.create.topics.enable=false
-delete.topic.enable=true
-offsets.topic.replication.factor=%d
-offsets.topic.num.partitions=10
-transaction.state.log.replication.factor=%d
-transaction.state.log.min.isr=1
-min.insync.replicas=1
-group.initial.rebalance.delay.ms=0
-num.network.threads=2
-num.io.threads=4
-num.recovery.threads.per.data.dir=1
-background.threads=4
-log.cleaner.threads=1
-log.cleaner.dedupe.buffer.size=2097152
-controlled.shutdown.enable=true
-unclean.leader.election.enable=false
-replica.lag.time.max.ms=10000
-replica.socket.timeout.ms=5000
-replica.fetch.wait.max.ms=200
-`, b.id, strings.Join(voters, ","), b.port, b.ctrlPort, b.port, filepath.Join(b.dir, "data"), rf, rf)
+`, b.id, strings.Join(voters, ","), b.port, b.ctrlPort, b.port) + serverProps(filepath.Join(b.dir, "data"), rf)
 		props := filepath.Join(b.dir, "server.properties")
 		if err := os.WriteFile(props, []byte(cfg), 0o644); err != nil {
 			return fmt.Errorf("testcluster: %w", err)
