@@ -35,7 +35,41 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  group %s, subscription %s, zookeeper %s\n", cfg.Group, cfg.Subscription, cfg.ZooKeeper)
 	fmt.Fprintf(stdout, "  sink %s (on_failure %s, %d attempts), offsets in %s, admin %s\n",
 		cfg.Sink.Type, cfg.Sink.OnFailure, cfg.Sink.Retry.MaxAttempts, cfg.OffsetStorage, nameOr(cfg.Admin.Listen, "off"))
+	fmt.Fprintf(stdout, "  kafka: %s, client id %s, protocol %s; zookeeper: %s\n",
+		kafkaSecurity(cfg), cfg.Kafka.ClientID, cfg.Kafka.Version, zooKeeperSecurity(cfg))
 	return exitOK
+}
+
+// kafkaSecurity says how the Kafka clients authenticate, for validate.
+func kafkaSecurity(cfg *config.Config) string {
+	proto := "PLAINTEXT"
+	switch {
+	case cfg.Kafka.TLS.Enable && cfg.Kafka.SASL.Mechanism != "":
+		proto = "SASL_SSL"
+	case cfg.Kafka.TLS.Enable:
+		proto = "SSL"
+	case cfg.Kafka.SASL.Mechanism != "":
+		proto = "SASL_PLAINTEXT"
+	}
+	if cfg.Kafka.SASL.Mechanism != "" {
+		proto += fmt.Sprintf(" (%s as %s)", cfg.Kafka.SASL.Mechanism, cfg.Kafka.SASL.Username)
+	}
+	if cfg.Kafka.TLS.CertFile != "" {
+		proto += " with a client certificate"
+	}
+	return proto
+}
+
+// zooKeeperSecurity says how the ZooKeeper sessions authenticate.
+func zooKeeperSecurity(cfg *config.Config) string {
+	out := "plain TCP"
+	if cfg.ZooKeeperTLS.Enable {
+		out = "TLS"
+	}
+	if cfg.ZooKeeperAuth.Username != "" {
+		return out + ", digest user " + cfg.ZooKeeperAuth.Username + " (creator-only-write ACL)"
+	}
+	return out + ", no credentials (nodes world-writable)"
 }
 
 func nameOr(s, def string) string {
