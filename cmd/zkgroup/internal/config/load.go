@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 )
 
@@ -42,7 +43,27 @@ func (f Field) flagUsage(def *Config) string {
 	} else {
 		d = fmt.Sprintf("%q", d)
 	}
-	return fmt.Sprintf("%s\n(%s; YAML %s, env %s; default %s)", f.Help, f.Usage, f.Path, f.Env, d)
+	return fmt.Sprintf("%s\n(`%s`; YAML %s, env %s; default %s)", f.Help, placeholder(f.kind, f.split), f.Path, f.Env, d)
+}
+
+// placeholder names a flag's value in -h output (flag.UnquoteUsage takes
+// the back-quoted word): "-session-timeout duration".
+func placeholder(t reflect.Type, split string) string {
+	switch {
+	case t == reflect.TypeOf(Duration(0)):
+		return "duration"
+	case t.Kind() == reflect.Slice && split == "space":
+		return "words"
+	case t.Kind() == reflect.Slice:
+		return "a,b,..."
+	case t.Kind() == reflect.Map:
+		return "k=v,..."
+	case t.Kind() == reflect.Int:
+		return "int"
+	case t.Kind() == reflect.Bool:
+		return "true|false"
+	}
+	return "text"
 }
 
 // Set records a flag value for the field with the dotted path; it fails
