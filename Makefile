@@ -10,7 +10,7 @@ TEST_P    ?= 2
 TEST_ARGS ?=
 ZKCLUSTER := $(GO) run ./internal/testcluster/cmd/zkcluster
 
-.PHONY: test fmt-check vet unit fetch cluster-up cluster-down cluster-status demo bench build
+.PHONY: test fmt-check vet unit fetch cluster-up cluster-down cluster-status demo demo-kafka4 bench build
 
 ## test: gofmt check, go vet, and go test -race over every package, integration tests included
 test: fmt-check vet fetch
@@ -31,8 +31,9 @@ fetch:
 	@$(ZKCLUSTER) fetch
 
 ## cluster-up / cluster-down: a local 3-broker cluster for trying zkgroup
+## (KAFKA=4: Kafka 4 in KRaft mode and a ZooKeeper for zkgroup alone)
 cluster-up:
-	@$(ZKCLUSTER) up -brokers $${BROKERS:-3}
+	@$(ZKCLUSTER) up -brokers $${BROKERS:-3} -kafka $${KAFKA:-3}
 
 cluster-down:
 	@$(ZKCLUSTER) down
@@ -43,5 +44,10 @@ cluster-status:
 build:
 	$(GO) build ./...
 
+## demo: three daemons on a local cluster (KAFKA=4 make demo: on Kafka 4 / KRaft)
 demo:
-	@if [ -d cmd/zkgroup ]; then ./scripts/demo.sh; else echo "make demo: not yet: the zkgroup daemon (cmd/zkgroup) is still being built; 'make cluster-up' starts the local cluster meanwhile"; fi
+	@./scripts/demo.sh
+
+## demo-kafka4: the demo on Kafka 4 in KRaft mode
+demo-kafka4:
+	@KAFKA=4 ./scripts/demo.sh

@@ -1,9 +1,12 @@
 package manager
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -16,6 +19,25 @@ import (
 // ErrConfig reports an invalid Config or Join argument; the message names
 // the field.
 var ErrConfig = errors.New("manager: invalid config")
+
+// Bounds checked by Validate.
+const (
+	// MinSessionTimeout is the shortest SessionTimeout.
+	MinSessionTimeout = 6 * time.Second
+	// MaxSessionTimeout is the longest SessionTimeout. ZooKeeper negotiates
+	// a session timeout into [2, 20] x tickTime (at most 40 s with the
+	// default tickTime of 2 s and maxSessionTimeout unset), so anything
+	// longer is cut by a default server; 2 minutes leaves room for servers
+	// whose maxSessionTimeout was raised and refuses values that are
+	// typos ("10m" for "10s"), under which a crashed member would hold its
+	// partitions for that long.
+	MaxSessionTimeout = 2 * time.Minute
+	// MaxChannelBufferSize bounds ChannelBufferSize: a buffer is
+	// allocated at once, for Messages() and for every partition stream.
+	MaxChannelBufferSize = 1 << 16
+	// MaxErrorsBufferSize bounds ErrorsBufferSize (allocated at once).
+	MaxErrorsBufferSize = 1 << 16
+)
 
 // Offset storages.
 const (
@@ -38,7 +60,8 @@ type Config struct {
 	// restarted instance reclaim its own stale nodes at once instead of
 	// waiting for its old session to expire.
 	InstanceID string
-	// SessionTimeout of the ZooKeeper session: at least 6 s.
+	// SessionTimeout of the ZooKeeper session: 6 s to 2 min
+	// (MinSessionTimeout, MaxSessionTimeout).
 	SessionTimeout time.Duration
 	// Strategy: "balanced" (default: balanced counts, moves only what
 	// must move, spreads preferred leaders), "leader-aware", "sticky",
@@ -48,13 +71,16 @@ type Config struct {
 	Mode string
 	// OffsetStorage: StorageKafka (default) or StorageZooKeeper.
 	OffsetStorage string
-	// Brokers overrides broker discovery from /brokers/ids when set.
+	// Brokers overrides broker discovery from /brokers/ids when set
+	// ("host:port" each). Required when the Kafka cluster registers no
+	// brokers in this ZooKeeper (Kafka 4 and other KRaft clusters).
 	Brokers []string
 	// Listener picks the broker endpoint by listener name during discovery
 	// ("" : PLAINTEXT, or host/port).
 	Listener string
 	// Sarama is the base client config (TLS, SASL, client id, version).
-	// Nil: sarama's defaults with Version 2.1.
+	// Nil: sarama's defaults with Version 2.1. See the example of Join
+	// over SASL_SSL.
 	Sarama *sarama.Config
 	// Partition configures the partition managers.
 	Partition partition.Config
@@ -85,17 +111,25 @@ type Config struct {
 	// only coordinates (no Kafka cluster registered in it, Brokers set):
 	// Kafka has no watches. Jittered.
 	MetadataPoll time.Duration
-	// ChannelBufferSize of Messages() (and each partition stream). The
+	// ChannelBufferSize of Messages() (and each partition stream), at most
+	// MaxChannelBufferSize. The
 	// default, 0, means a message is handed out only when the user receives
 	// it, so a revoked partition never leaves messages behind in a buffer
 	// that a new owner would deliver again. A larger buffer trades that
 	// guarantee (messages still buffered at revoke may be delivered twice)
 	// for throughput.
 	ChannelBufferSize int
-	// ErrorsBufferSize of Errors(); when full, errors are dropped and counted.
+	// ErrorsBufferSize of Errors(), at most MaxErrorsBufferSize; when
+	// full, errors are dropped and counted.
 	ErrorsBufferSize int
 	// Auth: ZooKeeper credentials (e.g. scheme "digest", "user:pass").
+	// With credentials, the nodes the consumer creates get a
+	// creator-only-write ACL (the creator has all rights, anyone may read).
 	Auth []ZooKeeperAuth
+	// ZooKeeperTLS, when set, connects to ZooKeeper's secure client port
+	// (secureClientPort) over TLS with this config (CA, client
+	// certificate). Nil: plain TCP.
+	ZooKeeperTLS *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// OnAssigned is called for each partition once its claim is held and
@@ -161,8 +195,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: InstanceID: %w", ErrConfig, err)
 		}
 	}
-	if c.SessionTimeout < 6*time.Second {
-		return fmt.Errorf("%w: SessionTimeout: %v is under 6s", ErrConfig, c.SessionTimeout)
+	if c.SessionTimeout < MinSessionTimeout {
+		return fmt.Errorf("%w: SessionTimeout: %v is under %v", ErrConfig, c.SessionTimeout, MinSessionTimeout)
+	}
+	if c.SessionTimeout > MaxSessionTimeout {
+		return fmt.Errorf("%w: SessionTimeout: %v is over %v (ZooKeeper caps sessions at 20 x tickTime, 40s by default)", ErrConfig, c.SessionTimeout, MaxSessionTimeout)
 	}
 	if _, err := assign.ByName(c.Strategy); err != nil {
 		return fmt.Errorf("%w: Strategy: %w", ErrConfig, err)
@@ -174,8 +211,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: OffsetStorage: %q is neither %q nor %q", ErrConfig, c.OffsetStorage, StorageKafka, StorageZooKeeper)
 	}
 	for i, b := range c.Brokers {
-		if b == "" {
-			return fmt.Errorf("%w: Brokers[%d]: empty", ErrConfig, i)
+		if err := checkHostPort(b); err != nil {
+			return fmt.Errorf("%w: Brokers[%d]: %q %w", ErrConfig, i, b, err)
 		}
 	}
 	if err := c.Partition.Validate(); err != nil {
@@ -199,11 +236,11 @@ func (c *Config) Validate() error {
 	if c.MetadataPoll <= 0 {
 		return fmt.Errorf("%w: MetadataPoll: %v is not positive", ErrConfig, c.MetadataPoll)
 	}
-	if c.ChannelBufferSize < 0 {
-		return fmt.Errorf("%w: ChannelBufferSize: %d is negative", ErrConfig, c.ChannelBufferSize)
+	if c.ChannelBufferSize < 0 || c.ChannelBufferSize > MaxChannelBufferSize {
+		return fmt.Errorf("%w: ChannelBufferSize: %d is not between 0 and %d", ErrConfig, c.ChannelBufferSize, MaxChannelBufferSize)
 	}
-	if c.ErrorsBufferSize < 0 {
-		return fmt.Errorf("%w: ErrorsBufferSize: %d is negative", ErrConfig, c.ErrorsBufferSize)
+	if c.ErrorsBufferSize < 0 || c.ErrorsBufferSize > MaxErrorsBufferSize {
+		return fmt.Errorf("%w: ErrorsBufferSize: %d is not between 0 and %d", ErrConfig, c.ErrorsBufferSize, MaxErrorsBufferSize)
 	}
 	for i, a := range c.Auth {
 		if a.Scheme == "" {
@@ -217,6 +254,21 @@ func (c *Config) Validate() error {
 		if err := c.Sarama.Validate(); err != nil {
 			return fmt.Errorf("%w: Sarama: %w", ErrConfig, err)
 		}
+	}
+	return nil
+}
+
+// checkHostPort says why b is not "host:port" with a port from 1 to 65535.
+func checkHostPort(b string) error {
+	host, port, err := net.SplitHostPort(b)
+	if err != nil {
+		return errors.New("is not host:port")
+	}
+	if host == "" {
+		return errors.New("has no host")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("has port %q, not 1 to 65535", port)
 	}
 	return nil
 }

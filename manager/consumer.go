@@ -203,7 +203,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	}
 	c.session, err = zkconn.Dial(zkconn.Config{
 		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
-		Auth: auth, Logger: log,
+		Auth: auth, Logger: log, TLS: cfg.ZooKeeperTLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
@@ -253,16 +253,26 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	mcfg := metadata.NewConfig()
 	mcfg.SessionTimeout = cfg.SessionTimeout
 	mcfg.Resync = cfg.MetadataResync
-	watcher, err := metadata.Open(zookeeper, sub.Match, mcfg, log)
+	var watcher *metadata.Watcher
+	fromKafka := cfg.ZooKeeperTLS != nil // kazoo-go dials plain TCP only
+	if !fromKafka {
+		watcher, err = metadata.Open(zookeeper, sub.Match, mcfg, log)
+		fromKafka = errors.Is(err, metadata.ErrNoCluster) && len(cfg.Brokers) > 0
+	}
 	switch {
-	case err == nil:
-		c.meta = watcher
-	case errors.Is(err, metadata.ErrNoCluster) && len(cfg.Brokers) > 0:
-		// ZooKeeper coordinates only: learn the topics from Kafka.
-		log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
+	case fromKafka:
+		// ZooKeeper coordinates only, or is reached over TLS, which the
+		// metadata reader cannot do: learn the topics from Kafka.
+		if cfg.ZooKeeperTLS != nil {
+			log.Info("ZooKeeper over TLS: reading cluster metadata from the brokers", "brokers", brokers)
+		} else {
+			log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
+		}
 		if c.meta, err = newKafkaMeta(c.client, sub.Match, cfg.MetadataPoll, log); err != nil {
 			return nil, fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
 		}
+	case err == nil:
+		c.meta = watcher
 	default:
 		return nil, fmt.Errorf("%w: cluster metadata: %w", ErrJoin, err)
 	}

@@ -3,6 +3,11 @@
 # local 3-broker Kafka cluster; one is stopped with SIGTERM and its
 # partitions move to the others; every message is printed exactly once.
 # Everything started here is torn down on exit, also on failure or Ctrl-C.
+#
+# KAFKA=3 (default): Kafka 3.9 in ZooKeeper mode; zkgroup finds the brokers
+# in ZooKeeper. KAFKA=4 (make demo KAFKA=4, or make demo-kafka4): Kafka 4
+# in KRaft mode beside a ZooKeeper that only zkgroup uses; the brokers are
+# given to every zkgroup command with --brokers.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -13,6 +18,9 @@ TOPIC=demo-events
 GROUP=demo-group
 PARTITIONS=8
 BATCH=800
+KAFKA=${KAFKA:-3}
+case "$KAFKA" in 3 | 4) ;; *) echo "demo: KAFKA=$KAFKA: want 3 or 4" >&2; exit 2 ;; esac
+BROKER_ARGS=()
 declare -A PIDS=()
 OK=0
 
@@ -45,7 +53,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-zk() { "$BIN" "$@"; }
+# zk runs an operator command; BROKER_ARGS gives the brokers on Kafka 4.
+zk() { "$BIN" "$@" "${BROKER_ARGS[@]}"; }
 
 # owned prints "instance partition-count" from zkgroup describe.
 owners() {
@@ -77,7 +86,7 @@ wait_for() {
 
 start_instance() {
 	local name=$1
-	"$BIN" run --group "$GROUP" --zookeeper "$ZK" --subscription "static:$TOPIC" \
+	"$BIN" run --group "$GROUP" --zookeeper "$ZK" --subscription "static:$TOPIC" "${BROKER_ARGS[@]}" \
 		--instance-id "demo-$name" --admin-listen "" --session-timeout 6s \
 		--partition-commit-interval 200ms --partition-drain-timeout 5s --shutdown-timeout 20s \
 		>>"$WORK/out-$name.jsonl" 2>"$WORK/log-$name.txt" &
@@ -89,12 +98,22 @@ step "building zkgroup"
 go build -o "$BIN" ./cmd/zkgroup
 info "$("$BIN" version)"
 
-step "starting a local Kafka cluster (3 brokers, ZooKeeper) in $CLUSTER"
-go run ./internal/testcluster/cmd/zkcluster up -dir "$CLUSTER" -brokers 3 | sed 's/^/    /'
-ZK=$(go run ./internal/testcluster/cmd/zkcluster status -dir "$CLUSTER" -json |
-	sed -n 's/.*"zookeeper_connect": *"\([^"]*\)".*/\1/p')
+if [ "$KAFKA" = 4 ]; then
+	step "starting a local Kafka 4 cluster (3 KRaft nodes) and a ZooKeeper for zkgroup in $CLUSTER"
+else
+	step "starting a local Kafka cluster (3 brokers, ZooKeeper) in $CLUSTER"
+fi
+go run ./internal/testcluster/cmd/zkcluster up -dir "$CLUSTER" -brokers 3 -kafka "$KAFKA" | sed 's/^/    /'
+STATE=$(go run ./internal/testcluster/cmd/zkcluster status -dir "$CLUSTER" -json)
+ZK=$(printf '%s' "$STATE" | sed -n 's/.*"zookeeper_connect": *"\([^"]*\)".*/\1/p')
 [ -n "$ZK" ] || die "could not read the ZooKeeper address"
 info "zookeeper: $ZK"
+if [ "$KAFKA" = 4 ]; then
+	BROKERS=$(printf '%s' "$STATE" | sed -n 's/.*"brokers": *\[\([^]]*\)\].*/\1/p' | tr -d '" ')
+	[ -n "$BROKERS" ] || die "could not read the broker addresses"
+	BROKER_ARGS=(--brokers "$BROKERS")
+	info "brokers (given to zkgroup: KRaft brokers register nothing in ZooKeeper): $BROKERS"
+fi
 
 step "creating topic $TOPIC with $PARTITIONS partitions and producing $BATCH messages"
 go run ./internal/testcluster/cmd/zkcluster topic -dir "$CLUSTER" -name "$TOPIC" -partitions "$PARTITIONS" -replication 3 | sed 's/^/    /'
@@ -154,4 +173,4 @@ info "$unique distinct values, $dups duplicated, $missing missing (expected $TOT
 [ "$unique" = "$TOTAL" ] || die "$unique distinct messages, want $TOTAL"
 
 OK=1
-step "demo passed: $TOTAL messages, each printed exactly once across three instances"
+step "demo passed (Kafka $KAFKA): $TOTAL messages, each printed exactly once across three instances"

@@ -13,7 +13,6 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/admin"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/notify"
-	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/pipeline"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 	"github.com/zkgroup/zkgroup/manager"
@@ -56,19 +55,7 @@ func (d *daemon) buildHandler() (*sink.Handler, error) {
 	pol := sink.Policy{MaxAttempts: c.Retry.MaxAttempts, InitialBackoff: c.Retry.InitialBackoff.D(),
 		MaxBackoff: c.Retry.MaxBackoff.D(), OnFailure: c.OnFailure, Logger: d.log}
 	if c.OnFailure == config.OnFailureDeadLetter {
-		brokers := d.cfg.Brokers
-		if len(brokers) == 0 {
-			sess, err := ops.Dial(d.cfg.ZooKeeper, d.cfg.SessionTimeout.D(), d.log)
-			if err != nil {
-				return nil, err
-			}
-			brokers, err = ops.Brokers(sess, d.cfg.Listener)
-			sess.Close()
-			if err != nil {
-				return nil, err
-			}
-		}
-		dl, err := sink.NewKafkaDeadLetter(brokers, c.DeadLetterTopic, d.cfg.Group, nil)
+		dl, err := newDeadLetter(d.cfg, d.log) // deadletter.go: the configured TLS, SASL and ZooKeeper access
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,12 @@ import (
 )
 
 // cmdDescribe prints a group's partitions with the columns of
-// kafka-consumer-groups --describe, then its members.
+// kafka-consumer-groups --describe, then its members. HOST is the host a
+// member runs on, from its registration ("host") or from a member id of
+// the JVM shape <group>_<host>-<ms>-<uuid8> (zkgroup's default ids);
+// CLIENT-ID is the registration's "client_id"; "-" when unknown. Topics
+// and partitions come from Kafka's metadata (a KRaft cluster has none in
+// ZooKeeper).
 func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -23,15 +28,17 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := g.connect(stderr)
 	if err != nil {
-		return fail(stdout, stderr, g.json, exitFailure, err)
+		return fail(stdout, stderr, g.json, exitFor(err), err)
 	}
 	defer c.close()
 	committed, err := c.committed(g.storage)
 	if err != nil {
-		return fail(stdout, stderr, g.json, exitFailure, err)
+		return fail(stdout, stderr, g.json, exitFor(err), explain(err, g.cfg, sideOf(g.storage)))
 	}
 	d, err := ops.Describe(ops.DescribeInput{Session: c.sess, Committed: committed,
-		LogEnd: ops.LogEndFunc(c.client), Group: g.group, Storage: g.storage})
+		LogEnd: ops.LogEndFunc(c.client), Group: g.group, Storage: g.storage,
+		Topics:     func() ([]string, error) { return ops.KafkaTopics(c.client) },
+		Partitions: ops.KafkaPartitions(c.client)})
 	if err != nil {
 		return fail(stdout, stderr, g.json, exitFor(err), err)
 	}

@@ -11,6 +11,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitRefused: a server refused the credentials or the client
+	// certificate, or the server's certificate did not verify.
+	exitRefused = 3
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -15,7 +15,12 @@ import (
 	"github.com/zkgroup/zkgroup/offsets"
 )
 
-const offsetsUsage = `usage: zkgroup offsets <reset|migrate> [flags]   ("zkgroup offsets reset -h")
+const offsetsUsage = `usage: zkgroup offsets <reset|migrate> [flags]
+
+  reset    plan (dry run) or execute moving a group's committed offsets of a topic
+  migrate  copy a group's committed offsets between ZooKeeper and Kafka storage
+
+"zkgroup offsets reset -h" and "zkgroup offsets migrate -h" show the flags.
 `
 
 func cmdOffsets(args []string, stdout, stderr io.Writer) int {
@@ -28,6 +33,9 @@ func cmdOffsets(args []string, stdout, stderr io.Writer) int {
 		return cmdReset(args[1:], stdout, stderr)
 	case "migrate":
 		return cmdMigrate(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, offsetsUsage)
+		return exitOK
 	}
 	fmt.Fprintf(stderr, "zkgroup offsets: unknown subcommand %q\n%s", args[0], offsetsUsage)
 	return exitUsage
@@ -141,7 +149,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := g.connect(stderr)
 	if err != nil {
-		return fail(stdout, stderr, g.json, exitFailure, err)
+		return fail(stdout, stderr, g.json, exitFor(err), err)
 	}
 	defer c.close()
 	if *execute {
@@ -166,7 +174,8 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 			return fail(stdout, stderr, g.json, exitFailure, err)
 		}
 		if err := ops.ExecuteReset(ctx, store, rows); err != nil {
-			return fail(stdout, stderr, g.json, exitFailure, err)
+			err = explain(err, g.cfg, sideOf(g.storage))
+			return fail(stdout, stderr, g.json, exitFor(err), err)
 		}
 	}
 	if g.json {
@@ -208,7 +217,7 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := g.connect(stderr)
 	if err != nil {
-		return fail(stdout, stderr, g.json, exitFailure, err)
+		return fail(stdout, stderr, g.json, exitFor(err), err)
 	}
 	defer c.close()
 	if *execute {
@@ -251,8 +260,9 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
+		err = explain(err, g.cfg, sideOf(*to))
 		fmt.Fprintf(stderr, "zkgroup: %v\n", err)
-		return exitFailure
+		return exitFor(err)
 	}
 	return exitOK
 }
@@ -309,8 +319,9 @@ func migrateParts(c *conn, from, topicList string) ([]offsets.TopicPartition, er
 		sort.Strings(topics)
 	}
 	var parts []offsets.TopicPartition
+	partitions := ops.KafkaPartitions(c.client)
 	for _, t := range topics {
-		ps, err := ops.Partitions(c.sess, t)
+		ps, err := partitions(t)
 		if err != nil {
 			return nil, err
 		}

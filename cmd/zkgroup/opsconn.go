@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
-	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/offsets"
 )
@@ -20,45 +21,78 @@ import (
 // errUsage marks errors in the command line (exit 2).
 var errUsage = errors.New("usage")
 
-// groupFlags are the flags every operator command shares.
+// groupFlags are the flags every operator command shares. The
+// connection settings come from the daemon's configuration (--config and
+// ZKGROUP_* variables, as for run), overridden by these flags.
 type groupFlags struct {
-	zookeeper string
-	group     string
-	storage   string
-	brokers   string
-	listener  string
-	timeout   time.Duration
-	json      bool
+	configFile string
+	zookeeper  string
+	group      string
+	storage    string
+	brokers    string
+	listener   string
+	timeout    time.Duration
+	json       bool
+	fs         *flag.FlagSet
+	cfg        *config.Config // loaded by check
 }
 
 func (g *groupFlags) register(fs *flag.FlagSet, withStorage bool) {
-	fs.StringVar(&g.zookeeper, "zookeeper", envDefault("ZKGROUP_ZOOKEEPER", ""), "ZooKeeper connect string host:2181/chroot (env ZKGROUP_ZOOKEEPER)")
-	fs.StringVar(&g.group, "group", envDefault("ZKGROUP_GROUP", ""), "consumer group (env ZKGROUP_GROUP)")
+	g.fs = fs
+	fs.StringVar(&g.configFile, "config", envDefault("ZKGROUP_CONFIG", ""), "the daemon's YAML config file: ZooKeeper, group, brokers, Kafka TLS/SASL and\nZooKeeper credentials are read from it (env ZKGROUP_CONFIG; default: none)")
+	fs.StringVar(&g.zookeeper, "zookeeper", "", "ZooKeeper connect string host:2181/chroot (default: zookeeper of the config, env ZKGROUP_ZOOKEEPER)")
+	fs.StringVar(&g.group, "group", "", "consumer group (default: group of the config, env ZKGROUP_GROUP)")
 	if withStorage {
-		fs.StringVar(&g.storage, "offset-storage", envDefault("ZKGROUP_OFFSET_STORAGE", manager.StorageKafka), "where the group commits: kafka or zookeeper")
+		fs.StringVar(&g.storage, "offset-storage", "", "where the group commits: kafka or zookeeper (default: offset_storage of the config, else kafka)")
 	}
-	fs.StringVar(&g.brokers, "brokers", envDefault("ZKGROUP_BROKERS", ""), "Kafka brokers host:port,... (default: read from ZooKeeper)")
-	fs.StringVar(&g.listener, "listener", envDefault("ZKGROUP_LISTENER", ""), "broker listener name to use from ZooKeeper (default PLAINTEXT)")
+	fs.StringVar(&g.brokers, "brokers", "", "Kafka brokers host:port,... (default: brokers of the config, else read from\n/brokers/ids in ZooKeeper; required with Kafka 4 / KRaft)")
+	fs.StringVar(&g.listener, "listener", "", "broker listener name to use from /brokers/ids (default: listener of the config, else PLAINTEXT)")
 	fs.DurationVar(&g.timeout, "timeout", 15*time.Second, "ZooKeeper session timeout and Kafka request bound")
 	fs.BoolVar(&g.json, "json", false, "print JSON")
 }
 
+// check loads the configuration (file, ZKGROUP_* variables, then these
+// flags), validates what the commands need and reads the passwords and
+// TLS files. Errors wrap errUsage (exit 2).
 func (g *groupFlags) check() error {
+	cfg, err := config.Load(config.Sources{File: g.configFile, Lookup: os.LookupEnv})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	set := map[string]bool{}
+	g.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	override := func(flagName, path string, apply func()) {
+		if set[flagName] {
+			apply()
+			cfg.SetOrigin(path, "flag --"+flagName)
+		}
+	}
+	override("zookeeper", "zookeeper", func() { cfg.ZooKeeper = g.zookeeper })
+	override("group", "group", func() { cfg.Group = g.group })
+	override("offset-storage", "offset_storage", func() { cfg.OffsetStorage = g.storage })
+	override("listener", "listener", func() { cfg.Listener = g.listener })
+	override("brokers", "brokers", func() {
+		cfg.Brokers = nil
+		for _, b := range strings.Split(g.brokers, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				cfg.Brokers = append(cfg.Brokers, b)
+			}
+		}
+	})
 	switch {
-	case g.zookeeper == "":
-		return fmt.Errorf("%w: --zookeeper is required", errUsage)
-	case g.group == "":
-		return fmt.Errorf("%w: --group is required", errUsage)
+	case cfg.ZooKeeper == "":
+		return fmt.Errorf("%w: --zookeeper is required (or zookeeper: in --config, or ZKGROUP_ZOOKEEPER)", errUsage)
+	case cfg.Group == "":
+		return fmt.Errorf("%w: --group is required (or group: in --config, or ZKGROUP_GROUP)", errUsage)
 	}
-	if _, _, err := zkconn.ParseConnect(g.zookeeper); err != nil {
-		return fmt.Errorf("%w: --zookeeper: %w", errUsage, err)
+	if err := cfg.ValidateConnection(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if err := zkdata.ValidateNodeName("group", g.group); err != nil {
-		return fmt.Errorf("%w: --group: %w", errUsage, err)
+	if err := cfg.Resolve(os.LookupEnv); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if g.storage != "" && g.storage != manager.StorageKafka && g.storage != manager.StorageZooKeeper {
-		return fmt.Errorf("%w: --offset-storage %q: want kafka or zookeeper", errUsage, g.storage)
-	}
+	g.cfg = cfg
+	g.zookeeper, g.group, g.storage = cfg.ZooKeeper, cfg.Group, cfg.OffsetStorage
 	return nil
 }
 
@@ -72,32 +106,42 @@ type conn struct {
 	admin   sarama.ClusterAdmin
 }
 
+// zooKeeperOf says how to reach ZooKeeper as cfg configures it.
+func zooKeeperOf(cfg *config.Config, timeout time.Duration) ops.ZooKeeper {
+	z := ops.ZooKeeper{Connect: cfg.ZooKeeper, Timeout: timeout, TLS: cfg.ZooKeeperTLSConfig()}
+	if user, pw, ok := cfg.ZooKeeperCredentials(); ok {
+		z.Auth = []zkconn.Auth{{Scheme: "digest", Credentials: []byte(user + ":" + pw.Reveal())}}
+	}
+	return z
+}
+
 func (g *groupFlags) connect(stderr io.Writer) (*conn, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	c := &conn{log: log, group: g.group}
+	c := &conn{log: log, group: g.cfg.Group}
 	var err error
-	if c.sess, err = ops.Dial(g.zookeeper, g.timeout, log); err != nil {
-		return nil, err
+	if c.sess, err = ops.DialZooKeeper(zooKeeperOf(g.cfg, g.timeout), log); err != nil {
+		return nil, explain(err, g.cfg, sideZooKeeper)
 	}
-	if g.brokers != "" {
-		for _, b := range strings.Split(g.brokers, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				c.brokers = append(c.brokers, b)
-			}
+	if c.brokers = g.cfg.Brokers; len(c.brokers) == 0 {
+		if c.brokers, err = ops.Brokers(c.sess, g.cfg.Listener); err != nil {
+			c.close()
+			return nil, err
 		}
-	} else if c.brokers, err = ops.Brokers(c.sess, g.listener); err != nil {
+	}
+	base, err := g.cfg.Sarama()
+	if err != nil {
 		c.close()
 		return nil, err
 	}
-	cfg := ops.SaramaConfig()
+	cfg := ops.SaramaConfig(base)
 	cfg.Net.DialTimeout, cfg.Net.ReadTimeout, cfg.Net.WriteTimeout = g.timeout, g.timeout, g.timeout
 	if c.client, err = sarama.NewClient(c.brokers, cfg); err != nil {
 		c.close()
-		return nil, fmt.Errorf("kafka %v: %w", c.brokers, err)
+		return nil, explain(fmt.Errorf("kafka %v: %w", c.brokers, err), g.cfg, sideKafka)
 	}
-	if c.admin, err = sarama.NewClusterAdmin(c.brokers, cfg); err != nil {
+	if c.admin, err = sarama.NewClusterAdminFromClient(c.client); err != nil {
 		c.close()
-		return nil, fmt.Errorf("kafka admin %v: %w", c.brokers, err)
+		return nil, explain(fmt.Errorf("kafka admin %v: %w", c.brokers, err), g.cfg, sideKafka)
 	}
 	return c, nil
 }
@@ -120,9 +164,8 @@ func (c *conn) committed(kind string) (ops.Offsets, error) {
 
 func (c *conn) close() {
 	if c.admin != nil {
-		_ = c.admin.Close()
-	}
-	if c.client != nil {
+		_ = c.admin.Close() // closes the client it was made from
+	} else if c.client != nil {
 		_ = c.client.Close()
 	}
 	if c.sess != nil {
@@ -132,8 +175,11 @@ func (c *conn) close() {
 
 // exitFor maps an error to an exit status.
 func exitFor(err error) int {
-	if errors.Is(err, errUsage) || errors.Is(err, ops.ErrArguments) {
+	switch {
+	case errors.Is(err, errUsage) || errors.Is(err, ops.ErrArguments):
 		return exitUsage
+	case errors.Is(err, errRefused):
+		return exitRefused
 	}
 	return exitFailure
 }

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 )
 
-// cmdRun loads and validates the configuration and runs the daemon. A bad
-// configuration exits 2 before anything touches ZooKeeper.
+// cmdRun loads and validates the configuration, reads its passwords and
+// TLS files, checks that ZooKeeper and Kafka accept this client
+// (preflight), and runs the daemon. A bad configuration exits 2 before
+// anything touches ZooKeeper; refused credentials or certificates exit 3.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -28,24 +31,43 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
+	// The passwords were read: keep them from the exec sink's children.
+	secretVars := cfg.PasswordEnv()
+	for _, v := range secretVars {
+		_ = os.Unsetenv(v)
+	}
 	log := newLogger(cfg.Log, stderr)
 	if unknown := config.UnknownEnv(os.Environ()); len(unknown) > 0 {
-		log.Warn("ignoring environment variables that set no field", "vars", strings.Join(unknown, ","))
+		unknown = slices.DeleteFunc(unknown, func(v string) bool { return slices.Contains(secretVars, v) })
+		if len(unknown) > 0 {
+			log.Warn("ignoring environment variables that set no field", "vars", strings.Join(unknown, ","))
+		}
+	}
+	if cfg.Kafka.SASL.Mechanism == config.SASLPlain && !cfg.Kafka.TLS.Enable {
+		log.Warn("SASL PLAIN without TLS sends the password in clear text (kafka.tls.enable)")
 	}
 	routeSarama(log)
+	if err := preflight(cfg, log); err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFor(err)
+	}
 	return newDaemon(cfg, log, stdout, stderr).run()
 }
 
 // configFlags registers --config and the per-field flags on fs. The
 // returned function, called after fs was parsed, loads the configuration
-// (file, then ZKGROUP_* variables, then flags) and validates it.
+// (file, then ZKGROUP_* variables, then flags), validates it and reads
+// the passwords and TLS files it names.
 func configFlags(fs *flag.FlagSet) func() (cfg *config.Config, path string, err error) {
-	file := fs.String("config", envDefault("ZKGROUP_CONFIG", ""), "YAML config file (env ZKGROUP_CONFIG)")
+	file := fs.String("config", envDefault("ZKGROUP_CONFIG", ""), "YAML config file; every setting below may be set there\n(env ZKGROUP_CONFIG; default: none: defaults, ZKGROUP_* variables and flags)")
 	ov := config.RegisterFlags(fs)
 	return func() (*config.Config, string, error) {
 		cfg, err := config.Load(config.Sources{File: *file, Lookup: os.LookupEnv, Flags: ov})
 		if err == nil {
 			err = cfg.Validate()
+		}
+		if err == nil {
+			err = cfg.Resolve(os.LookupEnv)
 		}
 		return cfg, *file, err
 	}

@@ -8,7 +8,8 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 )
 
-// cmdValidate loads and validates a configuration like run does, without
+// cmdValidate loads and validates a configuration like run does, reading
+// the password files and variables and the TLS files it names, without
 // connecting anywhere. Exit 0 when valid, 2 when not.
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
@@ -34,7 +35,41 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  group %s, subscription %s, zookeeper %s\n", cfg.Group, cfg.Subscription, cfg.ZooKeeper)
 	fmt.Fprintf(stdout, "  sink %s (on_failure %s, %d attempts), offsets in %s, admin %s\n",
 		cfg.Sink.Type, cfg.Sink.OnFailure, cfg.Sink.Retry.MaxAttempts, cfg.OffsetStorage, nameOr(cfg.Admin.Listen, "off"))
+	fmt.Fprintf(stdout, "  kafka: %s, client id %s, protocol %s; zookeeper: %s\n",
+		kafkaSecurity(cfg), cfg.Kafka.ClientID, cfg.Kafka.Version, zooKeeperSecurity(cfg))
 	return exitOK
+}
+
+// kafkaSecurity says how the Kafka clients authenticate, for validate.
+func kafkaSecurity(cfg *config.Config) string {
+	proto := "PLAINTEXT"
+	switch {
+	case cfg.Kafka.TLS.Enable && cfg.Kafka.SASL.Mechanism != "":
+		proto = "SASL_SSL"
+	case cfg.Kafka.TLS.Enable:
+		proto = "SSL"
+	case cfg.Kafka.SASL.Mechanism != "":
+		proto = "SASL_PLAINTEXT"
+	}
+	if cfg.Kafka.SASL.Mechanism != "" {
+		proto += fmt.Sprintf(" (%s as %s)", cfg.Kafka.SASL.Mechanism, cfg.Kafka.SASL.Username)
+	}
+	if cfg.Kafka.TLS.CertFile != "" {
+		proto += " with a client certificate"
+	}
+	return proto
+}
+
+// zooKeeperSecurity says how the ZooKeeper sessions authenticate.
+func zooKeeperSecurity(cfg *config.Config) string {
+	out := "plain TCP"
+	if cfg.ZooKeeperTLS.Enable {
+		out = "TLS"
+	}
+	if cfg.ZooKeeperAuth.Username != "" {
+		return out + ", digest user " + cfg.ZooKeeperAuth.Username + " (creator-only-write ACL)"
+	}
+	return out + ", no credentials (nodes world-writable)"
 }
 
 func nameOr(s, def string) string {
@@ -44,9 +79,12 @@ func nameOr(s, def string) string {
 	return s
 }
 
-// redacted copies cfg with HTTP header values hidden (they may be secrets).
+// redacted copies cfg with HTTP header values and the password of the
+// sink URL hidden (passwords themselves are never part of it: only the
+// files or variables they are read from).
 func redacted(cfg *config.Config) *config.Config {
 	c := *cfg
+	c.Sink.HTTP.URL = config.RedactURL(c.Sink.HTTP.URL)
 	if len(c.Sink.HTTP.Headers) > 0 {
 		h := make(map[string]string, len(c.Sink.HTTP.Headers))
 		for k := range c.Sink.HTTP.Headers {

@@ -34,6 +34,17 @@ type Options struct {
 	// BrokerSessionTimeout is the brokers' own ZooKeeper session timeout:
 	// how long a kill -9'd broker stays registered.
 	BrokerSessionTimeout time.Duration
+	// KRaft runs Apache Kafka 4 (Kafka4Version) in KRaft mode instead:
+	// each node a combined broker and controller, nothing registered in
+	// ZooKeeper, which serves zkgroup alone (Chroot is then zkgroup's).
+	KRaft bool
+	// Secure adds secured endpoints (see Secure): a test-time PKI, broker
+	// listeners SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) and MTLS
+	// (SSL with client certificates required) beside PLAINTEXT, SCRAM
+	// users created with Kafka's own kafka-configs tool, and ZooKeeper's
+	// secure client port (TLS, client certificate required). ZooKeeper
+	// mode only.
+	Secure bool
 }
 
 // Option changes Options.
@@ -50,6 +61,13 @@ func Dir(path string) Option { return func(o *Options) { o.Dir = path } }
 
 // Detach makes the JVMs outlive the calling process (for cluster-up).
 func Detach() Option { return func(o *Options) { o.Detach = true } }
+
+// KRaft runs Apache Kafka 4 in KRaft mode beside a ZooKeeper of zkgroup's
+// own (see Options.KRaft).
+func KRaft() Option { return func(o *Options) { o.KRaft = true } }
+
+// Secured adds the secured endpoints (see Options.Secure).
+func Secured() Option { return func(o *Options) { o.Secure = true } }
 
 // DefaultOptions returns 1 broker under chroot /kafka.
 func DefaultOptions() Options {
@@ -71,6 +89,9 @@ func (o Options) validate() error {
 	if o.Chroot != "" && (!strings.HasPrefix(o.Chroot, "/") || strings.HasSuffix(o.Chroot, "/")) {
 		return fmt.Errorf("testcluster: Chroot: %q must start with / and not end with /", o.Chroot)
 	}
+	if o.KRaft && o.Secure {
+		return fmt.Errorf("testcluster: Secure: secured endpoints run in ZooKeeper mode only")
+	}
 	return nil
 }
 
@@ -78,12 +99,16 @@ func (o Options) validate() error {
 // methods are safe for concurrent use.
 type Cluster struct {
 	opts    Options
-	lib     string
+	lib     string // Kafka's jars (Kafka4Version's with KRaft)
+	zkLib   string // ZooKeeper's jars (KafkaVersion's)
 	dir     string
 	ownsDir bool
 
-	zkPort int
-	zk     *process
+	zkPort       int
+	zkSecurePort int // with Secure
+	zk           *process
+	pki          *PKI // with Secure
+	clusterID    string
 
 	mu      sync.Mutex
 	brokers map[int32]*broker // by broker id (1..n)
@@ -99,8 +124,12 @@ type Cluster struct {
 // another process): addresses, topics and producing work; stopping,
 // killing and starting processes do not. Close does nothing.
 func Attach(s State) *Cluster {
-	c := &Cluster{lib: s.LibDir, dir: s.Dir, brokers: map[int32]*broker{}, attached: s.Brokers}
+	c := &Cluster{lib: s.LibDir, zkLib: s.LibDir, dir: s.Dir, brokers: map[int32]*broker{}, attached: s.Brokers}
+	if s.ZooKeeperLibDir != "" {
+		c.zkLib = s.ZooKeeperLibDir
+	}
 	c.opts = DefaultOptions()
+	c.opts.KRaft = s.KRaft
 	c.opts.Chroot = strings.TrimPrefix(s.ZooKeeperConnect, s.ZooKeeper)
 	if _, p, err := net.SplitHostPort(s.ZooKeeper); err == nil {
 		c.zkPort, _ = strconv.Atoi(p)
@@ -114,6 +143,9 @@ type broker struct {
 	port int
 	dir  string
 	proc *process
+	// With Secure: the SASL_SSL and MTLS listeners. With KRaft: the
+	// controller listener.
+	saslPort, mtlsPort, ctrlPort int
 }
 
 // Launch fetches the jars if needed, starts ZooKeeper and the brokers on free
@@ -132,7 +164,14 @@ func Launch(ctx context.Context, opts ...Option) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: o, lib: fr.LibDir, brokers: map[int32]*broker{}}
+	c := &Cluster{opts: o, lib: fr.LibDir, zkLib: fr.LibDir, brokers: map[int32]*broker{}}
+	if o.KRaft {
+		f4, err := FetchKafka4()
+		if err != nil {
+			return nil, err
+		}
+		c.lib = f4.LibDir
+	}
 	if o.Dir == "" {
 		d, err := os.MkdirTemp("", "zkgroup-cluster-")
 		if err != nil {
@@ -153,20 +192,35 @@ func Launch(ctx context.Context, opts ...Option) (*Cluster, error) {
 }
 
 func (c *Cluster) start(ctx context.Context) error {
-	port, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	c.zkPort = port
+	c.zkPort = ports[0]
+	if err := writeToolLog4j(c.dir); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	if c.opts.Secure {
+		if c.pki, err = NewPKI(filepath.Join(c.dir, "pki")); err != nil {
+			return err
+		}
+		c.zkSecurePort = ports[1]
+	}
 	if err := c.setupZooKeeper(); err != nil {
 		return err
 	}
 	if err := c.StartZooKeeper(ctx); err != nil {
 		return err
 	}
-	for i := 1; i <= c.opts.Brokers; i++ {
-		if err := c.setupBroker(int32(i)); err != nil {
+	if c.opts.KRaft {
+		if err := c.setupKRaft(); err != nil {
 			return err
+		}
+	} else {
+		for i := 1; i <= c.opts.Brokers; i++ {
+			if err := c.setupBroker(int32(i)); err != nil {
+				return err
+			}
 		}
 	}
 	var wg sync.WaitGroup
@@ -184,7 +238,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
-	return c.WaitReady(ctx)
+	if err := c.WaitReady(ctx); err != nil {
+		return err
+	}
+	if c.opts.KRaft {
+		return c.ensureChroot()
+	}
+	if c.opts.Secure {
+		return c.createUsers(ctx)
+	}
+	return nil
 }
 
 func (c *Cluster) setupZooKeeper() error {
@@ -204,13 +267,18 @@ admin.enableServer=false
 minSessionTimeout=%d
 maxSessionTimeout=%d
 `, c.opts.ZKTickMs, filepath.Join(dir, "data"), c.zkPort, 2*c.opts.ZKTickMs, 20*c.opts.ZKTickMs)
+	var props []string
+	if c.opts.Secure {
+		cfg += fmt.Sprintf("secureClientPort=%d\nsecureClientPortAddress=127.0.0.1\n", c.zkSecurePort)
+		props = zooKeeperTLSProps(c.pki)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}
 	if err := writeLog4j(dir, filepath.Join(dir, "zookeeper.log")); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}
-	args := append(jvmArgs(c.lib, dir, c.opts.ZKHeapMB),
+	args := append(append(jvmArgs(c.zkLib, dir, c.opts.ZKHeapMB), props...),
 		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg"))
 	c.zk = newProcess("zookeeper", dir, c.opts.Detach, nil, args...)
 	c.zk.appLog = filepath.Join(dir, "zookeeper.log")
@@ -218,23 +286,56 @@ maxSessionTimeout=%d
 }
 
 func (c *Cluster) setupBroker(id int32) error {
-	port, err := freePort()
+	ports, err := freePorts(3)
 	if err != nil {
 		return err
 	}
+	port := ports[0]
 	dir := filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}
 	rf := c.opts.Brokers
-	minISR := 1
+	b := &broker{id: id, port: port, dir: dir}
+	listeners := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port)
+	security := ""
+	if c.opts.Secure {
+		b.saslPort, b.mtlsPort = ports[1], ports[2]
+		listeners += fmt.Sprintf(",SASL_SSL://127.0.0.1:%d,MTLS://127.0.0.1:%d", b.saslPort, b.mtlsPort)
+		security = brokerSecurity(c.pki)
+	}
 	cfg := fmt.Sprintf(`broker.id=%d
-listeners=PLAINTEXT://127.0.0.1:%d
-advertised.listeners=PLAINTEXT://127.0.0.1:%d
+listeners=%s
+advertised.listeners=%s
 zookeeper.connect=127.0.0.1:%d%s
 zookeeper.session.timeout.ms=%d
 zookeeper.connection.timeout.ms=30000
-log.dirs=%s
+controlled.shutdown.max.retries=1
+controlled.shutdown.retry.backoff.ms=500
+leader.imbalance.check.interval.seconds=10
+`, id, listeners, listeners, c.zkPort, c.opts.Chroot, c.opts.BrokerSessionTimeout.Milliseconds()) +
+		serverProps(filepath.Join(dir, "data"), rf) + security
+	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	if err := writeLog4j(dir, filepath.Join(dir, "server.log")); err != nil {
+		return fmt.Errorf("testcluster: %w", err)
+	}
+	args := append(jvmArgs(c.lib, dir, c.opts.BrokerHeapMB), "kafka.Kafka", filepath.Join(dir, "server.properties"))
+	b.proc = newProcess(fmt.Sprintf("broker-%d", id), dir, c.opts.Detach, nil, args...)
+	b.proc.appLog = filepath.Join(dir, "server.log")
+	c.mu.Lock()
+	c.brokers[id] = b
+	c.mu.Unlock()
+	return nil
+}
+
+// serverProps are the server.properties every broker shares, in
+// ZooKeeper mode and in KRaft mode: small thread pools and buffers for a
+// shared 2-core machine, replication factor rf for the internal topics,
+// topics only created on request.
+func serverProps(dataDir string, rf int) string {
+	return fmt.Sprintf(`log.dirs=%s
 num.partitions=1
 default.replication.factor=1
 auto.create.topics.enable=false
@@ -242,7 +343,7 @@ delete.topic.enable=true
 offsets.topic.replication.factor=%d
 offsets.topic.num.partitions=10
 transaction.state.log.replication.factor=%d
-transaction.state.log.min.isr=%d
+transaction.state.log.min.isr=1
 min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
 num.network.threads=2
@@ -253,29 +354,32 @@ log.cleaner.enable=true
 log.cleaner.threads=1
 log.cleaner.dedupe.buffer.size=2097152
 controlled.shutdown.enable=true
-controlled.shutdown.max.retries=1
-controlled.shutdown.retry.backoff.ms=500
 unclean.leader.election.enable=false
-leader.imbalance.check.interval.seconds=10
 replica.lag.time.max.ms=10000
 replica.socket.timeout.ms=5000
 replica.fetch.wait.max.ms=200
-`, id, port, port, c.zkPort, c.opts.Chroot, c.opts.BrokerSessionTimeout.Milliseconds(),
-		filepath.Join(dir, "data"), rf, rf, minISR)
-	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(cfg), 0o644); err != nil {
-		return fmt.Errorf("testcluster: %w", err)
+`, dataDir, rf, rf)
+}
+
+// freePorts asks the kernel for n distinct free loopback TCP ports (each
+// listener stays open until all are taken, so none is handed out twice).
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("testcluster: free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	if err := writeLog4j(dir, filepath.Join(dir, "server.log")); err != nil {
-		return fmt.Errorf("testcluster: %w", err)
-	}
-	args := append(jvmArgs(c.lib, dir, c.opts.BrokerHeapMB), "kafka.Kafka", filepath.Join(dir, "server.properties"))
-	b := &broker{id: id, port: port, dir: dir,
-		proc: newProcess(fmt.Sprintf("broker-%d", id), dir, c.opts.Detach, nil, args...)}
-	b.proc.appLog = filepath.Join(dir, "server.log")
-	c.mu.Lock()
-	c.brokers[id] = b
-	c.mu.Unlock()
-	return nil
+	return ports, nil
 }
 
 // freePort asks the kernel for a free loopback TCP port.
@@ -452,6 +556,9 @@ func (discardLogger) Printf(string, ...interface{}) {}
 // WaitReady waits until every running broker is registered under
 // /brokers/ids and a controller is elected.
 func (c *Cluster) WaitReady(ctx context.Context) error {
+	if c.opts.KRaft {
+		return c.waitKRaft(ctx)
+	}
 	for _, id := range c.BrokerIDs() {
 		b, _ := c.broker(id)
 		if !b.proc.running() {
@@ -467,6 +574,9 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 // waitBroker waits until broker b is registered in ZooKeeper and answers a
 // metadata request: a broker registers before its socket server serves.
 func (c *Cluster) waitBroker(ctx context.Context, b *broker) error {
+	if c.opts.KRaft {
+		return c.waitServing(ctx, b, 0)
+	}
 	path := c.opts.Chroot + "/brokers/ids/" + strconv.Itoa(int(b.id))
 	if err := c.waitZNode(ctx, path, b.proc, fmt.Sprintf("broker %d", b.id)); err != nil {
 		return err

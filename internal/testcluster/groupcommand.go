@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -56,26 +54,12 @@ func (c *Cluster) DescribeGroup(ctx context.Context, group string) ([]GroupRow, 
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: no running broker", ErrGroupCommand)
 	}
-	cfg, err := os.CreateTemp("", "zkgroup-tools-log4j-*.properties")
-	if err != nil {
+	if err := writeToolLog4j(c.dir); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGroupCommand, err)
 	}
-	defer os.Remove(cfg.Name())
-	if _, err := cfg.WriteString(toolLog4j); err != nil {
-		cfg.Close()
-		return nil, fmt.Errorf("%w: %w", ErrGroupCommand, err)
-	}
-	if err := cfg.Close(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrGroupCommand, err)
-	}
-	cmd := exec.CommandContext(ctx, "java",
-		"-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-		"-Djava.awt.headless=true",
-		"-Dlog4j.configuration=file:"+cfg.Name(),
-		"-cp", filepath.Join(c.LibDir(), "*"),
-		ConsumerGroupCommandClass,
-		"--bootstrap-server", strings.Join(addrs, ","),
-		"--describe", "--group", group)
+	args := append(toolArgs(c.LibDir(), c.dir), ConsumerGroupCommandClass,
+		"--bootstrap-server", strings.Join(addrs, ","), "--describe", "--group", group)
+	cmd := exec.CommandContext(ctx, "java", args...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -16,6 +16,11 @@ import (
 // last release line whose brokers run in ZooKeeper mode.
 const KafkaVersion = "3.9.2"
 
+// Kafka4Version is the Apache Kafka 4 release a KRaft cluster runs (see
+// KRaft); its ZooKeeper, used by zkgroup alone, comes from KafkaVersion's
+// jars.
+const Kafka4Version = "4.3.1"
+
 // ErrNoJava reports that java or mvn is not installed.
 var ErrNoJava = errors.New("testcluster: java or mvn not found")
 
@@ -25,7 +30,9 @@ const completeMarker = ".complete"
 // CacheDir returns the folder that holds the Kafka and ZooKeeper jars:
 // $ZKGROUP_CACHE if set, else $XDG_CACHE_HOME/zkgroup or ~/.cache/zkgroup,
 // with one sub-folder per Kafka version.
-func CacheDir() (string, error) {
+func CacheDir() (string, error) { return cacheDirFor(KafkaVersion) }
+
+func cacheDirFor(version string) (string, error) {
 	base := os.Getenv("ZKGROUP_CACHE")
 	if base == "" {
 		c, err := os.UserCacheDir()
@@ -34,23 +41,23 @@ func CacheDir() (string, error) {
 		}
 		base = filepath.Join(c, "zkgroup")
 	}
-	return filepath.Join(base, "kafka-"+KafkaVersion), nil
+	return filepath.Join(base, "kafka-"+version), nil
 }
 
-// pomPath finds internal/testcluster/maven/pom.xml next to this source file,
+// pomPath finds internal/testcluster/maven/<rel> next to this source file,
 // which is where it lives in the module.
-func pomPath() (string, error) {
+func pomPath(rel string) (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if ok {
-		p := filepath.Join(filepath.Dir(file), "maven", "pom.xml")
+		p := filepath.Join(filepath.Dir(file), "maven", rel)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	if p := os.Getenv("ZKGROUP_POM"); p != "" {
+	if p := os.Getenv("ZKGROUP_POM"); p != "" && rel == "pom.xml" {
 		return p, nil
 	}
-	return "", errors.New("testcluster: maven/pom.xml not found beside the sources; set ZKGROUP_POM")
+	return "", fmt.Errorf("testcluster: maven/%s not found beside the sources", rel)
 }
 
 // FetchResult says where the jars are and what fetching them cost.
@@ -65,11 +72,21 @@ type FetchResult struct {
 // the cache is not complete. It is safe to call from several processes at
 // once: a file lock serialises them. It blocks while mvn runs.
 func Fetch() (FetchResult, error) {
+	return fetch(KafkaVersion, "pom.xml", []string{"kafka_2.13-" + KafkaVersion + ".jar", "kafka-tools-" + KafkaVersion + ".jar"}, true)
+}
+
+// FetchKafka4 is Fetch for Kafka4Version's jars (maven/kafka4/pom.xml),
+// in a cache folder of their own.
+func FetchKafka4() (FetchResult, error) {
+	return fetch(Kafka4Version, "kafka4/pom.xml", []string{"kafka_2.13-" + Kafka4Version + ".jar", "kafka-tools-" + Kafka4Version + ".jar"}, false)
+}
+
+func fetch(version, pomRel string, want []string, withZooKeeper bool) (FetchResult, error) {
 	start := time.Now()
 	if _, err := exec.LookPath("java"); err != nil {
 		return FetchResult{}, fmt.Errorf("%w: java: %v", ErrNoJava, err)
 	}
-	dir, err := CacheDir()
+	dir, err := cacheDirFor(version)
 	if err != nil {
 		return FetchResult{}, err
 	}
@@ -96,7 +113,7 @@ func Fetch() (FetchResult, error) {
 	if _, err := exec.LookPath("mvn"); err != nil {
 		return FetchResult{}, fmt.Errorf("%w: mvn: %v", ErrNoJava, err)
 	}
-	pom, err := pomPath()
+	pom, err := pomPath(pomRel)
 	if err != nil {
 		return FetchResult{}, err
 	}
@@ -107,22 +124,21 @@ func Fetch() (FetchResult, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return FetchResult{}, fmt.Errorf("testcluster: mvn dependency:copy-dependencies for Kafka %s: %w\n%s", KafkaVersion, err, out.String())
+		return FetchResult{}, fmt.Errorf("testcluster: mvn dependency:copy-dependencies for Kafka %s: %w\n%s", version, err, out.String())
 	}
-	for _, want := range []string{"kafka_2.13-" + KafkaVersion + ".jar", "kafka-tools-" + KafkaVersion + ".jar"} {
-		if _, err := os.Stat(filepath.Join(tmp, want)); err != nil {
-			return FetchResult{}, fmt.Errorf("testcluster: mvn did not bring %s: %w", want, err)
+	for _, w := range want {
+		if _, err := os.Stat(filepath.Join(tmp, w)); err != nil {
+			return FetchResult{}, fmt.Errorf("testcluster: mvn did not bring %s: %w", w, err)
 		}
 	}
-	zk, _ := filepath.Glob(filepath.Join(tmp, "zookeeper-3.*.jar"))
-	if len(zk) == 0 {
+	if zk, _ := filepath.Glob(filepath.Join(tmp, "zookeeper-3.*.jar")); withZooKeeper && len(zk) == 0 {
 		return FetchResult{}, errors.New("testcluster: mvn did not bring a zookeeper-3.x jar")
 	}
 	_ = os.RemoveAll(lib)
 	if err := os.Rename(tmp, lib); err != nil {
 		return FetchResult{}, fmt.Errorf("testcluster: cache: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, completeMarker), []byte(KafkaVersion+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, completeMarker), []byte(version+"\n"), 0o644); err != nil {
 		return FetchResult{}, fmt.Errorf("testcluster: cache: %w", err)
 	}
 	return FetchResult{LibDir: lib, Duration: time.Since(start)}, nil

@@ -94,6 +94,9 @@ type partitionState struct {
 // Leader reads the current leader of a partition from its ZooKeeper state
 // node (-1 when it has none).
 func (c *Cluster) Leader(topic string, partition int32) (int32, error) {
+	if c.opts.KRaft {
+		return c.kafkaLeader(topic, partition)
+	}
 	conn, err := c.Connect(10 * time.Second)
 	if err != nil {
 		return -1, err
@@ -123,14 +126,23 @@ func readState(conn *zk.Conn, path string) (partitionState, error) {
 // leader other than not (pass -1 for any leader) that is a running broker,
 // and returns it.
 func (c *Cluster) WaitLeader(ctx context.Context, topic string, partition int32, not int32) (int32, error) {
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		return -1, err
+	var conn *zk.Conn
+	if !c.opts.KRaft {
+		var err error
+		if conn, err = c.Connect(10 * time.Second); err != nil {
+			return -1, err
+		}
+		defer conn.Close()
 	}
-	defer conn.Close()
 	path := c.statePath(topic, partition)
 	for {
-		st, err := readState(conn, path)
+		var st partitionState
+		var err error
+		if c.opts.KRaft {
+			st.Leader, err = c.kafkaLeader(topic, partition)
+		} else {
+			st, err = readState(conn, path)
+		}
 		if err == nil && st.Leader >= 0 && st.Leader != not {
 			if c.attached != nil {
 				return st.Leader, nil
@@ -292,4 +304,19 @@ func retry(ctx context.Context, f func() error) error {
 		}
 	}
 	return err
+}
+
+// kafkaLeader reads a partition's leader from Kafka's metadata (KRaft
+// clusters keep no state in ZooKeeper); -1 when it has none.
+func (c *Cluster) kafkaLeader(topic string, partition int32) (int32, error) {
+	client, err := sarama.NewClient(c.Addrs(), SaramaConfig())
+	if err != nil {
+		return -1, fmt.Errorf("testcluster: client: %w", err)
+	}
+	defer client.Close()
+	b, err := client.Leader(topic, partition)
+	if err != nil {
+		return -1, err
+	}
+	return b.ID(), nil
 }

@@ -178,6 +178,7 @@ func jvmArgs(lib, dir string, heapMB int) []string {
 		"-XX:-UsePerfData",
 		"-Djava.awt.headless=true",
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
+		"-Dlog4j2.configurationFile=" + filepath.Join(dir, "log4j2.properties"),
 		"-Dzookeeper.admin.enableServer=false",
 		"-cp", filepath.Join(lib, "*"),
 	}
@@ -194,7 +195,50 @@ log4j.logger.org.apache.zookeeper=WARN
 log4j.logger.kafka.log.LogCleaner=WARN
 `
 
+// log4j2Properties is the same for Kafka 4, which logs through log4j 2.
+const log4j2Properties = `status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${logfile}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = FILE
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.zk.name = org.apache.zookeeper
+logger.zk.level = warn
+`
+
+// writeLog4j writes log4j.properties (Kafka 3.9, ZooKeeper: log4j 1 API)
+// and log4j2.properties (Kafka 4: log4j 2) logging to logfile.
 func writeLog4j(dir, logfile string) error {
 	s := strings.ReplaceAll(log4jProperties, "${logfile}", logfile)
-	return os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(s), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(s), 0o644); err != nil {
+		return err
+	}
+	s2 := strings.ReplaceAll(log4j2Properties, "${logfile}", logfile)
+	return os.WriteFile(filepath.Join(dir, "log4j2.properties"), []byte(s2), 0o644)
+}
+
+// toolLog4j2 sends a Kafka 4 tool's errors, and nothing else, to stderr.
+const toolLog4j2 = `status = error
+appender.err.type = Console
+appender.err.name = STDERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = error
+rootLogger.appenderRef.err.ref = STDERR
+`
+
+// writeToolLog4j writes the logging configurations of the tools
+// (tools-log4j.properties and tools-log4j2.properties) into dir.
+func writeToolLog4j(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "tools-log4j.properties"), []byte(toolLog4j), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tools-log4j2.properties"), []byte(toolLog4j2), 0o644)
 }

@@ -22,6 +22,10 @@ type State struct {
 	ZooKeeperPID     int      `json:"zookeeper_pid"`
 	BrokerPIDs       []int    `json:"broker_pids"`
 	LibDir           string   `json:"lib_dir"`
+	// ZooKeeperLibDir holds ZooKeeper's jars when they differ from
+	// LibDir's (KRaft); KRaft says the brokers run Kafka 4 in KRaft mode.
+	ZooKeeperLibDir string `json:"zookeeper_lib_dir,omitempty"`
+	KRaft           bool   `json:"kraft,omitempty"`
 }
 
 // StateFile is the name of the state file inside a detached cluster's folder.
@@ -30,14 +34,18 @@ const StateFile = "cluster.json"
 // State returns the cluster's description.
 func (c *Cluster) State() State {
 	s := State{
-		KafkaVersion:     KafkaVersion,
-		ZooKeeperVersion: ZooKeeperVersion(c.lib),
+		KafkaVersion:     c.Version(),
+		ZooKeeperVersion: ZooKeeperVersion(c.zkLib),
 		ZooKeeper:        c.ZooKeeperAddr(),
 		ZooKeeperConnect: c.ZooKeeperConnect(),
 		Brokers:          c.Addrs(),
 		Dir:              c.dir,
 		ZooKeeperPID:     c.zk.pid(),
 		LibDir:           c.lib,
+		KRaft:            c.opts.KRaft,
+	}
+	if c.zkLib != c.lib {
+		s.ZooKeeperLibDir = c.zkLib
 	}
 	for _, id := range c.BrokerIDs() {
 		b, _ := c.broker(id)

@@ -76,10 +76,55 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 	return c
 }
 
-var shared struct {
+// sharedCluster is a cluster started on first use and stopped by Main.
+type sharedCluster struct {
 	once sync.Once
 	c    *Cluster
 	err  error
+}
+
+// get starts the cluster on first use (or skips/fails tb as unavailable).
+func (s *sharedCluster) get(tb testing.TB, opts ...Option) *Cluster {
+	tb.Helper()
+	if testing.Short() && !InCI() {
+		tb.Skip("integration test: skipped with -short")
+	}
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s.c, s.err = Launch(ctx, opts...)
+	})
+	if s.err != nil {
+		unavailable(tb, s.err)
+	}
+	return s.c
+}
+
+var (
+	shared       sharedCluster
+	sharedSecure sharedCluster
+	sharedKRaft  sharedCluster
+)
+
+// SharedSecure returns the secured cluster shared by the tests of this
+// test binary (one broker with PLAINTEXT, SASL_SSL and MTLS listeners,
+// ZooKeeper with its secure client port; see Options.Secure), started on
+// first use. The same rules as for Shared apply.
+func SharedSecure(tb testing.TB) *Cluster {
+	tb.Helper()
+	return sharedSecure.get(tb, Brokers(1), Secured())
+}
+
+// KRaftNodes is the number of nodes of the shared KRaft cluster.
+const KRaftNodes = 3
+
+// SharedKRaft returns the Kafka 4 KRaft cluster shared by the tests of
+// this test binary (KRaftNodes combined broker and controller nodes, and
+// a ZooKeeper of zkgroup's own with chroot /zkgroup), started on first
+// use. The same rules as for Shared apply.
+func SharedKRaft(tb testing.TB) *Cluster {
+	tb.Helper()
+	return sharedKRaft.get(tb, Brokers(KRaftNodes), KRaft(), Chroot("/zkgroup"))
 }
 
 // SharedBrokers is the number of brokers of the shared cluster.
@@ -91,30 +136,22 @@ const SharedBrokers = 3
 // package's TestMain must call Main so that the cluster is stopped.
 func Shared(tb testing.TB) *Cluster {
 	tb.Helper()
-	if testing.Short() && !InCI() {
-		tb.Skip("integration test: skipped with -short")
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		shared.c, shared.err = Launch(ctx, Brokers(SharedBrokers))
-	})
-	if shared.err != nil {
-		unavailable(tb, shared.err)
-	}
-	return shared.c
+	return shared.get(tb, Brokers(SharedBrokers))
 }
 
 // Main runs the tests of a package and then stops the shared cluster, if
 // one was started. Call it from TestMain: os.Exit(testcluster.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
-	if shared.c != nil {
-		if code != 0 {
-			fmt.Fprintf(os.Stderr, "shared cluster logs:\n%s\n", shared.c.Logs(40))
+	for _, s := range []*sharedCluster{&shared, &sharedSecure, &sharedKRaft} {
+		if s.c == nil {
+			continue
 		}
-		if err := shared.c.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the shared cluster: %v\n", err)
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "shared cluster (Kafka %s) logs:\n%s\n", s.c.Version(), s.c.Logs(40))
+		}
+		if err := s.c.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping a shared cluster: %v\n", err)
 			if code == 0 {
 				code = 1
 			}

@@ -214,3 +214,11 @@ func (s *Session) CreateParents(p string) error {
 	}
 	return nil
 }
+
+// GetACL reads a node's ACL.
+func (s *Session) GetACL(p string) ([]zk.ACL, *zk.Stat, error) {
+	s.await()
+	acl, st, err := s.conn.GetACL(s.full(p))
+	s.note(err)
+	return acl, st, err
+}

@@ -2,6 +2,7 @@ package zkconn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,7 +43,10 @@ type Config struct {
 	// Kafka does with zookeeper.set.acl) when they are.
 	ACL    []zk.ACL
 	Logger *slog.Logger
-	Dialer zk.Dialer // nil: net.DialTimeout
+	// TLS, when set, connects to ZooKeeper's secure client port with it
+	// (see TLSDialer). Ignored when Dialer is set.
+	TLS    *tls.Config
+	Dialer zk.Dialer // nil: net.DialTimeout, or TLSDialer(TLS) when TLS is set
 }
 
 // Validate checks the config; errors name the field.
@@ -131,11 +135,16 @@ func Dial(cfg Config) (*Session, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	dialer := cfg.Dialer
-	if dialer == nil {
+	switch {
+	case dialer != nil:
+	case cfg.TLS != nil:
+		dialer = TLSDialer(cfg.TLS)
+	default:
 		dialer = net.DialTimeout
 	}
+	rec := newDialRecorder(dialer)
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(dialer))
+		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(rec.dialer))
 	if err != nil {
 		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
 	}
@@ -159,8 +168,14 @@ func Dial(cfg Config) (*Session, error) {
 	s.t.Go(func() error { return s.monitor(first) })
 	select {
 	case <-first:
+	case <-rec.refused:
+		s.Close()
+		return nil, fmt.Errorf("%w: %v: %w", ErrDial, cfg.Servers, rec.lastErr())
 	case <-time.After(cfg.ConnectTimeout):
 		s.Close()
+		if derr := rec.lastErr(); derr != nil {
+			return nil, fmt.Errorf("%w: %v: no session after %v: %w (%w)", ErrDial, cfg.Servers, cfg.ConnectTimeout, derr, ErrTimeout)
+		}
 		return nil, fmt.Errorf("%w: %v after %v", ErrTimeout, cfg.Servers, cfg.ConnectTimeout)
 	}
 	for _, a := range cfg.Auth {

@@ -27,6 +27,10 @@ const (
 	OnFailureDeadLetter = "dead-letter"
 )
 
+// DefaultAdminListen is the admin server's default address: loopback
+// only, on a port of its own (9090 is Prometheus' own).
+const DefaultAdminListen = "127.0.0.1:9779"
+
 // Log formats.
 const (
 	LogText = "text"
@@ -40,25 +44,25 @@ const (
 // reads once loaded.
 type Config struct {
 	// Group is the consumer group (required).
-	Group string `yaml:"group" json:"group"`
+	Group string `yaml:"group" json:"group" help:"consumer group to join (required)"`
 	// ZooKeeper is the connect string "host:2181,host2:2181/chroot", with
 	// the chroot of the Kafka cluster (required).
-	ZooKeeper string `yaml:"zookeeper" json:"zookeeper"`
+	ZooKeeper string `yaml:"zookeeper" json:"zookeeper" help:"ZooKeeper connect string host:2181,host2:2181/chroot (required)"`
 	// Subscription: "static:a,b", "a,b", "whitelist:regex",
 	// "blacklist:regex" (required).
-	Subscription string `yaml:"subscription" json:"subscription"`
+	Subscription string `yaml:"subscription" json:"subscription" help:"topics: static:a,b | whitelist:regex | blacklist:regex (required)"`
 	// InstanceID names this member; empty: a new id at every start.
-	InstanceID string `yaml:"instance_id" json:"instance_id"`
+	InstanceID string `yaml:"instance_id" json:"instance_id" help:"member id under /consumers/<group>/ids; empty: a new one at each start"`
 	// SessionTimeout of the ZooKeeper session, at least 6s.
-	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout"`
+	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout" help:"ZooKeeper session timeout, 6s to 2m"`
 	// Strategy: leader-aware, sticky, range or roundrobin.
-	Strategy string `yaml:"strategy" json:"strategy"`
+	Strategy string `yaml:"strategy" json:"strategy" help:"assignment strategy: leader-aware, sticky, range or roundrobin"`
 	// OffsetStorage: kafka or zookeeper.
-	OffsetStorage string `yaml:"offset_storage" json:"offset_storage"`
+	OffsetStorage string `yaml:"offset_storage" json:"offset_storage" help:"where offsets are committed: kafka or zookeeper"`
 	// Brokers overrides discovery from ZooKeeper ("host:port" each).
-	Brokers []string `yaml:"brokers" json:"brokers"`
+	Brokers []string `yaml:"brokers" json:"brokers" help:"Kafka brokers host:port,...; empty: read from /brokers/ids in ZooKeeper (required with Kafka 4 / KRaft)"`
 	// Listener picks the broker endpoint by listener name during discovery.
-	Listener string `yaml:"listener" json:"listener"`
+	Listener string `yaml:"listener" json:"listener" help:"broker listener name to use from /brokers/ids (empty: PLAINTEXT)"`
 	// Partition configures every owned partition.
 	Partition Partition `yaml:"partition" json:"partition"`
 	// Sink is where messages go.
@@ -67,30 +71,39 @@ type Config struct {
 	Admin Admin `yaml:"admin" json:"admin"`
 	// Log configures the logs written to stderr.
 	Log Log `yaml:"log" json:"log"`
+	// Kafka configures the Kafka clients (consumer, operator commands and
+	// dead-letter producer alike): client id, protocol version, TLS, SASL.
+	Kafka Kafka `yaml:"kafka" json:"kafka"`
+	// ZooKeeperAuth holds ZooKeeper digest credentials; with them, the
+	// group's nodes get a creator-only-write ACL.
+	ZooKeeperAuth ZooKeeperAuth `yaml:"zookeeper_auth" json:"zookeeper_auth"`
+	// ZooKeeperTLS connects to ZooKeeper's secure client port over TLS.
+	ZooKeeperTLS TLS `yaml:"zookeeper_tls" json:"zookeeper_tls"`
 	// ShutdownTimeout bounds the shutdown after SIGTERM (drain, commit,
 	// release, deregister); the daemon exits 1 if it is exceeded.
-	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
+	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout" help:"bound of the shutdown after SIGTERM; exit 1 past it"`
 
 	origins map[string]string // field path -> where its value came from
+	secrets *resolved         // passwords and TLS configs read by Resolve
 }
 
 // Partition configures the partition managers.
 type Partition struct {
 	// MaxUnacked bounds the messages handed out and not yet acked.
-	MaxUnacked int `yaml:"max_unacked" json:"max_unacked"`
+	MaxUnacked int `yaml:"max_unacked" json:"max_unacked" help:"messages handed out and not yet acked, per partition"`
 	// CommitInterval is how often acked offsets are committed.
-	CommitInterval Duration `yaml:"commit_interval" json:"commit_interval"`
+	CommitInterval Duration `yaml:"commit_interval" json:"commit_interval" help:"how often acked offsets are committed"`
 	// DrainTimeout bounds the wait for in-flight messages when a partition
 	// is revoked or the daemon stops; at most ShutdownTimeout.
-	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
+	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" help:"wait for in-flight messages at revoke or stop; below shutdown_timeout"`
 	// Initial is where to start without a committed offset: oldest or newest.
-	Initial string `yaml:"initial" json:"initial"`
+	Initial string `yaml:"initial" json:"initial" help:"where to start without a committed offset: oldest or newest"`
 }
 
 // Sink configures message delivery.
 type Sink struct {
 	// Type: stdout, exec or http.
-	Type string `yaml:"type" json:"type"`
+	Type string `yaml:"type" json:"type" help:"sink: stdout, exec or http"`
 	// Exec configures the exec sink.
 	Exec Exec `yaml:"exec" json:"exec"`
 	// HTTP configures the http sink.
@@ -98,10 +111,10 @@ type Sink struct {
 	// Retry configures the retries of a failing exec or http sink.
 	Retry Retry `yaml:"retry" json:"retry"`
 	// OnFailure: stop, skip or dead-letter.
-	OnFailure string `yaml:"on_failure" json:"on_failure"`
+	OnFailure string `yaml:"on_failure" json:"on_failure" help:"after the last failed attempt: stop, skip or dead-letter"`
 	// DeadLetterTopic receives messages that failed, with on_failure
 	// dead-letter. It must not be matched by the subscription.
-	DeadLetterTopic string `yaml:"dead_letter_topic" json:"dead_letter_topic"`
+	DeadLetterTopic string `yaml:"dead_letter_topic" json:"dead_letter_topic" help:"topic for failed messages with on_failure dead-letter"`
 }
 
 // Exec configures the exec sink: one process per message, the value on
@@ -109,50 +122,51 @@ type Sink struct {
 type Exec struct {
 	// Command is the program and its arguments (no shell). In environment
 	// variables and flags it is split at spaces.
-	Command []string `yaml:"command" json:"command" split:"space"`
+	Command []string `yaml:"command" json:"command" split:"space" help:"exec sink: program and arguments, value on stdin (no shell)"`
 	// Timeout bounds one attempt; the process is killed after it.
-	Timeout Duration `yaml:"timeout" json:"timeout"`
+	Timeout Duration `yaml:"timeout" json:"timeout" help:"exec sink: bound of one attempt; the process is killed after it"`
 }
 
 // HTTP configures the http sink: one POST per message.
 type HTTP struct {
 	// URL to POST to (http or https).
-	URL string `yaml:"url" json:"url"`
+	URL string `yaml:"url" json:"url" redact:"url" help:"http sink: URL to POST each message to"`
 	// Timeout bounds one attempt.
-	Timeout Duration `yaml:"timeout" json:"timeout"`
+	Timeout Duration `yaml:"timeout" json:"timeout" help:"http sink: bound of one attempt"`
 	// Headers are added to every request ("k=v,k2=v2" in environment
 	// variables and flags).
-	Headers map[string]string `yaml:"headers" json:"headers"`
+	Headers map[string]string `yaml:"headers" json:"headers" help:"http sink: headers added to every request"`
 }
 
 // Retry configures retries with exponential backoff.
 type Retry struct {
 	// MaxAttempts counts the first attempt; 1 means no retry.
-	MaxAttempts int `yaml:"max_attempts" json:"max_attempts"`
+	MaxAttempts int `yaml:"max_attempts" json:"max_attempts" help:"sink attempts per message, counting the first"`
 	// InitialBackoff is the wait after the first failure; it doubles.
-	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff"`
+	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff" help:"wait after the first failed attempt; doubles"`
 	// MaxBackoff caps the wait.
-	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff"`
+	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff" help:"cap of the wait between attempts"`
 }
 
 // Admin configures the admin HTTP server.
 type Admin struct {
 	// Listen is host:port; empty disables the server.
-	Listen string `yaml:"listen" json:"listen"`
+	Listen string `yaml:"listen" json:"listen" help:"admin HTTP server host:port (/healthz /readyz /metrics /status); empty: off"`
 }
 
 // Log configures logging.
 type Log struct {
 	// Format: text or json.
-	Format string `yaml:"format" json:"format"`
+	Format string `yaml:"format" json:"format" help:"log format: text or json"`
 	// Level: debug, info, warn or error.
-	Level string `yaml:"level" json:"level"`
+	Level string `yaml:"level" json:"level" help:"log level: debug, info, warn or error"`
 }
 
 // Default returns the defaults: those of manager.NewConfig for the
 // consumer, the stdout sink, 5 attempts from 200ms backing off to 30s,
-// on_failure stop, admin on 127.0.0.1:9090, text logs at info, a 30s
-// shutdown. Pure; does not block.
+// on_failure stop, admin on 127.0.0.1:9779, text logs at info, a 30s
+// shutdown, Kafka client id "zkgroup" speaking protocol version 2.1.0
+// without TLS or SASL, no ZooKeeper credentials. Pure; does not block.
 func Default() *Config {
 	m := manager.NewConfig()
 	return &Config{
@@ -172,7 +186,8 @@ func Default() *Config {
 			Retry:     Retry{MaxAttempts: 5, InitialBackoff: Duration(200 * time.Millisecond), MaxBackoff: Duration(30 * time.Second)},
 			OnFailure: OnFailureStop,
 		},
-		Admin:           Admin{Listen: "127.0.0.1:9090"},
+		Admin:           Admin{Listen: DefaultAdminListen},
+		Kafka:           Kafka{ClientID: DefaultClientID, Version: DefaultKafkaVersion},
 		Log:             Log{Format: LogText, Level: "info"},
 		ShutdownTimeout: Duration(30 * time.Second),
 	}

@@ -252,6 +252,11 @@ func FuzzLoadYAML(f *testing.F) {
 	f.Add([]byte("partition: 3\n"))
 	f.Add([]byte("session_timeout: !!binary abc\n"))
 	f.Add([]byte("a: &x 1\nb: *x\n"))
+	f.Add([]byte("partition:\n  max_unacked: 1.5\n"))
+	f.Add([]byte("group: a\ngroup: b\n"))
+	f.Add([]byte("x: 1\ny: 2\nz: 3\nw: 4\n"))
+	f.Add([]byte("kafka:\n  tls: {enable: yes}\n  sasl: {mechanism: PLAIN, username: u, password_env: P}\n"))
+	f.Add([]byte("zookeeper_auth: *a\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := Default()
 		c.origins = map[string]string{}

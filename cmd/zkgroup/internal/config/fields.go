@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
@@ -11,12 +12,15 @@ import (
 // Field describes one settable leaf of Config. A plain value, safe for
 // concurrent reads.
 type Field struct {
-	Path  string // dotted YAML path: "partition.max_unacked"
-	Env   string // ZKGROUP_PARTITION_MAX_UNACKED
-	Flag  string // partition-max-unacked
-	Usage string // a short description for flag help
-	index []int
-	split string // "space" for []string split at spaces; default ","
+	Path   string // dotted YAML path: "partition.max_unacked"
+	Env    string // ZKGROUP_PARTITION_MAX_UNACKED
+	Flag   string // partition-max-unacked
+	Usage  string // the kind of value, for flag help: "integer", "duration, e.g. 10s"
+	Help   string // what the field means, for flag help
+	index  []int
+	split  string // "space" for []string split at spaces; default ","
+	redact string // "url": the password of a URL is hidden in messages
+	kind   reflect.Type
 }
 
 // EnvPrefix starts every environment variable of a field.
@@ -49,12 +53,15 @@ func buildFields() []Field {
 			}
 			under := strings.ReplaceAll(path, ".", "_")
 			out = append(out, Field{
-				Path:  path,
-				Env:   EnvPrefix + strings.ToUpper(under),
-				Flag:  strings.ReplaceAll(under, "_", "-"),
-				Usage: usage(sf.Type, sf.Tag.Get("split")),
-				index: idx,
-				split: sf.Tag.Get("split"),
+				Path:   path,
+				Env:    EnvPrefix + strings.ToUpper(under),
+				Flag:   strings.ReplaceAll(under, "_", "-"),
+				Usage:  usage(sf.Type, sf.Tag.Get("split")),
+				Help:   sf.Tag.Get("help"),
+				index:  idx,
+				split:  sf.Tag.Get("split"),
+				redact: sf.Tag.Get("redact"),
+				kind:   sf.Type,
 			})
 		}
 	}
@@ -74,6 +81,8 @@ func usage(t reflect.Type, split string) string {
 		return "k=v,k2=v2"
 	case t.Kind() == reflect.Int:
 		return "integer"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
 	}
 	return "text"
 }
@@ -96,6 +105,12 @@ func (f Field) set(c *Config, text string) error {
 			return fmt.Errorf("%q is not an integer", text)
 		}
 		v.SetInt(int64(n))
+	case v.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(text))
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", text)
+		}
+		v.SetBool(b)
 	case v.Kind() == reflect.Slice:
 		var parts []string
 		if f.split == "space" {
@@ -147,6 +162,8 @@ func (f Field) text(c *Config) string {
 		}
 		sort.Strings(keys)
 		return strings.Join(keys, ",") // values may be secrets
+	case f.redact == "url":
+		return RedactURL(v.String())
 	}
 	return fmt.Sprint(v.Interface())
 }
@@ -159,4 +176,15 @@ func fieldByPath(path string) (Field, bool) {
 		}
 	}
 	return Field{}, false
+}
+
+// RedactURL returns u with the password of its user info replaced by
+// "xxxxx" (as net/url's Redacted does); text that does not parse as a URL
+// is returned as "<unparsable URL>", since it may hold a password. Pure.
+func RedactURL(u string) string {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	return parsed.Redacted()
 }

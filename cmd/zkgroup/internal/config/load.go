@@ -3,8 +3,10 @@ package config
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 )
 
@@ -21,14 +23,47 @@ type Overrides struct {
 // reported like any other bad field. Does not block.
 func RegisterFlags(fs *flag.FlagSet) *Overrides {
 	ov := &Overrides{vals: map[string]string{}}
+	def := Default()
 	for _, f := range fieldList {
 		path := f.Path
-		fs.Func(f.Flag, fmt.Sprintf("%s (%s; env %s)", path, f.Usage, f.Env), func(s string) error {
+		fs.Func(f.Flag, f.flagUsage(def), func(s string) error {
 			ov.vals[path] = s
 			return nil
 		})
 	}
 	return ov
+}
+
+// flagUsage is the help line of the field's flag: its meaning, the kind
+// of value, the YAML key, the environment variable and the default.
+func (f Field) flagUsage(def *Config) string {
+	d := f.text(def)
+	if d == "" {
+		d = "none"
+	} else {
+		d = fmt.Sprintf("%q", d)
+	}
+	return fmt.Sprintf("%s\n(`%s`; YAML %s, env %s; default %s)", f.Help, placeholder(f.kind, f.split), f.Path, f.Env, d)
+}
+
+// placeholder names a flag's value in -h output (flag.UnquoteUsage takes
+// the back-quoted word): "-session-timeout duration".
+func placeholder(t reflect.Type, split string) string {
+	switch {
+	case t == reflect.TypeOf(Duration(0)):
+		return "duration"
+	case t.Kind() == reflect.Slice && split == "space":
+		return "words"
+	case t.Kind() == reflect.Slice:
+		return "a,b,..."
+	case t.Kind() == reflect.Map:
+		return "k=v,..."
+	case t.Kind() == reflect.Int:
+		return "int"
+	case t.Kind() == reflect.Bool:
+		return "true|false"
+	}
+	return "text"
 }
 
 // Set records a flag value for the field with the dotted path; it fails
@@ -62,9 +97,9 @@ func Load(src Sources) (*Config, error) {
 	c := Default()
 	c.origins = map[string]string{}
 	if src.File != "" {
-		data, err := os.ReadFile(src.File)
+		data, err := readLimited(src.File)
 		if err != nil {
-			return nil, fmt.Errorf("%w: reading the config file: %w", ErrInvalid, err)
+			return nil, err
 		}
 		if err := c.applyYAML(filepath.Base(src.File), data); err != nil {
 			return nil, err
@@ -139,4 +174,26 @@ func UnknownEnv(environ []string) []string {
 		}
 	}
 	return out
+}
+
+// MaxFileSize bounds the config file: a complete annotated configuration
+// is a few kilobytes, and YAML decoding cost grows faster than the size.
+const MaxFileSize = 1 << 20
+
+// readLimited reads the config file, refusing one over MaxFileSize
+// without reading it whole.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the config file: %w", ErrInvalid, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the config file: %w", ErrInvalid, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, &FileError{File: filepath.Base(path), Msg: fmt.Sprintf("larger than %d bytes: not a zkgroup configuration", MaxFileSize)}
+	}
+	return data, nil
 }

@@ -11,7 +11,9 @@ import (
 
 // Manager builds the consumer's configuration and subscription from c:
 // ModePartitions (one stream per owned partition), CloseTimeout just under
-// ShutdownTimeout, and logger (nil: discard). It runs
+// ShutdownTimeout, logger (nil: discard), and the Kafka client settings,
+// ZooKeeper credentials and ZooKeeper TLS that Resolve read (before
+// Resolve, with TLS or SASL configured, those are left out). It runs
 // manager.Config.Validate. Pure; does not block.
 func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Subscription, error) {
 	sub, err := subscription.Parse(c.Subscription)
@@ -33,6 +35,15 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	// Close must return before the daemon's own deadline.
 	m.CloseTimeout = c.ShutdownTimeout.D() * 9 / 10
 	m.Logger = logger
+	if c.resolved() || (!c.Kafka.TLS.Enable && c.Kafka.SASL.Mechanism == "") {
+		if m.Sarama, err = c.Sarama(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if user, pw, ok := c.ZooKeeperCredentials(); ok {
+		m.Auth = []manager.ZooKeeperAuth{{Scheme: "digest", Credentials: user + ":" + pw.Reveal()}}
+	}
+	m.ZooKeeperTLS = c.ZooKeeperTLSConfig()
 	if err := m.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -22,6 +24,7 @@ func (c *Config) Validate() error {
 	for _, check := range []func() error{
 		c.checkGroup, c.checkZooKeeper, c.checkSubscription, c.checkConsumer,
 		c.checkPartition, c.checkSink, c.checkAdmin, c.checkLog, c.checkShutdown,
+		c.checkKafka, c.checkZooKeeperSecurity,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -78,8 +81,11 @@ func (c *Config) checkConsumer() error {
 			return c.bad("instance_id", "not a valid ZooKeeper node name", err)
 		}
 	}
-	if c.SessionTimeout.D() < 6e9 {
-		return c.bad("session_timeout", "must be at least 6s", nil)
+	if c.SessionTimeout.D() < manager.MinSessionTimeout {
+		return c.bad("session_timeout", "must be at least "+manager.MinSessionTimeout.String(), nil)
+	}
+	if c.SessionTimeout.D() > manager.MaxSessionTimeout {
+		return c.bad("session_timeout", "must be at most "+manager.MaxSessionTimeout.String()+" (ZooKeeper caps sessions at 20 x tickTime, 40s by default)", nil)
 	}
 	if _, err := assign.ByName(c.Strategy); err != nil {
 		return c.bad("strategy", "unknown strategy", err)
@@ -87,8 +93,12 @@ func (c *Config) checkConsumer() error {
 	if c.OffsetStorage != manager.StorageKafka && c.OffsetStorage != manager.StorageZooKeeper {
 		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
 	}
+	return c.checkBrokers()
+}
+
+func (c *Config) checkBrokers() error {
 	for i, b := range c.Brokers {
-		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
+		if err := checkHostPort(b, false); err != nil {
 			return c.bad("brokers", fmt.Sprintf("entry %d (%q) is not host:port", i, b), err)
 		}
 	}
@@ -171,8 +181,30 @@ func (c *Config) checkAdmin() error {
 	if c.Admin.Listen == "" {
 		return nil
 	}
-	if _, port, err := net.SplitHostPort(c.Admin.Listen); err != nil || port == "" {
+	if err := checkHostPort(c.Admin.Listen, true); err != nil {
 		return c.bad("admin.listen", "must be host:port (or empty to disable)", err)
+	}
+	return nil
+}
+
+// checkHostPort checks "host:port" with a port from 1 to 65535 (0 too with
+// anyPort: "pick a free one"); the host may be empty only with anyPort
+// (listen on every address).
+func checkHostPort(s string, listen bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	if host == "" && !listen {
+		return errors.New("no host")
+	}
+	n, err := strconv.Atoi(port)
+	lowest := 1
+	if listen {
+		lowest = 0
+	}
+	if err != nil || n < lowest || n > 65535 {
+		return fmt.Errorf("port %q is not a number from %d to 65535", port, lowest)
 	}
 	return nil
 }

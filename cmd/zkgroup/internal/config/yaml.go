@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,9 +51,21 @@ var (
 // applyYAML decodes a YAML document onto c, refusing unknown keys, and
 // records the line of every key as its origin.
 func (c *Config) applyYAML(name string, data []byte) error {
+	if len(data) > MaxFileSize {
+		return &FileError{File: name, Msg: fmt.Sprintf("larger than %d bytes: not a zkgroup configuration", MaxFileSize)}
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return translate(name, nil, err)
+	}
+	// Check the tree before decoding it: unknown and repeated keys, and
+	// numbers that an integer field would truncate. Decoding a mapping
+	// compares every key with every other, so a file of many unknown keys
+	// must be refused here, after the first few.
+	if len(root.Content) > 0 {
+		if err := checkTree(name, root.Content[0]); err != nil {
+			return err
+		}
 	}
 	keys := map[int]string{} // line -> dotted key path
 	lines := map[string]int{}
@@ -156,4 +169,124 @@ func known(path string) string {
 		at = " at " + path
 	}
 	return fmt.Sprintf("%s; valid keys %s: %s", at, where, strings.Join(names, ", "))
+}
+
+// Limits of checkTree.
+const (
+	// maxUnknownReported is how many unknown keys an error lists.
+	maxUnknownReported = 3
+	// maxMapEntries bounds a free-form mapping (sink.http.headers).
+	maxMapEntries = 256
+)
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// checkTree walks the document against Config's fields and returns the
+// first problems: the first unknown keys (at most maxUnknownReported),
+// a key given twice, a mapping where a value belongs, or a number with a
+// fraction for an integer field. Linear in the size of the tree.
+func checkTree(name string, doc *yaml.Node) error {
+	if doc.Kind != yaml.MappingNode {
+		if doc.Kind == yaml.ScalarNode && doc.Tag == "!!null" {
+			return nil
+		}
+		return &FileError{File: name, Line: doc.Line, Msg: "the configuration must be a mapping of keys to values"}
+	}
+	w := treeWalker{name: name}
+	w.walk(doc, reflect.TypeOf(Config{}), "")
+	if w.more > 0 {
+		w.errs = append(w.errs, &FileError{File: name, Msg: fmt.Sprintf("and %d more unknown key(s) not listed", w.more)})
+	}
+	if len(w.errs) == 1 {
+		return w.errs[0]
+	}
+	return errors.Join(w.errs...)
+}
+
+type treeWalker struct {
+	name    string
+	errs    []error
+	unknown int
+	more    int
+}
+
+// full reports whether walking can stop: an error other than unknown
+// keys, or enough unknown keys.
+func (w *treeWalker) full() bool {
+	return len(w.errs) > w.unknown || w.unknown >= maxUnknownReported
+}
+
+func (w *treeWalker) walk(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch {
+	case t == durationType:
+		return // its UnmarshalYAML reports what is wrong
+	case t.Kind() == reflect.Struct:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			w.errs = append(w.errs, &FileError{File: w.name, Line: n.Line, Key: path, Msg: "want a mapping of keys, got a YAML " + kindName(n.Kind)})
+			return
+		}
+		keys := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			if k := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; k != "" && k != "-" {
+				keys[k] = t.Field(i).Type
+			}
+		}
+		seen := make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			kp := k.Value
+			if path != "" {
+				kp = path + "." + k.Value
+			}
+			ft, ok := keys[k.Value]
+			switch {
+			case !ok && w.unknown >= maxUnknownReported:
+				w.more++
+				continue
+			case !ok:
+				w.unknown++
+				w.errs = append(w.errs, &FileError{File: w.name, Line: k.Line, Msg: fmt.Sprintf("unknown key %q%s", k.Value, known(kp))})
+				continue
+			}
+			if first, dup := seen[k.Value]; dup {
+				w.errs = append(w.errs, &FileError{File: w.name, Line: k.Line, Key: kp, Msg: fmt.Sprintf("given twice (first on line %d)", first)})
+				return
+			}
+			seen[k.Value] = k.Line
+			if len(w.errs) > w.unknown {
+				return
+			}
+			w.walk(v, ft, kp)
+			if len(w.errs) > w.unknown {
+				return
+			}
+		}
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return // the decoder names the type mismatch
+		}
+		if len(n.Content)/2 > maxMapEntries {
+			w.errs = append(w.errs, &FileError{File: w.name, Line: n.Line, Key: path, Msg: fmt.Sprintf("%d entries; at most %d", len(n.Content)/2, maxMapEntries)})
+			return
+		}
+		seen := make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if first, dup := seen[k.Value]; dup {
+				w.errs = append(w.errs, &FileError{File: w.name, Line: k.Line, Key: path, Msg: fmt.Sprintf("%q given twice (first on line %d)", k.Value, first)})
+				return
+			}
+			seen[k.Value] = k.Line
+		}
+	case t.Kind() == reflect.Int:
+		if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!int" && n.ShortTag() != "!!str" && n.ShortTag() != "!!null" {
+			w.errs = append(w.errs, &FileError{File: w.name, Line: n.Line, Key: path, Msg: fmt.Sprintf("want a whole number, got %s (a %s)", n.Value, strings.TrimPrefix(n.ShortTag(), "!!"))})
+		}
+	}
 }

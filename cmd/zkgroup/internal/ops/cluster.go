@@ -1,10 +1,12 @@
 package ops
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -22,36 +24,75 @@ var (
 	ErrArguments = errors.New("ops: bad arguments")
 )
 
-// Dial opens a ZooKeeper session for the connect string (with its chroot).
-// It blocks until the session is established or timeout passes.
+// ZooKeeper says how to reach ZooKeeper. A plain value.
+type ZooKeeper struct {
+	// Connect is "host:2181,host2:2181/chroot".
+	Connect string
+	// Timeout is the session timeout, and how long Dial waits.
+	Timeout time.Duration
+	// TLS, when set, connects to the secure client port with it.
+	TLS *tls.Config
+	// Auth are credentials sent with AddAuth (digest "user:password"); the
+	// nodes the commands create then get a creator-only-write ACL.
+	Auth []zkconn.Auth
+}
+
+// Dial opens a ZooKeeper session for the connect string (with its chroot),
+// without TLS or credentials. It blocks until the session is established
+// or timeout passes.
 func Dial(connect string, timeout time.Duration, log *slog.Logger) (*zkconn.Session, error) {
-	servers, chroot, err := zkconn.ParseConnect(connect)
+	return DialZooKeeper(ZooKeeper{Connect: connect, Timeout: timeout}, log)
+}
+
+// DialZooKeeper opens a ZooKeeper session as z says. It blocks until the
+// session is established or z.Timeout passes; the error then names the
+// last connection failure (a refused certificate, a closed port).
+func DialZooKeeper(z ZooKeeper, log *slog.Logger) (*zkconn.Session, error) {
+	servers, chroot, err := zkconn.ParseConnect(z.Connect)
 	if err != nil {
 		return nil, fmt.Errorf("ops: --zookeeper: %w", err)
 	}
-	s, err := zkconn.Dial(zkconn.Config{Servers: servers, Chroot: chroot, SessionTimeout: timeout, Logger: log})
+	s, err := zkconn.Dial(zkconn.Config{Servers: servers, Chroot: chroot, SessionTimeout: z.Timeout,
+		Auth: z.Auth, TLS: z.TLS, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("ops: zookeeper %s: %w", connect, err)
+		return nil, fmt.Errorf("ops: zookeeper %s: %w", z.Connect, err)
 	}
 	return s, nil
 }
 
 // Brokers reads the brokers' registrations under /brokers/ids and returns
-// the address of each for listener ("" : PLAINTEXT). Blocks on ZooKeeper.
+// the address of each for listener ("" : PLAINTEXT). When nothing is
+// registered there (a Kafka 4 or other KRaft cluster, whose brokers do not
+// register in ZooKeeper, or a wrong chroot) the error says so and that the
+// brokers must be given. Blocks on ZooKeeper.
 func Brokers(s *zkconn.Session, listener string) ([]string, error) {
 	addrs, _, err := s.Brokers(listener)
 	if err != nil {
+		ids, _, lerr := s.Children(zkdata.BrokerIDsPath)
+		if errors.Is(lerr, zk.ErrNoNode) || (lerr == nil && len(ids) == 0) {
+			return nil, fmt.Errorf("%w: no Kafka brokers known: none are registered under %s%s in ZooKeeper "+
+				"(Kafka 4 and other KRaft clusters register none; or the chroot is wrong): "+
+				"give them with --brokers host:port,... or brokers: in the config file", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrNoBroker, err)
 	}
 	return addrs, nil
 }
 
-// SaramaConfig is the client config of the operator commands: manual
-// commits only (offsets.KafkaStore requires it).
-func SaramaConfig() *sarama.Config {
-	cfg := sarama.NewConfig()
-	cfg.ClientID = "zkgroup-admin"
-	cfg.Version = sarama.V2_1_0_0
+// SaramaConfig is the client config of the operator commands: a copy of
+// base (client id, version, TLS and SASL; nil: sarama's defaults with
+// version 2.1.0 and client id "zkgroup-admin") with manual commits only
+// (offsets.KafkaStore requires it).
+func SaramaConfig(base *sarama.Config) *sarama.Config {
+	var cfg *sarama.Config
+	if base != nil {
+		c := *base
+		cfg = &c
+	} else {
+		cfg = sarama.NewConfig()
+		cfg.ClientID = "zkgroup-admin"
+		cfg.Version = sarama.V2_1_0_0
+	}
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	cfg.Consumer.Return.Errors = true
 	cfg.Metadata.Retry.Max = 5
@@ -106,4 +147,43 @@ func Members(s *zkconn.Session, group string) ([]string, error) {
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// KafkaTopics lists the cluster's topics from Kafka's metadata (no
+// internal topics), sorted: what ZooKeeper's /brokers/topics lists in
+// ZooKeeper mode, and the only source in KRaft mode. Blocks on Kafka.
+func KafkaTopics(client sarama.Client) ([]string, error) {
+	if err := client.RefreshMetadata(); err != nil {
+		return nil, fmt.Errorf("ops: kafka metadata: %w", err)
+	}
+	ts, err := client.Topics()
+	if err != nil {
+		return nil, fmt.Errorf("ops: kafka topics: %w", err)
+	}
+	out := ts[:0]
+	for _, t := range ts {
+		if !strings.HasPrefix(t, "__") {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// KafkaPartitions returns a function giving a topic's partition ids from
+// Kafka's metadata, sorted; a missing topic gives an error wrapping
+// ErrNoTopic. Blocks on Kafka.
+func KafkaPartitions(client sarama.Client) func(topic string) ([]int32, error) {
+	return func(topic string) ([]int32, error) {
+		ps, err := client.Partitions(topic)
+		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			return nil, fmt.Errorf("%w: %q is unknown to Kafka", ErrNoTopic, topic)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ops: partitions of %q: %w", topic, err)
+		}
+		out := append([]int32(nil), ps...)
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out, nil
+	}
 }

@@ -22,7 +22,11 @@ type Member struct {
 	Subscription []string  `json:"subscription"`
 	Registered   time.Time `json:"registered,omitzero"`
 	Partitions   int       `json:"owned_partitions"`
-	Error        string    `json:"error,omitempty"` // unreadable registration
+	// Host and ClientID: see MemberHost and MemberClientID ("-" when
+	// unknown).
+	Host     string `json:"host"`
+	ClientID string `json:"client_id"`
+	Error    string `json:"error,omitempty"` // unreadable registration
 }
 
 // Row is one partition, with the columns of kafka-consumer-groups
@@ -58,6 +62,12 @@ type DescribeInput struct {
 	Group  string
 	// Storage names where Committed came from, for the output.
 	Storage string
+	// Topics and Partitions read the cluster's topics and a topic's
+	// partitions, for the topics the members subscribe to (KafkaTopics
+	// and KafkaPartitions; a KRaft cluster has none in ZooKeeper). Nil:
+	// from ZooKeeper's /brokers/topics.
+	Topics     func() ([]string, error)
+	Partitions func(topic string) ([]int32, error)
 }
 
 // Describe lists the group's members (with their subscriptions), and every
@@ -97,8 +107,9 @@ func Describe(in DescribeInput) (*Description, error) {
 		}
 	}
 	var subs []*subscription.Subscription
+	members := map[string]Member{}
 	for _, id := range ids {
-		m := Member{ID: id, Subscription: []string{}}
+		m := Member{ID: id, Subscription: []string{}, Host: MemberHost(group, id, nil), ClientID: "-"}
 		data, _, err := s.Get(zkdata.IDPath(group, id))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile
@@ -112,6 +123,7 @@ func Describe(in DescribeInput) (*Description, error) {
 			d.Members = append(d.Members, m)
 			continue
 		}
+		m.Host, m.ClientID = MemberHost(group, id, data), MemberClientID(data)
 		m.Pattern = reg.Pattern
 		for k := range reg.Subscription {
 			m.Subscription = append(m.Subscription, k)
@@ -127,9 +139,17 @@ func Describe(in DescribeInput) (*Description, error) {
 			m.Error = err.Error()
 		}
 		d.Members = append(d.Members, m)
+		members[id] = m
+	}
+	topicsOf, partitionsOf := in.Topics, in.Partitions
+	if topicsOf == nil {
+		topicsOf = func() ([]string, error) { return Topics(s) }
+	}
+	if partitionsOf == nil {
+		partitionsOf = func(t string) ([]int32, error) { return Partitions(s, t) }
 	}
 	if len(subs) > 0 {
-		topics, err := Topics(s)
+		topics, err := topicsOf()
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +164,7 @@ func Describe(in DescribeInput) (*Description, error) {
 			if !matched {
 				continue
 			}
-			ps, err := Partitions(s, t)
+			ps, err := partitionsOf(t)
 			if err != nil {
 				continue // deleted meanwhile
 			}
@@ -161,6 +181,11 @@ func Describe(in DescribeInput) (*Description, error) {
 		}
 		if o, ok := owners[tp.Topic][tp.Partition]; ok && o != "" {
 			r.ConsumerID = o
+			if m, ok := members[o]; ok {
+				r.Host, r.ClientID = m.Host, m.ClientID
+			} else {
+				r.Host = MemberHost(group, o, nil)
+			}
 		}
 		if in.LogEnd != nil {
 			if end, err := in.LogEnd(tp.Topic, tp.Partition); err == nil {
@@ -252,10 +277,17 @@ func (d *Description) Text() string {
 			if m.Error != "" {
 				sub = "unreadable: " + m.Error
 			}
-			mrows = append(mrows, []string{m.ID, sub, fmt.Sprint(m.Partitions)})
+			mrows = append(mrows, []string{m.ID, orDash(m.Host), orDash(m.ClientID), sub, fmt.Sprint(m.Partitions)})
 		}
-		b.WriteString(Table([]string{"MEMBER", "SUBSCRIPTION", "PARTITIONS"}, mrows))
+		b.WriteString(Table([]string{"MEMBER", "HOST", "CLIENT-ID", "SUBSCRIPTION", "PARTITIONS"}, mrows))
 	}
 	fmt.Fprintf(&b, "\n(offsets from %s storage)\n", d.OffsetStorage)
 	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

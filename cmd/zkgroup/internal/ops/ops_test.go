@@ -92,7 +92,7 @@ func TestDescriptionText(t *testing.T) {
 		}
 	}
 	d.Members = []Member{{ID: "m1", Pattern: "static", Subscription: []string{"t"}, Partitions: 1}}
-	if out := d.Text(); !strings.Contains(out, "m1      static:t      1") || strings.Contains(out, "no active members") {
+	if out := d.Text(); !strings.Contains(out, "m1      -     -          static:t      1") || strings.Contains(out, "no active members") {
 		t.Errorf("members:\n%s", out)
 	}
 }

@@ -26,25 +26,36 @@ type KafkaDeadLetter struct {
 	producer sarama.SyncProducer
 }
 
-// ProducerConfig returns the sarama config of the dead-letter producer.
-func ProducerConfig() *sarama.Config {
-	cfg := sarama.NewConfig()
-	cfg.ClientID = "zkgroup-dead-letter"
-	cfg.Version = sarama.V2_1_0_0
+// ProducerConfig returns the sarama config of the dead-letter producer: a
+// copy of base (the client id, version, TLS and SASL every client of the
+// daemon shares; nil: sarama's defaults with version 2.1.0 and client id
+// "zkgroup") with acks from all in-sync replicas and three retries.
+func ProducerConfig(base *sarama.Config) *sarama.Config {
+	var cfg *sarama.Config
+	if base != nil {
+		c := *base
+		cfg = &c
+	} else {
+		cfg = sarama.NewConfig()
+		cfg.ClientID = "zkgroup"
+		cfg.Version = sarama.V2_1_0_0
+	}
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Retry.Max = 3
 	return cfg
 }
 
-// NewKafkaDeadLetter connects a producer to brokers. It blocks for the
-// first metadata request.
+// NewKafkaDeadLetter connects a producer to brokers with cfg (nil:
+// ProducerConfig(nil); build it with ProducerConfig from the daemon's
+// base config so that TLS and SASL apply). It blocks for the first
+// metadata request.
 func NewKafkaDeadLetter(brokers []string, topic, group string, cfg *sarama.Config) (*KafkaDeadLetter, error) {
 	if topic == "" {
 		return nil, fmt.Errorf("%w: dead-letter topic: empty", ErrConfig)
 	}
 	if cfg == nil {
-		cfg = ProducerConfig()
+		cfg = ProducerConfig(nil)
 	}
 	p, err := sarama.NewSyncProducer(brokers, cfg)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -136,6 +137,13 @@ func (e *Exec) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
 	}
 	var ee *exec.ExitError
 	switch {
+	case errors.Is(err, syscall.E2BIG):
+		// The kernel refused the environment or arguments as too large:
+		// this message's key or headers will never fit, however often it
+		// is tried. A permanent failure of this message: the failure
+		// policy decides (skip, dead-letter, or stop).
+		return Permanent(fmt.Errorf("%w: exec %q for %s: the message's key (%d bytes) and headers (%d) exceed the environment size limit of a process: %w",
+			ErrTooLarge, e.argv[0], where, len(m.Key), headersSize(m), err))
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("sink: exec %q for %s: killed after %v%s", e.argv[0], where, e.timeout, msg)
 	case errors.As(err, &ee):
@@ -146,3 +154,14 @@ func (e *Exec) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
 
 // Close does nothing: no process outlives Deliver.
 func (e *Exec) Close() error { return nil }
+
+// headersSize adds up the sizes of m's header keys and values.
+func headersSize(m *sarama.ConsumerMessage) int {
+	n := 0
+	for _, h := range m.Headers {
+		if h != nil {
+			n += len(h.Key) + len(h.Value)
+		}
+	}
+	return n
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -24,7 +25,9 @@ import (
 // permanent failures. Safe for concurrent use; Deliver blocks until the
 // response, Timeout or ctx.
 type HTTP struct {
-	url     string
+	url   string
+	shown string // url with its password hidden, for error texts
+
 	timeout time.Duration
 	headers map[string]string
 	client  *http.Client
@@ -41,8 +44,11 @@ type HTTPConfig struct {
 // NewHTTP validates cfg and returns the sink. Does not block.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: http: URL %q is not an absolute http(s) URL", ErrConfig, cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: http: URL does not parse", ErrConfig)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: http: URL %q is not an absolute http(s) URL", ErrConfig, u.Redacted())
 	}
 	if cfg.Timeout <= 0 {
 		return nil, fmt.Errorf("%w: http: Timeout: %v is not positive", ErrConfig, cfg.Timeout)
@@ -53,7 +59,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	}
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &HTTP{url: cfg.URL, timeout: cfg.Timeout, headers: cfg.Headers, client: &c}, nil
+	return &HTTP{url: cfg.URL, shown: u.Redacted(), timeout: cfg.Timeout, headers: cfg.Headers, client: &c}, nil
 }
 
 // printable reports whether b can be sent as a header value unchanged.
@@ -91,7 +97,7 @@ func (h *HTTP) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
 	where := fmt.Sprintf("%s/%d@%d", m.Topic, m.Partition, m.Offset)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(m.Value))
 	if err != nil {
-		return Permanent(fmt.Errorf("sink: http: request for %s: %w", where, err))
+		return Permanent(fmt.Errorf("sink: http: request for %s: %w", where, redactErr(err, h.url, h.shown)))
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("X-Kafka-Topic", m.Topic)
@@ -115,7 +121,7 @@ func (h *HTTP) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("sink: http: POST %s for %s: %w", h.url, where, err)
+		return fmt.Errorf("sink: http: POST %s for %s: %w", h.shown, where, redactErr(err, h.url, h.shown))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -124,9 +130,9 @@ func (h *HTTP) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
 	case s >= 200 && s < 300:
 		return nil
 	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests, s >= 500:
-		return fmt.Errorf("sink: http: POST %s for %s: %s: %q", h.url, where, resp.Status, body)
+		return fmt.Errorf("sink: http: POST %s for %s: %s: %q", h.shown, where, resp.Status, body)
 	default:
-		return Permanent(fmt.Errorf("sink: http: POST %s for %s: %s: %q", h.url, where, resp.Status, body))
+		return Permanent(fmt.Errorf("sink: http: POST %s for %s: %s: %q", h.shown, where, resp.Status, body))
 	}
 }
 
@@ -135,3 +141,27 @@ func (h *HTTP) Close() error {
 	h.client.CloseIdleConnections()
 	return nil
 }
+
+// redactErr replaces the full URL in err's text by its redacted form
+// (net/http already strips passwords from its *url.Error, but a
+// transport's own text may quote the URL); err stays unwrappable when
+// nothing needed hiding.
+func redactErr(err error, full, shown string) error {
+	if full == shown || !strings.Contains(err.Error(), full) {
+		return err
+	}
+	return &redactedError{text: strings.ReplaceAll(err.Error(), full, shown), err: err}
+}
+
+// redactedError is an error whose text was redacted; it unwraps to the
+// original.
+type redactedError struct {
+	text string
+	err  error
+}
+
+// Error returns the redacted text.
+func (e *redactedError) Error() string { return e.text }
+
+// Unwrap returns the original error.
+func (e *redactedError) Unwrap() error { return e.err }

@@ -27,6 +27,10 @@ var (
 	ErrStop = errors.New("sink: message failed; stopping")
 	// ErrConfig reports a bad sink setting; the message names it.
 	ErrConfig = errors.New("sink: invalid config")
+	// ErrTooLarge marks a message that cannot be handed to the sink at all
+	// (its key and headers exceed a process's environment limit); it comes
+	// wrapped in a PermanentError.
+	ErrTooLarge = errors.New("sink: message too large for the sink")
 )
 
 // PermanentError wraps an error that must not be retried; it unwraps to

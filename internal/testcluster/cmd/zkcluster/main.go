@@ -2,7 +2,10 @@
 // mode) and its ZooKeeper on loopback, for trying zkgroup and for the demo.
 //
 //	zkcluster fetch                      fetch the jars from Maven Central (cached)
-//	zkcluster up [-brokers N] [-dir D]   start detached, print the addresses
+//	zkcluster up [-brokers N] [-kafka 3|4] [-dir D]
+//	                                     start detached, print the addresses;
+//	                                     -kafka 4: Kafka 4 in KRaft mode and a
+//	                                     ZooKeeper of zkgroup's own
 //	zkcluster status [-dir D]            print the addresses of a running cluster
 //	zkcluster down [-dir D]              stop it; no java process is left
 //	zkcluster topic -name T -partitions P [-replication R] [-dir D]
@@ -50,7 +53,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: zkcluster fetch | up [-brokers N] [-dir D] | status [-dir D] | down [-dir D] | topic -name T -partitions P | produce -topic T -partitions P -n N")
+	fmt.Fprintln(os.Stderr, "usage: zkcluster fetch | up [-brokers N] [-kafka 3|4] [-dir D] | status [-dir D] | down [-dir D] | topic -name T -partitions P | produce -topic T -partitions P -n N")
 	os.Exit(2)
 }
 
@@ -61,23 +64,40 @@ func defaultDir() string {
 	return ".cluster"
 }
 
+// fetch caches the jars of both Kafka lines (3.9 with ZooKeeper, and 4).
 func fetch() error {
 	r, err := testcluster.Fetch()
 	if err != nil {
 		return err
 	}
-	how := "fetched with mvn"
-	if r.Cached {
-		how = "already cached"
-	}
 	fmt.Printf("Kafka %s, ZooKeeper %s: %s in %v (%s)\n", testcluster.KafkaVersion,
-		testcluster.ZooKeeperVersion(r.LibDir), how, r.Duration.Round(time.Millisecond), r.LibDir)
+		testcluster.ZooKeeperVersion(r.LibDir), how(r), r.Duration.Round(time.Millisecond), r.LibDir)
+	r4, err := testcluster.FetchKafka4()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Kafka %s (KRaft): %s in %v (%s)\n", testcluster.Kafka4Version, how(r4), r4.Duration.Round(time.Millisecond), r4.LibDir)
 	return nil
+}
+
+func how(r testcluster.FetchResult) string {
+	if r.Cached {
+		return "already cached"
+	}
+	return "fetched with mvn"
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	brokers := fs.Int("brokers", 3, "number of Kafka brokers (1 to 3)")
+	kafka := fs.String("kafka", envOr("KAFKA", "3"), "Kafka line: 3 (3.9, ZooKeeper mode) or 4 (4.x, KRaft mode with a ZooKeeper for zkgroup alone) (env KAFKA)")
 	dir := fs.String("dir", defaultDir(), "cluster folder (configs, logs, data, state)")
 	_ = fs.Parse(args)
 	abs, err := filepath.Abs(*dir)
@@ -93,7 +113,15 @@ func up(args []string) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := testcluster.Launch(ctx, testcluster.Brokers(*brokers), testcluster.Dir(abs), testcluster.Detach())
+	opts := []testcluster.Option{testcluster.Brokers(*brokers), testcluster.Dir(abs), testcluster.Detach()}
+	switch *kafka {
+	case "3", "3.9":
+	case "4":
+		opts = append(opts, testcluster.KRaft(), testcluster.Chroot("/zkgroup"))
+	default:
+		return fmt.Errorf("up: -kafka %q: want 3 or 4", *kafka)
+	}
+	c, err := testcluster.Launch(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -102,8 +130,12 @@ func up(args []string) error {
 		return err
 	}
 	s := c.State()
-	fmt.Printf("Kafka %s (ZooKeeper mode) with %d broker(s) and ZooKeeper %s, up in %v\n",
-		s.KafkaVersion, *brokers, s.ZooKeeperVersion, time.Since(start).Round(time.Millisecond))
+	mode := "ZooKeeper mode"
+	if s.KRaft {
+		mode = "KRaft mode; ZooKeeper for zkgroup only: give zkgroup the brokers"
+	}
+	fmt.Printf("Kafka %s (%s) with %d broker(s) and ZooKeeper %s, up in %v\n",
+		s.KafkaVersion, mode, *brokers, s.ZooKeeperVersion, time.Since(start).Round(time.Millisecond))
 	printState(s)
 	fmt.Printf("stop it with: zkcluster down -dir %s   (or make cluster-down)\n", abs)
 	return nil

@@ -1,0 +1,60 @@
+package manager_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/manager"
+)
+
+// TestValidateBounds: values that once panicked in Join (a channel of
+// MaxInt), ran it out of memory (an errors buffer of 1<<40), or that
+// ZooKeeper would silently cut are refused, naming the field.
+func TestValidateBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mod   func(*manager.Config)
+		field string // "" : valid
+	}{
+		{"defaults", func(*manager.Config) {}, ""},
+		{"channel buffer max", func(c *manager.Config) { c.ChannelBufferSize = manager.MaxChannelBufferSize }, ""},
+		{"channel buffer MaxInt", func(c *manager.Config) { c.ChannelBufferSize = math.MaxInt }, "ChannelBufferSize"},
+		{"channel buffer negative", func(c *manager.Config) { c.ChannelBufferSize = -1 }, "ChannelBufferSize"},
+		{"errors buffer 1<<40", func(c *manager.Config) { c.ErrorsBufferSize = 1 << 40 }, "ErrorsBufferSize"},
+		{"errors buffer max", func(c *manager.Config) { c.ErrorsBufferSize = manager.MaxErrorsBufferSize }, ""},
+		{"errors buffer negative", func(c *manager.Config) { c.ErrorsBufferSize = -1 }, "ErrorsBufferSize"},
+		{"session 6s", func(c *manager.Config) { c.SessionTimeout = 6 * time.Second }, ""},
+		{"session 2m", func(c *manager.Config) { c.SessionTimeout = manager.MaxSessionTimeout }, ""},
+		{"session 5s", func(c *manager.Config) { c.SessionTimeout = 5 * time.Second }, "SessionTimeout"},
+		{"session 10m", func(c *manager.Config) { c.SessionTimeout = 10 * time.Minute }, "SessionTimeout"},
+		{"brokers ok", func(c *manager.Config) { c.Brokers = []string{"k1:9092", "[::1]:9093", "10.0.0.1:1"} }, ""},
+		{"broker empty", func(c *manager.Config) { c.Brokers = []string{""} }, "Brokers[0]"},
+		{"broker no port", func(c *manager.Config) { c.Brokers = []string{"k1:9092", "k2"} }, "Brokers[1]"},
+		{"broker no host", func(c *manager.Config) { c.Brokers = []string{":9092"} }, "Brokers[0]"},
+		{"broker port 0", func(c *manager.Config) { c.Brokers = []string{"k1:0"} }, "Brokers[0]"},
+		{"broker port 65536", func(c *manager.Config) { c.Brokers = []string{"k1:65536"} }, "Brokers[0]"},
+		{"broker port word", func(c *manager.Config) { c.Brokers = []string{"k1:kafka"} }, "Brokers[0]"},
+		{"broker URL", func(c *manager.Config) { c.Brokers = []string{"PLAINTEXT://k1:9092"} }, "Brokers[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := manager.NewConfig()
+			tc.mod(cfg)
+			err := cfg.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, manager.ErrConfig) {
+				t.Fatalf("got %v, want ErrConfig", err)
+			}
+			if !strings.Contains(err.Error(), tc.field+":") {
+				t.Fatalf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+}
