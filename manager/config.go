@@ -31,6 +31,20 @@ const (
 	ModePartitions = "partitions"
 )
 
+// Deliveries: how messages are handed out (Config.Delivery).
+const (
+	// DeliveryMessages: one message per receive, on Consumer.Messages()
+	// or PartitionStream.Messages().
+	DeliveryMessages = "messages"
+	// DeliveryBatches: a slice of one partition's messages per receive
+	// (*partition.Batch), on Consumer.Batches() / Consumer.Poll or
+	// PartitionStream.Batches() / PartitionStream.Poll; the Messages
+	// channels are closed from the start. Tracking and hand-off cost per
+	// batch rather than per message, with every guarantee of the
+	// unbuffered message delivery: the batch channels are unbuffered.
+	DeliveryBatches = "batches"
+)
+
 // Config configures a consumer. Build it with NewConfig and change fields.
 type Config struct {
 	// InstanceID names this member under /consumers/<group>/ids. Empty:
@@ -46,6 +60,8 @@ type Config struct {
 	Strategy string
 	// Mode: ModeMerged (default) or ModePartitions.
 	Mode string
+	// Delivery: DeliveryMessages (default) or DeliveryBatches.
+	Delivery string
 	// OffsetStorage: StorageKafka (default) or StorageZooKeeper.
 	OffsetStorage string
 	// Brokers overrides broker discovery from /brokers/ids when set.
@@ -137,6 +153,7 @@ func NewConfig() *Config {
 		SessionTimeout:    10 * time.Second,
 		Strategy:          assign.DefaultName,
 		Mode:              ModeMerged,
+		Delivery:          DeliveryMessages,
 		OffsetStorage:     StorageKafka,
 		Partition:         partition.NewConfig(),
 		RebalanceDelay:    50 * time.Millisecond,
@@ -169,6 +186,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Mode != ModeMerged && c.Mode != ModePartitions {
 		return fmt.Errorf("%w: Mode: %q is neither %q nor %q", ErrConfig, c.Mode, ModeMerged, ModePartitions)
+	}
+	if c.Delivery != DeliveryMessages && c.Delivery != DeliveryBatches {
+		return fmt.Errorf("%w: Delivery: %q is neither %q nor %q", ErrConfig, c.Delivery, DeliveryMessages, DeliveryBatches)
 	}
 	if c.OffsetStorage != StorageKafka && c.OffsetStorage != StorageZooKeeper {
 		return fmt.Errorf("%w: OffsetStorage: %q is neither %q nor %q", ErrConfig, c.OffsetStorage, StorageKafka, StorageZooKeeper)
