@@ -80,8 +80,8 @@ func (c *Consumer) owned(tp TopicPartition) (*partition.Manager, error) {
 // sarama.OffsetOldest / sarama.OffsetNewest) and returns once it is in
 // effect: tp's next message handed out is the one at offset (an offset
 // out of range is reset by Partition.Initial). Messages of tp handed out
-// before and not acked are forgotten (their acks are no-ops); the next
-// commit writes the new position, even below what was committed. The
+// before and not acked are forgotten (their acks are no-ops); the new
+// position is committed at once, even below what was committed. The
 // position holds for this ownership only: a revoke commits what is acked
 // since. ErrNotOwned, ErrClosed, or ctx's error.
 func (c *Consumer) Seek(ctx context.Context, tp TopicPartition, offset int64) error {

@@ -74,8 +74,9 @@ func (m *Manager) applyControl(pos *int64) bool {
 
 // seek resolves the request's target and restarts tracking there: what
 // was handed out and not acked is forgotten (its acks are no-ops), and
-// the next commit writes the target even if it is below what is
-// committed. Run goroutine only.
+// the target is written to the store at once with its Reset when it has
+// one (and the fence allows), even below what is committed; otherwise the
+// next commit writes it. Run goroutine only.
 func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	var target int64
 	var err error
@@ -93,6 +94,19 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	}
 	// Wait for a commit under way: it must not land after the reset.
 	m.commitMu.Lock()
+	defer m.commitMu.Unlock()
+	committed := int64(-1)
+	if r, ok := m.p.Store.(resetter); ok && allowed(m.p.Fence) {
+		// Stores refuse commits below what they committed: write the new
+		// position with Reset, which may move it backwards.
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+		err := r.Reset(ctx, m.topic, m.partition, target)
+		cancel()
+		if err != nil {
+			return &Error{Topic: m.topic, Partition: m.partition, Op: "seek", Err: err}
+		}
+		committed = target
+	}
 	m.mu.Lock()
 	if m.tracker == nil {
 		m.tracker = offsets.NewTracker(target)
@@ -100,12 +114,17 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 		m.tracker.Reset(target)
 	}
 	m.abandoned = nil
-	m.committed, m.verified = -1, false
+	m.committed, m.verified = committed, false
 	m.mu.Unlock()
-	m.commitMu.Unlock()
 	*pos = target
 	m.log.Info("seek", "offset", target)
 	return nil
+}
+
+// resetter is a Store that can move a committed offset backwards
+// (offsets.KafkaStore and offsets.ZooKeeperStore are).
+type resetter interface {
+	Reset(ctx context.Context, topic string, partition int32, next int64) error
 }
 
 // stoppedErr is the error of a control request made to a stopped manager.
@@ -120,8 +139,9 @@ func (m *Manager) stoppedErr() error {
 // policy, as at start). Messages handed out before and not yet acked are
 // forgotten: acking them is a no-op, a drain does not wait for them, and
 // they are not delivered again unless the new position is at or below
-// them. The next commit writes the new position, even below what was
-// committed. A paused partition stays paused. It returns an *Error
+// them. The new position is committed at once (with the store's Reset,
+// even below what was committed; a store without Reset gets it at the
+// next commit). A paused partition stays paused. It returns an *Error
 // wrapping ErrStopped once the manager stopped, or ctx's error (the seek
 // may still happen then). Safe for concurrent use.
 func (m *Manager) Seek(ctx context.Context, offset int64) error {
