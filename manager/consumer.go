@@ -56,8 +56,12 @@ type Consumer struct {
 
 	messages   chan *partition.Message
 	funnel     *partition.Funnel // hands out on messages (ModeMerged)
+	batches    chan *partition.Batch
 	partitions chan *PartitionStream
 	errors     chan error
+	// finished is closed once everything stopped and the channels were
+	// closed (finish).
+	finished chan struct{}
 
 	t       tomb.Tomb
 	slotsWG sync.WaitGroup
@@ -100,8 +104,9 @@ type Consumer struct {
 	// Counts of partition managers that have stopped, so that the
 	// consumer's totals never go down when a partition moves.
 	pastDelivered, pastAcks uint64 // under mu
-	closeOnce               sync.Once
-	closeErr                error
+	closeErr                error  // set before finished is closed
+	// cutDrains: CloseTimeout passed; drains are cut short.
+	cutDrains atomic.Bool
 }
 
 type slotState int
@@ -176,7 +181,9 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 		group: group, id: id, sub: sub, cfg: cfg, log: log, strategy: strategy,
 		health:   newGate(),
 		messages: make(chan *partition.Message, cfg.ChannelBufferSize),
+		batches:  make(chan *partition.Batch),
 		errors:   make(chan error, cfg.ErrorsBufferSize),
+		finished: make(chan struct{}),
 		events:   make(chan slotEvent, 1024),
 		slots:    map[TopicPartition]*slot{},
 		causes:   map[RebalanceCause]uint64{},
@@ -184,11 +191,20 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}
-	if cfg.Mode == ModePartitions {
+	// The channels never fed in this mode and delivery are closed at once,
+	// so that a loop over them ends rather than hang.
+	switch {
+	case cfg.Mode == ModePartitions:
 		c.partitions = make(chan *PartitionStream, 1024)
-		close(c.messages) // never fed in this mode: a range over it ends at once
-	} else if c.funnel, err = partition.NewFunnel(c.messages); err != nil {
-		return nil, err
+		close(c.messages)
+		close(c.batches)
+	case cfg.Delivery == DeliveryBatches:
+		close(c.messages)
+	default:
+		close(c.batches)
+		if c.funnel, err = partition.NewFunnel(c.messages); err != nil {
+			return nil, err
+		}
 	}
 	ok := false
 	defer func() {
@@ -289,6 +305,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy)
 	ok = true
 	c.t.Go(func() error { return c.loop(regData) })
+	go c.finish()
 	return c, nil
 }
 
@@ -328,16 +345,11 @@ func (c *Consumer) Partitions() <-chan *PartitionStream { return c.partitions }
 // for those). See the Consumer doc for its contract.
 func (c *Consumer) Errors() <-chan error { return c.errors }
 
-// Ack acks a message handed out by this consumer. It may be called from
-// any goroutine, in any order. Acking a message of a partition this
-// instance no longer owns (or twice) is a counted no-op.
-func (c *Consumer) Ack(msg *partition.Message) partition.AckResult {
-	r := msg.Ack()
-	if r == partition.AckStale {
-		c.staleAcks.Add(1)
-	}
-	return r
-}
+// Ack acks a message handed out by this consumer (the same as msg.Ack()).
+// It may be called from any goroutine, in any order. Acking a message of
+// a partition this instance no longer owns (or twice) is a counted no-op
+// (Stats.StaleAcks counts stale acks however they were made).
+func (c *Consumer) Ack(msg *partition.Message) partition.AckResult { return msg.Ack() }
 
 // report passes err to Errors() without blocking.
 func (c *Consumer) report(err error) {
@@ -349,31 +361,62 @@ func (c *Consumer) report(err error) {
 	}
 }
 
-// Interrupt starts closing and returns at once.
+// Interrupt starts closing and returns at once: the consumer then drains,
+// commits and releases every partition as Close does, and its own
+// goroutine closes Messages(), Batches(), Errors(), Partitions() and every
+// stream once everything stopped, so that a loop over them ends. Keep
+// reading (and acking) until then: the drains wait for the acks of what
+// was received. Close still must be called (it returns at once then).
 func (c *Consumer) Interrupt() { c.t.Kill(nil) }
+
+// Done is closed once the consumer stopped (after Interrupt or Close, or
+// the end of its own goroutine) and its channels were closed.
+func (c *Consumer) Done() <-chan struct{} { return c.finished }
 
 // Close drains, commits and releases every partition, deregisters, closes
 // the connections and then the channels. It is idempotent and blocks until
-// all of it is done (bounded by Config.CloseTimeout).
+// all of it is done. It always closes the channels: when CloseTimeout
+// passes first, the drains still under way are cut short (what is acked
+// is committed, the claims being still held) and Close returns an error
+// saying so; no goroutine of the consumer outlives it (a user callback,
+// OnRevoked or OnLost, that never returns excepted).
 func (c *Consumer) Close() error {
-	c.closeOnce.Do(func() {
-		c.t.Kill(nil)
-		err := c.t.Wait()
-		c.closeResources()
-		if err == nil {
-			// Every partition manager and the funnel have stopped: nobody
-			// sends any more.
-			if c.funnel != nil {
-				close(c.messages)
-			}
-			close(c.errors)
-			if c.partitions != nil {
-				close(c.partitions)
+	c.t.Kill(nil)
+	<-c.finished
+	return c.closeErr
+}
+
+// finish waits for the consumer's goroutine to end, cuts short the drains
+// of partitions still stopping past CloseTimeout, waits for every
+// partition, and then closes the connections and the channels: nobody
+// sends on them any more.
+func (c *Consumer) finish() {
+	err := c.t.Wait()
+	if err != nil { // CloseTimeout passed with partitions still stopping
+		c.cutDrains.Store(true)
+		c.mu.Lock()
+		for _, sl := range c.slots {
+			if pm := sl.pm.Load(); pm != nil {
+				pm.CutDrain()
 			}
 		}
-		c.closeErr = err
-	})
-	return c.closeErr
+		c.mu.Unlock()
+		err = fmt.Errorf("%w (their drains were cut short)", err)
+	}
+	c.slotsWG.Wait()
+	c.closeResources()
+	if c.funnel != nil {
+		close(c.messages)
+	}
+	if c.cfg.Mode == ModeMerged && c.cfg.Delivery == DeliveryBatches {
+		close(c.batches)
+	}
+	close(c.errors)
+	if c.partitions != nil {
+		close(c.partitions)
+	}
+	c.closeErr = err
+	close(c.finished)
 }
 
 func (c *Consumer) closeResources() {

@@ -108,13 +108,25 @@ func (c *Consumer) runSlot(sl *slot) {
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
 		Client: c.client, Consumer: c.consumer, Store: c.store, Committer: c.commits, Fence: cl,
-		Funnel: c.funnel, Config: c.cfg.Partition, Logger: log, Report: c.report,
+		Config: c.cfg.Partition, Logger: log, Report: c.report, StaleAcks: &c.staleAcks,
 	}
 	var stream *PartitionStream
-	if c.cfg.Mode == ModePartitions {
-		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition,
-			ch: make(chan *partition.Message, c.cfg.ChannelBufferSize)}
-		params.Out, params.CloseOut = stream.ch, true
+	switch {
+	case c.cfg.Mode == ModePartitions:
+		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition}
+		if c.cfg.Delivery == DeliveryBatches {
+			stream.ch = closedMessages
+			stream.bch = make(chan *partition.Batch)
+			params.Batches, params.CloseOut = stream.bch, true
+		} else {
+			stream.ch = make(chan *partition.Message, c.cfg.ChannelBufferSize)
+			stream.bch = closedBatches
+			params.Out, params.CloseOut = stream.ch, true
+		}
+	case c.cfg.Delivery == DeliveryBatches:
+		params.Batches = c.batches
+	default:
+		params.Funnel = c.funnel
 	}
 	pm, err := partition.Start(params)
 	if err != nil {
@@ -126,8 +138,11 @@ func (c *Consumer) runSlot(sl *slot) {
 		return
 	}
 	sl.pm.Store(pm)
+	if c.cutDrains.Load() {
+		pm.CutDrain()
+	}
 	if stream != nil {
-		stream.generation = pm.Generation()
+		stream.generation, stream.pm = pm.Generation(), pm
 		select {
 		case c.partitions <- stream:
 		case <-sl.revoke:
@@ -146,7 +161,7 @@ func (c *Consumer) runSlot(sl *slot) {
 		drain = false
 	}
 	if err := pm.Stop(drain); err != nil {
-		c.report(err)
+		// Already reported on Errors() by the partition manager.
 		log.Warn("partition stopped with an error", "err", err)
 	}
 	// Stopped and committed, still claimed: tell the embedder, then let

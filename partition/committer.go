@@ -51,6 +51,8 @@ type Committer struct {
 	closed   bool
 	managers map[*Manager]struct{}
 
+	flushes chan *flushRequest
+
 	batches, committed, failed atomic.Uint64
 }
 
@@ -81,6 +83,7 @@ func NewCommitter(store Store, cfg Config, logger *slog.Logger) (*Committer, err
 	c := &Committer{
 		store: store, interval: cfg.CommitInterval, timeout: cfg.CommitTimeout,
 		log: logger, managers: map[*Manager]struct{}{},
+		flushes: make(chan *flushRequest),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.t.Go(c.loop)
@@ -140,8 +143,44 @@ func (c *Committer) loop() error {
 		case <-c.t.Dying():
 			return nil
 		case <-tick.C:
-			c.commit(&r)
+			c.commit(&r, nil)
+		case f := <-c.flushes:
+			f.done <- c.commit(&r, f)
 		}
+	}
+}
+
+// flushRequest asks the committer's goroutine for a round now.
+type flushRequest struct {
+	ctx  context.Context
+	only *Manager // nil: every registered Manager
+	done chan error
+}
+
+// Commit commits the acked watermark of every registered Manager now, in
+// one batch like a routine round (the next one follows at its usual
+// time), and returns once the store answered (durable: the store's
+// CommitBatch returned) or ctx ends. A Manager whose final commit is under
+// way is left to it. The error joins one *Error (Op "commit") per
+// partition that failed, or that had acks to commit while its Fence did
+// not allow committing (wrapping ErrLost); ErrCommitterClosed after
+// Close. Safe for concurrent use.
+func (c *Committer) Commit(ctx context.Context) error { return c.flush(ctx, nil) }
+
+func (c *Committer) flush(ctx context.Context, only *Manager) error {
+	f := &flushRequest{ctx: ctx, only: only, done: make(chan error, 1)}
+	select {
+	case c.flushes <- f:
+	case <-c.t.Dying():
+		return ErrCommitterClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-f.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -153,40 +192,59 @@ type round struct {
 	batch    []offsets.Offset
 }
 
-// commit takes the committable offset of every registered manager and
-// commits them in one batch.
-func (c *Committer) commit(r *round) {
+// commit takes the committable offset of every registered manager (or
+// of f.only, when set) and commits them in one batch. f is nil for a
+// routine round, or the Commit call being served. It returns the
+// partitions' errors (for a Commit call: a routine round reports them
+// through the managers only).
+func (c *Committer) commit(r *round, f *flushRequest) error {
+	parent, only := c.ctx, (*Manager)(nil)
+	if f != nil {
+		ctx, cancel := context.WithCancel(f.ctx)
+		defer cancel()
+		defer context.AfterFunc(c.ctx, cancel)()
+		parent, only = ctx, f.only
+	}
 	c.mu.Lock()
 	r.managers = r.managers[:0]
 	for m := range c.managers {
-		r.managers = append(r.managers, m)
+		if only == nil || m == only {
+			r.managers = append(r.managers, m)
+		}
 	}
 	c.mu.Unlock()
+	var errs []error
 	r.owners, r.batch = r.owners[:0], r.batch[:0]
 	for _, m := range r.managers {
-		if next, ok := m.beginCommit(); ok {
+		next, ok, refused := m.beginCommit()
+		if ok {
 			r.owners = append(r.owners, m)
 			r.batch = append(r.batch, offsets.Offset{TopicPartition: offsets.TopicPartition{Topic: m.topic, Partition: m.partition}, Next: next})
+		} else if refused && f != nil {
+			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit",
+				Err: fmt.Errorf("%w: offset %d not committed: %w", ErrCommit, next, ErrLost)})
 		}
 	}
 	clear(r.managers) // do not keep stopped managers alive
 	if len(r.batch) == 0 {
-		return
+		return errors.Join(errs...)
 	}
 	c.batches.Add(1)
-	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
-	errs := c.store.CommitBatch(ctx, r.batch)
+	ctx, cancel := context.WithTimeout(parent, c.timeout)
+	results := c.store.CommitBatch(ctx, r.batch)
 	cancel()
 	failed := 0
 	for i, m := range r.owners {
 		var err error
-		if i < len(errs) {
-			err = errs[i]
+		if i < len(results) {
+			err = results[i]
 		} else {
-			err = fmt.Errorf("the store returned %d results for %d offsets", len(errs), len(r.batch))
+			err = fmt.Errorf("the store returned %d results for %d offsets", len(results), len(r.batch))
 		}
 		if err != nil {
 			failed++
+			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit",
+				Err: fmt.Errorf("%w: offset %d: %w", ErrCommit, r.batch[i].Next, err)})
 		}
 		m.endCommit(r.batch[i].Next, err)
 	}
@@ -196,4 +254,5 @@ func (c *Committer) commit(r *round) {
 		c.log.Warn("commits failed", "partitions", len(r.batch), "failed", failed)
 	}
 	clear(r.owners)
+	return errors.Join(errs...)
 }

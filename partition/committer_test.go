@@ -75,7 +75,7 @@ func (g *group) receive(t *testing.T, total int, ack func(*Message) bool) {
 func (g *group) commit(t *testing.T) []offsets.Offset {
 	t.Helper()
 	before := len(g.store.batchLog())
-	g.c.commit(&g.r)
+	g.c.commit(&g.r, nil)
 	log := g.store.batchLog()
 	switch len(log) - before {
 	case 0:
@@ -274,7 +274,7 @@ func TestCommitterFinalCommitWaits(t *testing.T) {
 	msgs[1].Ack()
 	var r round
 	done := make(chan struct{})
-	go func() { c.commit(&r); close(done) }()
+	go func() { c.commit(&r, nil); close(done) }()
 	<-store.entered // the batch (offset 2) is under way
 	msgs[2].Ack()   // the final commit would write 3
 	stopped := make(chan error, 1)

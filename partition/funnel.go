@@ -153,13 +153,16 @@ var msgsPool = sync.Pool{New: func() any {
 }}
 
 // await queues j and waits until the funnel has served it, or withdraws it
-// when the manager halts (or the funnel is closed) before the funnel took
-// it. It returns false when j was withdrawn.
+// when the manager halts, a control request comes (or the funnel is
+// closed) before the funnel took it. It returns false when j was withdrawn.
 func (m *Manager) await(f *Funnel, j *job) bool {
 	closed := f.t.Dying()
+	wake := m.wake()
 	select {
 	case f.jobs <- j:
 	case <-m.halt:
+		return false
+	case <-wake: // a control request: hand nothing out
 		return false
 	case <-closed:
 		m.report("deliver", ErrFunnelClosed)
@@ -169,6 +172,7 @@ func (m *Manager) await(f *Funnel, j *job) bool {
 	case <-j.done:
 		return true
 	case <-m.halt:
+	case <-wake:
 	case <-closed:
 		m.report("deliver", ErrFunnelClosed)
 	}
@@ -176,8 +180,8 @@ func (m *Manager) await(f *Funnel, j *job) bool {
 		m.job = nil // the funnel still holds it: never reuse it
 		return false
 	}
-	// Being served: deliver watches halt, so it ends promptly once halted;
-	// a closed funnel finishes it first.
+	// Being served: deliver watches halt and control requests, so it ends
+	// promptly; a closed funnel finishes it first.
 	<-j.done
 	return true
 }

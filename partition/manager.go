@@ -55,8 +55,18 @@ type Params struct {
 	// Funnel, instead of Out, hands the messages out on a channel shared
 	// with other Managers (see Funnel for why).
 	Funnel *Funnel
-	Config Config
-	Logger *slog.Logger
+	// Batches, instead of Out or Funnel, receives the messages as batches
+	// (see Batch): one send per batch, taken as fetched and as far as
+	// MaxUnacked allows. It may be shared by several Managers (sends per
+	// batch do not contend like sends per message), or be this
+	// partition's alone; CloseOut closes it after Stop.
+	Batches chan<- *Batch
+	// StaleAcks, if set, counts acks of this Manager's messages made after
+	// it stopped (also counted in Stats.StaleAcks, which ends with the
+	// Manager): the consumer's total over every ownership.
+	StaleAcks *atomic.Uint64
+	Config    Config
+	Logger    *slog.Logger
 	// Report receives errors worth telling the user (never blocks: the
 	// consumer drops them when its Errors() channel is full).
 	Report func(error)
@@ -118,6 +128,21 @@ type Manager struct {
 	commitErrors  atomic.Uint64
 	waitingReady  atomic.Bool
 
+	// Control requests (Seek, Pause, Resume; see control.go), applied by
+	// the run goroutine between fetch sessions. ctlWake is closed while a
+	// request waits (wakeClosed); the hot path's waits watch it.
+	ctlMu        sync.Mutex
+	ctlWake      atomic.Pointer[chan struct{}]
+	wakeClosed   bool
+	seekReq      *seekRequest
+	paused       bool
+	pauseWaiters []chan struct{}
+	pausedNow    atomic.Bool
+
+	// cut is closed by CutDrain: a drain under way ends at once.
+	cut     chan struct{}
+	cutOnce sync.Once
+
 	stopOnce sync.Once
 	stopErr  error
 	stopDone chan struct{}
@@ -143,12 +168,14 @@ func Start(p Params) (*Manager, error) {
 		return nil, fmt.Errorf("%w: Committer: nil", ErrConfig)
 	case p.Fence == nil:
 		return nil, fmt.Errorf("%w: Fence: nil", ErrConfig)
-	case p.Out == nil && p.Funnel == nil:
-		return nil, fmt.Errorf("%w: Out: nil, and no Funnel", ErrConfig)
+	case p.Out == nil && p.Funnel == nil && p.Batches == nil:
+		return nil, fmt.Errorf("%w: Out: nil, and no Funnel or Batches", ErrConfig)
 	case p.Out != nil && p.Funnel != nil:
 		return nil, fmt.Errorf("%w: Out: set together with Funnel", ErrConfig)
-	case p.CloseOut && p.Out == nil:
-		return nil, fmt.Errorf("%w: CloseOut: set without Out", ErrConfig)
+	case p.Batches != nil && (p.Out != nil || p.Funnel != nil):
+		return nil, fmt.Errorf("%w: Batches: set together with Out or Funnel", ErrConfig)
+	case p.CloseOut && p.Out == nil && p.Batches == nil:
+		return nil, fmt.Errorf("%w: CloseOut: set without Out or Batches", ErrConfig)
 	}
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
@@ -163,8 +190,11 @@ func Start(p Params) (*Manager, error) {
 		committed: -1,
 		space:     make(chan struct{}, 1),
 		halt:      make(chan struct{}),
+		cut:       make(chan struct{}),
 		stopDone:  make(chan struct{}),
 	}
+	wake := make(chan struct{})
+	m.ctlWake.Store(&wake)
 	m.lastFetched.Store(-1)
 	m.highWatermark.Store(-1)
 	if !p.Committer.add(m) {
@@ -173,7 +203,13 @@ func Start(p Params) (*Manager, error) {
 	// watchHalt first: it runs until the tomb is dying, so the tomb cannot
 	// die (and refuse Go) should run return at once.
 	m.t.Go(m.watchHalt)
-	m.t.Go(m.run)
+	m.t.Go(func() error {
+		// However run ends (a lost claim, a closed funnel), the manager is
+		// done: kill the tomb so that Done is closed.
+		err := m.run()
+		m.t.Kill(err)
+		return err
+	})
 	return m, nil
 }
 
@@ -233,7 +269,7 @@ func (m *Manager) ack(offset int64) AckResult {
 	m.mu.Lock()
 	if m.stopped || m.tracker == nil {
 		m.mu.Unlock()
-		m.staleAcks.Add(1)
+		m.countStale()
 		return AckStale
 	}
 	r := m.tracker.Ack(offset)
@@ -257,6 +293,14 @@ func (m *Manager) ack(offset int64) AckResult {
 		return AckDuplicate
 	default:
 		return AckUnknown
+	}
+}
+
+// countStale counts a stale ack, here and in Params.StaleAcks.
+func (m *Manager) countStale() {
+	m.staleAcks.Add(1)
+	if m.p.StaleAcks != nil {
+		m.p.StaleAcks.Add(1)
 	}
 }
 
@@ -301,10 +345,13 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 func (m *Manager) run() error {
 	pos, ok := m.startPosition()
 	if !ok {
-		return nil
+		return m.exitReason()
 	}
 	b := m.newBackoff()
 	for {
+		if !m.applyControl(&pos) {
+			return m.exitReason()
+		}
 		abs, err := m.resolve(pos)
 		var pc sarama.PartitionConsumer
 		if err == nil {
@@ -370,10 +417,12 @@ func (m *Manager) ensureTracker(start int64) {
 	}
 }
 
-// consume reads pc until it closes or the manager dies, taking what is
-// buffered in batches (takeBuffered) and handing it out. It returns the
-// next position to fetch from (the first offset not handed out), whether
-// pc closed because the offset went out of range, and whether to stop.
+// consume reads pc until it closes, the manager dies or a control request
+// (seek, pause) interrupts it, taking what is buffered in batches
+// (takeBuffered) and handing it out. It returns the next position to fetch
+// from (the first offset not handed out), whether pc closed because the
+// offset went out of range, and whether to stop (false after a control
+// request: the run loop applies it and fetches again).
 //
 // A batch is taken for delivery (tracked) under one lock, as far as
 // MaxUnacked allows, rather than message by message: the user's acks take
@@ -400,6 +449,7 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 	}
 	m.mu.Unlock()
 	msgs, errs := pc.Messages(), pc.Errors()
+	wake := m.wake()
 	for {
 		var msg *sarama.ConsumerMessage
 		var ok bool
@@ -410,6 +460,8 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 			select {
 			case <-m.halt:
 				return next, false, true
+			case <-wake:
+				return next, false, false
 			case err, eok := <-errs:
 				if !eok {
 					errs = nil
@@ -446,10 +498,20 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 		*bp = batch[:0]
 		batchPool.Put(bp)
 		if halted {
-			return next, false, true
+			select {
+			case <-m.halt:
+				return next, false, true
+			default: // a control request interrupted the hand-off
+				return next, false, false
+			}
 		}
 		if closed {
 			return next, outOfRange, false
+		}
+		select {
+		case <-wake:
+			return next, false, false
+		default:
 		}
 	}
 }
@@ -482,6 +544,8 @@ func (m *Manager) track(batch []*sarama.ConsumerMessage) (_ []*sarama.ConsumerMe
 		select {
 		case <-m.space:
 		case <-m.halt:
+			return batch, 0, false
+		case <-m.wake():
 			return batch, 0, false
 		}
 	}
@@ -528,6 +592,17 @@ func (m *Manager) handOut(msgs []*sarama.ConsumerMessage, next *int64) bool {
 	if f := m.p.Funnel; f != nil {
 		return m.viaFunnel(f, msgs, next)
 	}
+	if out := m.p.Batches; out != nil {
+		b := m.newBatch(msgs)
+		if !offer(m, b, out) {
+			return false
+		}
+		last := b.Messages[len(b.Messages)-1].Offset
+		m.lastFetched.Store(last)
+		m.delivered.Add(uint64(len(b.Messages)))
+		*next = last + 1
+		return true
+	}
 	for i, msg := range msgs {
 		msgs[i] = nil // the user holds on to it, not us
 		if !m.deliver(m.newMessage(msg), m.p.Out) {
@@ -538,19 +613,32 @@ func (m *Manager) handOut(msgs []*sarama.ConsumerMessage, next *int64) bool {
 	return true
 }
 
-// deliver hands out w, which is tracked, on out once the fence allows it. A
-// send under way is withdrawn when the session is suspended, and made again
-// once it is healthy: none is skipped, and none is handed out once the
-// suspension has been seen (a send that races with its start may still
-// complete: the session, and so the ownership, is still ours then). It
-// returns false when the manager is stopping.
+// deliver hands out w, which is tracked, on out once the fence allows it
+// (see offer), and counts it. It returns false when the manager is
+// stopping or a control request interrupted it.
 //
-// It runs once per message, so its common path is lean: single-channel
-// non-blocking checks (no channel lock when they pass), no call into the
-// fence while healthy, and a blocking send that watches two other
-// channels. The run goroutine calls it, or a funnel lane while the run
-// goroutine waits for it (see viaFunnel).
+// It runs once per message: the run goroutine calls it, or a funnel lane
+// while the run goroutine waits for it (see viaFunnel).
 func (m *Manager) deliver(w *Message, out chan<- *Message) bool {
+	if !offer(m, w, out) {
+		return false
+	}
+	m.handedOut(w.Offset)
+	return true
+}
+
+// offer sends v (a tracked message or batch) on out once the fence allows
+// it. A send under way is withdrawn when the session is suspended, and
+// made again once it is healthy: none is skipped, and none is handed out
+// once the suspension has been seen (a send that races with its start may
+// still complete: the session, and so the ownership, is still ours then).
+// It returns false, having sent nothing, when the manager is stopping or a
+// control request (seek, pause) is waiting.
+//
+// Its common path is lean: single-channel non-blocking checks (no channel
+// lock when they pass), no call into the fence while healthy, and a
+// blocking send that watches three other channels.
+func offer[T any](m *Manager, v T, out chan<- T) bool {
 	for {
 		select {
 		case <-m.halt:
@@ -564,6 +652,7 @@ func (m *Manager) deliver(w *Message, out chan<- *Message) bool {
 			suspended = m.p.Fence.Suspended()
 			m.suspended = suspended
 		}
+		wake := *m.ctlWake.Load()
 		select {
 		case <-suspended:
 			m.suspended = nil
@@ -572,24 +661,28 @@ func (m *Manager) deliver(w *Message, out chan<- *Message) bool {
 			case <-m.p.Fence.Ready():
 				m.waitingReady.Store(false)
 			case <-m.halt:
+				m.waitingReady.Store(false)
+				return false
+			case <-wake:
+				m.waitingReady.Store(false)
 				return false
 			}
 			continue
 		default:
 		}
 		select {
-		case out <- w: // the receiver is waiting
-			m.handedOut(w.Offset)
+		case out <- v: // the receiver is waiting
 			return true
 		default:
 		}
 		select {
-		case out <- w:
-			m.handedOut(w.Offset)
+		case out <- v:
 			return true
 		case <-suspended:
 			continue // hold it until the session is healthy again
 		case <-m.halt:
+			return false
+		case <-wake:
 			return false
 		}
 	}
@@ -608,15 +701,15 @@ func (m *Manager) handedOut(offset int64) {
 // fence allows committing. When ok, the caller must call endCommit with
 // the outcome; otherwise commitMu is not held. Safe for concurrent use;
 // never blocks.
-func (m *Manager) beginCommit() (next int64, ok bool) {
+func (m *Manager) beginCommit() (next int64, ok, refused bool) {
 	if !m.commitMu.TryLock() {
-		return 0, false // a final commit is under way
+		return 0, false, false // a final commit (or a seek) is under way
 	}
 	m.mu.Lock()
 	if m.tracker == nil {
 		m.mu.Unlock()
 		m.commitMu.Unlock()
-		return 0, false
+		return 0, false, false
 	}
 	if delivered := m.delivered.Load(); m.tracker.Outstanding() == 0 {
 		if m.idleSeen == delivered {
@@ -628,11 +721,15 @@ func (m *Manager) beginCommit() (next int64, ok bool) {
 	}
 	next, prev := m.tracker.Committable(), m.committed
 	m.mu.Unlock()
-	if next <= prev || !allowed(m.p.Fence) {
+	if next <= prev {
 		m.commitMu.Unlock()
-		return 0, false
+		return 0, false, false
 	}
-	return next, true
+	if !allowed(m.p.Fence) {
+		m.commitMu.Unlock()
+		return next, false, true
+	}
+	return next, true, false
 }
 
 // endCommit records the outcome of the commit of next that beginCommit
@@ -671,13 +768,16 @@ func (m *Manager) finalCommit() error {
 		return nil
 	}
 	if !allowed(m.p.Fence) {
-		return fmt.Errorf("%w: not committing offset %d: %w", ErrCommit, next, ErrLost)
+		err := fmt.Errorf("%w: not committing offset %d: %w", ErrCommit, next, ErrLost)
+		m.report("commit", err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
 	defer cancel()
 	if err := m.p.Store.Commit(ctx, m.topic, m.partition, next); err != nil {
 		m.commitErrors.Add(1)
-		m.report("commit", fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
+		err = fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err)
+		m.report("commit", err)
 		return err
 	}
 	m.mu.Lock()
@@ -726,10 +826,12 @@ func (m *Manager) Abandon(offset int64) {
 // to DrainTimeout for the outstanding acks, commits the acked watermark
 // synchronously (Store.Commit, which reads it back; after a commit of the
 // Committer's under way) and releases the store's resources; without
-// drain (the claim is lost) nothing is committed. Later acks are stale
-// no-ops. Stop is idempotent and blocks until all of it is done; it
-// returns the drain or commit error, if any. The caller releases the
-// claim afterwards.
+// drain (the claim is lost) nothing is committed. CutDrain ends the drain
+// early (the final commit is still made). Later acks are stale no-ops.
+// Stop is idempotent and blocks until all of it is done; it returns the
+// drain or commit error, if any, each of them already reported once
+// through Params.Report (the caller need not report it again). The
+// caller releases the claim afterwards.
 func (m *Manager) Stop(drain bool) error {
 	m.stopOnce.Do(func() {
 		defer close(m.stopDone)
@@ -739,6 +841,9 @@ func (m *Manager) Stop(drain bool) error {
 		var errs []error
 		if drain {
 			if err := m.drain(); err != nil {
+				if m.p.Report != nil {
+					m.p.Report(err)
+				}
 				errs = append(errs, err)
 			}
 			if err := m.finalCommit(); err != nil {
@@ -749,7 +854,11 @@ func (m *Manager) Stop(drain bool) error {
 		m.stopped = true
 		m.mu.Unlock()
 		if m.p.CloseOut {
-			close(m.p.Out)
+			if m.p.Out != nil {
+				close(m.p.Out)
+			} else {
+				close(m.p.Batches)
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
 		if err := m.p.Store.Release(ctx, m.topic, m.partition); err != nil {
@@ -780,6 +889,9 @@ func (m *Manager) drain() error {
 		case <-deadline.C:
 			return &Error{Topic: m.topic, Partition: m.partition, Op: "drain",
 				Err: fmt.Errorf("%w: %d unacked after %v", ErrDrainLate, n, m.cfg.DrainTimeout)}
+		case <-m.cut:
+			return &Error{Topic: m.topic, Partition: m.partition, Op: "drain",
+				Err: fmt.Errorf("%w: %d unacked, drain cut short", ErrDrainLate, n)}
 		}
 	}
 }

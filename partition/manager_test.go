@@ -305,7 +305,7 @@ func TestManagerHoldsBackWhileSuspended(t *testing.T) {
 			t.Fatalf("offset %d handed out while suspended", extra.Offset)
 		case <-time.After(200 * time.Millisecond): // observation window
 		}
-		if _, ok := m.beginCommit(); ok {
+		if _, ok, _ := m.beginCommit(); ok {
 			m.endCommit(0, errors.New("test"))
 			t.Error("commit allowed while suspended")
 		}

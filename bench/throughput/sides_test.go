@@ -67,6 +67,9 @@ func zkgroupConfig() *manager.Config {
 	sc.Version = sarama.V3_9_0_0
 	sc.ClientID = "bench-zkgroup"
 	cfg.Sarama = sc
+	if bufferOverride >= 0 { // the -buf256 sides (zkgroup_batches_test.go)
+		cfg.ChannelBufferSize = bufferOverride
+	}
 	return cfg
 }
 

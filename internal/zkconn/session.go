@@ -384,7 +384,11 @@ func (s *Session) signalLocked() {
 func (s *Session) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.refreshLocked()
+	if s.refreshLocked() {
+		// The change must reach Changes(): the ticker's refresh will not
+		// see it again.
+		s.signalLocked()
+	}
 	return s.status
 }
 
@@ -393,7 +397,9 @@ func (s *Session) Status() Status {
 func (s *Session) Epoch() (Status, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.refreshLocked()
+	if s.refreshLocked() {
+		s.signalLocked()
+	}
 	return s.status, s.epochDone
 }
 

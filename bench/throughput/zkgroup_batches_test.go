@@ -1,0 +1,118 @@
+package throughput
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/zkgroup/zkgroup/manager"
+)
+
+func init() {
+	extraSides = append(extraSides,
+		sideSpec{"zkgroup-batches", passZkgroupBatches},
+		sideSpec{"zkgroup-batches-partitions", passZkgroupBatchesPartitions},
+		sideSpec{"zkgroup-merged-buf256", passZkgroupMergedBuffered},
+		sideSpec{"zkgroup-partitions-buf256", passZkgroupPartitionsBuffered},
+	)
+}
+
+// passZkgroupBatches: DeliveryBatches, Poll in a loop (merged), each
+// batch acked as a whole.
+func passZkgroupBatches(env *passEnv, c *counter) error {
+	cfg := zkgroupConfig()
+	cfg.Delivery = manager.DeliveryBatches
+	c.start()
+	cons, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		return err
+	}
+	firstErr := drainErrors(cons.Errors())
+	go func() {
+		for {
+			b, err := cons.Poll(context.Background())
+			if err != nil {
+				return
+			}
+			last := false
+			for _, m := range b.Messages {
+				if c.add(m.Partition, m.Offset) {
+					last = true
+				}
+			}
+			b.Ack()
+			if last {
+				return
+			}
+		}
+	}()
+	err = awaitDone(c)
+	if cerr := cons.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = firstErr()
+	}
+	return err
+}
+
+// passZkgroupBatchesPartitions: ModePartitions with DeliveryBatches, one
+// goroutine per stream ranging over its batches.
+func passZkgroupBatchesPartitions(env *passEnv, c *counter) error {
+	cfg := zkgroupConfig()
+	cfg.Mode = manager.ModePartitions
+	cfg.Delivery = manager.DeliveryBatches
+	c.start()
+	cons, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		return err
+	}
+	firstErr := drainErrors(cons.Errors())
+	var wg sync.WaitGroup
+	go func() {
+		for s := range cons.Partitions() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for b := range s.Batches() {
+					for _, m := range b.Messages {
+						c.add(m.Partition, m.Offset)
+					}
+					b.Ack()
+				}
+			}()
+		}
+	}()
+	err = awaitDone(c)
+	if cerr := cons.Close(); err == nil {
+		err = cerr
+	}
+	wg.Wait()
+	if err == nil {
+		err = firstErr()
+	}
+	return err
+}
+
+// The buffered variants: the per-message sides with ChannelBufferSize =
+// 256, to weigh the default (see Config.ChannelBufferSize).
+func passZkgroupMergedBuffered(env *passEnv, c *counter) error {
+	return withBuffer(256, func() error { return passZkgroupMerged(env, c) })
+}
+
+func passZkgroupPartitionsBuffered(env *passEnv, c *counter) error {
+	return withBuffer(256, func() error { return passZkgroupPartitions(env, c) })
+}
+
+// bufferOverride, when set, is applied by zkgroupConfig's callers through
+// configHook (passes run one at a time).
+var bufferOverride = -1
+
+func withBuffer(n int, pass func() error) error {
+	if bufferOverride != -1 {
+		return errors.New("nested buffer override")
+	}
+	bufferOverride = n
+	defer func() { bufferOverride = -1 }()
+	return pass()
+}

@@ -1,0 +1,506 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/faultproxy"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/offsets"
+	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/subscription"
+	"go.uber.org/goleak"
+)
+
+// leakOpts: sarama's metrics library starts one global ticker per process.
+var leakOpts = goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")
+
+func apiConfig(t *testing.T) *manager.Config {
+	cfg := manager.NewConfig()
+	cfg.SessionTimeout = 6 * time.Second
+	cfg.Partition.CommitInterval = 200 * time.Millisecond
+	cfg.Logger = testLogger(t).With("test", t.Name())
+	return cfg
+}
+
+// TestCloseTimeoutClosesChannels: a message received and never acked, and
+// nobody reading any more: Close gives up waiting after CloseTimeout, cuts
+// the drain short, still commits what was acked, closes every channel, and
+// leaves no goroutine behind.
+func TestCloseTimeoutClosesChannels(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 2)
+	if _, err := c.Produce(topic, 2, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	ignore := goleak.IgnoreCurrent()
+	cfg := apiConfig(t)
+	cfg.CloseTimeout = 2 * time.Second
+	cfg.Partition.DrainTimeout = time.Minute
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		m := <-cons.Messages()
+		if i < 9 {
+			cons.Ack(m)
+		} // the 10th stays unacked; Messages() is not read again
+	}
+	start := time.Now()
+	err = cons.Close()
+	took := time.Since(start)
+	if err == nil {
+		t.Error("Close returned nil with a drain cut short")
+	}
+	if took > cfg.CloseTimeout+cfg.Partition.CommitTimeout {
+		t.Errorf("Close took %v with CloseTimeout %v", took, cfg.CloseTimeout)
+	}
+	for range cons.Messages() { // closed: the loop ends
+	}
+	for range cons.Errors() {
+	}
+	<-cons.Done()
+	goleak.VerifyNone(t, ignore, leakOpts)
+	// What was acked was committed: at least 9 messages over 2 partitions.
+	got := committed(t, c, group, topic, 2)
+	if got[0]+got[1] < 9 {
+		t.Errorf("committed %v after Close; want the 9 acked messages", got)
+	}
+}
+
+// TestInterruptEndsRange: Interrupt makes a range over Messages() end,
+// with the channels closed by the consumer itself; Close then returns at
+// once. Everything acked is committed (a clean stop).
+func TestInterruptEndsRange(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 2)
+	if _, err := c.Produce(topic, 2, 0, 200); err != nil {
+		t.Fatal(err)
+	}
+	ignore := goleak.IgnoreCurrent()
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), apiConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range cons.Messages() {
+			cons.Ack(m)
+			if n++; n == 50 {
+				cons.Interrupt()
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the range over Messages() did not end after Interrupt")
+	}
+	for range cons.Errors() {
+	}
+	start := time.Now()
+	if err := cons.Close(); err != nil {
+		t.Errorf("Close after Interrupt: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close after Interrupt took %v", d)
+	}
+	goleak.VerifyNone(t, ignore, leakOpts)
+	got := committed(t, c, group, topic, 2)
+	if int(got[0]+got[1]) != n {
+		t.Errorf("committed %v (sum %d); want every received message (%d)", got, got[0]+got[1], n)
+	}
+}
+
+// TestCommitNow: Commit(ctx) returns once what was acked is in Kafka,
+// without waiting for the interval; ErrClosed after Close.
+func TestCommitNow(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 2)
+	if _, err := c.Produce(topic, 2, 0, 40); err != nil {
+		t.Fatal(err)
+	}
+	cfg := apiConfig(t)
+	cfg.Partition.CommitInterval = time.Hour // only Commit commits
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	for i := 0; i < 40; i++ {
+		m := <-cons.Messages()
+		cons.Ack(m)
+		want[m.Partition] = m.Offset + 1
+	}
+	if err := cons.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	checkCommitted(t, c, group, topic, 2, want)
+	if err := cons.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Commit(t.Context()); !errors.Is(err, manager.ErrClosed) {
+		t.Errorf("Commit after Close: %v; want ErrClosed", err)
+	}
+}
+
+// TestBatchesRebalanceExactlyOnce: merged batches, acked as a whole or up
+// to an offset, with a member joining and one leaving while a producer
+// writes: every message exactly once, never two holders.
+func TestBatchesRebalanceExactlyOnce(t *testing.T) {
+	c := testcluster.Shared(t)
+	const parts = 6
+	topic, group, sub := newTopic(t, c, parts)
+	rec := newRecorder(t)
+	start := func(name string, mode string) (*manager.Consumer, *sync.WaitGroup) {
+		cfg := apiConfig(t)
+		cfg.InstanceID = name
+		cfg.Mode = mode
+		cfg.Delivery = manager.DeliveryBatches
+		rec.hooks(name, cfg)
+		cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		logErrors(t, name, cons, &wg)
+		handle := func(b *partition.Batch) {
+			if b.Len() == 0 || b.Topic != topic {
+				t.Errorf("bad batch %+v", b)
+			}
+			for _, m := range b.Messages {
+				rec.receive(name, m, true)
+			}
+			if b.Len() > 1 { // half, then the rest
+				mid := b.Messages[b.Len()/2-1].Offset // below the last
+				if r := b.AckUpTo(mid); r != partition.AckOK {
+					t.Errorf("AckUpTo: %v", r)
+				}
+			}
+			if r := b.Ack(); r != partition.AckOK {
+				t.Errorf("Ack: %v", r)
+			}
+		}
+		if mode == manager.ModePartitions {
+			go func() {
+				defer wg.Done()
+				var sw sync.WaitGroup
+				for s := range cons.Partitions() {
+					sw.Add(1)
+					go func() {
+						defer sw.Done()
+						for {
+							b, err := s.Poll(context.Background())
+							if err != nil {
+								return
+							}
+							handle(b)
+						}
+					}()
+				}
+				sw.Wait()
+			}()
+		} else {
+			go func() {
+				defer wg.Done()
+				for b := range cons.Batches() {
+					handle(b)
+				}
+			}()
+		}
+		return cons, &wg
+	}
+	a, aw := start("a", manager.ModeMerged)
+	prod := startProducer(c, topic, parts, 0, 30, 20*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	b, bw := start("b", manager.ModePartitions)
+	await(t, 60*time.Second, "a and b balanced", func() bool { return balancedConsumers(parts, a, b) })
+	time.Sleep(time.Second)
+	if err := a.Close(); err != nil {
+		t.Errorf("close a: %v", err)
+	}
+	aw.Wait()
+	n := prod.halt(t)
+	await(t, 60*time.Second, "every message", func() bool { return rec.count(topic, n) == n })
+	if err := b.Close(); err != nil {
+		t.Errorf("close b: %v", err)
+	}
+	bw.Wait()
+	rec.checkExactlyOnce(t, topic, n)
+	rec.checkViolations(t)
+}
+
+// TestBatchesSuspension: while the member's ZooKeeper connection is
+// stalled (the session suspended), no batch is handed out; afterwards
+// consumption goes on with nothing lost or repeated.
+func TestBatchesSuspension(t *testing.T) {
+	c := testcluster.Shared(t)
+	const parts = 4
+	topic, group, sub := newTopic(t, c, parts)
+	p, err := faultproxy.New(c.ZooKeeperAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	rec := newRecorder(t)
+	cfg := apiConfig(t)
+	cfg.InstanceID = "s"
+	cfg.SessionTimeout = 12 * time.Second
+	cfg.Delivery = manager.DeliveryBatches
+	rec.hooks("s", cfg)
+	cons, err := manager.Join(group, sub, p.Addr()+c.Chroot(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	logErrors(t, "s", cons, &wg)
+	var mu sync.Mutex
+	var stalledAt time.Time
+	var during int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for b := range cons.Batches() {
+			mu.Lock()
+			if !stalledAt.IsZero() && !cons.Stats().SessionHealthy {
+				during += b.Len()
+			}
+			mu.Unlock()
+			for _, m := range b.Messages {
+				rec.receive("s", m, true)
+			}
+			b.Ack()
+		}
+	}()
+	prod := startProducer(c, topic, parts, 0, 20, 20*time.Millisecond)
+	await(t, 30*time.Second, "consuming", func() bool { return rec.receivedBy("s") > 100 })
+	p.Stall()
+	mu.Lock()
+	stalledAt = time.Now()
+	mu.Unlock()
+	await(t, 30*time.Second, "suspended", func() bool { return !cons.Stats().SessionHealthy })
+	before := rec.receivedBy("s")
+	time.Sleep(2 * time.Second) // the session is suspended, not expired
+	if after := rec.receivedBy("s"); after != before {
+		t.Errorf("%d messages handed out while the session was suspended", after-before)
+	}
+	p.Resume()
+	n := prod.halt(t)
+	await(t, 60*time.Second, "every message", func() bool { return rec.count(topic, n) == n })
+	if err := cons.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	wg.Wait()
+	rec.checkExactlyOnce(t, topic, n)
+	rec.checkViolations(t)
+}
+
+// TestSeekAndPause: on a live partition stream, Seek (offset, oldest,
+// newest, time) takes effect before it returns, and Pause stops the
+// hand-out until Resume.
+func TestSeekAndPause(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 1)
+	if _, err := c.Produce(topic, 1, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	cfg := apiConfig(t)
+	cfg.Mode = manager.ModePartitions
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	logErrors(t, "a", cons, &wg)
+	s := <-cons.Partitions()
+	recv := func() *partition.Message {
+		t.Helper()
+		select {
+		case m := <-s.Messages():
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatal("no message")
+			return nil
+		}
+	}
+	for i := 0; i < 60; i++ {
+		cons.Ack(recv())
+	}
+	ctx := t.Context()
+	if err := s.Seek(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(); m.Offset != 10 {
+		t.Fatalf("after Seek(10): offset %d", m.Offset)
+	}
+	tp := s.TopicPartition()
+	if err := cons.Seek(ctx, tp, sarama.OffsetOldest); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(); m.Offset != 0 {
+		t.Fatalf("after Seek(oldest): offset %d", m.Offset)
+	} else {
+		cons.Ack(m)
+	}
+	// The seek committed its position, below what was committed; the
+	// ack of 0 moves it to 1.
+	if err := cons.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, c, group, topic, 1); got[0] != 1 {
+		t.Errorf("committed %d after seeking back to 0 and acking 0; want 1", got[0])
+	}
+	if err := cons.SeekTime(ctx, tp, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seek(ctx, sarama.OffsetNewest); err != nil {
+		t.Fatal(err)
+	}
+	// Pause: nothing of the partition is handed out until Resume.
+	if err := cons.Pause(ctx, tp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(topic, 1, 100, 10); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-s.Messages():
+		t.Fatalf("offset %d handed out while paused", m.Offset)
+	case <-time.After(2 * time.Second):
+	}
+	if err := cons.Resume(tp); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(); m.Offset != 100 {
+		t.Fatalf("after Resume: offset %d; want 100", m.Offset)
+	} else {
+		cons.Ack(m)
+	}
+	if err := cons.Seek(ctx, manager.TopicPartition{Topic: topic, Partition: 7}, 0); !errors.Is(err, manager.ErrNotOwned) {
+		t.Errorf("Seek of a partition not owned: %v", err)
+	}
+	cons.Close()
+	if err := s.Seek(ctx, 0); !errors.Is(err, partition.ErrStopped) {
+		t.Errorf("Seek after Close: %v; want ErrStopped", err)
+	}
+	wg.Wait()
+}
+
+// TestInitialNewestAndOutOfRange: Initial newest without a committed
+// offset starts at the log end; a committed offset beyond the log end is
+// reset by the policy (oldest) and reported.
+func TestInitialNewestAndOutOfRange(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 1)
+	if _, err := c.Produce(topic, 1, 0, 20); err != nil {
+		t.Fatal(err)
+	}
+	cfg := apiConfig(t)
+	cfg.Partition.Initial = partition.Newest
+	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, 30*time.Second, "fetching", func() bool { s := cons.Stats(); return s.Ready && len(s.Partitions) == 1 })
+	time.Sleep(500 * time.Millisecond) // the fetch position is resolved
+	if _, err := c.Produce(topic, 1, 20, 5); err != nil {
+		t.Fatal(err)
+	}
+	m := <-cons.Messages()
+	if m.Offset != 20 {
+		t.Errorf("Initial newest: first offset %d; want 20", m.Offset)
+	}
+	cons.Ack(m)
+	if err := cons.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Out of range: a committed offset far beyond the log end.
+	group2 := testcluster.Name(t, "g2")
+	scfg := sarama.NewConfig()
+	scfg.Version = sarama.V2_1_0_0
+	client, err := sarama.NewClient(c.Addrs(), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	store, err := offsets.NewKafkaStore(client, group2, offsets.NewKafkaConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Reset(t.Context(), topic, 0, 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	cfg = apiConfig(t) // Initial oldest
+	cons, err = manager.Join(group2, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	m = <-cons.Messages()
+	if m.Offset != 0 {
+		t.Errorf("after an out-of-range committed offset: first offset %d; want 0 (oldest)", m.Offset)
+	}
+	cons.Ack(m)
+	reported := false
+	await(t, 10*time.Second, "the reset reported", func() bool {
+		select {
+		case err := <-cons.Errors():
+			reported = reported || errors.Is(err, partition.ErrReset)
+		default:
+		}
+		return reported
+	})
+	if s := cons.Stats(); len(s.Partitions) != 1 || s.Partitions[0].Resets == 0 {
+		t.Errorf("stats %+v: want one reset", s.Partitions)
+	}
+}
+
+// TestExamples runs the examples' code against the test cluster: each
+// consumes a topic through and stops cleanly when its context ends, with
+// everything committed.
+func TestExamples(t *testing.T) {
+	c := testcluster.Shared(t)
+	for _, tc := range []struct {
+		name string
+		run  func(context.Context, string, string, *subscription.Subscription, *manager.Config) error
+	}{
+		{"merged", runMerged},
+		{"partitions", runPartitions},
+		{"batches", runBatches},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic, group, sub := newTopic(t, c, 3)
+			if _, err := c.Produce(topic, 3, 0, 90); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- tc.run(ctx, c.ZooKeeperConnect(), group, sub, apiConfig(t)) }()
+			awaitCommittedAtEnd(t, c, group, topic, 3)
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("the example did not stop")
+			}
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zkgroup/zkgroup/partition"
+)
+
+// ErrNotOwned: a control call named a partition this member does not own
+// (or whose claim is not held yet).
+var ErrNotOwned = errors.New("manager: partition not owned")
+
+// Batches returns the merged stream of batches of every owned partition
+// (ModeMerged with DeliveryBatches): each a slice of one partition's
+// messages, each partition's in offset order. Unbuffered: a batch is
+// handed out only when received, so that a revoke leaves nothing behind
+// and nothing is handed out once a suspension is seen. Closed once the
+// consumer stopped (Close, Interrupt); closed from the start in other
+// modes.
+func (c *Consumer) Batches() <-chan *partition.Batch { return c.batches }
+
+// Poll returns the next batch of the merged stream (ModeMerged,
+// DeliveryBatches), waiting until one is fetched: nothing is handed out
+// until asked. It returns ErrClosed once the consumer stopped, or ctx's
+// error.
+func (c *Consumer) Poll(ctx context.Context) (*partition.Batch, error) {
+	return poll(ctx, c.batches)
+}
+
+func poll(ctx context.Context, ch <-chan *partition.Batch) (*partition.Batch, error) {
+	select {
+	case b, ok := <-ch:
+		if !ok {
+			return nil, ErrClosed
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Commit commits what is acked on every owned partition now, in one batch
+// through the consumer's Committer (as a routine commit, without waiting
+// for the interval), and returns once the store has it (Kafka answered the
+// OffsetCommit, or ZooKeeper the transaction) or ctx ends. A partition
+// that is being revoked is left to its final commit. The error joins one
+// *partition.Error per partition that failed, or that had acks to commit
+// while the ZooKeeper session was suspended (wrapping partition.ErrLost).
+// ErrClosed once the consumer is closing.
+func (c *Consumer) Commit(ctx context.Context) error {
+	if !c.t.Alive() {
+		return ErrClosed
+	}
+	err := c.commits.Commit(ctx)
+	if errors.Is(err, partition.ErrCommitterClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// owned returns the partition manager of tp, if tp is owned and fetching.
+func (c *Consumer) owned(tp TopicPartition) (*partition.Manager, error) {
+	if !c.t.Alive() {
+		return nil, ErrClosed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sl := c.slots[tp]; sl != nil && sl.state == running {
+		if pm := sl.pm.Load(); pm != nil {
+			return pm, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s/%d", ErrNotOwned, tp.Topic, tp.Partition)
+}
+
+// Seek moves the position of the owned partition tp to offset (>= 0, or
+// sarama.OffsetOldest / sarama.OffsetNewest) and returns once it is in
+// effect: tp's next message handed out is the one at offset (an offset
+// out of range is reset by Partition.Initial). Messages of tp handed out
+// before and not acked are forgotten (their acks are no-ops); the new
+// position is committed at once, even below what was committed. The
+// position holds for this ownership only: a revoke commits what is acked
+// since. ErrNotOwned, ErrClosed, or ctx's error.
+func (c *Consumer) Seek(ctx context.Context, tp TopicPartition, offset int64) error {
+	pm, err := c.owned(tp)
+	if err != nil {
+		return err
+	}
+	return pm.Seek(ctx, offset)
+}
+
+// SeekTime is Seek to the first message of tp whose timestamp is at or
+// after t (the log end when there is none), found with Kafka's
+// ListOffsets (sarama's Client.GetOffset with a timestamp).
+func (c *Consumer) SeekTime(ctx context.Context, tp TopicPartition, t time.Time) error {
+	pm, err := c.owned(tp)
+	if err != nil {
+		return err
+	}
+	return pm.SeekTime(ctx, t)
+}
+
+// Pause stops fetching the owned partition tp without giving it up, and
+// returns once nothing more of it is handed out (what was fetched and not
+// handed out is fetched again on Resume). Acks, commits and a revoke's
+// drain go on; a revoked and reclaimed partition starts unpaused.
+func (c *Consumer) Pause(ctx context.Context, tp TopicPartition) error {
+	pm, err := c.owned(tp)
+	if err != nil {
+		return err
+	}
+	return pm.Pause(ctx)
+}
+
+// Resume fetches the paused partition tp again. It does not wait.
+func (c *Consumer) Resume(tp TopicPartition) error {
+	pm, err := c.owned(tp)
+	if err != nil {
+		return err
+	}
+	pm.Resume()
+	return nil
+}

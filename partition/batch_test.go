@@ -1,0 +1,85 @@
+package partition
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/IBM/sarama/mocks"
+	"go.uber.org/goleak"
+)
+
+// TestBatchAckAndStop: batches carry tracked messages in offset order;
+// AckUpTo then Ack count each message once; the watermark is committed at
+// Stop; a batch ack after Stop is stale and counted in Params.StaleAcks;
+// CloseOut closes the batch channel; Done closes.
+func TestBatchAckAndStop(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	scfg := mocks.NewTestConfig()
+	scfg.Consumer.Return.Errors = true
+	cons := mocks.NewConsumer(t, scfg)
+	defer cons.Close()
+	pc := cons.ExpectConsumePartition("t", 0, 5)
+	for i := 0; i < 20; i++ {
+		pc.YieldMessage(&sarama.ConsumerMessage{Value: []byte{byte(i)}})
+	}
+	store := &memStore{committed: map[int32]int64{0: 5}}
+	cfg := NewConfig()
+	cfg.DrainTimeout = time.Second
+	out := make(chan *Batch)
+	var stale atomic.Uint64
+	m, err := Start(Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
+		Store: store, Committer: committerFor(t, store, cfg), Fence: newFence(), Config: cfg,
+		Batches: out, CloseOut: true, StaleAcks: &stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*Batch
+	n := 0
+	for n < 20 {
+		select {
+		case b := <-out:
+			if b.Topic != "t" || b.Partition != 0 || b.FirstOffset() != int64(5+n) {
+				t.Fatalf("batch %s/%d from %d; want t/0 from %d", b.Topic, b.Partition, b.FirstOffset(), 5+n)
+			}
+			n += b.Len()
+			got = append(got, b)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of 20 messages", n)
+		}
+	}
+	b := got[0]
+	if b.Len() > 1 {
+		if r := b.AckUpTo(b.FirstOffset()); r != AckOK {
+			t.Errorf("AckUpTo(first): %v", r)
+		}
+	}
+	if r := b.AckUpTo(b.FirstOffset() - 1); r != AckUnknown && r != AckDuplicate {
+		t.Errorf("AckUpTo below the batch: %v", r)
+	}
+	for _, b := range got {
+		if r := b.Ack(); r != AckOK {
+			t.Errorf("Ack: %v", r)
+		}
+	}
+	if r := got[0].Ack(); r != AckDuplicate {
+		t.Errorf("second Ack: %v; want duplicate", r)
+	}
+	if s := m.Stats(); s.Acks != 20 || s.Delivered != 20 {
+		t.Errorf("stats: %d acks, %d delivered; want 20, 20", s.Acks, s.Delivered)
+	}
+	if err := m.Stop(true); err != nil {
+		t.Fatal(err)
+	}
+	if c := store.get(0); c != 25 {
+		t.Errorf("committed %d; want 25", c)
+	}
+	if r := got[0].Ack(); r != AckStale || stale.Load() != 1 {
+		t.Errorf("ack after Stop: %v, %d counted; want stale, 1", r, stale.Load())
+	}
+	if _, ok := <-out; ok {
+		t.Error("batch channel not closed after Stop")
+	}
+	<-m.Done()
+}
