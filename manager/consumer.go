@@ -49,6 +49,7 @@ type Consumer struct {
 	consumer sarama.Consumer
 	store    store
 	commits  *partition.Committer // the partitions' routine commits
+	reaper   *partition.Reaper    // closes the partitions' sarama fetchers
 	// offsetClient is the store's own client (KafkaStore only).
 	offsetClient sarama.Client
 	strategy     assign.Strategy
@@ -266,6 +267,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	if c.commits, err = partition.NewCommitter(c.store, cfg.Partition, log); err != nil {
 		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
+	c.reaper = partition.NewReaper()
 	mcfg := metadata.NewConfig()
 	mcfg.SessionTimeout = cfg.SessionTimeout
 	mcfg.Resync = cfg.MetadataResync
@@ -425,6 +427,9 @@ func (c *Consumer) closeResources() {
 	}
 	if c.meta != nil {
 		_ = c.meta.Close()
+	}
+	if c.reaper != nil {
+		c.reaper.Close()
 	}
 	if c.consumer != nil {
 		_ = c.consumer.Close()

@@ -46,7 +46,11 @@ type Params struct {
 	// of every Manager of the consumer in one batch: one per consumer,
 	// on the same Store.
 	Committer *Committer
-	Fence     Fence
+	// Reaper, optional, finishes closing the sarama PartitionConsumers
+	// this Manager stops using, so that a stop need not wait for sarama's
+	// fetch cycle; nil: the Manager waits itself.
+	Reaper *Reaper
+	Fence  Fence
 	// Out receives the messages, sent by the Manager itself: meant for a
 	// channel of this partition alone (a per-partition stream). When
 	// CloseOut is set, the Manager closes Out after Stop.
@@ -431,11 +435,7 @@ func (m *Manager) ensureTracker(start int64) {
 // not handed out when consume returns is truncated.
 func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, stop bool) {
 	defer func() {
-		pc.AsyncClose()
-		for range pc.Messages() { // discard what was fetched but not handed out
-		}
-		for range pc.Errors() {
-		}
+		m.p.Reaper.reap(pc) // what was fetched but not handed out is dropped
 		m.mu.Lock()
 		if err := m.tracker.Truncate(next); err != nil {
 			m.log.Error("forgetting messages not handed out failed", "offset", next, "err", err)
