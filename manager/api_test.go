@@ -42,7 +42,7 @@ func TestCloseTimeoutClosesChannels(t *testing.T) {
 	cfg := apiConfig(t)
 	cfg.CloseTimeout = 2 * time.Second
 	cfg.Partition.DrainTimeout = time.Minute
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestInterruptEndsRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), apiConfig(t))
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), apiConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestCommitNow(t *testing.T) {
 	}
 	cfg := apiConfig(t)
 	cfg.Partition.CommitInterval = time.Hour // only Commit commits
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		cfg.Mode = mode
 		cfg.Delivery = manager.DeliveryBatches
 		rec.hooks(name, cfg)
-		cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+		cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +257,7 @@ func TestBatchesSuspension(t *testing.T) {
 	cfg.SessionTimeout = 12 * time.Second
 	cfg.Delivery = manager.DeliveryBatches
 	rec.hooks("s", cfg)
-	cons, err := manager.Join(group, sub, p.Addr()+c.Chroot(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, p.Addr()+c.Chroot(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestSeekAndPause(t *testing.T) {
 	}
 	cfg := apiConfig(t)
 	cfg.Mode = manager.ModePartitions
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	}
 	cfg := apiConfig(t)
 	cfg.Partition.Initial = partition.Newest
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	}
 	store.Close()
 	cfg = apiConfig(t) // Initial oldest
-	cons, err = manager.Join(group2, sub, c.ZooKeeperConnect(), cfg)
+	cons, err = manager.Join(context.Background(), group2, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"context"
 	"errors"
 	"path"
 	"strings"
@@ -48,7 +49,7 @@ func TestForeignNodesReported(t *testing.T) {
 
 	cfg := baseConfig(t, "a")
 	cfg.ClaimWaitCheck = time.Second
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -314,7 +314,7 @@ func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscri
 	cfg.Logger = testLogger(nil)
 	group := fmt.Sprintf("bench-consume-%d-%d", time.Now().UnixNano()%1e6, benchTopic.runs.Add(1))
 	k.start()
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func commitChild() int {
 	cfg.SessionTimeout = 6 * time.Second
 	cfg.Partition.CommitInterval = time.Hour
 	cfg.Delivery = manager.DeliveryBatches
-	cons, err := manager.Join(os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)
+	cons, err := manager.Join(context.Background(), os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "commit child:", err)
 		return 2

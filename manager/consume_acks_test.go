@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func joinManual(t *testing.T, c *testcluster.Cluster, group, topic, name string,
 		configure(cfg)
 	}
 	sub := mustStatic(t, topic)
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatalf("join %s: %v", name, err)
 	}

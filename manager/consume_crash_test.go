@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,7 +59,7 @@ func crashChild() int {
 			fmt.Fprintf(out, "ZKG A %d\n", tp.Partition)
 		}
 	}
-	cons, err := manager.Join(os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)
+	cons, err := manager.Join(context.Background(), os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
 		return 2

@@ -167,7 +167,7 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 	if o.configure != nil {
 		o.configure(cfg)
 	}
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatalf("join %s: %v", name, err)
 	}

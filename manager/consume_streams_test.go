@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -40,7 +41,7 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 	cfg := baseConfig(t, name)
 	cfg.Mode = manager.ModePartitions
 	ownerHooks(rec, name, cfg)
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatalf("join %s: %v", name, err)
 	}

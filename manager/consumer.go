@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,9 +142,48 @@ type slotEvent struct {
 // ZooKeeper ensemble in zookeeper ("host1:2181,host2:2181/chroot", the
 // chroot of the Kafka cluster). It validates everything before writing to
 // ZooKeeper, connects, discovers brokers, registers, and returns; partitions
-// are claimed in the background. It blocks for the connections (bounded by
-// the session timeout).
-func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *Config) (*Consumer, error) {
+// are claimed in the background. A nil cfg means NewConfig().
+//
+// It blocks for the connections, bounded by the session timeout and by
+// ctx: when ctx ends first, Join returns an error wrapping ctx.Err() at
+// once; what it had set up is closed in the background (at once for the
+// ZooKeeper connection, within the client's own timeouts for a Kafka or
+// metadata connection under way), and nothing was registered. ctx only
+// bounds Join: cancelling it later does not stop the consumer (Close
+// does). The caller must Close the returned Consumer.
+func Join(ctx context.Context, group string, sub *subscription.Subscription, zookeeper string, cfg *Config) (*Consumer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	}
+	type result struct {
+		c   *Consumer
+		err error
+	}
+	// join runs in a goroutine of its own so that Join can return when ctx
+	// ends while a client without a context (sarama, kazoo-go) connects;
+	// ctx ends every wait that can watch it.
+	jctx, cancel := context.WithCancel(ctx)
+	done := make(chan result, 1)
+	go func() {
+		c, err := join(jctx, group, sub, zookeeper, cfg)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		cancel()
+		return r.c, r.err
+	case <-ctx.Done():
+		cancel()
+		go func() { // the join returns soon; undo it if it succeeded
+			if r := <-done; r.c != nil {
+				_ = r.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w: %w", ErrJoin, ctx.Err())
+	}
+}
+
+func join(ctx context.Context, group string, sub *subscription.Subscription, zookeeper string, cfg *Config) (*Consumer, error) {
 	if cfg == nil {
 		cfg = NewConfig()
 	}
@@ -218,7 +258,7 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	for _, a := range cfg.Auth {
 		auth = append(auth, zkconn.Auth{Scheme: a.Scheme, Credentials: []byte(a.Credentials)})
 	}
-	c.session, err = zkconn.Dial(zkconn.Config{
+	c.session, err = zkconn.DialContext(ctx, zkconn.Config{
 		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
 		Auth: auth, Logger: log, TLS: cfg.ZooKeeperTLS,
 	})
@@ -296,6 +336,9 @@ func Join(group string, sub *subscription.Subscription, zookeeper string, cfg *C
 	}
 	if err := ensureGroupNodes(c.session, group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJoin, err) // before anything is registered
 	}
 	st := c.session.Status()
 	if err := register(c.session, group, id, regData); err != nil {

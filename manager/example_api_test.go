@@ -25,7 +25,7 @@ var process = func(*partition.Message) error { return nil }
 // runMerged: every owned partition on one channel; ack after processing.
 // It returns when ctx ends, after Close (drained, committed, released).
 func runMerged(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
-	c, err := manager.Join(group, sub, zk, cfg)
+	c, err := manager.Join(ctx, group, sub, zk, cfg)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func runMerged(ctx context.Context, zk, group string, sub *subscription.Subscrip
 // closed when its partition is revoked.
 func runPartitions(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
 	cfg.Mode = manager.ModePartitions
-	c, err := manager.Join(group, sub, zk, cfg)
+	c, err := manager.Join(ctx, group, sub, zk, cfg)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runPartitions(ctx context.Context, zk, group string, sub *subscription.Subs
 // telling a downstream system it was done).
 func runBatches(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
 	cfg.Delivery = manager.DeliveryBatches
-	c, err := manager.Join(group, sub, zk, cfg)
+	c, err := manager.Join(ctx, group, sub, zk, cfg)
 	if err != nil {
 		return err
 	}

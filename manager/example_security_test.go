@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -50,7 +51,7 @@ func ExampleJoin_secured() {
 
 	join := func() {
 		sub, _ := subscription.Static("orders")
-		c, err := manager.Join("billing", sub, "zk1:2281,zk2:2281/zkgroup", cfg)
+		c, err := manager.Join(context.Background(), "billing", sub, "zk1:2281,zk2:2281/zkgroup", cfg)
 		if err != nil {
 			log.Fatal(err)
 		}

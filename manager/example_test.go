@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 
@@ -16,7 +17,7 @@ func ExampleJoin() {
 	}
 	cfg := manager.NewConfig()
 	cfg.Strategy = "sticky"
-	c, err := manager.Join("billing", sub, "zk1:2181,zk2:2181/kafka", cfg)
+	c, err := manager.Join(context.Background(), "billing", sub, "zk1:2181,zk2:2181/kafka", cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func ExampleConsumer_Partitions() {
 	sub, _ := subscription.Whitelist("orders-.*")
 	cfg := manager.NewConfig()
 	cfg.Mode = manager.ModePartitions
-	c, err := manager.Join("billing", sub, "zk1:2181/kafka", cfg)
+	c, err := manager.Join(context.Background(), "billing", sub, "zk1:2181/kafka", cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 	if o.zk != "" {
 		zkc = o.zk
 	}
-	cons, err := manager.Join(group, sub, zkc, cfg)
+	cons, err := manager.Join(context.Background(), group, sub, zkc, cfg)
 	if err != nil {
 		t.Fatalf("join %s: %v", name, err)
 	}

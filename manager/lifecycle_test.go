@@ -1,7 +1,9 @@
 package manager_test
 
 import (
+	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	sub, _ := subscription.Static(topic)
 	cfg := manager.NewConfig()
 	cfg.Logger = testLogger(t)
-	cons, err := manager.Join(group, sub, c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestJoinRefusesBadInput(t *testing.T) {
 			if tc.mod != nil {
 				tc.mod(cfg)
 			}
-			cons, err := manager.Join(tc.group, tc.sub, tc.zk, cfg)
+			cons, err := manager.Join(context.Background(), tc.group, tc.sub, tc.zk, cfg)
 			if err == nil {
 				cons.Close()
 				t.Fatal("Join accepted it")
@@ -127,4 +129,54 @@ func TestJoinRefusesBadInput(t *testing.T) {
 	if ok, _, _ := zc.Exists(c.Chroot() + zkdata.ConsumersPath(group)); ok {
 		t.Errorf("%s was written by a refused Join", zkdata.ConsumersPath(group))
 	}
+}
+
+// TestJoinCancelled: a Join whose ZooKeeper never answers (a listener that
+// accepts and stays silent) returns the context's error as soon as its
+// context ends, well before the session timeout, and leaves no goroutine.
+func TestJoinCancelled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, conn) // never answered
+		}
+	}()
+	ignore := goleak.IgnoreCurrent()
+	sub, _ := subscription.Static("t")
+	cfg := manager.NewConfig()
+	cfg.SessionTimeout = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	c, err := manager.Join(ctx, "g", sub, ln.Addr().String()+"/kafka", cfg)
+	took := time.Since(start)
+	if err == nil {
+		c.Close()
+		t.Fatal("Join succeeded against a silent ZooKeeper")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, manager.ErrJoin) {
+		t.Errorf("Join error %v; want ErrJoin wrapping context.DeadlineExceeded", err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("Join returned after %v, not when its context ended (300ms)", took)
+	}
+	ln.Close()
+	<-accepted
+	for _, conn := range held {
+		conn.Close()
+	}
+	// What Join set up is closed in the background: go-zookeeper's Close
+	// waits up to a second for a server that never answers.
+	testcluster.Poll(10*time.Second, 50*time.Millisecond, func() bool { return goleak.Find(ignore, leakOpts) == nil })
+	goleak.VerifyNone(t, ignore, leakOpts)
 }

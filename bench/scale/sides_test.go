@@ -115,7 +115,7 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 			}
 		}
 	}
-	c, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	c, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		return nil, err
 	}

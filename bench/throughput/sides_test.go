@@ -93,7 +93,7 @@ func drainErrors(errs <-chan error) (first func() error) {
 func passZkgroupMerged(env *passEnv, c *counter) error {
 	cfg := zkgroupConfig()
 	c.start()
-	cons, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func passZkgroupPartitions(env *passEnv, c *counter) error {
 	cfg := zkgroupConfig()
 	cfg.Mode = manager.ModePartitions
 	c.start()
-	cons, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		return err
 	}

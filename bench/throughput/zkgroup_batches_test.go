@@ -23,7 +23,7 @@ func passZkgroupBatches(env *passEnv, c *counter) error {
 	cfg := zkgroupConfig()
 	cfg.Delivery = manager.DeliveryBatches
 	c.start()
-	cons, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func passZkgroupBatchesPartitions(env *passEnv, c *counter) error {
 	cfg.Mode = manager.ModePartitions
 	cfg.Delivery = manager.DeliveryBatches
 	c.start()
-	cons, err := manager.Join(env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		return err
 	}

@@ -105,15 +105,18 @@ func (d *daemon) run() int {
 	d.notify.Status("joining group " + d.cfg.Group)
 	joined := make(chan struct{})
 	var cons *manager.Consumer
+	joinCtx, cancelJoin := context.WithCancel(context.Background())
+	defer cancelJoin()
 	go func() {
 		defer close(joined)
-		cons, err = manager.Join(d.cfg.Group, sub, d.cfg.ZooKeeper, mcfg)
+		cons, err = manager.Join(joinCtx, d.cfg.Group, sub, d.cfg.ZooKeeper, mcfg)
 	}()
 	select {
 	case <-joined:
 	case sig := <-signals:
-		log.Warn("signal while joining; stopping once the join returns", "signal", sig.String())
+		log.Warn("signal while joining; the join is cancelled", "signal", sig.String())
 		d.notify.Stopping("stopping")
+		cancelJoin()
 		select {
 		case <-joined:
 		case sig := <-signals:

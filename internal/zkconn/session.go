@@ -123,7 +123,11 @@ const settleTime = 100 * time.Millisecond
 
 // Dial connects and waits up to cfg.ConnectTimeout (default: the session
 // timeout) for a session. On failure nothing is left running.
-func Dial(cfg Config) (*Session, error) {
+func Dial(cfg Config) (*Session, error) { return DialContext(context.Background(), cfg) }
+
+// DialContext is Dial that also gives up, leaving nothing running, when
+// ctx ends before the session is established.
+func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -171,6 +175,9 @@ func Dial(cfg Config) (*Session, error) {
 	case <-rec.refused:
 		s.Close()
 		return nil, fmt.Errorf("%w: %v: %w", ErrDial, cfg.Servers, rec.lastErr())
+	case <-ctx.Done():
+		s.Close()
+		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, ctx.Err())
 	case <-time.After(cfg.ConnectTimeout):
 		s.Close()
 		if derr := rec.lastErr(); derr != nil {
