@@ -160,7 +160,7 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 	const parts = 6
 	topic, group, sub := newTopic(t, c, parts)
 	rec := newRecorder(t)
-	start := func(name string, mode string) (*manager.Consumer, *sync.WaitGroup) {
+	start := func(name string, mode manager.Mode) (*manager.Consumer, *sync.WaitGroup) {
 		cfg := apiConfig(t)
 		cfg.InstanceID = name
 		cfg.Mode = mode

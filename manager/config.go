@@ -39,32 +39,41 @@ const (
 	MaxErrorsBufferSize = 1 << 16
 )
 
+// Storage is where committed offsets live (Config.OffsetStorage).
+type Storage string
+
 // Offset storages.
 const (
-	StorageKafka     = "kafka"
-	StorageZooKeeper = "zookeeper"
+	StorageKafka     Storage = "kafka"
+	StorageZooKeeper Storage = "zookeeper"
 )
+
+// Mode is how the owned partitions reach the user (Config.Mode).
+type Mode string
 
 // Modes of handing out messages.
 const (
 	// ModeMerged: every partition's messages on Consumer.Messages().
-	ModeMerged = "merged"
+	ModeMerged Mode = "merged"
 	// ModePartitions: one stream per owned partition on Consumer.Partitions().
-	ModePartitions = "partitions"
+	ModePartitions Mode = "partitions"
 )
+
+// Delivery is what one receive hands out (Config.Delivery).
+type Delivery string
 
 // Deliveries: how messages are handed out (Config.Delivery).
 const (
 	// DeliveryMessages: one message per receive, on Consumer.Messages()
 	// or PartitionStream.Messages().
-	DeliveryMessages = "messages"
+	DeliveryMessages Delivery = "messages"
 	// DeliveryBatches: a slice of one partition's messages per receive
 	// (*partition.Batch), on Consumer.Batches() / Consumer.Poll or
 	// PartitionStream.Batches() / PartitionStream.Poll; the Messages
 	// channels are closed from the start. Tracking and hand-off cost per
 	// batch rather than per message, with every guarantee of the
 	// unbuffered message delivery: the batch channels are unbuffered.
-	DeliveryBatches = "batches"
+	DeliveryBatches Delivery = "batches"
 )
 
 // Config configures a consumer. Build it with NewConfig and change fields.
@@ -77,16 +86,19 @@ type Config struct {
 	// SessionTimeout of the ZooKeeper session: 6 s to 2 min
 	// (MinSessionTimeout, MaxSessionTimeout).
 	SessionTimeout time.Duration
-	// Strategy: "balanced" (default: balanced counts, moves only what
-	// must move, spreads preferred leaders), "leader-aware", "sticky",
-	// "range" or "roundrobin". Every member of a group must use the same.
-	Strategy string
+	// Strategy computes which member owns which partition; every member
+	// of a group must use the same. Default assign.Balanced: balanced
+	// counts, only what must move moves, preferred leaders spread.
+	// assign.ByName maps the names "balanced", "leader-aware", "sticky",
+	// "range" and "roundrobin"; any function of type assign.Strategy that
+	// is pure and deterministic may be plugged in (see assign.Strategy).
+	Strategy assign.Strategy
 	// Mode: ModeMerged (default) or ModePartitions.
-	Mode string
+	Mode Mode
 	// Delivery: DeliveryMessages (default) or DeliveryBatches.
-	Delivery string
+	Delivery Delivery
 	// OffsetStorage: StorageKafka (default) or StorageZooKeeper.
-	OffsetStorage string
+	OffsetStorage Storage
 	// Brokers overrides broker discovery from /brokers/ids when set
 	// ("host:port" each). Required when the Kafka cluster registers no
 	// brokers in this ZooKeeper (Kafka 4 and other KRaft clusters).
@@ -205,7 +217,7 @@ type TopicPartition struct {
 func NewConfig() *Config {
 	return &Config{
 		SessionTimeout:    10 * time.Second,
-		Strategy:          assign.DefaultName,
+		Strategy:          assign.Balanced,
 		Mode:              ModeMerged,
 		Delivery:          DeliveryMessages,
 		OffsetStorage:     StorageKafka,
@@ -238,8 +250,8 @@ func (c *Config) Validate() error {
 	if c.SessionTimeout > MaxSessionTimeout {
 		return fmt.Errorf("%w: SessionTimeout: %v is over %v (ZooKeeper caps sessions at 20 x tickTime, 40s by default)", ErrConfig, c.SessionTimeout, MaxSessionTimeout)
 	}
-	if _, err := assign.ByName(c.Strategy); err != nil {
-		return fmt.Errorf("%w: Strategy: %w", ErrConfig, err)
+	if c.Strategy == nil {
+		return fmt.Errorf("%w: Strategy: nil", ErrConfig)
 	}
 	if c.Mode != ModeMerged && c.Mode != ModePartitions {
 		return fmt.Errorf("%w: Mode: %q is neither %q nor %q", ErrConfig, c.Mode, ModeMerged, ModePartitions)

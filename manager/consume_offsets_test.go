@@ -26,7 +26,7 @@ import (
 func TestConsumeOffsetsMatchKafkaTool(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, n = 6, 3000
-	consume := func(t *testing.T, storage string) (topic, group string, hwm map[int32]int64) {
+	consume := func(t *testing.T, storage manager.Storage) (topic, group string, hwm map[int32]int64) {
 		topic, group, sub := newTopic(t, c, parts)
 		if _, err := c.Produce(topic, parts, 0, n); err != nil {
 			t.Fatal(err)

@@ -203,7 +203,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if err != nil {
 		return nil, fmt.Errorf("%w: zookeeper: %w", ErrConfig, err)
 	}
-	strategy, _ := assign.ByName(cfg.Strategy)
+	strategy := cfg.Strategy
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -347,7 +347,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.regEpoch = st.Epoch
 	c.registered = true
 	c.health.set(st.Healthy)
-	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy)
+	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", assign.NameOf(cfg.Strategy))
 	ok = true
 	c.t.Go(func() error { return c.loop(regData) })
 	go c.finish()

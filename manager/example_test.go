@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager/assign"
 	"log"
 
 	"github.com/zkgroup/zkgroup/manager"
@@ -16,7 +17,7 @@ func ExampleJoin() {
 		log.Fatal(err)
 	}
 	cfg := manager.NewConfig()
-	cfg.Strategy = "sticky"
+	cfg.Strategy = assign.Sticky
 	c, err := manager.Join(context.Background(), "billing", sub, "zk1:2181,zk2:2181/kafka", cfg)
 	if err != nil {
 		log.Fatal(err)
@@ -55,7 +56,7 @@ func ExampleConsumer_Partitions() {
 // A config is checked before anything is written to ZooKeeper.
 func ExampleConfig_Validate() {
 	cfg := manager.NewConfig()
-	cfg.Strategy = "fastest"
+	cfg.Strategy = nil
 	fmt.Println(cfg.Validate() != nil)
 	// Output: true
 }

@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -168,7 +168,7 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 		}
 		members[i], open[i] = m, true
 	}
-	stopDump := dumpGoroutines(sd.name+"-join")
+	stopDump := dumpGoroutines(sd.name + "-join")
 	res.joinFlow = env.tr.awaitFlow(lastJoin, upTo(M), *flagPhaseTimeout)
 	stopDump()
 	benchkit.Say("   last join -> every partition consumed: %s (owned: %v)", flow(res.joinFlow, P), ownedList(env.tr, M))

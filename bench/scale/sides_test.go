@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager/assign"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,7 +100,11 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 	cfg.Sarama = clientConfig(env, fmt.Sprintf("bench-zkgroup-%d", idx))
 	cfg.Partition.Initial = partition.Newest
 	if *flagZkStrategy != "" {
-		cfg.Strategy = *flagZkStrategy
+		s, err := assign.ByName(*flagZkStrategy)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Strategy = s
 	}
 	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
 		for _, tp := range tps {

@@ -210,7 +210,9 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 	if err := g.check(); err != nil {
 		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
-	valid := func(s string) bool { return s == manager.StorageKafka || s == manager.StorageZooKeeper }
+	valid := func(s string) bool {
+		return manager.Storage(s) == manager.StorageKafka || manager.Storage(s) == manager.StorageZooKeeper
+	}
 	if !valid(*from) || !valid(*to) || *from == *to {
 		return fail(stdout, stderr, g.json, exitUsage,
 			fmt.Errorf("%w: --from and --to must be kafka and zookeeper, one each (got %q and %q)", errUsage, *from, *to))

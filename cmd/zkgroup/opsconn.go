@@ -148,7 +148,7 @@ func (g *groupFlags) connect(stderr io.Writer) (*conn, error) {
 
 // store opens the group's offset store of a kind.
 func (c *conn) store(kind string) (offsets.Store, error) {
-	if kind == manager.StorageZooKeeper {
+	if manager.Storage(kind) == manager.StorageZooKeeper {
 		return offsets.NewZooKeeperStore(c.sess, c.group, c.sess.ACL())
 	}
 	return offsets.NewKafkaStore(c.client, c.group, offsets.NewKafkaConfig(), c.log)
@@ -156,7 +156,7 @@ func (c *conn) store(kind string) (offsets.Store, error) {
 
 // committed reads every committed offset of the group from a store kind.
 func (c *conn) committed(kind string) (ops.Offsets, error) {
-	if kind == manager.StorageZooKeeper {
+	if manager.Storage(kind) == manager.StorageZooKeeper {
 		return ops.ZooKeeperCommitted(c.sess, c.group)
 	}
 	return ops.KafkaCommitted(c.admin, c.group)

@@ -26,7 +26,7 @@ const (
 
 // sideOf is the server an offset storage lives on.
 func sideOf(storage string) string {
-	if storage == manager.StorageZooKeeper {
+	if manager.Storage(storage) == manager.StorageZooKeeper {
 		return sideZooKeeper
 	}
 	return sideKafka

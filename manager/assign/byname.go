@@ -3,6 +3,7 @@ package assign
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -61,4 +62,20 @@ func ByName(name string) (Strategy, error) {
 // first, as a new slice the caller may modify. It never blocks and is safe for concurrent use.
 func Names() []string {
 	return []string{NameBalanced, NameRange, NameRoundRobin, NameLeaderAware, NameSticky}
+}
+
+// NameOf returns the name ByName knows s by, or "custom" for any other
+// strategy (and "" for nil). For logs; it never blocks and is safe for
+// concurrent use.
+func NameOf(s Strategy) string {
+	if s == nil {
+		return ""
+	}
+	p := reflect.ValueOf(s).Pointer()
+	for _, n := range Names() {
+		if k, _ := ByName(n); reflect.ValueOf(k).Pointer() == p {
+			return n
+		}
+	}
+	return "custom"
 }

@@ -72,3 +72,19 @@ func TestOwner(t *testing.T) {
 		t.Errorf("nil Owner = %q,%v", got, ok)
 	}
 }
+
+func TestNameOf(t *testing.T) {
+	for _, n := range Names() {
+		s, _ := ByName(n)
+		if got := NameOf(s); got != n {
+			t.Errorf("NameOf(ByName(%q)) = %q", n, got)
+		}
+	}
+	custom := func(m []Member, p []Partition) Assignment { return Range(m, p) }
+	if got := NameOf(custom); got != "custom" {
+		t.Errorf("NameOf(a custom strategy) = %q, want custom", got)
+	}
+	if got := NameOf(nil); got != "" {
+		t.Errorf("NameOf(nil) = %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/zkgroup/zkgroup/manager/assign"
 	"time"
 
 	"github.com/zkgroup/zkgroup/manager"
@@ -55,7 +56,8 @@ type Config struct {
 	InstanceID string `yaml:"instance_id" json:"instance_id" help:"member id under /consumers/<group>/ids; empty: a new one at each start"`
 	// SessionTimeout of the ZooKeeper session, at least 6s.
 	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout" help:"ZooKeeper session timeout, 6s to 2m"`
-	// Strategy: leader-aware, sticky, range or roundrobin.
+	// Strategy: balanced (default), leader-aware, sticky, range or
+	// roundrobin.
 	Strategy string `yaml:"strategy" json:"strategy" help:"assignment strategy: leader-aware, sticky, range or roundrobin"`
 	// OffsetStorage: kafka or zookeeper.
 	OffsetStorage string `yaml:"offset_storage" json:"offset_storage" help:"where offsets are committed: kafka or zookeeper"`
@@ -171,8 +173,8 @@ func Default() *Config {
 	m := manager.NewConfig()
 	return &Config{
 		SessionTimeout: Duration(m.SessionTimeout),
-		Strategy:       m.Strategy,
-		OffsetStorage:  m.OffsetStorage,
+		Strategy:       assign.DefaultName,
+		OffsetStorage:  string(m.OffsetStorage),
 		Partition: Partition{
 			MaxUnacked:     m.Partition.MaxUnacked,
 			CommitInterval: Duration(m.Partition.CommitInterval),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager/assign"
 	"log/slog"
 	"strings"
 
@@ -23,8 +24,10 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	m := manager.NewConfig()
 	m.InstanceID = c.InstanceID
 	m.SessionTimeout = c.SessionTimeout.D()
-	m.Strategy = c.Strategy
-	m.OffsetStorage = c.OffsetStorage
+	if m.Strategy, err = assign.ByName(c.Strategy); err != nil {
+		return nil, nil, fmt.Errorf("%w: strategy: %w", ErrInvalid, err)
+	}
+	m.OffsetStorage = manager.Storage(c.OffsetStorage)
 	m.Mode = manager.ModePartitions
 	m.Brokers = append([]string(nil), c.Brokers...)
 	m.Listener = c.Listener

@@ -394,7 +394,7 @@ func (c *Config) ValidateConnection() error {
 			return err
 		}
 	}
-	if c.OffsetStorage != manager.StorageKafka && c.OffsetStorage != manager.StorageZooKeeper {
+	if manager.Storage(c.OffsetStorage) != manager.StorageKafka && manager.Storage(c.OffsetStorage) != manager.StorageZooKeeper {
 		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
 	}
 	return nil

@@ -90,7 +90,7 @@ func (c *Config) checkConsumer() error {
 	if _, err := assign.ByName(c.Strategy); err != nil {
 		return c.bad("strategy", "unknown strategy", err)
 	}
-	if c.OffsetStorage != manager.StorageKafka && c.OffsetStorage != manager.StorageZooKeeper {
+	if manager.Storage(c.OffsetStorage) != manager.StorageKafka && manager.Storage(c.OffsetStorage) != manager.StorageZooKeeper {
 		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
 	}
 	return c.checkBrokers()
