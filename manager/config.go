@@ -13,7 +13,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // ErrConfig reports an invalid Config or Join argument; the message names

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // TestConsume100kRandomAcks: 100,000 messages over 12 partitions, consumed

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // ErrNotOwned: a control call named a partition this member does not own

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/retry"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 func (c *Consumer) onSlotEvent(ev slotEvent) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/zkdata"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // Stats is a snapshot of the consumer.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // PartitionStream is the stream of one owned partition in ModePartitions.

@@ -16,7 +16,7 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/pipeline"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // daemon is one run of `zkgroup run`.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 type fakeSource struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/partition"
+	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 type stream struct {

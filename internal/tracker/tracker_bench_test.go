@@ -1,4 +1,4 @@
-package offsets
+package tracker
 
 import (
 	"math/rand/v2"

@@ -1,18 +1,18 @@
-package offsets_test
+package tracker_test
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/zkgroup/zkgroup/offsets"
+	"github.com/zkgroup/zkgroup/internal/tracker"
 )
 
 // Acks arrive out of order and offset 13-14 is a gap (e.g. a compacted
 // topic); the committable offset only moves once everything below it is
 // processed.
 func ExampleTracker() {
-	tr := offsets.NewTracker(10)
+	tr := tracker.NewTracker(10)
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, o := range []int64{10, 11, 12, 15} {
 		if err := tr.Deliver(o, now); err != nil {
@@ -41,12 +41,12 @@ func ExampleTracker() {
 }
 
 func ExampleTracker_Deliver() {
-	tr := offsets.NewTracker(0)
+	tr := tracker.NewTracker(0)
 	_ = tr.Deliver(7, time.Time{})
 	err := tr.Deliver(5, time.Time{})
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, offsets.ErrOutOfOrder))
+	fmt.Println(errors.Is(err, tracker.ErrOutOfOrder))
 	// Output:
-	// offsets: offset out of order: deliver offset 5 not above last delivered offset 7
+	// tracker: offset out of order: deliver offset 5 not above last delivered offset 7
 	// true
 }

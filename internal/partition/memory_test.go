@@ -1,12 +1,12 @@
 package partition
 
 import (
+	"github.com/zkgroup/zkgroup/internal/tracker"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/offsets"
 	"go.uber.org/goleak"
 )
 
@@ -109,9 +109,9 @@ func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
 func measureTracker(n, per, then int) float64 {
 	at := time.Now()
 	b0 := liveHeap()
-	trs := make([]*offsets.Tracker, n)
+	trs := make([]*tracker.Tracker, n)
 	for i := range trs {
-		trs[i] = offsets.NewTracker(0)
+		trs[i] = tracker.NewTracker(0)
 		for o := range int64(per) {
 			_ = trs[i].Deliver(o, at)
 		}

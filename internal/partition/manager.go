@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup/internal/tracker"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -95,7 +96,7 @@ type Manager struct {
 	// of that batch (taken for delivery under one lock, see consume); those
 	// are truncated when fetching stops.
 	mu        sync.Mutex
-	tracker   *offsets.Tracker // nil until the start position is known
+	tracker   *tracker.Tracker // nil until the start position is known
 	abandoned map[int64]bool   // handed out, will never be acked (see Abandon)
 	stopped   bool             // acks are stale from now on
 	committed int64            // last committed next-offset (-1: unknown)
@@ -277,7 +278,7 @@ func (m *Manager) ack(offset int64) AckResult {
 		return AckStale
 	}
 	r := m.tracker.Ack(offset)
-	if r == offsets.AckOK {
+	if r == tracker.AckOK {
 		m.acks++
 		if m.abandoned != nil && m.abandoned[offset] {
 			delete(m.abandoned, offset)
@@ -287,13 +288,13 @@ func (m *Manager) ack(offset int64) AckResult {
 	}
 	m.mu.Unlock()
 	switch r {
-	case offsets.AckOK:
+	case tracker.AckOK:
 		select {
 		case m.space <- struct{}{}:
 		default:
 		}
 		return AckOK
-	case offsets.AckDuplicate:
+	case tracker.AckDuplicate:
 		return AckDuplicate
 	default:
 		return AckUnknown
@@ -410,7 +411,7 @@ func (m *Manager) ensureTracker(start int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.tracker == nil {
-		m.tracker = offsets.NewTracker(start)
+		m.tracker = tracker.NewTracker(start)
 		return
 	}
 	if last, ok := m.tracker.LastDelivered(); ok && start <= last {

@@ -1,4 +1,4 @@
-package offsets
+package tracker
 
 import (
 	"errors"
@@ -17,9 +17,9 @@ const MaxOffset int64 = math.MaxInt64 - 1
 var (
 	// ErrOutOfOrder reports an offset that is below the start offset or not
 	// above the last delivered offset.
-	ErrOutOfOrder = errors.New("offsets: offset out of order")
+	ErrOutOfOrder = errors.New("tracker: offset out of order")
 	// ErrInvalidOffset reports an offset above MaxOffset.
-	ErrInvalidOffset = errors.New("offsets: invalid offset")
+	ErrInvalidOffset = errors.New("tracker: invalid offset")
 )
 
 // DeliverError describes a delivery rejected by [Tracker.Deliver]. It wraps

@@ -2,7 +2,7 @@
 // this instance owns. A Manager streams the partition from Kafka through a
 // sarama PartitionConsumer in goroutines of its own, so that a slow, unread
 // or stuck partition never holds up another; it hands messages out only
-// while its Fence allows it, tracks their acks with an offsets.Tracker,
+// while its Fence allows it, tracks their acks with an tracker.Tracker,
 // bounds the number of unacked messages (backpressure), and on Stop
 // drains, commits synchronously and verifies before its owner releases the
 // claim.

@@ -3,10 +3,10 @@ package partition
 import (
 	"context"
 	"fmt"
+	"github.com/zkgroup/zkgroup/internal/tracker"
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/offsets"
 )
 
 // A control request (Seek, Pause, Resume) is applied by the run goroutine
@@ -109,7 +109,7 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	}
 	m.mu.Lock()
 	if m.tracker == nil {
-		m.tracker = offsets.NewTracker(target)
+		m.tracker = tracker.NewTracker(target)
 	} else {
 		m.tracker.Reset(target)
 	}

@@ -2,7 +2,7 @@ package partition
 
 import (
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/offsets"
+	"github.com/zkgroup/zkgroup/internal/tracker"
 )
 
 // Batch is a run of one partition's messages handed out at once, in
@@ -104,12 +104,12 @@ func (m *Manager) ackBatch(b *Batch, offset int64) AckResult {
 	for ; i < len(b.Messages) && b.Messages[i].Offset <= offset; i++ {
 		off := b.Messages[i].Offset
 		switch m.tracker.Ack(off) {
-		case offsets.AckOK:
+		case tracker.AckOK:
 			ok++
 			if m.abandoned != nil && m.abandoned[off] {
 				delete(m.abandoned, off)
 			}
-		case offsets.AckDuplicate:
+		case tracker.AckDuplicate:
 			dup++
 		default:
 			unknown++
