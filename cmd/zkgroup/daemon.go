@@ -108,8 +108,7 @@ func (d *daemon) run() int {
 		}
 	}()
 
-	view, err := admin.NewZooKeeperView(d.cfg.ZooKeeper, d.cfg.SessionTimeout.D(), d.cfg.Group, d.cfg.Subscription,
-		log.With("component", "group-view"))
+	view, err := admin.NewZooKeeperView(d.dialGroupView, d.cfg.Group, d.cfg.Subscription)
 	if err != nil { // Validate parsed the subscription already
 		log.Error("bad configuration", "error", err)
 		return exitUsage

@@ -8,13 +8,21 @@ import (
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/admin"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
 // groupViewEvery is how often the daemon reads the whole group (members,
 // owner nodes, the topics the subscription matches) from ZooKeeper for
 // the admin server and the no-topic warning.
 const groupViewEvery = 5 * time.Second
+
+// dialGroupView opens the read-only ZooKeeper session of the group view,
+// to the daemon's ZooKeeper, with its session timeout.
+func (d *daemon) dialGroupView() (*zkconn.Session, error) {
+	return ops.Dial(d.cfg.ZooKeeper, d.cfg.SessionTimeout.D(), d.log.With("component", "group-view"))
+}
 
 // levelLogger rebuilds the daemon's logger (newLogger's format, on
 // stderr) over a LevelVar, so that the admin server can change the level

@@ -3,10 +3,8 @@ package admin
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -17,12 +15,10 @@ import (
 // session of its own (dialed on first use, and again after a read
 // failed). Safe for concurrent use; Read blocks on ZooKeeper.
 type ZooKeeperView struct {
-	connect string
-	timeout time.Duration
-	group   string
-	sub     *subscription.Subscription
-	spec    string
-	log     *slog.Logger
+	dial  func() (*zkconn.Session, error)
+	group string
+	sub   *subscription.Subscription
+	spec  string
 
 	mu     sync.Mutex
 	sess   *zkconn.Session
@@ -32,17 +28,15 @@ type ZooKeeperView struct {
 var errViewClosed = errors.New("admin: group view closed")
 
 // NewZooKeeperView returns a reader of group's members, owners and the
-// topics spec (a subscription as configured) matches, on the cluster of
-// connect, with sessions of timeout. It does not dial yet.
-func NewZooKeeperView(connect string, timeout time.Duration, group, spec string, log *slog.Logger) (*ZooKeeperView, error) {
+// topics spec (a subscription as configured) matches, through sessions
+// that dial opens (with the daemon's ZooKeeper address, credentials and
+// TLS). It does not dial yet.
+func NewZooKeeperView(dial func() (*zkconn.Session, error), group, spec string) (*ZooKeeperView, error) {
 	sub, err := subscription.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("admin: group view: subscription %q: %w", spec, err)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &ZooKeeperView{connect: connect, timeout: timeout, group: group, sub: sub, spec: spec, log: log}, nil
+	return &ZooKeeperView{dial: dial, group: group, sub: sub, spec: spec}, nil
 }
 
 // Read reads the view: a ViewReader. Reads are not meant to overlap (the
@@ -55,7 +49,7 @@ func (z *ZooKeeperView) Read() (GroupView, error) {
 		return GroupView{}, errViewClosed
 	}
 	if sess == nil {
-		s, err := ops.Dial(z.connect, z.timeout, z.log)
+		s, err := z.dial()
 		if err != nil {
 			return GroupView{}, err
 		}
