@@ -1,9 +1,17 @@
 # zkgroup container image: a static binary on distroless, non-root.
 #   docker build -t zkgroup --build-arg VERSION=$(git describe --always) .
-#   docker run --rm -v $PWD/zkgroup.yaml:/etc/zkgroup/zkgroup.yaml:ro \
-#     -e ZKGROUP_ZOOKEEPER=zk:2181/kafka -p 9090:9090 zkgroup
+#   docker run --rm -p 9779:9779 \
+#     -e ZKGROUP_ZOOKEEPER=zk:2181/kafka -e ZKGROUP_GROUP=orders-archiver \
+#     -e ZKGROUP_SUBSCRIPTION=static:orders zkgroup
+#   (or a file: -v $PWD/zkgroup.yaml:/etc/zkgroup/zkgroup.yaml:ro
+#    -e ZKGROUP_CONFIG=/etc/zkgroup/zkgroup.yaml)
+# No configuration is baked in: a container given no group or subscription
+# exits 2 saying so, instead of joining a group of the example config.
 # The build stage runs scripts/build-image.sh, which CI also runs without
-# Docker: both build the binary the same way.
+# Docker: both build the binary the same way. CI builds and runs a test
+# image derived from this file's final stage (cmd/zkgroup/image_test.go):
+# FROM scratch with the same binary, user, paths, environment, entrypoint
+# and healthcheck.
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -16,15 +24,17 @@ RUN VERSION=${VERSION} ./scripts/build-image.sh /out
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/zkgroup /usr/local/bin/zkgroup
-COPY configs/zkgroup.yaml /etc/zkgroup/zkgroup.yaml
-# The admin server must listen beyond loopback inside a container.
-ENV ZKGROUP_CONFIG=/etc/zkgroup/zkgroup.yaml \
-    ZKGROUP_ADMIN_LISTEN=0.0.0.0:9090 \
+# The admin server must listen beyond loopback inside a container; 9779,
+# not Prometheus' own 9090. The healthcheck probes the port set here.
+ENV ZKGROUP_ADMIN_LISTEN=0.0.0.0:9779 \
     ZKGROUP_LOG_FORMAT=json
 USER 65532:65532
-EXPOSE 9090
+WORKDIR /home/nonroot
+EXPOSE 9779
 STOPSIGNAL SIGTERM
+# Liveness only (/healthz): a slow ZooKeeper makes the member unready
+# (/readyz), and restarting it would not help.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["/usr/local/bin/zkgroup", "healthcheck", "--url", "http://127.0.0.1:9090/healthz"]
+    CMD ["/usr/local/bin/zkgroup", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/zkgroup"]
 CMD ["run"]

@@ -23,14 +23,25 @@ import (
 type daemon struct {
 	cfg    *config.Config
 	log    *slog.Logger
+	level  *slog.LevelVar // log's level, which the admin server may change
 	stdout io.Writer
 	stderr io.Writer
 	notify *notify.Notifier
 	start  time.Time
+	live   *admin.Liveness
+	timer  *admin.SinkTimer
+	viewer *admin.Viewer // nil when the group view cannot be read
 }
 
-func newDaemon(cfg *config.Config, log *slog.Logger, stdout, stderr io.Writer) *daemon {
-	return &daemon{cfg: cfg, log: log, stdout: stdout, stderr: stderr, notify: notify.New(log), start: time.Now()}
+// newDaemon builds the daemon. The logger run built has a fixed level: the
+// daemon logs through the same format over a level the admin server can
+// change, and routes sarama's logs there too.
+func newDaemon(cfg *config.Config, _ *slog.Logger, stdout, stderr io.Writer) *daemon {
+	log, level := levelLogger(cfg.Log, stderr)
+	routeSarama(log)
+	return &daemon{cfg: cfg, log: log, level: level, stdout: stdout, stderr: stderr, notify: notify.New(log),
+		start: time.Now(), live: admin.NewLiveness(livenessBound(cfg.SessionTimeout.D())),
+		timer: admin.NewSinkTimer(cfg.Group)}
 }
 
 // buildHandler builds the sink with its retry and failure policy. The
@@ -52,6 +63,7 @@ func (d *daemon) buildHandler() (*sink.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	s = d.timer.WrapSink(s)
 	pol := sink.Policy{MaxAttempts: c.Retry.MaxAttempts, InitialBackoff: c.Retry.InitialBackoff.D(),
 		MaxBackoff: c.Retry.MaxBackoff.D(), OnFailure: c.OnFailure, Logger: d.log}
 	if c.OnFailure == config.OnFailureDeadLetter {
@@ -74,20 +86,28 @@ func (d *daemon) run() int {
 
 	handler, err := d.buildHandler()
 	if err != nil {
-		log.Error("starting the sink failed", "err", err)
+		log.Error("starting the sink failed", "error", err)
 		return exitFailure
 	}
 	defer func() {
 		if err := handler.Close(); err != nil {
-			log.Warn("closing the sink", "err", err)
+			log.Warn("closing the sink", "error", err)
 		}
 	}()
 
+	view, err := admin.NewZooKeeperView(d.dialGroupView, d.cfg.Group, d.cfg.Subscription)
+	if err != nil { // Validate parsed the subscription already
+		log.Error("bad configuration", "error", err)
+		return exitUsage
+	}
+	defer view.Close()
+	d.viewer = admin.NewViewer(view.Read, groupViewEvery, log)
+
 	var srv *admin.Server
 	if d.cfg.Admin.Listen != "" {
-		srv = admin.New(admin.Config{Group: d.cfg.Group, Version: version, SinkStats: handler.Stats, Logger: log})
+		srv = admin.New(d.adminConfig(handler.Stats))
 		if _, err := srv.Listen(d.cfg.Admin.Listen); err != nil {
-			log.Error("starting the admin server failed", "err", err)
+			log.Error("starting the admin server failed", "error", err)
 			return exitFailure
 		}
 		defer func() {
@@ -99,7 +119,7 @@ func (d *daemon) run() int {
 
 	mcfg, sub, err := d.cfg.Manager(log)
 	if err != nil { // Validate ran already; kept for safety
-		log.Error("bad configuration", "err", err)
+		log.Error("bad configuration", "error", err)
 		return exitUsage
 	}
 	d.notify.Status("joining group " + d.cfg.Group)
@@ -129,16 +149,20 @@ func (d *daemon) run() int {
 		return exitOK
 	}
 	if err != nil {
-		log.Error("joining the group failed", "err", err)
+		log.Error("joining the group failed", "error", err)
 		return exitFailure
 	}
 	log.Info("joined", "instance", cons.ID(), "took", time.Since(d.start).Round(time.Millisecond))
 	if srv != nil {
 		srv.SetSource(cons)
 	}
+	watching, stopWatching := context.WithCancel(context.Background())
+	defer stopWatching()
+	go d.viewer.Run(watching)
+	go d.watch(watching, cons)
 	go func() {
 		for err := range cons.Errors() {
-			log.Warn("consumer error", "err", err)
+			log.Warn("consumer error", "error", err)
 		}
 	}()
 
@@ -147,7 +171,7 @@ func (d *daemon) run() int {
 	defer cancelSinks()
 	fatal := make(chan error, 1)
 	pl := pipeline.New(pipeline.Config{
-		Handler: handler,
+		Handler: d.timer.WrapHandler(handler),
 		Ack:     func(m *partition.Message) { cons.Ack(m) },
 		Fatal: func(err error) {
 			select {
@@ -166,47 +190,62 @@ func (d *daemon) run() int {
 	return d.loop(cons, signals, fatal, workersDone, cancelSinks)
 }
 
-// loop waits for readiness (READY=1), pings the watchdog, and on a signal
-// or a fatal sink error shuts down.
+// loop waits for readiness (READY=1), beats the daemon's liveness, and on
+// a signal or a fatal sink error shuts down. The watchdog is fed by watch.
 func (d *daemon) loop(cons *manager.Consumer, signals chan os.Signal, fatal chan error, workersDone chan struct{}, cancelSinks func()) int {
 	log := d.log
 	readyTick := time.NewTicker(50 * time.Millisecond)
 	defer readyTick.Stop()
-	var watchdog <-chan time.Time
-	if every, ok, err := notify.WatchdogInterval(); err != nil {
-		log.Warn("systemd watchdog setting ignored", "err", err)
-	} else if ok {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		watchdog = t.C
-		d.notify.Watchdog()
-	}
+	beat := time.NewTicker(time.Second)
+	defer beat.Stop()
+	d.live.Beat(loopDaemon)
 	var failure error
 	for {
 		select {
 		case <-readyTick.C:
 			if st := cons.Stats(); st.Ready {
 				readyTick.Stop()
-				log.Info("ready", "partitions", len(st.Partitions), "members", len(st.Members),
-					"since_start", time.Since(d.start).Round(time.Millisecond))
-				d.notify.Ready(fmt.Sprintf("consuming %d partitions", len(st.Partitions)))
+				d.announceReady(st)
 			}
-		case <-watchdog:
-			d.notify.Watchdog()
+		case <-beat.C:
+			d.live.Beat(loopDaemon)
 		case sig := <-signals:
 			log.Info("signal received; shutting down", "signal", sig.String(), "timeout", d.cfg.ShutdownTimeout.D())
-			return d.shutdown(cons, signals, watchdog, workersDone, cancelSinks, nil)
+			return d.shutdown(cons, signals, beat.C, workersDone, cancelSinks, nil)
 		case failure = <-fatal:
-			log.Error("a message failed for good (on_failure stop); shutting down", "err", failure)
-			return d.shutdown(cons, signals, watchdog, workersDone, cancelSinks, failure)
+			log.Error("a message failed for good (on_failure stop); shutting down", "error", failure)
+			return d.shutdown(cons, signals, beat.C, workersDone, cancelSinks, failure)
 		}
 	}
+}
+
+// announceReady logs readiness and sends READY=1. A member with no
+// partition says why: the subscription matches no topic (the group view
+// warns about it), or the others hold every partition.
+func (d *daemon) announceReady(st manager.Stats) {
+	status := fmt.Sprintf("consuming %d partitions", len(st.Partitions))
+	if len(st.Assigned) == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		v, err := d.viewer.Refresh(ctx)
+		cancel()
+		switch {
+		case err != nil:
+			status = "idle: no partition assigned"
+		case len(v.Topics) == 0:
+			status = "idle: the subscription matches no topic"
+		default:
+			status = fmt.Sprintf("idle: no partition assigned (%d members share %d partitions)", len(v.Members), len(v.Partitions))
+		}
+	}
+	d.log.Info("ready", "partitions", len(st.Partitions), "members", len(st.Members),
+		"since_start", time.Since(d.start).Round(time.Millisecond), "status", status)
+	d.notify.Ready(status)
 }
 
 // shutdown closes the consumer (drain, commit, release, deregister) and
 // waits for the workers, within ShutdownTimeout; a second signal exits at
 // once.
-func (d *daemon) shutdown(cons *manager.Consumer, signals chan os.Signal, watchdog <-chan time.Time, workersDone chan struct{}, cancelSinks func(), failure error) int {
+func (d *daemon) shutdown(cons *manager.Consumer, signals chan os.Signal, beat <-chan time.Time, workersDone chan struct{}, cancelSinks func(), failure error) int {
 	log := d.log
 	begun := time.Now()
 	d.notify.Stopping("stopping: draining partitions")
@@ -229,8 +268,8 @@ func (d *daemon) shutdown(cons *manager.Consumer, signals chan os.Signal, watchd
 			waitingClose = false
 			continue
 		case <-wd:
-		case <-watchdog:
-			d.notify.Watchdog()
+		case <-beat:
+			d.live.Beat(loopDaemon)
 			continue
 		case sig := <-signals:
 			log.Error("second signal: exiting at once", "signal", sig.String())
@@ -244,10 +283,10 @@ func (d *daemon) shutdown(cons *manager.Consumer, signals chan os.Signal, watchd
 	took := time.Since(begun).Round(time.Millisecond)
 	switch {
 	case failure != nil:
-		log.Error("stopped after a failed message", "took", took, "err", failure)
+		log.Error("stopped after a failed message", "took", took, "error", failure)
 		return exitFailure
 	case closeErr != nil:
-		log.Error("stopped with an error", "took", took, "err", closeErr)
+		log.Error("stopped with an error", "took", took, "error", closeErr)
 		return exitFailure
 	}
 	log.Info("stopped cleanly", "took", took)

@@ -9,7 +9,7 @@
 //	zkgroup offsets reset --zookeeper ZK --group G --topic T --to-earliest|--to-latest|
 //	        --to-offset N|--to-datetime T|--shift-by N [--execute] [--json]
 //	zkgroup offsets migrate --zookeeper ZK --group G --from zookeeper --to kafka [--execute] [--json]
-//	zkgroup healthcheck --url http://127.0.0.1:9090/healthz
+//	zkgroup healthcheck [--url http://127.0.0.1:9779/healthz]
 //	zkgroup version [--json]
 //
 // Exit status: 0 success, 1 failure at run time, 2 bad configuration or

@@ -22,6 +22,8 @@ type fakeSource struct {
 
 func (f *fakeSource) Stats() manager.Stats { f.mu.Lock(); defer f.mu.Unlock(); return f.st }
 
+func (f *fakeSource) update(fn func(*manager.Stats)) { f.mu.Lock(); fn(&f.st); f.mu.Unlock() }
+
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -31,29 +33,33 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 }
 
 func stats() manager.Stats {
-	return manager.Stats{Group: "g", Instance: "i1", Members: []string{"i1", "i2"},
+	return manager.Stats{Group: "g", Instance: "i1", Members: []string{"i1", "i2"}, SessionID: 0xabc,
 		Assigned: []manager.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}},
 		Partitions: []partition.Stats{
-			{Topic: "t", Partition: 0, Committed: 10, HighWatermark: 15, Lag: 5, Delivered: 12, Acks: 11, Acked: 11},
-			{Topic: "t", Partition: 1, Committed: -1, HighWatermark: -1, Lag: -1},
+			{Topic: "t", Partition: 0, Generation: 7, Committed: 10, HighWatermark: 15, Lag: 5, Delivered: 12, Acks: 11, Acked: 11,
+				Unacked: 1, OldestUnackedAge: 2 * time.Second, CommitErrors: 3, FetchErrors: 4, Resets: 1},
+			{Topic: "t", Partition: 1, Generation: 8, Committed: -1, HighWatermark: -1, Lag: -1},
 		},
 		Ready: true, SessionHealthy: true, Rebalances: 3, LastRebalanceDuration: 1500 * time.Millisecond, ClaimWaits: 2,
 		RebalancesByCause: map[manager.RebalanceCause]uint64{manager.CauseStart: 1, manager.CauseMembership: 2},
 		History: []manager.Rebalance{
-			{Seq: 1, Took: 300 * time.Millisecond, Causes: []manager.RebalanceCause{manager.CauseStart}},
-			{Seq: 2, Took: 1500 * time.Millisecond, Causes: []manager.RebalanceCause{manager.CauseMembership}},
+			{Seq: 1, Took: 300 * time.Millisecond, Causes: []manager.RebalanceCause{manager.CauseStart}, Added: 4},
+			{Seq: 2, Took: 1500 * time.Millisecond, Causes: []manager.RebalanceCause{manager.CauseMembership}, Added: 0, Revoked: 2},
 		},
 		Delivered: 40, Acked: 39}
 }
 
+// TestHealthReady: liveness does not depend on the ZooKeeper session;
+// readiness does, and says why.
 func TestHealthReady(t *testing.T) {
-	s := New(Config{Group: "g", Version: "v1"})
+	live := NewLiveness(time.Minute)
+	s := New(Config{Group: "g", Version: "v1", Liveness: live})
 	h := s.Handler()
-	if code, body := get(t, h, "/healthz"); code != 503 || !strings.Contains(body, "joining") {
-		t.Fatalf("before join: %d %q", code, body)
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, "joining") {
+		t.Fatalf("healthz before join: %d %q", code, body)
 	}
-	if code, _ := get(t, h, "/readyz"); code != 503 {
-		t.Fatalf("readyz before join: %d", code)
+	if code, body := get(t, h, "/readyz"); code != 503 || !strings.Contains(body, "joining") {
+		t.Fatalf("readyz before join: %d %q", code, body)
 	}
 	src := &fakeSource{st: stats()}
 	s.SetSource(src)
@@ -63,14 +69,20 @@ func TestHealthReady(t *testing.T) {
 	if code, body := get(t, h, "/readyz"); code != 200 || !strings.Contains(body, "2 partitions") {
 		t.Fatalf("readyz: %d %q", code, body)
 	}
-	src.mu.Lock()
-	src.st.SessionHealthy, src.st.Ready = false, false
-	src.mu.Unlock()
-	if code, body := get(t, h, "/healthz"); code != 503 || !strings.Contains(body, "session") {
-		t.Fatalf("unhealthy: %d %q", code, body)
+	src.update(func(st *manager.Stats) { st.SessionHealthy, st.Ready = false, false })
+	if code, body := get(t, h, "/healthz"); code != 200 {
+		t.Fatalf("healthz with an unhealthy session: %d %q", code, body)
 	}
-	if code, _ := get(t, h, "/readyz"); code != 503 {
-		t.Fatalf("not ready: %d", code)
+	if code, body := get(t, h, "/readyz"); code != 503 || !strings.Contains(body, "zookeeper session unhealthy") {
+		t.Fatalf("readyz with an unhealthy session: %d %q", code, body)
+	}
+	// A stalled loop fails liveness.
+	now := time.Now()
+	live.now = func() time.Time { return now }
+	live.Beat("manager")
+	live.now = func() time.Time { return now.Add(2 * time.Minute) }
+	if code, body := get(t, h, "/healthz"); code != 503 || !strings.Contains(body, "manager loop silent for 2m0s") {
+		t.Fatalf("healthz with a stalled loop: %d %q", code, body)
 	}
 }
 
@@ -83,59 +95,27 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("%d %v %s", code, err, body)
 	}
 	if st.Instance != "i1" || len(st.Members) != 2 || len(st.Assignment) != 2 || st.Partitions[0].Lag != 5 ||
-		st.Partitions[1].Committed != -1 || st.Sink.Delivered != 4 || st.LastRebalanceDuration != "1.5s" {
+		st.Partitions[1].Committed != -1 || st.Sink.Delivered != 4 || st.LastRebalanceDuration != "1.5s" ||
+		!st.Ready || st.Readiness != "ready: 2 partitions fetching" || !st.Alive || st.SessionID != "0xabc" ||
+		st.Partitions[0].OldestUnackedAge != 2 || st.Partitions[0].CommitErrors != 3 {
 		t.Fatalf("status %+v", st)
 	}
-}
-
-func TestMetrics(t *testing.T) {
-	s := New(Config{Group: "g", Version: "v1", SinkStats: func() sink.Stats { return sink.Stats{Delivered: 4, Errors: 2, Retries: 1} }})
-	s.SetSource(&fakeSource{st: stats()})
-	code, body := get(t, s.Handler(), "/metrics")
-	if code != 200 {
-		t.Fatal(code)
+	if len(st.RecentRebalances) != 2 || st.RecentRebalances[0].Seq != 2 || st.RecentRebalances[0].Causes[0] != "membership" ||
+		st.RebalancesByCause["start"] != 1 || len(st.LagHistory) != 1 || st.LagHistory[0].Lag != 5 {
+		t.Fatalf("status rebalances/lag %+v", st)
 	}
-	for _, want := range []string{
-		`zkgroup_lag{group="g",partition="0",topic="t"} 5`,
-		`zkgroup_committed_offset{group="g",partition="0",topic="t"} 10`,
-		`zkgroup_high_watermark{group="g",partition="0",topic="t"} 15`,
-		`zkgroup_messages_consumed_total{group="g",partition="0",topic="t"} 12`,
-		`zkgroup_messages_acked_total{group="g",partition="0",topic="t"} 11`,
-		`zkgroup_owned_partitions{group="g"} 2`,
-		`zkgroup_consumer_messages_consumed_total{group="g"} 40`,
-		`zkgroup_consumer_messages_acked_total{group="g"} 39`,
-		`zkgroup_rebalances_total{cause="membership",group="g"} 2`,
-		`zkgroup_rebalances_total{cause="start",group="g"} 1`,
-		`zkgroup_rebalance_duration_seconds_count{group="g"} 2`,
-		`zkgroup_rebalance_duration_seconds_bucket{group="g",le="0.5"} 1`,
-		`zkgroup_last_rebalance_duration_seconds{group="g"} 1.5`,
-		`zkgroup_claim_waits_total{group="g"} 2`,
-		`zkgroup_session_healthy{group="g"} 1`,
-		`zkgroup_sink_messages_total{group="g",outcome="delivered"} 4`,
-		`zkgroup_sink_errors_total{group="g"} 2`,
-		`zkgroup_sink_retries_total{group="g"} 1`,
-		`go_goroutines`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("metrics lack %s", want)
-		}
-	}
-	if strings.Contains(body, `zkgroup_lag{group="g",partition="1"`) {
-		t.Error("unknown lag exported")
-	}
-	// A second scrape observes no rebalance twice.
-	if _, body := get(t, s.Handler(), "/metrics"); !strings.Contains(body, `zkgroup_rebalance_duration_seconds_count{group="g"} 2`) {
-		t.Error("a second scrape observed the same rebalances again")
+	if st.GroupView != nil {
+		t.Fatalf("group view without a viewer: %+v", st.GroupView)
 	}
 }
 
 func TestListen(t *testing.T) {
-	s := New(Config{Group: "g"})
+	s := New(Config{Group: "g", IdleTimeout: time.Second})
 	addr, err := s.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + addr.String() + "/healthz")
+	resp, err := http.Get("http://" + addr.String() + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +123,13 @@ func TestListen(t *testing.T) {
 	if resp.StatusCode != 503 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
+	if s.srv.IdleTimeout != time.Second || s.srv.ReadHeaderTimeout == 0 {
+		t.Errorf("timeouts: idle %v, read header %v", s.srv.IdleTimeout, s.srv.ReadHeaderTimeout)
+	}
 	if err := s.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.Shutdown(t.Context()); err != nil {
+		t.Fatalf("second shutdown: %v", err)
 	}
 }

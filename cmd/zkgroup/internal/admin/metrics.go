@@ -7,24 +7,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// collector turns Consumer.Stats and the sink counters into metrics at
-// scrape time.
+// collector turns Consumer.Stats, the group view and the sink counters
+// into metrics at scrape time.
 type collector struct {
 	s *Server
 
 	up, ready, healthy, members, assigned, owned             *prometheus.Desc
 	rebalances, lastRebalance, claimWaits, restarts, dropped *prometheus.Desc
-	staleAcks, totalDelivered, totalAcked                    *prometheus.Desc
+	staleAcks, totalDelivered, totalAcked, suspendedCount    *prometheus.Desc
 	delivered, acked, committed, hwm, lag, unacked           *prometheus.Desc
+	oldestUnacked, suspended, kafkaLag                       *prometheus.Desc
+	commitErrors, fetchErrors, resets                        *prometheus.Desc
+	subTopics, subPartitions, unowned                        *prometheus.Desc
 	sinkMessages, sinkErrors, sinkRetries                    *prometheus.Desc
 	info                                                     *prometheus.Desc
 
+	mu sync.Mutex
 	// rebalanceSeconds is fed at scrape time from Stats.History, each
 	// rebalance once (by its Seq), so that none between scrapes is missed
 	// as long as fewer than 64 happen between two scrapes.
-	mu               sync.Mutex
 	rebalanceSeconds prometheus.Histogram
 	lastSeq          uint64
+	totals           partitionTotals
 }
 
 func newCollector(s *Server) *collector {
@@ -41,6 +45,7 @@ func newCollector(s *Server) *collector {
 		members:        d("members", "Members of the group as of the last rebalance."),
 		assigned:       d("assigned_partitions", "Partitions assigned to this instance."),
 		owned:          d("owned_partitions", "Partitions this instance owns and fetches."),
+		suspendedCount: d("suspended_partitions", "Owned partitions suspended: handing out nothing and committing nothing until the ZooKeeper session answers again."),
 		rebalances:     d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, unowned).", "cause"),
 		lastRebalance:  d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance that moved partitions of this instance."),
 		claimWaits:     d("claim_waits_total", "Times a partition claim waited for the previous owner."),
@@ -55,25 +60,39 @@ func newCollector(s *Server) *collector {
 		hwm:            d("high_watermark", "Log-end offset of the partition as last fetched.", tp...),
 		lag:            d("lag", "High watermark minus the committed offset.", tp...),
 		unacked:        d("unacked_messages", "Messages handed out and not yet acked.", tp...),
-		sinkMessages:   d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
-		sinkErrors:     d("sink_errors_total", "Failed sink attempts."),
-		sinkRetries:    d("sink_retries_total", "Sink attempts after the first."),
-		info:           d("build_info", "Build information.", "version"),
+		oldestUnacked:  d("oldest_unacked_age_seconds", "Age of the oldest message handed out and not yet acked (0 when none).", tp...),
+		suspended:      d("partition_suspended", "1 while the partition is suspended (the ZooKeeper session is unhealthy): nothing handed out, commits held back.", tp...),
+		commitErrors:   d("commit_errors_total", "Failed offset commits, over this instance's ownerships of the partition.", tp...),
+		fetchErrors:    d("fetch_errors_total", "Failed fetches, over this instance's ownerships of the partition.", tp...),
+		resets:         d("offset_resets_total", "Times the fetch offset was out of range and reset to partition.initial, over this instance's ownerships of the partition.", tp...),
+		subTopics:      d("subscription_topics", "Topics the subscription matches, as ZooKeeper shows them (absent while the group view is stale)."),
+		subPartitions:  d("subscription_partitions", "Partitions of the topics the subscription matches (absent while the group view is stale)."),
+		unowned:        d("unowned_partitions", "Partitions the subscription matches that have no owner node in the group (absent while the group view is stale)."),
+		kafkaLag: prometheus.NewDesc("zkgroup_consumergroup_lag",
+			"Lag per partition with kafka_exporter's labels (consumergroup, topic, partition), exported by the partition's owner.",
+			tp, prometheus.Labels{"consumergroup": s.cfg.Group}),
+		sinkMessages: d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
+		sinkErrors:   d("sink_errors_total", "Failed sink attempts."),
+		sinkRetries:  d("sink_retries_total", "Sink attempts after the first."),
+		info:         d("build_info", "Build information.", "version"),
 		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "zkgroup_rebalance_duration_seconds",
 			Help:        "Rebalances that moved partitions of this instance: from the first change noticed to every assigned partition fetching.",
 			ConstLabels: g,
 			Buckets:     []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
+		totals: partitionTotals{},
 	}
 }
 
 // Describe sends every descriptor; part of prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.ready, c.healthy, c.members, c.assigned, c.owned,
-		c.rebalances, c.lastRebalance, c.claimWaits, c.restarts, c.dropped, c.staleAcks,
+		c.suspendedCount, c.rebalances, c.lastRebalance, c.claimWaits, c.restarts, c.dropped, c.staleAcks,
 		c.totalDelivered, c.totalAcked,
-		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked,
+		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked, c.oldestUnacked, c.suspended,
+		c.commitErrors, c.fetchErrors, c.resets, c.kafkaLag,
+		c.subTopics, c.subPartitions, c.unowned,
 		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info} {
 		ch <- d
 	}
@@ -87,8 +106,8 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// Collect reads Consumer.Stats and the sink counters once per scrape.
-// Safe for concurrent use; does no I/O.
+// Collect reads Consumer.Stats, the group view and the sink counters once
+// per scrape. Safe for concurrent use; does no I/O.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
@@ -106,6 +125,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.sinkErrors, float64(ss.Errors))
 		counter(c.sinkRetries, float64(ss.Retries))
 	}
+	if c.s.cfg.View != nil {
+		if v, ok := c.s.cfg.View.Fresh(); ok {
+			gauge(c.subTopics, float64(len(v.Topics)))
+			gauge(c.subPartitions, float64(len(v.Partitions)))
+			gauge(c.unowned, float64(len(v.Unowned())))
+		}
+	}
 	st, ok := c.s.stats()
 	gauge(c.up, b2f(ok))
 	if !ok {
@@ -119,15 +145,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for cause, n := range st.RebalancesByCause {
 		counter(c.rebalances, float64(n), string(cause))
 	}
-	c.mu.Lock()
-	for _, r := range st.History {
-		if r.Seq > c.lastSeq {
-			c.rebalanceSeconds.Observe(r.Took.Seconds())
-			c.lastSeq = r.Seq
-		}
-	}
-	c.mu.Unlock()
-	c.rebalanceSeconds.Collect(ch)
 	gauge(c.lastRebalance, st.LastRebalanceDuration.Seconds())
 	counter(c.claimWaits, float64(st.ClaimWaits))
 	counter(c.restarts, float64(st.PartitionRestarts))
@@ -135,11 +152,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.staleAcks, float64(st.StaleAcks))
 	counter(c.totalDelivered, float64(st.Delivered))
 	counter(c.totalAcked, float64(st.Acked))
+	nSuspended := 0
 	for _, p := range st.Partitions {
 		l := []string{p.Topic, strconv.FormatInt(int64(p.Partition), 10)}
 		counter(c.delivered, float64(p.Delivered), l...)
 		counter(c.acked, float64(p.Acks), l...)
 		gauge(c.unacked, float64(p.Unacked), l...)
+		gauge(c.oldestUnacked, p.OldestUnackedAge.Seconds(), l...)
+		gauge(c.suspended, b2f(p.Suspended), l...)
+		if p.Suspended {
+			nSuspended++
+		}
 		if p.Committed >= 0 {
 			gauge(c.committed, float64(p.Committed), l...)
 		}
@@ -148,6 +171,30 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if p.Lag >= 0 {
 			gauge(c.lag, float64(p.Lag), l...)
+			gauge(c.kafkaLag, float64(p.Lag), l...)
 		}
+	}
+	gauge(c.suspendedCount, float64(nSuspended))
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range st.History {
+		if r.Seq > c.lastSeq {
+			c.rebalanceSeconds.Observe(r.Took.Seconds())
+			c.lastSeq = r.Seq
+		}
+	}
+	c.rebalanceSeconds.Collect(ch)
+	for _, p := range st.Partitions {
+		c.totals.observe(p)
+	}
+	// Every partition this instance ever owned keeps its totals: a counter
+	// must not vanish and come back lower.
+	for tp, pt := range c.totals {
+		t := pt.total
+		l := []string{tp.Topic, strconv.FormatInt(int64(tp.Partition), 10)}
+		counter(c.commitErrors, float64(t[commitErrors]), l...)
+		counter(c.fetchErrors, float64(t[fetchErrors]), l...)
+		counter(c.resets, float64(t[offsetResets]), l...)
 	}
 }

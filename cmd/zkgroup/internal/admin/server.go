@@ -2,12 +2,15 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,13 +27,42 @@ type Source interface {
 	Stats() manager.Stats
 }
 
-// Config configures a Server.
+// Config configures a Server. Only Group is required; every other field
+// has a safe default (off, for what could leak).
 type Config struct {
 	Group   string
 	Version string
 	// SinkStats returns the sink counters; nil reports none.
 	SinkStats func() sink.Stats
-	Logger    *slog.Logger
+	// SinkTimer adds the sink latency histograms; nil: none.
+	SinkTimer *SinkTimer
+	// View is the whole group as ZooKeeper shows it (members, owners,
+	// the topics the subscription matches); nil: only what this member
+	// knows.
+	View *Viewer
+	// Liveness decides /healthz; nil: 200 while the server serves.
+	Liveness *Liveness
+	// Token, when set, is required (bearer, or basic-auth password) for
+	// every endpoint but /healthz and /readyz.
+	Token string
+	// TLSCertFile and TLSKeyFile (PEM), when both set, make the server
+	// serve HTTPS only.
+	TLSCertFile, TLSKeyFile string
+	// IdleTimeout closes keep-alive connections idle this long; default
+	// 60s.
+	IdleTimeout time.Duration
+	// LogLevel, when set, is served at GET/PUT /loglevel; nil: no such
+	// endpoint.
+	LogLevel *slog.LevelVar
+	// Pprof serves net/http/pprof under /debug/pprof/; off by default
+	// (profiles show memory and stacks).
+	Pprof bool
+	// LagSampleEvery is how often the lag is sampled for the page's chart
+	// (default 5s); LagSamples how many samples are kept (default 180:
+	// 15 minutes at 5s).
+	LagSampleEvery time.Duration
+	LagSamples     int
+	Logger         *slog.Logger
 }
 
 type sourceBox struct{ src Source }
@@ -41,10 +73,14 @@ type Server struct {
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	source  atomic.Pointer[sourceBox]
+	lags    *lagHistory
 	handler http.Handler
 	srv     *http.Server
-	ln      net.Listener
 	served  chan error
+	stop    chan struct{}
+	stopped sync.Once
+	stopErr error
+	wg      sync.WaitGroup
 }
 
 // New builds a server with its own Prometheus registry (the consumer's
@@ -55,16 +91,48 @@ func New(cfg Config) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log, reg: prometheus.NewRegistry()}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 60 * time.Second
+	}
+	if cfg.LagSampleEvery <= 0 {
+		cfg.LagSampleEvery = 5 * time.Second
+	}
+	if cfg.LagSamples <= 0 {
+		cfg.LagSamples = 180
+	}
+	s := &Server{cfg: cfg, log: log, reg: prometheus.NewRegistry(), lags: newLagHistory(cfg.LagSamples), stop: make(chan struct{})}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.reg.MustRegister(newCollector(s))
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /status", s.status)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{log}}))
-	s.handler = mux
+	if cfg.SinkTimer != nil {
+		s.reg.MustRegister(cfg.SinkTimer)
+	}
+	s.handler = s.routes()
 	return s
+}
+
+// routes builds the mux: health and readiness open, the rest behind the
+// token (when one is set).
+func (s *Server) routes() http.Handler {
+	open := http.NewServeMux()
+	open.HandleFunc("GET /healthz", s.healthz)
+	open.HandleFunc("GET /readyz", s.readyz)
+	guarded := http.NewServeMux()
+	guarded.HandleFunc("GET /{$}", s.page)
+	guarded.HandleFunc("GET /status", s.status)
+	guarded.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{s.log}}))
+	if s.cfg.LogLevel != nil {
+		guarded.HandleFunc("GET /loglevel", s.logLevel)
+		guarded.HandleFunc("PUT /loglevel", s.logLevel)
+	}
+	if s.cfg.Pprof {
+		guarded.HandleFunc("/debug/pprof/", pprof.Index)
+		guarded.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		guarded.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		guarded.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		guarded.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	open.Handle("/", requireToken(s.cfg.Token, guarded))
+	return open
 }
 
 type slogPrinter struct{ l *slog.Logger }
@@ -74,7 +142,10 @@ func (p slogPrinter) Println(v ...any) { p.l.Warn("metrics: " + fmt.Sprint(v...)
 
 // SetSource makes the server report src (once Join returned). Safe for
 // concurrent use.
-func (s *Server) SetSource(src Source) { s.source.Store(&sourceBox{src}) }
+func (s *Server) SetSource(src Source) {
+	s.source.Store(&sourceBox{src})
+	s.lags.add(time.Now(), src.Stats())
+}
 
 func (s *Server) stats() (manager.Stats, bool) {
 	b := s.source.Load()
@@ -90,31 +161,77 @@ func (s *Server) Registry() *prometheus.Registry { return s.reg }
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Listen binds addr and serves in the background; it returns the bound
+// Listen binds addr and serves in the background (HTTPS when TLS files
+// are configured), and starts sampling the lag; it returns the bound
 // address (useful with port 0). Blocks only for the bind.
 func (s *Server) Listen(addr string) (net.Addr, error) {
+	var tlsCfg *tls.Config
+	switch {
+	case s.cfg.TLSCertFile != "" && s.cfg.TLSKeyFile != "":
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("admin: TLS certificate %s, key %s: %w", s.cfg.TLSCertFile, s.cfg.TLSKeyFile, err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	case s.cfg.TLSCertFile != "" || s.cfg.TLSKeyFile != "":
+		return nil, errors.New("admin: TLS needs both a certificate file and a key file")
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", addr, err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		// pprof's profile and trace run 30s by default.
+		WriteTimeout: 60 * time.Second, IdleTimeout: s.cfg.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
 	s.served = make(chan error, 1)
 	go func() { s.served <- s.srv.Serve(ln) }()
-	s.log.Info("admin server listening", "addr", ln.Addr().String())
+	s.wg.Add(1)
+	go s.sampleLag()
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	s.log.Info("admin server listening", "addr", ln.Addr().String(), "scheme", scheme,
+		"token", s.cfg.Token != "", "pprof", s.cfg.Pprof, "loglevel_control", s.cfg.LogLevel != nil)
 	return ln.Addr(), nil
 }
 
+// sampleLag records the lag every LagSampleEvery until Shutdown.
+func (s *Server) sampleLag() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.LagSampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			if st, ok := s.stats(); ok {
+				s.lags.add(now, st)
+			}
+		}
+	}
+}
+
 // Shutdown stops the server, waiting for requests under way until ctx.
+// Idempotent: later calls return the first one's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.srv == nil {
 		return nil
 	}
-	err := s.srv.Shutdown(ctx)
-	if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	return err
+	s.stopped.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		s.stopErr = s.srv.Shutdown(ctx)
+		if serr := <-s.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) && s.stopErr == nil {
+			s.stopErr = serr
+		}
+	})
+	return s.stopErr
 }
 
 func writeText(w http.ResponseWriter, code int, msg string) {
@@ -124,37 +241,26 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 	_, _ = fmt.Fprintln(w, msg)
 }
 
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	st, ok := s.stats()
-	switch {
-	case !ok:
-		writeText(w, http.StatusServiceUnavailable, "joining the group")
-	case !st.SessionHealthy:
-		writeText(w, http.StatusServiceUnavailable, "zookeeper session unhealthy")
-	default:
-		writeText(w, http.StatusOK, "ok")
-	}
-}
-
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	st, ok := s.stats()
-	switch {
-	case !ok:
-		writeText(w, http.StatusServiceUnavailable, "joining the group")
-	case !st.Ready:
-		writeText(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: %d partitions assigned, %d fetching", len(st.Assigned), len(st.Partitions)))
-	default:
-		writeText(w, http.StatusOK, fmt.Sprintf("ready: %d partitions", len(st.Partitions)))
-	}
-}
-
 func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
-	st, ok := s.stats()
-	out := NewStatus(s.cfg.Group, s.cfg.Version, st, ok)
+	st, joined := s.stats()
+	out := NewStatus(s.cfg.Group, s.cfg.Version, st, joined)
+	out.Ready, out.Readiness = s.readiness()
+	out.Alive, out.Liveness = true, "alive"
+	if s.cfg.Liveness != nil {
+		if err := s.cfg.Liveness.Check(); err != nil {
+			out.Alive, out.Liveness = false, err.Error()
+		}
+	}
+	if s.cfg.View != nil {
+		v, at, err := s.cfg.View.Last()
+		out.GroupView = NewGroupViewStatus(v, at, err, st.Instance)
+	}
+	out.LagHistory = s.lags.list()
 	if s.cfg.SinkStats != nil {
 		ss := s.cfg.SinkStats()
 		out.Sink = &ss
 	}
+	out.Now = time.Now().UTC()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)

@@ -25,7 +25,7 @@ func New(log *slog.Logger) *Notifier {
 func (n *Notifier) send(state string) bool {
 	sent, err := daemon.SdNotify(false, state)
 	if err != nil {
-		n.log.Warn("systemd notify failed", "state", state, "err", err)
+		n.log.Warn("systemd notify failed", "state", state, "error", err)
 	}
 	return sent
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/admin"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+)
+
+// groupViewEvery is how often the daemon reads the whole group (members,
+// owner nodes, the topics the subscription matches) from ZooKeeper for
+// the admin server and the no-topic warning.
+const groupViewEvery = 5 * time.Second
+
+// dialGroupView opens the read-only ZooKeeper session of the group view,
+// to the daemon's ZooKeeper, with its session timeout.
+func (d *daemon) dialGroupView() (*zkconn.Session, error) {
+	return ops.Dial(d.cfg.ZooKeeper, d.cfg.SessionTimeout.D(), d.log.With("component", "group-view"))
+}
+
+// levelLogger rebuilds the daemon's logger (newLogger's format, on
+// stderr) over a LevelVar, so that the admin server can change the level
+// at run time; it returns both.
+func levelLogger(c config.Log, stderr io.Writer) (*slog.Logger, *slog.LevelVar) {
+	lv := new(slog.LevelVar)
+	if l, err := config.ParseLevel(c.Level); err == nil {
+		lv.Set(l)
+	}
+	all := newLogger(config.Log{Format: c.Format, Level: "debug"}, stderr)
+	return slog.New(admin.LevelHandler(all.Handler(), lv)), lv
+}
+
+// livenessBound is how long a loop of the daemon may stay silent before
+// /healthz fails and the systemd watchdog is no longer fed: well above
+// anything a rebalance may block the manager for.
+func livenessBound(session time.Duration) time.Duration {
+	return max(30*time.Second, 3*session)
+}
+
+// adminConfig maps the configuration onto the admin server's. The admin
+// settings the config package does not have yet keep their defaults: no
+// token, no TLS, idle timeout 60s, pprof off; the log level control is on
+// only where it cannot leak (a loopback listener, or a token).
+func (d *daemon) adminConfig(sinkStats func() sink.Stats) admin.Config {
+	ac := admin.Config{
+		Group: d.cfg.Group, Version: version, SinkStats: sinkStats,
+		SinkTimer: d.timer, View: d.viewer, Liveness: d.live, Logger: d.log,
+		IdleTimeout: 60 * time.Second,
+	}
+	if ac.Token != "" || loopback(d.cfg.Admin.Listen) {
+		ac.LogLevel = d.level
+	}
+	return ac
+}
+
+// loopback reports whether a listen address binds loopback only.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

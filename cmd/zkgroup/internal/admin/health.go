@@ -1,0 +1,101 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/zkgroup/zkgroup/manager"
+)
+
+// Readiness decides /readyz: ready when the member joined, its ZooKeeper
+// session is healthy, every assigned partition is fetching and none is
+// suspended, and (when the group view is known) its subscription matches
+// at least one topic. reason says why not, or what it serves. view is nil
+// when unknown. Pure.
+func Readiness(st manager.Stats, joined bool, view *GroupView) (ready bool, reason string) {
+	if !joined {
+		return false, "joining the group"
+	}
+	if !st.SessionHealthy {
+		return false, "zookeeper session unhealthy: partitions suspended, commits held back until it answers again"
+	}
+	var suspended []string
+	for _, p := range st.Partitions {
+		if p.Suspended {
+			suspended = append(suspended, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+		}
+	}
+	if len(suspended) > 0 {
+		return false, fmt.Sprintf("%d partitions suspended (waiting for the zookeeper session): %s", len(suspended), list(suspended))
+	}
+	if !st.Ready {
+		fetching := map[manager.TopicPartition]bool{}
+		for _, p := range st.Partitions {
+			fetching[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = true
+		}
+		var waiting []string
+		for _, tp := range st.Assigned {
+			if !fetching[tp] {
+				waiting = append(waiting, fmt.Sprintf("%s/%d", tp.Topic, tp.Partition))
+			}
+		}
+		if len(waiting) == 0 {
+			return false, fmt.Sprintf("rebalancing: %d partitions assigned, releasing partitions no longer assigned", len(st.Assigned))
+		}
+		return false, fmt.Sprintf("rebalancing: %d of %d assigned partitions not fetching yet: %s", len(waiting), len(st.Assigned), list(waiting))
+	}
+	if len(st.Assigned) == 0 && view != nil && len(view.Topics) == 0 {
+		return false, fmt.Sprintf("subscription matches no topic (%s): nothing to consume until a matching topic is created", view.Subscription)
+	}
+	if len(st.Assigned) == 0 {
+		return true, fmt.Sprintf("ready: no partition assigned (%d members share the partitions)", len(st.Members))
+	}
+	return true, fmt.Sprintf("ready: %d partitions fetching", len(st.Partitions))
+}
+
+// list joins up to 5 names, then says how many more.
+func list(names []string) string {
+	if len(names) <= 5 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+}
+
+// healthz answers 200 while the process serves and its loops turn.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Liveness != nil {
+		if err := s.cfg.Liveness.Check(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+	}
+	_, joined := s.stats()
+	if !joined {
+		writeText(w, http.StatusOK, "alive: joining the group")
+		return
+	}
+	writeText(w, http.StatusOK, "alive")
+}
+
+// readyz answers 200 when Readiness says ready, else 503 with the reason.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	ready, reason := s.readiness()
+	code := http.StatusOK
+	if !ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeText(w, code, reason)
+}
+
+// readiness applies Readiness to the current stats and group view.
+func (s *Server) readiness() (bool, string) {
+	st, joined := s.stats()
+	var view *GroupView
+	if s.cfg.View != nil {
+		if v, ok := s.cfg.View.Fresh(); ok {
+			view = &v
+		}
+	}
+	return Readiness(st, joined, view)
+}

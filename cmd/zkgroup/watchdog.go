@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/notify"
+	"github.com/zkgroup/zkgroup/manager"
+)
+
+// Loop names in the daemon's Liveness.
+const (
+	loopDaemon  = "daemon"  // the daemon's select loop (signals, readiness, shutdown)
+	loopManager = "manager" // the consumer, as seen through Stats
+)
+
+// watch feeds the manager's liveness from Consumer.Stats once a second (or
+// at the watchdog's pace, if faster) and pings the systemd watchdog while
+// every loop of the daemon is alive, until ctx ends. Stats does no I/O: it
+// returns unless the consumer's state is locked up. The library has no
+// heartbeat of its manager loop yet; with one (Stats.LoopAt, say), this
+// beat would be given only while it is recent.
+func (d *daemon) watch(ctx context.Context, cons *manager.Consumer) {
+	every, ping := time.Second, time.Duration(0)
+	if iv, ok, err := notify.WatchdogInterval(); err != nil {
+		d.log.Warn("systemd watchdog setting ignored", "error", err)
+	} else if ok {
+		every, ping = min(every, iv), iv
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var pinged time.Time
+	warned := false
+	for {
+		_ = cons.Stats()
+		d.live.Beat(loopManager)
+		if ping > 0 && time.Since(pinged) >= ping {
+			if err := d.live.Check(); err != nil {
+				if !warned {
+					d.log.Error("not feeding the systemd watchdog: a loop is stalled", "error", err)
+					warned = true
+				}
+			} else {
+				d.notify.Watchdog()
+				pinged, warned = time.Now(), false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
