@@ -9,10 +9,10 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/faultproxy"
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/offsets"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/subscription"
 	"go.uber.org/goleak"
 )

@@ -11,9 +11,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
-	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // ErrConfig reports an invalid Config or Join argument; the message names

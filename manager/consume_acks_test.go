@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // joinManual joins an instance whose messages the test reads itself.

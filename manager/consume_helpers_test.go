@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 

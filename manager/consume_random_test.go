@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 // TestConsume100kRandomAcks: 100,000 messages over 12 partitions, consumed

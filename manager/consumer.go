@@ -11,12 +11,12 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
 	"github.com/zkgroup/zkgroup/offsets"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/subscription"
 	"gopkg.in/tomb.v2"
 )

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/internal/retry"
 )
 
 func (c *Consumer) onSlotEvent(ev slotEvent) {

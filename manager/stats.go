@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
 // Stats is a snapshot of the consumer.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/notify"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/pipeline"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 // daemon is one run of `zkgroup run`.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 type fakeSource struct {

@@ -1,6 +1,6 @@
 package admin
 
-import "github.com/zkgroup/zkgroup/partition"
+import "github.com/zkgroup/zkgroup/internal/partition"
 
 // Indexes of the per-partition counters in partitionTotal.
 const (

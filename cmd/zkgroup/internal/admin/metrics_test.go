@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/partition"
 )
 
 func TestMetrics(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"github.com/zkgroup/zkgroup/manager/assign"
 	"time"
 
-	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 // Sink types.

@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/manager/assign"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
