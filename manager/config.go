@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup/offsets"
 	"log/slog"
 	"net"
 	"strconv"
@@ -208,10 +209,7 @@ type ZooKeeperAuth struct {
 }
 
 // TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
+type TopicPartition = offsets.TopicPartition
 
 // NewConfig returns the defaults.
 func NewConfig() *Config {

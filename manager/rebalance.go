@@ -52,14 +52,14 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	for _, t := range withParts {
 		for _, p := range snap.Topics[t] {
 			parts = append(parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader,
-				Owner: owners[TopicPartition{t, p.ID}]})
+				Owner: owners[TopicPartition{Topic: t, Partition: p.ID}]})
 		}
 	}
 	am := assignMembers(members, topics)
 	a := c.strategy(am, parts)
 	mine := map[TopicPartition]bool{}
 	for _, p := range a[c.id] {
-		mine[TopicPartition{p.Topic, p.ID}] = true
+		mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 	}
 	ids := make([]string, len(members))
 	for i, m := range members {
