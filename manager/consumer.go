@@ -68,6 +68,10 @@ type Consumer struct {
 	t       tomb.Tomb
 	slotsWG sync.WaitGroup
 	events  chan slotEvent
+	// sessionChanged is signalled (buffered 1) by watchHealth after the
+	// session's state changed, for the loop.
+	sessionChanged chan struct{}
+	loopDone       chan struct{} // closed when loop returns
 
 	mu             sync.Mutex
 	slots          map[TopicPartition]*slot
@@ -225,10 +229,13 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		batches:  make(chan *partition.Batch),
 		errors:   make(chan error, cfg.ErrorsBufferSize),
 		finished: make(chan struct{}),
-		events:   make(chan slotEvent, 1024),
-		slots:    map[TopicPartition]*slot{},
-		causes:   map[RebalanceCause]uint64{},
-		badNodes: map[string]string{},
+
+		sessionChanged: make(chan struct{}, 1),
+		loopDone:       make(chan struct{}),
+		events:         make(chan slotEvent, 1024),
+		slots:          map[TopicPartition]*slot{},
+		causes:         map[RebalanceCause]uint64{},
+		badNodes:       map[string]string{},
 
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}
@@ -349,6 +356,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.health.set(st.Healthy)
 	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", assign.NameOf(cfg.Strategy))
 	ok = true
+	c.t.Go(c.watchHealth)
 	c.t.Go(func() error { return c.loop(regData) })
 	go c.finish()
 	return c, nil

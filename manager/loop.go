@@ -44,6 +44,7 @@ const (
 // (they read the owners at different moments of overlapping changes): a
 // claim that waits too long, and a partition left without owner.
 func (c *Consumer) loop(regData []byte) error {
+	defer close(c.loopDone)
 	var idsWatch <-chan zk.Event
 	pending := map[RebalanceCause]bool{CauseStart: true}
 	c.markDirty()
@@ -76,9 +77,8 @@ func (c *Consumer) loop(regData []byte) error {
 			if c.metadataMatters() {
 				trigger(CausePartitions)
 			}
-		case <-c.session.Changes():
+		case <-c.sessionChanged:
 			st := c.session.Status()
-			c.health.set(st.Healthy)
 			if st.HasSession && st.Epoch != c.regEpoch {
 				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
 				if err := c.reregister(st, regData); err != nil {
@@ -252,4 +252,27 @@ func (c *Consumer) shutdown() error {
 	}
 	c.log.Info("left group")
 	return err
+}
+
+// watchHealth opens and shuts the partitions' gate as the session's health
+// changes, in a goroutine of its own: the loop does ZooKeeper I/O (a
+// rebalance, the owner checks), which blocks while the connection stalls,
+// and a suspension must stop every hand-out at once all the same. It
+// passes each change on to the loop.
+//
+// It runs until the loop has returned (shutdown included: drains and final
+// commits follow the session's health too).
+func (c *Consumer) watchHealth() error {
+	for {
+		select {
+		case <-c.loopDone:
+			return nil
+		case <-c.session.Changes():
+			c.health.set(c.session.Status().Healthy)
+			select {
+			case c.sessionChanged <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
