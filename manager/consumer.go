@@ -72,6 +72,7 @@ type Consumer struct {
 	// session's state changed, for the loop.
 	sessionChanged chan struct{}
 	loopDone       chan struct{} // closed when loop returns
+	loopAt         atomic.Int64  // unix nanos of the loop's last turn
 
 	mu             sync.Mutex
 	slots          map[TopicPartition]*slot

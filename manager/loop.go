@@ -67,6 +67,7 @@ func (c *Consumer) loop(regData []byte) error {
 	defer unowned.Stop()
 	var unownedBefore map[TopicPartition]bool
 	for {
+		c.loopAt.Store(time.Now().UnixNano())
 		select {
 		case <-c.t.Dying():
 			return c.shutdown()

@@ -28,6 +28,10 @@ type Stats struct {
 	// something (Rebalances[len-1].Took); zero before the first.
 	LastRebalanceDuration time.Duration
 	LastRebalanceApplied  time.Time
+	// LoopAt is when the consumer's manager loop last went round (it does
+	// at least once a second while it is not blocked): a heartbeat for
+	// watchdogs.
+	LoopAt time.Time
 	// RebalancesByCause counts the assignments computed, per cause (one
 	// computation may count under several causes when changes overlapped;
 	// most computations after the first move nothing for this member).
@@ -67,6 +71,7 @@ func (c *Consumer) Stats() Stats {
 		}
 	}
 	s.SquattedPartitions = c.squatted
+	s.LoopAt = time.Unix(0, c.loopAt.Load())
 	if n := len(c.history); n > 0 {
 		s.LastRebalanceDuration, s.LastRebalanceApplied = c.history[n-1].Took, c.history[n-1].Applied
 	}

@@ -8,6 +8,11 @@ import (
 	"github.com/zkgroup/zkgroup/manager"
 )
 
+// managerStale: a manager loop that has not gone round for this long is
+// wedged (it turns at least once a second; a rebalance's ZooKeeper reads
+// are bounded by the session timeout).
+const managerStale = 2 * time.Minute
+
 // Loop names in the daemon's Liveness.
 const (
 	loopDaemon  = "daemon"  // the daemon's select loop (signals, readiness, shutdown)
@@ -17,9 +22,8 @@ const (
 // watch feeds the manager's liveness from Consumer.Stats once a second (or
 // at the watchdog's pace, if faster) and pings the systemd watchdog while
 // every loop of the daemon is alive, until ctx ends. Stats does no I/O: it
-// returns unless the consumer's state is locked up. The library has no
-// heartbeat of its manager loop yet; with one (Stats.LoopAt, say), this
-// beat would be given only while it is recent.
+// returns unless the consumer's state is locked up; the manager's beat is
+// given only while its loop went round within managerStale (Stats.LoopAt).
 func (d *daemon) watch(ctx context.Context, cons *manager.Consumer) {
 	every, ping := time.Second, time.Duration(0)
 	if iv, ok, err := notify.WatchdogInterval(); err != nil {
@@ -32,8 +36,9 @@ func (d *daemon) watch(ctx context.Context, cons *manager.Consumer) {
 	var pinged time.Time
 	warned := false
 	for {
-		_ = cons.Stats()
-		d.live.Beat(loopManager)
+		if st := cons.Stats(); time.Since(st.LoopAt) < managerStale {
+			d.live.Beat(loopManager)
+		}
 		if ping > 0 && time.Since(pinged) >= ping {
 			if err := d.live.Check(); err != nil {
 				if !warned {
