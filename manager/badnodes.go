@@ -1,7 +1,9 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup/internal/metadata"
 	"strings"
 	"time"
 
@@ -52,7 +54,7 @@ func (c *Consumer) noteNodeLocked(path string, err error, msg string) {
 		return
 	}
 	c.badNodes[path] = err.Error()
-	c.log.Warn(msg, "path", path, "err", err)
+	c.log.Warn(msg, "path", path, "error", err)
 	c.report(&NodeError{Path: path, Err: err})
 }
 
@@ -64,4 +66,18 @@ func (c *Consumer) forgetNodesLocked(prefix string, now map[string]bool) {
 			delete(c.badNodes, p)
 		}
 	}
+}
+
+// noteMalformedTopic reports a topic node the metadata reader skipped as
+// malformed (a *metadata.MalformedError) on Errors() and counts it. Called
+// from the metadata reader's goroutine; does not block.
+func (c *Consumer) noteMalformedTopic(err error) {
+	path := ""
+	var me *metadata.MalformedError
+	if errors.As(err, &me) {
+		path = me.Path
+	}
+	c.malformedTopics.Add(1)
+	c.log.Warn("topic node malformed; its partitions are not consumed until it is fixed", "path", path, "error", err)
+	c.report(&NodeError{Path: path, Err: fmt.Errorf("%w: %w", ErrMalformedTopic, err)})
 }

@@ -102,20 +102,20 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 				// Read it back with a watch (ours, or the one that won).
 			case errors.Is(err, zk.ErrNoNode):
 				if perr := s.CreateParents(path.Dir(p)); perr != nil {
-					log.Warn("creating owner parents failed", "path", path.Dir(p), "err", perr)
+					log.Warn("creating owner parents failed", "path", path.Dir(p), "error", perr)
 					if !bo.Wait(cancel, nil) {
 						return nil, ErrClaimCanceled
 					}
 				}
 			default:
-				log.Warn("creating owner node failed", "path", p, "err", err)
+				log.Warn("creating owner node failed", "path", p, "error", err)
 				if !bo.Wait(cancel, nil) {
 					return nil, ErrClaimCanceled
 				}
 			}
 			continue
 		case err != nil:
-			log.Warn("reading owner node failed", "path", p, "err", err)
+			log.Warn("reading owner node failed", "path", p, "error", err)
 			if !bo.Wait(cancel, nil) {
 				return nil, ErrClaimCanceled
 			}
@@ -137,7 +137,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			// Ours, from a session that is gone or going: take it back.
 			log.Info("deleting this instance's stale owner node", "path", p, "old_session", fmt.Sprintf("0x%x", stat.EphemeralOwner))
 			if derr := s.Delete(p, stat.Version); derr != nil && !errors.Is(derr, zk.ErrNoNode) && !errors.Is(derr, zk.ErrBadVersion) {
-				log.Warn("deleting stale owner node failed", "path", p, "err", derr)
+				log.Warn("deleting stale owner node failed", "path", p, "error", derr)
 			}
 			continue
 		}

@@ -73,6 +73,8 @@ type Consumer struct {
 	sessionChanged chan struct{}
 	loopDone       chan struct{} // closed when loop returns
 	loopAt         atomic.Int64  // unix nanos of the loop's last turn
+	// malformedTopics counts the topic nodes reported malformed.
+	malformedTopics atomic.Uint64
 
 	mu             sync.Mutex
 	slots          map[TopicPartition]*slot
@@ -110,8 +112,8 @@ type Consumer struct {
 	restarts      atomic.Uint64
 	// Counts of partition managers that have stopped, so that the
 	// consumer's totals never go down when a partition moves.
-	pastDelivered, pastAcks uint64 // under mu
-	closeErr                error  // set before finished is closed
+	past     partitionTotals // under mu
+	closeErr error           // set before finished is closed
 	// cutDrains: CloseTimeout passed; drains are cut short.
 	cutDrains atomic.Bool
 }
@@ -279,7 +281,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		var skipped []error
 		brokers, skipped, err = c.session.Brokers(cfg.Listener)
 		for _, e := range skipped {
-			log.Warn("broker registration skipped", "err", e)
+			log.Warn("broker registration skipped", "error", e)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrJoin, err)
@@ -319,6 +321,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	mcfg := metadata.NewConfig()
 	mcfg.SessionTimeout = cfg.SessionTimeout
 	mcfg.Resync = cfg.MetadataResync
+	mcfg.OnMalformed = c.noteMalformedTopic
 	var watcher *metadata.Watcher
 	fromKafka := cfg.ZooKeeperTLS != nil // kazoo-go dials plain TCP only
 	if !fromKafka {
@@ -411,7 +414,7 @@ func (c *Consumer) report(err error) {
 	case c.errors <- err:
 	default:
 		n := c.droppedErrors.Add(1)
-		c.log.Warn("Errors() is full; error dropped", "err", err, "dropped", n)
+		c.log.Warn("Errors() is full; error dropped", "error", err, "dropped", n)
 	}
 }
 
@@ -491,7 +494,7 @@ func (c *Consumer) closeResources() {
 	}
 	if c.store != nil {
 		if err := c.store.Close(); err != nil {
-			c.log.Warn("closing the offset store", "err", err)
+			c.log.Warn("closing the offset store", "error", err)
 		}
 	}
 	if c.offsetClient != nil {

@@ -18,11 +18,14 @@ var (
 	// rightful owner cannot claim it until the node goes (its session
 	// ends or an operator deletes it).
 	ErrSquatted = errors.New("manager: partition held by a non-member")
+	// ErrMalformedTopic: a topic node under /brokers/topics cannot be read;
+	// the topic's partitions are left out until it is fixed.
+	ErrMalformedTopic = errors.New("manager: malformed topic node")
 )
 
 // NodeError is a problem with one ZooKeeper node of the group, reported on
 // Errors() once while it lasts. It unwraps to Err, which wraps
-// ErrBadRegistration or ErrSquatted. A plain value.
+// ErrBadRegistration, ErrSquatted or ErrMalformedTopic. A plain value.
 type NodeError struct {
 	Path string
 	Err  error

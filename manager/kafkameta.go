@@ -103,7 +103,7 @@ func (k *kafkaMeta) read(prev map[string][]metadata.Partition) (map[string][]met
 		}
 		ps, err := k.readTopic(t)
 		if err != nil {
-			k.log.Warn("reading a topic's partitions failed; keeping the last ones", "topic", t, "err", err)
+			k.log.Warn("reading a topic's partitions failed; keeping the last ones", "topic", t, "error", err)
 			out[t] = prev[t]
 			continue
 		}
@@ -151,9 +151,9 @@ func (k *kafkaMeta) loop() error {
 		topics, err := k.read(prev)
 		switch {
 		case err != nil && !failing:
-			k.log.Warn("reading kafka metadata failed; keeping the last view", "err", err)
+			k.log.Warn("reading kafka metadata failed; keeping the last view", "error", err)
 		case err != nil:
-			k.log.Debug("reading kafka metadata still fails", "err", err)
+			k.log.Debug("reading kafka metadata still fails", "error", err)
 		case failing:
 			k.log.Info("reading kafka metadata works again")
 		}

@@ -84,7 +84,7 @@ func (c *Consumer) loop(regData []byte) error {
 				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
 				if err := c.reregister(st, regData); err != nil {
 					c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
-					c.log.Error("registering again failed; retrying", "err", err)
+					c.log.Error("registering again failed; retrying", "error", err)
 					retryAt = time.After(failures.Next())
 				}
 				idsWatch = nil
@@ -120,7 +120,7 @@ func (c *Consumer) loop(regData []byte) error {
 			}
 			w, err := c.rebalance(pending)
 			if err != nil {
-				c.log.Warn("rebalance failed; retrying", "err", err)
+				c.log.Warn("rebalance failed; retrying", "error", err)
 				retryAt = time.After(failures.Next())
 				continue
 			}
@@ -169,7 +169,7 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 	c.mu.Unlock()
 	owned, err := ownedPartitions(c.session, c.group, topics)
 	if err != nil {
-		c.log.Debug("checking owners failed", "err", err)
+		c.log.Debug("checking owners failed", "error", err)
 		return nil
 	}
 	now := map[TopicPartition]bool{}
@@ -242,11 +242,11 @@ func (c *Consumer) shutdown() error {
 	case <-waited:
 	case <-time.After(c.cfg.CloseTimeout):
 		err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
-		c.log.Error("close timed out", "err", err)
+		c.log.Error("close timed out", "error", err)
 	}
 	close(done)
 	if derr := within(c.cfg.SessionTimeout, func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
-		c.log.Warn("deregistering failed", "err", derr)
+		c.log.Warn("deregistering failed", "error", derr)
 	}
 	if err == nil {
 		<-waited

@@ -19,8 +19,7 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 	case ev.done:
 		if pm := sl.pm.Load(); pm != nil {
 			ps := pm.Stats()
-			c.pastDelivered += ps.Delivered
-			c.pastAcks += ps.Acks
+			c.past.add(ps)
 		}
 		delete(c.slots, sl.tp)
 		var delay time.Duration
@@ -96,7 +95,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	select {
 	case <-sl.revoke: // revoked while the claim was being made
 		if err := cl.release(); err != nil {
-			log.Warn("releasing the claim failed", "err", err)
+			log.Warn("releasing the claim failed", "error", err)
 		}
 		return
 	default:
@@ -162,7 +161,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	}
 	if err := pm.Stop(drain); err != nil {
 		// Already reported on Errors() by the partition manager.
-		log.Warn("partition stopped with an error", "err", err)
+		log.Warn("partition stopped with an error", "error", err)
 	}
 	// Stopped and committed, still claimed: tell the embedder, then let
 	// go. A lost partition was neither drained nor committed, and another
@@ -174,7 +173,7 @@ func (c *Consumer) runSlot(sl *slot) {
 		c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
 	}
 	if err := cl.release(); err != nil {
-		log.Warn("releasing the claim failed", "err", err)
+		log.Warn("releasing the claim failed", "error", err)
 	}
 	log.Debug("partition released", "drained", drain)
 }

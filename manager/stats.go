@@ -41,16 +41,22 @@ type Stats struct {
 	History    []Rebalance
 	ClaimWaits int64
 	// Delivered and Acked count every message handed out and acked by this
-	// consumer, over all ownerships (they never go down).
-	Delivered, Acked uint64
-	DroppedErrors    uint64
+	// consumer, over all ownerships (they never go down); so do
+	// CommitErrors, FetchErrors and OffsetResets, its partitions' failed
+	// commits, failed fetches and offsets reset by policy.
+	Delivered, Acked                        uint64
+	CommitErrors, FetchErrors, OffsetResets uint64
+	DroppedErrors                           uint64
 	// BadRegistrations: members whose registration could not be read at
 	// the last rebalance (given no partitions). SquattedPartitions:
 	// partitions this member should own that are held by an id that is
 	// not a member. Both are also reported on Errors() (*NodeError).
 	BadRegistrations, SquattedPartitions int
-	StaleAcks                            uint64
-	PartitionRestarts                    uint64
+	// MalformedTopics counts the topic nodes the metadata reader skipped
+	// as malformed (each reported on Errors() too).
+	MalformedTopics   uint64
+	StaleAcks         uint64
+	PartitionRestarts uint64
 }
 
 // Stats returns a snapshot. Safe for concurrent use; does no I/O.
@@ -72,23 +78,25 @@ func (c *Consumer) Stats() Stats {
 	}
 	s.SquattedPartitions = c.squatted
 	s.LoopAt = time.Unix(0, c.loopAt.Load())
+	s.MalformedTopics = c.malformedTopics.Load()
 	if n := len(c.history); n > 0 {
 		s.LastRebalanceDuration, s.LastRebalanceApplied = c.history[n-1].Took, c.history[n-1].Applied
 	}
-	s.Delivered, s.Acked = c.pastDelivered, c.pastAcks
+	tot := c.past
 	for _, sl := range c.slots {
 		pm := sl.pm.Load()
 		if pm == nil {
 			continue
 		}
 		ps := pm.Stats()
-		s.Delivered += ps.Delivered
-		s.Acked += ps.Acks
+		tot.add(ps)
 		if sl.state == running {
 			s.Partitions = append(s.Partitions, ps)
 		}
 	}
 	c.mu.Unlock()
+	s.Delivered, s.Acked = tot.delivered, tot.acked
+	s.CommitErrors, s.FetchErrors, s.OffsetResets = tot.commitErrors, tot.fetchErrors, tot.resets
 	sort.Slice(s.Partitions, func(i, j int) bool {
 		a, b := s.Partitions[i], s.Partitions[j]
 		if a.Topic != b.Topic {
@@ -103,4 +111,17 @@ func (c *Consumer) Stats() Stats {
 	s.StaleAcks = c.staleAcks.Load()
 	s.PartitionRestarts = c.restarts.Load()
 	return s
+}
+
+// partitionTotals adds up partition counters over ownerships.
+type partitionTotals struct {
+	delivered, acked, commitErrors, fetchErrors, resets uint64
+}
+
+func (t *partitionTotals) add(ps partition.Stats) {
+	t.delivered += ps.Delivered
+	t.acked += ps.Acks
+	t.commitErrors += ps.CommitErrors
+	t.fetchErrors += ps.FetchErrors
+	t.resets += ps.Resets
 }

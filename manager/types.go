@@ -51,6 +51,7 @@ var (
 	ErrFetch     = partition.ErrFetch
 	ErrCommit    = partition.ErrCommit
 	ErrLost      = partition.ErrLost
+	ErrSuspended = partition.ErrSuspended
 	ErrReset     = partition.ErrReset
 	ErrStopped   = partition.ErrStopped
 	ErrDrainLate = partition.ErrDrainLate

@@ -340,7 +340,7 @@ func (s *KafkaStore) Release(ctx context.Context, topic string, partition int32)
 		if isDone(done) {
 			return nil
 		}
-		s.log.Warn("release abandoned: a write of the partition is still waiting for the coordinator", "topic", topic, "partition", partition, "err", ctx.Err())
+		s.log.Warn("release abandoned: a write of the partition is still waiting for the coordinator", "topic", topic, "partition", partition, "error", ctx.Err())
 		return partErr("release", topic, partition, fmt.Errorf("%w: %w", ErrRelease, ctx.Err()))
 	}
 }

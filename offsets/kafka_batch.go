@@ -105,7 +105,7 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 	}
 	tp := o.items[0].tp
 	s.log.Warn(o.kind.String()+" abandoned while the coordinator has not answered",
-		"topic", tp.Topic, "partition", tp.Partition, "partitions", len(o.items), "err", ctx.Err())
+		"topic", tp.Topic, "partition", tp.Partition, "partitions", len(o.items), "error", ctx.Err())
 	return ctx.Err()
 }
 
@@ -294,7 +294,7 @@ func (s *KafkaStore) verify(ctx context.Context, live func() bool, items []*kite
 	s.stats.recommitted.Add(uint64(len(again)))
 	for _, it := range again {
 		s.log.Warn("the coordinator holds another offset than written; writing it again",
-			"topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "err", it.err)
+			"topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "error", it.err)
 		it.err = nil
 	}
 	s.commitItems(ctx, live, again)
@@ -321,7 +321,7 @@ func (s *KafkaStore) readBack(ctx context.Context, live func() bool, items []*ki
 		case g.ok && g.next == it.next:
 			if it.err != nil {
 				s.log.Warn("commit reported an error but the coordinator has the offset",
-					"topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "err", it.err)
+					"topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "error", it.err)
 				it.err = nil
 			}
 			s.stats.verified.Add(1)

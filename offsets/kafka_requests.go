@@ -95,7 +95,7 @@ func (s *KafkaStore) attempts(ctx context.Context, live func() bool, what string
 			stop = errNobodyWaits
 		default:
 			e := errs[again[0]]
-			s.log.Debug(what+" failed retriably; retrying", "partitions", len(again), "attempt", n, "err", e)
+			s.log.Debug(what+" failed retriably; retrying", "partitions", len(again), "attempt", n, "error", e)
 			if !b.Wait(ctx.Done(), nil) {
 				stop = ctx.Err()
 			}

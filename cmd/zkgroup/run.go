@@ -48,7 +48,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	routeSarama(log)
 	if err := preflight(cfg, log); err != nil {
-		log.Error("cannot start", "err", err)
+		log.Error("cannot start", "error", err)
 		return exitFor(err)
 	}
 	return newDaemon(cfg, log, stdout, stderr).run()

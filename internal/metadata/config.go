@@ -29,6 +29,10 @@ type Config struct {
 	// schedules one refresh Debounce later, and events until then join it.
 	// Default 100ms; 0 refreshes right after each event; not negative.
 	Debounce time.Duration
+	// OnMalformed, when set, is called with a *MalformedError once for
+	// each malformed topic node skipped (again after it changed), from the
+	// watcher's goroutine: it must not block.
+	OnMalformed func(err error)
 }
 
 // NewConfig returns the defaults: 10s session, 60s resync, 100ms debounce.

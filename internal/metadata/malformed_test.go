@@ -1,7 +1,9 @@
 package metadata_test
 
 import (
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,7 +61,20 @@ func TestMalformedNodesSkipped(t *testing.T) {
 	f.put("/brokers/topics/notjson", "not json")
 
 	leaks := goleak.IgnoreCurrent()
-	w, err := metadata.Open(c.ZooKeeperAddr()+f.chroot, nil, testConfig(), testLogger(t))
+	var mu sync.Mutex
+	reported := map[string]int{}
+	cfg := testConfig()
+	cfg.OnMalformed = func(err error) {
+		var me *metadata.MalformedError
+		if !errors.As(err, &me) {
+			t.Errorf("OnMalformed got %T %v, want a *MalformedError", err, err)
+			return
+		}
+		mu.Lock()
+		reported[me.Path]++
+		mu.Unlock()
+	}
+	w, err := metadata.Open(c.ZooKeeperAddr()+f.chroot, nil, cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +95,11 @@ func TestMalformedNodesSkipped(t *testing.T) {
 	if err := w.Err(); err != nil {
 		t.Fatalf("Err() = %v; broken nodes must not be errors", err)
 	}
+	mu.Lock()
+	if reported["/brokers/topics/notjson"] != 1 {
+		t.Errorf("OnMalformed reported notjson %d times, want once: %v", reported["/brokers/topics/notjson"], reported)
+	}
+	mu.Unlock()
 
 	f.put("/brokers/topics/badids", `{"version":1,"partitions":{"3":[1]}}`)
 	await(t, w, "badids listed", func(s metadata.Snapshot) bool { ps, ok := s.Topics["badids"]; return ok && ps == nil })

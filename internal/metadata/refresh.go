@@ -31,6 +31,8 @@ type refresher struct {
 	malformed map[string]string // path -> error text of each malformed node, so that each is logged once
 
 	reads int // reads of the store by the last refresh
+
+	onMalformed func(error) // nil: none
 }
 
 func newRefresher(st store, log *slog.Logger) *refresher {
@@ -186,7 +188,11 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 func (r *refresher) noteMalformed(path string, err error) {
 	text := err.Error()
 	if r.malformed[path] != text {
-		r.log.Warn("metadata: skipping malformed znode", "path", path, "error", &MalformedError{Path: path, Err: err})
+		me := &MalformedError{Path: path, Err: err}
+		r.log.Warn("metadata: skipping malformed znode", "path", path, "error", me)
+		if r.onMalformed != nil {
+			r.onMalformed(me)
+		}
 	}
 	r.malformed[path] = text
 }

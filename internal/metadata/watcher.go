@@ -86,6 +86,7 @@ func selectAll(string) bool { return true }
 func (w *Watcher) start(st store) error {
 	w.st = st
 	w.r = newRefresher(st, w.log)
+	w.r.onMalformed = w.cfg.OnMalformed
 	view, err := w.r.refresh(w.currentFilter(), nil, func() bool { return false })
 	if err != nil {
 		if cerr := st.close(); cerr != nil {

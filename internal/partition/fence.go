@@ -33,3 +33,15 @@ func allowed(f Fence) bool {
 		return false
 	}
 }
+
+// fenceError says why f does not allow a commit now: ErrLost once the
+// claim is gone, ErrSuspended while the session is only suspended (the
+// claim may well come back with it).
+func fenceError(f Fence) error {
+	select {
+	case <-f.Lost():
+		return ErrLost
+	default:
+		return ErrSuspended
+	}
+}

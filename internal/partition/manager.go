@@ -331,7 +331,7 @@ func (m *Manager) startPosition() (int64, bool) {
 			return m.cfg.initialOffset(), true
 		}
 		m.report("start", fmt.Errorf("%w: reading the committed offset: %w", ErrStart, err))
-		m.log.Warn("reading the committed offset failed; retrying", "err", err)
+		m.log.Warn("reading the committed offset failed; retrying", "error", err)
 		if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
 			return 0, false
 		}
@@ -369,7 +369,7 @@ func (m *Manager) run() error {
 		if err != nil {
 			m.fetchErrors.Add(1)
 			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
-			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "err", err)
+			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "error", err)
 			if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
 				return m.exitReason()
 			}
@@ -439,7 +439,7 @@ func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, 
 		m.p.Reaper.reap(pc) // what was fetched but not handed out is dropped
 		m.mu.Lock()
 		if err := m.tracker.Truncate(next); err != nil {
-			m.log.Error("forgetting messages not handed out failed", "offset", next, "err", err)
+			m.log.Error("forgetting messages not handed out failed", "offset", next, "error", err)
 		}
 		m.mu.Unlock()
 	}()
@@ -530,7 +530,7 @@ func (m *Manager) track(batch []*sarama.ConsumerMessage) (_ []*sarama.ConsumerMe
 			if err := m.tracker.Deliver(batch[n].Offset, at); err != nil {
 				// Only possible if sarama repeated an offset: drop it rather
 				// than hand a message out twice.
-				m.log.Error("out-of-order message from the fetcher skipped", "offset", batch[n].Offset, "err", err)
+				m.log.Error("out-of-order message from the fetcher skipped", "offset", batch[n].Offset, "error", err)
 				copy(batch[n:], batch[n+1:])
 				batch = batch[:len(batch)-1]
 				room = min(room, len(batch))
@@ -740,7 +740,7 @@ func (m *Manager) endCommit(next int64, err error) {
 	if err != nil {
 		m.commitErrors.Add(1)
 		m.report("commit", fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
-		m.log.Warn("commit failed", "offset", next, "err", err)
+		m.log.Warn("commit failed", "offset", next, "error", err)
 		return
 	}
 	m.mu.Lock()
@@ -769,7 +769,7 @@ func (m *Manager) finalCommit() error {
 		return nil
 	}
 	if !allowed(m.p.Fence) {
-		err := fmt.Errorf("%w: not committing offset %d: %w", ErrCommit, next, ErrLost)
+		err := fmt.Errorf("%w: not committing offset %d: %w", ErrCommit, next, fenceError(m.p.Fence))
 		m.report("commit", err)
 		return err
 	}
@@ -863,7 +863,7 @@ func (m *Manager) Stop(drain bool) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
 		if err := m.p.Store.Release(ctx, m.topic, m.partition); err != nil {
-			m.log.Warn("releasing the offset store failed", "err", err)
+			m.log.Warn("releasing the offset store failed", "error", err)
 		}
 		cancel()
 		m.stopErr = errors.Join(errs...)

@@ -309,8 +309,8 @@ func TestManagerHoldsBackWhileSuspended(t *testing.T) {
 			m.endCommit(0, errors.New("test"))
 			t.Error("commit allowed while suspended")
 		}
-		if err := m.finalCommit(); !errors.Is(err, ErrLost) {
-			t.Errorf("final commit while suspended: %v, want ErrLost", err)
+		if err := m.finalCommit(); !errors.Is(err, ErrSuspended) {
+			t.Errorf("final commit while suspended: %v, want ErrSuspended", err)
 		}
 		fence.resume()
 		if next := recv(t, out); next.Offset != 6 {

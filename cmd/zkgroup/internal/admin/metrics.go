@@ -15,6 +15,8 @@ type collector struct {
 	up, ready, healthy, members, assigned, owned             *prometheus.Desc
 	rebalances, lastRebalance, claimWaits, restarts, dropped *prometheus.Desc
 	staleAcks, totalDelivered, totalAcked, suspendedCount    *prometheus.Desc
+	totalCommitErrors, totalFetchErrors, totalResets         *prometheus.Desc
+	badRegistrations, squatted, malformedTopics              *prometheus.Desc
 	delivered, acked, committed, hwm, lag, unacked           *prometheus.Desc
 	oldestUnacked, suspended, kafkaLag                       *prometheus.Desc
 	commitErrors, fetchErrors, resets                        *prometheus.Desc
@@ -38,36 +40,42 @@ func newCollector(s *Server) *collector {
 	}
 	tp := []string{"topic", "partition"}
 	return &collector{
-		s:              s,
-		up:             d("joined", "1 once the instance joined the group."),
-		ready:          d("ready", "1 while registered and every assigned partition is fetching."),
-		healthy:        d("session_healthy", "1 while the ZooKeeper session is healthy."),
-		members:        d("members", "Members of the group as of the last rebalance."),
-		assigned:       d("assigned_partitions", "Partitions assigned to this instance."),
-		owned:          d("owned_partitions", "Partitions this instance owns and fetches."),
-		suspendedCount: d("suspended_partitions", "Owned partitions suspended: handing out nothing and committing nothing until the ZooKeeper session answers again."),
-		rebalances:     d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, unowned).", "cause"),
-		lastRebalance:  d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance that moved partitions of this instance."),
-		claimWaits:     d("claim_waits_total", "Times a partition claim waited for the previous owner."),
-		restarts:       d("partition_restarts_total", "Partitions that stopped without being revoked (lost claims, fetch failures)."),
-		dropped:        d("dropped_errors_total", "Errors dropped because the errors channel was full."),
-		staleAcks:      d("stale_acks_total", "Acks of messages of partitions no longer owned."),
-		totalDelivered: d("consumer_messages_consumed_total", "Messages handed out by this instance over all its partitions and ownerships."),
-		totalAcked:     d("consumer_messages_acked_total", "Messages acked on this instance over all its partitions and ownerships."),
-		delivered:      d("messages_consumed_total", "Messages handed out by the partition's current owner (resets on a new ownership).", tp...),
-		acked:          d("messages_acked_total", "Messages acked on the partition's current ownership (resets on a new ownership).", tp...),
-		committed:      d("committed_offset", "Last committed offset (the next to read).", tp...),
-		hwm:            d("high_watermark", "Log-end offset of the partition as last fetched.", tp...),
-		lag:            d("lag", "High watermark minus the committed offset.", tp...),
-		unacked:        d("unacked_messages", "Messages handed out and not yet acked.", tp...),
-		oldestUnacked:  d("oldest_unacked_age_seconds", "Age of the oldest message handed out and not yet acked (0 when none).", tp...),
-		suspended:      d("partition_suspended", "1 while the partition is suspended (the ZooKeeper session is unhealthy): nothing handed out, commits held back.", tp...),
-		commitErrors:   d("commit_errors_total", "Failed offset commits, over this instance's ownerships of the partition.", tp...),
-		fetchErrors:    d("fetch_errors_total", "Failed fetches, over this instance's ownerships of the partition.", tp...),
-		resets:         d("offset_resets_total", "Times the fetch offset was out of range and reset to partition.initial, over this instance's ownerships of the partition.", tp...),
-		subTopics:      d("subscription_topics", "Topics the subscription matches, as ZooKeeper shows them (absent while the group view is stale)."),
-		subPartitions:  d("subscription_partitions", "Partitions of the topics the subscription matches (absent while the group view is stale)."),
-		unowned:        d("unowned_partitions", "Partitions the subscription matches that have no owner node in the group (absent while the group view is stale)."),
+		s:                 s,
+		up:                d("joined", "1 once the instance joined the group."),
+		ready:             d("ready", "1 while registered and every assigned partition is fetching."),
+		healthy:           d("session_healthy", "1 while the ZooKeeper session is healthy."),
+		members:           d("members", "Members of the group as of the last rebalance."),
+		assigned:          d("assigned_partitions", "Partitions assigned to this instance."),
+		owned:             d("owned_partitions", "Partitions this instance owns and fetches."),
+		suspendedCount:    d("suspended_partitions", "Owned partitions suspended: handing out nothing and committing nothing until the ZooKeeper session answers again."),
+		rebalances:        d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, unowned).", "cause"),
+		lastRebalance:     d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance that moved partitions of this instance."),
+		claimWaits:        d("claim_waits_total", "Times a partition claim waited for the previous owner."),
+		restarts:          d("partition_restarts_total", "Partitions that stopped without being revoked (lost claims, fetch failures)."),
+		dropped:           d("dropped_errors_total", "Errors dropped because the errors channel was full."),
+		staleAcks:         d("stale_acks_total", "Acks of messages of partitions no longer owned."),
+		totalDelivered:    d("consumer_messages_consumed_total", "Messages handed out by this instance over all its partitions and ownerships."),
+		totalAcked:        d("consumer_messages_acked_total", "Messages acked on this instance over all its partitions and ownerships."),
+		totalCommitErrors: d("consumer_commit_errors_total", "Failed offset commits on this instance over all its partitions and ownerships (exact, unlike the per-partition series)."),
+		totalFetchErrors:  d("consumer_fetch_errors_total", "Failed fetches on this instance over all its partitions and ownerships."),
+		totalResets:       d("consumer_offset_resets_total", "Offsets reset by policy (out of range) on this instance over all its partitions and ownerships."),
+		badRegistrations:  d("bad_registrations", "Members of the group whose registration could not be read at the last rebalance (given no partitions)."),
+		malformedTopics:   d("malformed_topics_total", "Topic nodes skipped as malformed (each also reported on the error log)."),
+		squatted:          d("squatted_partitions", "Partitions this instance should own that an id which is not a member of the group holds."),
+		delivered:         d("messages_consumed_total", "Messages handed out by the partition's current owner (resets on a new ownership).", tp...),
+		acked:             d("messages_acked_total", "Messages acked on the partition's current ownership (resets on a new ownership).", tp...),
+		committed:         d("committed_offset", "Last committed offset (the next to read).", tp...),
+		hwm:               d("high_watermark", "Log-end offset of the partition as last fetched.", tp...),
+		lag:               d("lag", "High watermark minus the committed offset.", tp...),
+		unacked:           d("unacked_messages", "Messages handed out and not yet acked.", tp...),
+		oldestUnacked:     d("oldest_unacked_age_seconds", "Age of the oldest message handed out and not yet acked (0 when none).", tp...),
+		suspended:         d("partition_suspended", "1 while the partition is suspended (the ZooKeeper session is unhealthy): nothing handed out, commits held back.", tp...),
+		commitErrors:      d("commit_errors_total", "Failed offset commits, over this instance's ownerships of the partition.", tp...),
+		fetchErrors:       d("fetch_errors_total", "Failed fetches, over this instance's ownerships of the partition.", tp...),
+		resets:            d("offset_resets_total", "Times the fetch offset was out of range and reset to partition.initial, over this instance's ownerships of the partition.", tp...),
+		subTopics:         d("subscription_topics", "Topics the subscription matches, as ZooKeeper shows them (absent while the group view is stale)."),
+		subPartitions:     d("subscription_partitions", "Partitions of the topics the subscription matches (absent while the group view is stale)."),
+		unowned:           d("unowned_partitions", "Partitions the subscription matches that have no owner node in the group (absent while the group view is stale)."),
 		kafkaLag: prometheus.NewDesc("zkgroup_consumergroup_lag",
 			"Lag per partition with kafka_exporter's labels (consumergroup, topic, partition), exported by the partition's owner.",
 			tp, prometheus.Labels{"consumergroup": s.cfg.Group}),
@@ -89,7 +97,8 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.ready, c.healthy, c.members, c.assigned, c.owned,
 		c.suspendedCount, c.rebalances, c.lastRebalance, c.claimWaits, c.restarts, c.dropped, c.staleAcks,
-		c.totalDelivered, c.totalAcked,
+		c.totalDelivered, c.totalAcked, c.totalCommitErrors, c.totalFetchErrors, c.totalResets,
+		c.badRegistrations, c.squatted, c.malformedTopics,
 		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked, c.oldestUnacked, c.suspended,
 		c.commitErrors, c.fetchErrors, c.resets, c.kafkaLag,
 		c.subTopics, c.subPartitions, c.unowned,
@@ -152,6 +161,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.staleAcks, float64(st.StaleAcks))
 	counter(c.totalDelivered, float64(st.Delivered))
 	counter(c.totalAcked, float64(st.Acked))
+	counter(c.totalCommitErrors, float64(st.CommitErrors))
+	counter(c.totalFetchErrors, float64(st.FetchErrors))
+	counter(c.totalResets, float64(st.OffsetResets))
+	gauge(c.badRegistrations, float64(st.BadRegistrations))
+	gauge(c.squatted, float64(st.SquattedPartitions))
+	counter(c.malformedTopics, float64(st.MalformedTopics))
 	nSuspended := 0
 	for _, p := range st.Partitions {
 		l := []string{p.Topic, strconv.FormatInt(int64(p.Partition), 10)}

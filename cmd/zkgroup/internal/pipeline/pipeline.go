@@ -95,7 +95,7 @@ func (p *Pipeline) work(ctx context.Context, s Stream) {
 			continue
 		}
 		if _, err := p.cfg.Handler.Handle(ctx, m.ConsumerMessage); err != nil {
-			log.Error("message not delivered; not acked, partition worker stops", "offset", m.Offset, "err", err)
+			log.Error("message not delivered; not acked, partition worker stops", "offset", m.Offset, "error", err)
 			// The daemon stops: its drain need not wait for this ack.
 			// Nothing from this offset on is committed.
 			m.Abandon()

@@ -150,7 +150,7 @@ func (h *Handler) attempt(ctx context.Context, what string, m *sarama.ConsumerMe
 		}
 		wait := Backoff(n, h.pol.InitialBackoff, h.pol.MaxBackoff)
 		h.log.Warn(what+" failed; retrying", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset,
-			"attempt", n, "of", h.pol.MaxAttempts, "retry_in", wait, "err", err)
+			"attempt", n, "of", h.pol.MaxAttempts, "retry_in", wait, "error", err)
 		if serr := h.sleep(ctx, wait); serr != nil {
 			return err
 		}
@@ -171,7 +171,7 @@ func (h *Handler) Handle(ctx context.Context, m *sarama.ConsumerMessage) (Outcom
 	if cerr := ctx.Err(); cerr != nil {
 		return 0, fmt.Errorf("sink: %s/%d@%d not delivered: %w (last error: %v)", m.Topic, m.Partition, m.Offset, cerr, err)
 	}
-	where := []any{"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err}
+	where := []any{"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "error", err}
 	switch h.pol.OnFailure {
 	case PolicySkip:
 		h.counts.skipped.Add(1)
