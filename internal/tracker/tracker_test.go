@@ -196,10 +196,10 @@ func TestDeliverError(t *testing.T) {
 	}{
 		{name: "below start", start: 10, off: 3, sentinel: ErrOutOfOrder,
 			want:     DeliverError{Offset: 3, Start: 10, Err: ErrOutOfOrder},
-			contains: []string{"offsets:", "offset 3", "start offset 10"}},
+			contains: []string{"tracker:", "offset 3", "start offset 10"}},
 		{name: "not above last", start: 0, deliver: []int64{4, 7}, off: 5, sentinel: ErrOutOfOrder,
 			want:     DeliverError{Offset: 5, Start: 0, Last: 7, HasLast: true, Err: ErrOutOfOrder},
-			contains: []string{"offsets:", "offset 5", "last delivered offset 7"}},
+			contains: []string{"tracker:", "offset 5", "last delivered offset 7"}},
 		{name: "repeat last", start: 0, deliver: []int64{4}, off: 4, sentinel: ErrOutOfOrder,
 			want:     DeliverError{Offset: 4, Start: 0, Last: 4, HasLast: true, Err: ErrOutOfOrder},
 			contains: []string{"offset 4", "last delivered offset 4"}},
