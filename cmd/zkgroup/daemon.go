@@ -105,7 +105,12 @@ func (d *daemon) run() int {
 
 	var srv *admin.Server
 	if d.cfg.Admin.Listen != "" {
-		srv = admin.New(d.adminConfig(handler.Stats))
+		ac, err := d.adminConfig(handler.Stats)
+		if err != nil {
+			log.Error("bad configuration", "error", err)
+			return exitUsage
+		}
+		srv = admin.New(ac)
 		if _, err := srv.Listen(d.cfg.Admin.Listen); err != nil {
 			log.Error("starting the admin server failed", "error", err)
 			return exitFailure

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/admin"
@@ -21,7 +24,8 @@ const groupViewEvery = 5 * time.Second
 // dialGroupView opens the read-only ZooKeeper session of the group view,
 // to the daemon's ZooKeeper, with its session timeout.
 func (d *daemon) dialGroupView() (*zkconn.Session, error) {
-	return ops.Dial(d.cfg.ZooKeeper, d.cfg.SessionTimeout.D(), d.log.With("component", "group-view"))
+	// The same TLS and credentials as the consumer.
+	return ops.DialZooKeeper(zooKeeperOf(d.cfg, d.cfg.SessionTimeout.D()), d.log.With("component", "group-view"))
 }
 
 // levelLogger rebuilds the daemon's logger (newLogger's format, on
@@ -47,16 +51,27 @@ func livenessBound(session time.Duration) time.Duration {
 // settings the config package does not have yet keep their defaults: no
 // token, no TLS, idle timeout 60s, pprof off; the log level control is on
 // only where it cannot leak (a loopback listener, or a token).
-func (d *daemon) adminConfig(sinkStats func() sink.Stats) admin.Config {
+func (d *daemon) adminConfig(sinkStats func() sink.Stats) (admin.Config, error) {
+	a := d.cfg.Admin
 	ac := admin.Config{
 		Group: d.cfg.Group, Version: version, SinkStats: sinkStats,
 		SinkTimer: d.timer, View: d.viewer, Liveness: d.live, Logger: d.log,
-		IdleTimeout: 60 * time.Second,
+		IdleTimeout: a.IdleTimeout.D(), TLSCertFile: a.TLSCertFile, TLSKeyFile: a.TLSKeyFile,
+		Pprof: a.Pprof,
 	}
-	if ac.Token != "" || loopback(d.cfg.Admin.Listen) {
+	if a.TokenFile != "" {
+		b, err := os.ReadFile(a.TokenFile)
+		if err != nil {
+			return admin.Config{}, fmt.Errorf("admin.token_file: %w", err)
+		}
+		if ac.Token = strings.TrimSpace(string(b)); ac.Token == "" {
+			return admin.Config{}, fmt.Errorf("admin.token_file: %s is empty", a.TokenFile)
+		}
+	}
+	if loopback(a.Listen) || (a.LogLevelControl && ac.Token != "") {
 		ac.LogLevel = d.level
 	}
-	return ac
+	return ac, nil
 }
 
 // loopback reports whether a listen address binds loopback only.

@@ -154,6 +154,19 @@ type Retry struct {
 type Admin struct {
 	// Listen is host:port; empty disables the server.
 	Listen string `yaml:"listen" json:"listen" help:"admin HTTP server host:port (/healthz /readyz /metrics /status); empty: off"`
+	// TokenFile holds a bearer token required for everything beyond
+	// /healthz and /readyz; empty: none.
+	TokenFile string `yaml:"token_file" json:"token_file" help:"file holding a bearer token required beyond /healthz and /readyz; empty: none"`
+	// TLSCertFile and TLSKeyFile (PEM) serve the admin server over TLS.
+	TLSCertFile string `yaml:"tls_cert_file" json:"tls_cert_file" help:"admin server TLS certificate (PEM); with tls_key_file"`
+	TLSKeyFile  string `yaml:"tls_key_file" json:"tls_key_file" help:"admin server TLS key (PEM); with tls_cert_file"`
+	// IdleTimeout closes idle keep-alive connections.
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout" help:"admin server: close keep-alive connections idle this long"`
+	// Pprof serves /debug/pprof/ (behind the token when one is set).
+	Pprof bool `yaml:"pprof" json:"pprof" help:"serve /debug/pprof/ on the admin server (off by default)"`
+	// LogLevelControl allows changing the log level at run time (PUT
+	// /loglevel); on loopback it is always allowed.
+	LogLevelControl bool `yaml:"log_level_control" json:"log_level_control" help:"allow changing the log level through the admin server beyond loopback (needs token_file)"`
 }
 
 // Log configures logging.
@@ -188,7 +201,7 @@ func Default() *Config {
 			Retry:     Retry{MaxAttempts: 5, InitialBackoff: Duration(200 * time.Millisecond), MaxBackoff: Duration(30 * time.Second)},
 			OnFailure: OnFailureStop,
 		},
-		Admin:           Admin{Listen: DefaultAdminListen},
+		Admin:           Admin{Listen: DefaultAdminListen, IdleTimeout: Duration(60 * time.Second)},
 		Kafka:           Kafka{ClientID: DefaultClientID, Version: DefaultKafkaVersion},
 		Log:             Log{Format: LogText, Level: "info"},
 		ShutdownTimeout: Duration(30 * time.Second),

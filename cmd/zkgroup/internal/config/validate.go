@@ -184,6 +184,15 @@ func (c *Config) checkAdmin() error {
 	if err := checkHostPort(c.Admin.Listen, true); err != nil {
 		return c.bad("admin.listen", "must be host:port (or empty to disable)", err)
 	}
+	if (c.Admin.TLSCertFile == "") != (c.Admin.TLSKeyFile == "") {
+		return c.bad("admin.tls_cert_file", "needs admin.tls_key_file, and the other way round", nil)
+	}
+	if c.Admin.IdleTimeout < 0 {
+		return c.bad("admin.idle_timeout", "must not be negative", nil)
+	}
+	if c.Admin.LogLevelControl && c.Admin.TokenFile == "" {
+		return c.bad("admin.log_level_control", "needs admin.token_file (beyond loopback the level may change only behind a token)", nil)
+	}
 	return nil
 }
 
