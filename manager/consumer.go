@@ -220,7 +220,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		id = newInstanceID(group)
 	}
 	log = log.With("group", group, "instance", id)
-	regData, err := registration(sub)
+	regData, err := registration(sub, saramaConfig(cfg).ClientID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: subscription: %w", ErrConfig, err)
 	}

@@ -27,12 +27,15 @@ func newInstanceID(group string) string {
 }
 
 // registration is the JSON of this member's ids node.
-func registration(sub *subscription.Subscription) ([]byte, error) {
+func registration(sub *subscription.Subscription, clientID string) ([]byte, error) {
+	host, _ := os.Hostname()
 	return zkdata.MemberRegistration{
 		Version:      1,
 		Subscription: sub.Registration(),
 		Pattern:      string(sub.Pattern()),
 		Timestamp:    time.Now().UnixMilli(),
+		Host:         host,
+		ClientID:     clientID,
 	}.Marshal()
 }
 

@@ -20,6 +20,9 @@ type MemberRegistration struct {
 	Subscription map[string]int
 	Pattern      string // "static", "white_list" or "black_list"; not checked here
 	Timestamp    int64  // milliseconds since the epoch; 0 when absent
+	// Host and ClientID, written by zkgroup for operator tools (describe's
+	// HOST and CLIENT-ID); JVM tools ignore them. Empty: left out.
+	Host, ClientID string
 }
 
 type memberOut struct {
@@ -27,6 +30,8 @@ type memberOut struct {
 	Subscription map[string]int `json:"subscription"`
 	Pattern      string         `json:"pattern"`
 	Timestamp    string         `json:"timestamp"`
+	Host         string         `json:"host,omitempty"`
+	ClientID     string         `json:"client_id,omitempty"`
 }
 
 type memberIn struct {
@@ -76,6 +81,8 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 		Subscription: m.Subscription,
 		Pattern:      m.Pattern,
 		Timestamp:    strconv.FormatInt(m.Timestamp, 10),
+		Host:         m.Host,
+		ClientID:     m.ClientID,
 	})
 	if err != nil {
 		e := malformed(node, "", "", err.Error())

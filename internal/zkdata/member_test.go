@@ -25,6 +25,11 @@ func TestMemberMarshal(t *testing.T) {
 			want: `{"version":1,"subscription":{"a&b|<c>":2},"pattern":"white_list","timestamp":"0"}`,
 		},
 		{
+			name: "host and client id for operator tools",
+			m:    MemberRegistration{Version: 1, Pattern: "static", Subscription: map[string]int{"t": 1}, Timestamp: 5, Host: "h1", ClientID: "zkgroup"},
+			want: `{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"5","host":"h1","client_id":"zkgroup"}`,
+		},
+		{
 			name: "escaping",
 			m:    MemberRegistration{Version: 1, Pattern: "black_list", Subscription: map[string]int{`a\.b"`: 1}},
 			want: `{"version":1,"subscription":{"a\\.b\"":1},"pattern":"black_list","timestamp":"0"}`,
