@@ -225,17 +225,5 @@ func TestContainerImage(t *testing.T) {
 	if !strings.Contains(logs, `"msg":"stopped cleanly"`) {
 		t.Errorf("no clean stop in the JSON logs:\n%s", tail(logs, 10))
 	}
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for part := int32(0); part < parts; part++ {
-		if committed[part] != hwm[part] {
-			t.Errorf("partition %d: committed %d, log end %d after the stop", part, committed[part], hwm[part])
-		}
-	}
+	checkCommittedAtEnd(t, c, group, topic, parts)
 }

@@ -178,19 +178,7 @@ func TestSIGTERMRestart(t *testing.T) {
 	checkExactlyOnce(t, topic, total, append(values(t, lines1), values(t, lines2)...))
 
 	// Describe against Kafka's own tool, for the committed offsets.
-	stdout, stderr, code := run(t, "describe", "--zookeeper", c.ZooKeeperConnect(), "--group", group, "--json")
-	if code != 0 {
-		t.Fatalf("describe exited %d: %s", code, stderr)
-	}
-	var d ops.Description
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-		t.Fatalf("%v: %s", err, stdout)
-	}
-	rows, err := c.DescribeGroup(ctx(t), group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareDescribe(t, d.Partitions, rows, parts)
+	rows := describeMatchesKafka(t, c, group, parts, "--zookeeper", c.ZooKeeperConnect(), "--group", group)
 	// The text form parses with the parser of Kafka's table.
 	text, _, code := run(t, "describe", "--zookeeper", c.ZooKeeperConnect(), "--group", group)
 	if code != 0 {
@@ -305,19 +293,7 @@ log:
 	if len(entries) != n {
 		t.Errorf("%d first attempts failed, want %d", len(entries), n)
 	}
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := int32(0); p < parts; p++ {
-		if committed[p] != hwm[p] {
-			t.Errorf("partition %d: committed %d, log end %d", p, committed[p], hwm[p])
-		}
-	}
+	hwm := checkCommittedAtEnd(t, c, group, topic, parts)
 
 	t.Run("offsets reset", func(t *testing.T) { testOffsetsReset(t, c, group, topic, parts, hwm) })
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"io"
 	"net"
 	"net/http"
@@ -325,4 +327,44 @@ func httpGet(url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// checkCommittedAtEnd asserts that the group's committed offsets of every
+// partition of topic are its log end, and returns the log ends.
+func checkCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
+	t.Helper()
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < parts; p++ {
+		if committed[p] != hwm[p] {
+			t.Errorf("partition %d: committed %d, log end %d", p, committed[p], hwm[p])
+		}
+	}
+	return hwm
+}
+
+// describeMatchesKafka runs describe --json with args and checks it against
+// Kafka's own kafka-consumer-groups; it returns the latter's rows.
+func describeMatchesKafka(t *testing.T, c *testcluster.Cluster, group string, parts int32, args ...string) []testcluster.GroupRow {
+	t.Helper()
+	stdout, stderr, code := run(t, append(append([]string{"describe"}, args...), "--json")...)
+	if code != 0 {
+		t.Fatalf("describe %v exited %d: %s", args, code, stderr)
+	}
+	var d ops.Description
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	rows, err := c.DescribeGroup(ctx(t), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareDescribe(t, d.Partitions, rows, int(parts))
+	return rows
 }

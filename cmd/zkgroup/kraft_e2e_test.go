@@ -66,19 +66,7 @@ func TestKRaftJoinConsumeRebalance(t *testing.T) {
 	}
 	checkExactlyOnce(t, topic, 3*step, values(t, printed()))
 
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, end := range hwm {
-		if committed[p] != end {
-			t.Errorf("partition %d: committed %d, log end %d", p, committed[p], end)
-		}
-	}
+	checkCommittedAtEnd(t, c, group, topic, parts)
 
 	// The operator commands read ZooKeeper and the brokers from the same
 	// config as the daemon.
@@ -86,22 +74,10 @@ func TestKRaftJoinConsumeRebalance(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := run(t, "describe", "--config", cfgFile, "--json")
-	if code != 0 {
-		t.Fatalf("describe --config exited %d: %s", code, stderr)
-	}
-	var d ops.Description
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-		t.Fatalf("%v: %s", err, stdout)
-	}
-	rows, err := c.DescribeGroup(ctx(t), group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareDescribe(t, d.Partitions, rows, parts)
+	describeMatchesKafka(t, c, group, parts, "--config", cfgFile)
 
 	// Without brokers, describe says they must be given.
-	_, stderr, code = run(t, "describe", "--zookeeper", c.ZooKeeperConnect(), "--group", group)
+	_, stderr, code := run(t, "describe", "--zookeeper", c.ZooKeeperConnect(), "--group", group)
 	if code != 1 || !strings.Contains(stderr, "no Kafka brokers known") || !strings.Contains(stderr, "--brokers") || !strings.Contains(stderr, "KRaft") {
 		t.Errorf("describe without brokers: exit %d: %s", code, stderr)
 	}
@@ -127,12 +103,12 @@ func TestKRaftJoinConsumeRebalance(t *testing.T) {
 			t.Errorf("after the resets: partition %d committed %d, want %d", p, off, want)
 		}
 	}
-	rows, err = c.DescribeGroup(ctx(t), group)
+	rows, err := c.DescribeGroup(ctx(t), group)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, _, _ = run(t, "describe", "--config", cfgFile, "--json")
-	d = ops.Description{}
+	stdout, _, _ := run(t, "describe", "--config", cfgFile, "--json")
+	var d ops.Description
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 		t.Fatal(err)
 	}
