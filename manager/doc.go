@@ -1,14 +1,33 @@
-// Package manager runs zkgroup's consumer manager: Join registers an
-// instance of a consumer group in ZooKeeper, watches the group's members
-// and the subscription's topics, partitions and preferred leaders, computes which
-// partitions this instance owns with an assignment strategy, claims each
-// one with an ephemeral owner node and runs a partition manager for it.
+// Package manager is zkgroup's consumer group: Join registers an instance
+// of a group in ZooKeeper, watches the group's members and the
+// subscription's topics and partitions, computes which partitions this
+// instance owns with an assignment strategy, claims each one with an
+// ephemeral owner node and consumes it. The common loop needs this package
+// alone:
+//
+//	sub, _ := manager.Static("orders")
+//	c, err := manager.Join(ctx, "billing", sub, "zk1:2181/kafka", nil)
+//	...
+//	for msg := range c.Messages() { process(msg); msg.Ack() }
+//	err = c.Close()
 //
 // The ZooKeeper layout is Kafka's own:
 //
 //	/consumers/<group>/ids/<instance>       ephemeral, the member's registration
 //	/consumers/<group>/owners/<topic>/<p>   ephemeral, the partition's owner
 //	/consumers/<group>/offsets/<topic>/<p>  persistent, with ZooKeeper offset storage
+//
+// Rebalancing. Every member computes the same assignment from the same
+// ZooKeeper state (members, subscribed partitions and their current
+// owners), with no leader and no shared plan node. The default strategy,
+// assign.Balanced, moves only what must move (a join takes about P/N
+// partitions, a leave hands out only the leaver's) and gives the same plan
+// from every state of its own hand-over, so members reading the owners at
+// different moments agree. A member recomputes only when something that
+// decides the assignment changed: the members, a subscribed topic's
+// partitions, or its ZooKeeper session. A partition leader change is not
+// one (the fetcher follows the new leader), nor is a partition stopping or
+// starting.
 //
 // Ownership is exclusive: a partition is consumed only after its owner node
 // was created by this instance's current session; a revoked partition is
@@ -17,4 +36,8 @@
 // is suspended (no reply within 2/3 of its timeout) no message is handed out
 // and nothing is committed; when it expires every partition stops at once,
 // the instance registers again and the group rebalances.
+//
+// Commits: every Config.Partition.CommitInterval, one request per
+// coordinator carries the acked offsets of every owned partition; the
+// final commit before a partition is released is read back.
 package manager
