@@ -1,9 +1,7 @@
 package scale
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -46,38 +44,8 @@ type jlRound struct {
 func BenchmarkJoinLeave(b *testing.B) {
 	P := *flagJLPartitions
 	sds := sides(b)
-	cl := benchkit.Cluster(b)
-	topic := fmt.Sprintf("bench-joinleave-%d-%d-%d", P, os.Getpid(), time.Now().Unix()%100000)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := cl.CreateTopic(ctx, topic, int32(P), int16(*flagReplication)); err != nil {
-		b.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prod, err := benchkit.StartProducer(cl.Addrs(), []benchkit.Topic{{Name: topic, Partitions: int32(P)}}, *flagJLRate, 4*time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := prod.Close(); err != nil {
-			b.Error(err)
-		}
-	}()
-	zx, err := benchkit.NewZxids(cl)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		benchkit.Say("slowest zxid mark: %v", zx.Slowest())
-		zx.Close()
-	}()
-	zl, err := benchkit.NewZKLog(cl)
-	if err != nil {
-		benchkit.Say("no breakdown of ZooKeeper writes (zxid counts only): %v", err)
-	}
+	cl, topic, sub, zx, zl, _, done := setUp(b, "joinleave", P, *flagJLRate)
+	defer done()
 	time.Sleep(2 * time.Second)
 	benchkit.Say("BenchmarkJoinLeave: topic %s: %d partitions, replication %d; %d steady members, a %dth joins then leaves; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
 		topic, P, *flagReplication, *flagJLSteady, *flagJLSteady+1, *flagJLRate, zkStrategyName(), *flagSaramaStrategy, *flagJLRounds)

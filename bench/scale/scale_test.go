@@ -1,7 +1,6 @@
 package scale
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -61,38 +60,8 @@ func BenchmarkScale(b *testing.B) {
 		b.Fatalf("-members %d must be at least 2 and -partitions %d at least 1", M, P)
 	}
 	sds := sides(b)
-	cl := benchkit.Cluster(b)
-	topic := fmt.Sprintf("bench-scale-%d-%d-%d", P, os.Getpid(), time.Now().Unix()%100000)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := cl.CreateTopic(ctx, topic, int32(P), int16(*flagReplication)); err != nil {
-		b.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prod, err := benchkit.StartProducer(cl.Addrs(), []benchkit.Topic{{Name: topic, Partitions: int32(P)}}, *flagRate, 4*time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := prod.Close(); err != nil {
-			b.Error(err)
-		}
-	}()
-	zx, err := benchkit.NewZxids(cl)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		benchkit.Say("slowest zxid mark: %v", zx.Slowest())
-		zx.Close()
-	}()
-	zl, err := benchkit.NewZKLog(cl)
-	if err != nil {
-		benchkit.Say("no breakdown of ZooKeeper writes (zxid counts only): %v", err)
-	}
+	cl, topic, sub, zx, zl, prod, done := setUp(b, "scale", P, *flagRate)
+	defer done()
 	time.Sleep(2 * time.Second) // the producer reaches its rate
 	benchkit.Say("BenchmarkScale: topic %s: %d partitions, replication %d, %d brokers; %d members joining %v apart, then leaving %v apart; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
 		topic, P, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds)

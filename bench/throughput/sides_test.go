@@ -89,32 +89,49 @@ func drainErrors(errs <-chan error) (first func() error) {
 	return func() error { mu.Lock(); defer mu.Unlock(); return err }
 }
 
-// passZkgroupMerged: Join, Messages(), Ack each message.
-func passZkgroupMerged(env *passEnv, c *counter) error {
-	cfg := zkgroupConfig()
+// runZkgroup joins with cfg, runs read over the consumer in a goroutine
+// of its own until every message was counted, closes the consumer and
+// waits for read to return (it must end when the consumer's channels
+// close).
+func runZkgroup(env *passEnv, c *counter, cfg *manager.Config, read func(cons *manager.Consumer)) error {
 	c.start()
 	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		return err
 	}
 	firstErr := drainErrors(cons.Errors())
-	go func() {
-		for m := range cons.Messages() {
-			last := c.add(m.Partition, m.Offset)
-			cons.Ack(m)
-			if last {
-				return
-			}
-		}
-	}()
+	done := make(chan struct{})
+	go func() { defer close(done); read(cons) }()
 	err = awaitDone(c)
 	if cerr := cons.Close(); err == nil {
 		err = cerr
 	}
+	<-done
 	if err == nil {
 		err = firstErr()
 	}
 	return err
+}
+
+// eachStream runs per on every partition stream, one goroutine each, and
+// returns once Partitions() closed and every stream's goroutine ended.
+func eachStream(cons *manager.Consumer, per func(s *manager.PartitionStream)) {
+	var wg sync.WaitGroup
+	for s := range cons.Partitions() {
+		wg.Add(1)
+		go func() { defer wg.Done(); per(s) }()
+	}
+	wg.Wait()
+}
+
+// passZkgroupMerged: Join, Messages(), Ack each message.
+func passZkgroupMerged(env *passEnv, c *counter) error {
+	return runZkgroup(env, c, zkgroupConfig(), func(cons *manager.Consumer) {
+		for m := range cons.Messages() {
+			c.add(m.Partition, m.Offset)
+			cons.Ack(m)
+		}
+	})
 }
 
 // passZkgroupPartitions: Config.Mode = ModePartitions, one goroutine per
@@ -122,34 +139,14 @@ func passZkgroupMerged(env *passEnv, c *counter) error {
 func passZkgroupPartitions(env *passEnv, c *counter) error {
 	cfg := zkgroupConfig()
 	cfg.Mode = manager.ModePartitions
-	c.start()
-	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		return err
-	}
-	firstErr := drainErrors(cons.Errors())
-	var wg sync.WaitGroup
-	go func() {
-		for s := range cons.Partitions() {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for m := range s.Messages() {
-					c.add(m.Partition, m.Offset)
-					cons.Ack(m)
-				}
-			}()
-		}
-	}()
-	err = awaitDone(c)
-	if cerr := cons.Close(); err == nil {
-		err = cerr
-	}
-	wg.Wait()
-	if err == nil {
-		err = firstErr()
-	}
-	return err
+	return runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
+		eachStream(cons, func(s *manager.PartitionStream) {
+			for m := range s.Messages() {
+				c.add(m.Partition, m.Offset)
+				cons.Ack(m)
+			}
+		})
+	})
 }
 
 // passSarama: sarama's ConsumerGroup as its docs show it: Consume in a

@@ -3,7 +3,6 @@ package throughput
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/zkgroup/zkgroup/manager"
 )
@@ -22,38 +21,18 @@ func init() {
 func passZkgroupBatches(env *passEnv, c *counter) error {
 	cfg := zkgroupConfig()
 	cfg.Delivery = manager.DeliveryBatches
-	c.start()
-	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		return err
-	}
-	firstErr := drainErrors(cons.Errors())
-	go func() {
+	return runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
 		for {
 			b, err := cons.Poll(context.Background())
 			if err != nil {
-				return
+				return // closed
 			}
-			last := false
 			for _, m := range b.Messages {
-				if c.add(m.Partition, m.Offset) {
-					last = true
-				}
+				c.add(m.Partition, m.Offset)
 			}
 			b.Ack()
-			if last {
-				return
-			}
 		}
-	}()
-	err = awaitDone(c)
-	if cerr := cons.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = firstErr()
-	}
-	return err
+	})
 }
 
 // passZkgroupBatchesPartitions: ModePartitions with DeliveryBatches, one
@@ -62,36 +41,16 @@ func passZkgroupBatchesPartitions(env *passEnv, c *counter) error {
 	cfg := zkgroupConfig()
 	cfg.Mode = manager.ModePartitions
 	cfg.Delivery = manager.DeliveryBatches
-	c.start()
-	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		return err
-	}
-	firstErr := drainErrors(cons.Errors())
-	var wg sync.WaitGroup
-	go func() {
-		for s := range cons.Partitions() {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for b := range s.Batches() {
-					for _, m := range b.Messages {
-						c.add(m.Partition, m.Offset)
-					}
-					b.Ack()
+	return runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
+		eachStream(cons, func(s *manager.PartitionStream) {
+			for b := range s.Batches() {
+				for _, m := range b.Messages {
+					c.add(m.Partition, m.Offset)
 				}
-			}()
-		}
-	}()
-	err = awaitDone(c)
-	if cerr := cons.Close(); err == nil {
-		err = cerr
-	}
-	wg.Wait()
-	if err == nil {
-		err = firstErr()
-	}
-	return err
+				b.Ack()
+			}
+		})
+	})
 }
 
 // The buffered variants: the per-message sides with ChannelBufferSize =
