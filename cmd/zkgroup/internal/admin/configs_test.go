@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,23 +15,13 @@ import (
 
 const configsDir = "../../../../configs"
 
-// inCI reports whether CI=true, where a missing tool fails a test instead
-// of skipping it.
-func inCI() bool {
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "true", "1", "yes":
-		return true
-	}
-	return false
-}
-
 // TestAlertRulesPromtool runs Prometheus' promtool over the alert rules:
 // check rules, and test rules against the synthetic series of
 // zkgroup.rules.test.yml.
 func TestAlertRulesPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		if inCI() {
+		if testcluster.InCI() {
 			t.Fatal("promtool not found (Debian: apt-get install prometheus); .ci/run installs it")
 		}
 		t.Skip("promtool not found (Debian: apt-get install prometheus); fails with CI=true")
