@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/listoffsets"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/retry"
@@ -51,8 +52,11 @@ type Consumer struct {
 	store    store
 	commits  *partition.Committer // the partitions' routine commits
 	reaper   *partition.Reaper    // closes the partitions' sarama fetchers
-	// offsetClient is the store's own client (KafkaStore only).
+	// offsetClient is the client of commits and offset queries (ListOffsets),
+	// kept off the fetch connections; lister is client with its GetOffset
+	// answered over offsetClient, the client of consumer and partitions.
 	offsetClient sarama.Client
+	lister       *listoffsets.Client
 	strategy     assign.Strategy
 	health       *gate
 
@@ -292,7 +296,17 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
 	}
-	c.consumer, err = sarama.NewConsumerFromClient(c.client)
+	// A second client for what must not queue with the fetches: a sarama
+	// Broker serves one request at a time, so on the fetching client the
+	// coordinator's commits and the ListOffsets of every partition start
+	// (two per ConsumePartition) would wait behind fetches, and fetches
+	// behind them.
+	c.offsetClient, err = sarama.NewClient(brokers, scfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, err)
+	}
+	c.lister = listoffsets.Wrap(c.client, listoffsets.New(c.offsetClient))
+	c.consumer, err = sarama.NewConsumerFromClient(c.lister)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka consumer: %w", ErrJoin, err)
 	}
@@ -300,13 +314,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	case StorageZooKeeper:
 		c.store, err = offsets.NewZooKeeperStore(c.session, group, c.session.ACL())
 	default:
-		// Commits get connections of their own: on a shared client the
-		// coordinator broker's connection also carries the fetches of the
-		// partitions it leads, and commits would queue with them.
-		c.offsetClient, err = sarama.NewClient(brokers, scfg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, err)
-		}
 		kc := offsets.NewKafkaConfig()
 		kc.CommitTimeout = cfg.Partition.CommitTimeout
 		c.store, err = offsets.NewKafkaStore(c.offsetClient, group, kc, log)

@@ -106,7 +106,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	}
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
-		Client: c.client, Consumer: c.consumer, Store: c.store, Committer: c.commits, Reaper: c.reaper, Fence: cl,
+		Client: c.lister, Consumer: c.consumer, Store: c.store, Committer: c.commits, Reaper: c.reaper, Fence: cl,
 		Config: c.cfg.Partition, Logger: log, Report: c.report, StaleAcks: &c.staleAcks,
 	}
 	var stream *PartitionStream

@@ -1,0 +1,170 @@
+// Package listoffsets answers "what is the oldest or newest offset of this
+// partition" on connections of its own, merging the questions that arrive
+// together for one broker into one ListOffsets request.
+//
+// Why: sarama's ConsumePartition asks both (two ListOffsets round trips)
+// for every partition it starts, through the consumer's client. A sarama
+// Broker holds its lock for a whole round trip, so on the consumer's own
+// client those requests queue with the fetches of every partition that
+// broker leads: a member starting 100 partitions held up its other
+// partitions' fetches for seconds. Not API.
+package listoffsets
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/IBM/sarama"
+)
+
+// ErrNoBlock is returned when a broker's answer leaves out a partition
+// that was asked for.
+var ErrNoBlock = errors.New("listoffsets: the broker's answer has no block for the partition")
+
+// Lister merges concurrent offset queries per broker and time. Safe for
+// concurrent use; it owns no goroutine (the callers send the requests in
+// turn), so it needs no Close. The
+// client is the caller's to close.
+type Lister struct {
+	client sarama.Client
+
+	mu     sync.Mutex
+	queues map[queueKey]*queue
+}
+
+type queueKey struct {
+	broker int32
+	time   int64
+}
+
+// queue is the questions for one broker and time: those waiting for the
+// next request, and whether a caller is sending them.
+type queue struct {
+	sending bool
+	waiting []*query
+}
+
+type query struct {
+	topic     string
+	partition int32
+	broker    *sarama.Broker
+	offset    int64
+	err       error
+	done      chan struct{} // closed once offset and err are set
+	lead      chan struct{} // closed when this query's caller must send batch
+	batch     []*query
+}
+
+// New returns a Lister that asks through client (which should be used
+// for little else: its connections are what keeps these questions off the
+// fetch path).
+func New(client sarama.Client) *Lister {
+	return &Lister{client: client, queues: map[queueKey]*queue{}}
+}
+
+// Offset returns the offset at time t (sarama.OffsetOldest or
+// sarama.OffsetNewest, or a timestamp in milliseconds) of a partition,
+// like sarama.Client.GetOffset: after a failure it refreshes the topic's
+// metadata and asks once more. Blocks for about one round trip to the
+// partition's leader, two when a request to it is already in flight.
+func (l *Lister) Offset(topic string, partition int32, t int64) (int64, error) {
+	off, err := l.offset(topic, partition, t)
+	if err == nil {
+		return off, nil
+	}
+	if rerr := l.client.RefreshMetadata(topic); rerr != nil {
+		return -1, fmt.Errorf("%w (then refreshing metadata: %w)", err, rerr)
+	}
+	return l.offset(topic, partition, t)
+}
+
+func (l *Lister) offset(topic string, partition int32, t int64) (int64, error) {
+	broker, err := l.client.Leader(topic, partition)
+	if err != nil {
+		return -1, err
+	}
+	q := &query{topic: topic, partition: partition, broker: broker, done: make(chan struct{}), lead: make(chan struct{})}
+	k := queueKey{broker.ID(), t}
+	l.mu.Lock()
+	qu := l.queues[k]
+	if qu == nil {
+		qu = &queue{}
+		l.queues[k] = qu
+	}
+	qu.waiting = append(qu.waiting, q)
+	if !qu.sending {
+		qu.sending = true
+		batch := qu.waiting
+		qu.waiting = nil
+		l.mu.Unlock()
+		l.send(k, t, batch)
+		return q.offset, q.err
+	}
+	l.mu.Unlock()
+	select {
+	case <-q.done: // a sender's batch carried it
+	case <-q.lead: // it is the next sender
+		l.send(k, t, q.batch)
+	}
+	return q.offset, q.err
+}
+
+// send asks in one request for batch (whose queries share their leader and
+// time), answers each query, and hands what queued meanwhile to the first
+// of those queries, whose caller then sends it: the callers do the
+// sending in turn, so no caller waits for more than two round trips and
+// no goroutine is started.
+func (l *Lister) send(k queueKey, t int64, batch []*query) {
+	ask(l.client.Config().Version, t, batch)
+	l.mu.Lock()
+	qu := l.queues[k]
+	if len(qu.waiting) == 0 {
+		delete(l.queues, k)
+		l.mu.Unlock()
+		return
+	}
+	next := qu.waiting
+	qu.waiting = nil
+	l.mu.Unlock()
+	next[0].batch = next
+	close(next[0].lead)
+}
+
+// ask asks batch's broker in one request and answers each query.
+func ask(v sarama.KafkaVersion, t int64, batch []*query) {
+	defer func() {
+		for _, q := range batch {
+			close(q.done)
+		}
+	}()
+	req := sarama.NewOffsetRequest(v)
+	for _, q := range batch {
+		req.AddBlock(q.topic, q.partition, t, 1)
+	}
+	broker := batch[0].broker
+	resp, err := broker.GetAvailableOffsets(req)
+	if err != nil {
+		_ = broker.Close() // as sarama does: the next use reconnects
+		for _, q := range batch {
+			q.offset, q.err = -1, err
+		}
+		return
+	}
+	for _, q := range batch {
+		q.offset, q.err = answer(resp, q.topic, q.partition)
+	}
+}
+
+func answer(resp *sarama.OffsetResponse, topic string, partition int32) (int64, error) {
+	b := resp.GetBlock(topic, partition)
+	switch {
+	case b == nil:
+		return -1, fmt.Errorf("%w: %s/%d", ErrNoBlock, topic, partition)
+	case !errors.Is(b.Err, sarama.ErrNoError):
+		return -1, b.Err
+	case len(b.Offsets) != 1:
+		return -1, sarama.ErrOffsetOutOfRange
+	}
+	return b.Offsets[0], nil
+}
