@@ -46,7 +46,6 @@ func BenchmarkJoinLeave(b *testing.B) {
 	sds := sides(b)
 	cl, topic, sub, zx, zl, _, done := setUp(b, "joinleave", P, *flagJLRate)
 	defer done()
-	time.Sleep(2 * time.Second)
 	benchkit.Say("BenchmarkJoinLeave: topic %s: %d partitions, replication %d; %d steady members, a %dth joins then leaves; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
 		topic, P, *flagReplication, *flagJLSteady, *flagJLSteady+1, *flagJLRate, zkStrategyName(), *flagSaramaStrategy, *flagJLRounds)
 	results := map[string][]jlRound{}

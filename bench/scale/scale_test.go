@@ -62,7 +62,6 @@ func BenchmarkScale(b *testing.B) {
 	sds := sides(b)
 	cl, topic, sub, zx, zl, prod, done := setUp(b, "scale", P, *flagRate)
 	defer done()
-	time.Sleep(2 * time.Second) // the producer reaches its rate
 	benchkit.Say("BenchmarkScale: topic %s: %d partitions, replication %d, %d brokers; %d members joining %v apart, then leaving %v apart; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
 		topic, P, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds)
 	results := map[string][]scaleResult{}
@@ -122,6 +121,8 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 
 	// Join phase.
 	z0, c0, t0 := zx.Mark(), env.req.Snapshot(), time.Now()
+	stopTimeline := env.tr.timeline(t0, M)
+	defer stopTimeline()
 	var lastJoin time.Time
 	for i := 0; i < M; i++ {
 		sleepUntil(t0.Add(time.Duration(i) * every))
@@ -140,6 +141,7 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	stopDump := dumpGoroutines(sd.name + "-join")
 	res.joinFlow = env.tr.awaitFlow(lastJoin, upTo(M), *flagPhaseTimeout)
 	stopDump()
+	stopTimeline()
 	benchkit.Say("   last join -> every partition consumed: %s (owned: %v)", flow(res.joinFlow, P), ownedList(env.tr, M))
 	time.Sleep(time.Second)
 	res.pauseJoin = env.tr.closeWindow(time.Now(), anyMember)
@@ -152,6 +154,7 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	// Steady state, every member in.
 	time.Sleep(*flagSteady)
 	res.goroutines, res.rss, res.heap = runtime.NumGoroutine(), benchkit.RSS(), benchkit.HeapInuse()
+	writeHeapProfile(sd.name + "-steady")
 	z2, c2, t2 := zx.Mark(), env.req.Snapshot(), time.Now()
 	res.zkSteady = benchkit.Between(z1, z2)
 	res.zxids[2] = z2
@@ -395,6 +398,25 @@ func conv(f flowResult) float64 {
 
 func rate(w window, keys ...int) float64 {
 	return float64(w.c.Sum(keys...)) / max(w.d.Seconds(), 1e-3)
+}
+
+// writeHeapProfile writes the heap profile to $ZKGROUP_BENCH_HEAP/<name>.pb.gz
+// (a diagnostic; off without the variable).
+func writeHeapProfile(name string) {
+	dir := os.Getenv("ZKGROUP_BENCH_HEAP")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pb.gz"))
+	if err != nil {
+		benchkit.Say("heap profile: %v", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		benchkit.Say("heap profile: %v", err)
+	}
 }
 
 // dumpGoroutines writes a goroutine profile every 2 s into

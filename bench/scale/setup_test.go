@@ -33,6 +33,10 @@ func setUp(b *testing.B, name string, P, rate int) (cl *testcluster.Cluster, top
 	if err != nil {
 		b.Fatal(err)
 	}
+	if err := warmUp(cl, topic, P, 3*time.Minute); err != nil {
+		_ = prod.Close()
+		b.Fatal(err)
+	}
 	zx, err = benchkit.NewZxids(cl)
 	if err != nil {
 		_ = prod.Close()

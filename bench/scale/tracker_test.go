@@ -1,10 +1,15 @@
 package scale
 
 import (
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 )
 
 // tracker follows, for one run of one side, who owns each partition and
@@ -231,3 +236,46 @@ func only(ms ...int) func(int) bool {
 }
 
 func below(n int) func(int) bool { return func(m int) bool { return m < n } }
+
+// timeline prints, every 250 ms until the returned func is called, each
+// member's owned partitions and how many of them delivered within the last
+// second (a diagnostic, on with $ZKGROUP_BENCH_TIMELINE).
+func (t *tracker) timeline(since time.Time, members int) func() {
+	if os.Getenv("ZKGROUP_BENCH_TIMELINE") == "" {
+		return func() {}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			now := time.Now().UnixNano()
+			owned, flowing := make([]int, members), make([]int, members)
+			for i := range t.parts {
+				x := &t.parts[i]
+				x.mu.Lock()
+				if x.owner >= 0 && x.owner < members {
+					owned[x.owner]++
+					if x.lastBy == x.owner && now-x.lastAt < int64(time.Second) {
+						flowing[x.owner]++
+					}
+				}
+				x.mu.Unlock()
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "   t=%+6.2fs (%s)", time.Since(since).Seconds(), time.Now().Format("15:04:05.0"))
+			for m := range members {
+				fmt.Fprintf(&b, " %4d/%-4d", owned[m], flowing[m])
+			}
+			benchkit.Say("%s", b.String())
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(stop); <-done }) }
+}
