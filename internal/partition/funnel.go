@@ -125,7 +125,7 @@ func (m *Manager) viaFunnel(f *Funnel, msgs []*sarama.ConsumerMessage, next *int
 	j.buf = msgsPool.Get().(*[]*Message)
 	j.msgs = (*j.buf)[:0]
 	for i, msg := range msgs {
-		j.msgs = append(j.msgs, m.newMessage(msg))
+		j.msgs = append(j.msgs, m.newMessage(msg, len(msgs)-1-i))
 		msgs[i] = nil // the user holds on to it, not us
 	}
 	j.sent = 0

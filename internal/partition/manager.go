@@ -113,7 +113,8 @@ type Manager struct {
 	// by the run goroutine only; nil when not cached.
 	suspended <-chan struct{}
 	// slab holds preallocated Messages handed out one by one: one
-	// allocation per slabSize messages. Used by the run goroutine only.
+	// allocation per batch (up to slabSize messages). Used by the run
+	// goroutine only.
 	slab []Message
 	// job is the batch handed to the funnel (nil: none yet, or the last
 	// one was withdrawn). Used by the run goroutine only.
@@ -229,16 +230,21 @@ func (m *Manager) watchHalt() error {
 	return nil
 }
 
-// slabSize is how many Messages are allocated at once. The messages of a
-// slab are consecutive ones of one partition, which mostly share sarama's
-// fetch buffer anyway, so holding on to one message keeps little more
-// alive than it did.
+// slabSize is how many Messages are allocated at once, at most. The
+// messages of a slab are consecutive ones of one partition, which mostly
+// share sarama's fetch buffer anyway, so holding on to one message keeps
+// little more alive than it did.
 const slabSize = 64
 
-// newMessage wraps msg. Only the run goroutine calls it.
-func (m *Manager) newMessage(msg *sarama.ConsumerMessage) *Message {
+// newMessage wraps msg; more is how many messages of the batch at hand
+// follow it. A slab is sized to the batch (up to slabSize): a slab outlives
+// all but the last of its messages, and each of its messages pins the
+// fetch response it was decoded from, so a slab filled over many fetches
+// (a quiet partition gets one message per fetch) kept dozens of responses
+// alive per partition. Only the run goroutine calls it.
+func (m *Manager) newMessage(msg *sarama.ConsumerMessage, more int) *Message {
 	if len(m.slab) == 0 {
-		m.slab = make([]Message, slabSize)
+		m.slab = make([]Message, min(1+more, slabSize))
 	}
 	w := &m.slab[0]
 	m.slab = m.slab[1:]
@@ -606,7 +612,7 @@ func (m *Manager) handOut(msgs []*sarama.ConsumerMessage, next *int64) bool {
 	}
 	for i, msg := range msgs {
 		msgs[i] = nil // the user holds on to it, not us
-		if !m.deliver(m.newMessage(msg), m.p.Out) {
+		if !m.deliver(m.newMessage(msg, len(msgs)-1-i), m.p.Out) {
 			return false
 		}
 		*next = msg.Offset + 1
