@@ -155,6 +155,7 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	time.Sleep(*flagSteady)
 	res.goroutines, res.rss, res.heap = runtime.NumGoroutine(), benchkit.RSS(), benchkit.HeapInuse()
 	writeHeapProfile(sd.name + "-steady")
+	benchkit.Say("   memory at steady state: %s", benchkit.MemoryClasses())
 	z2, c2, t2 := zx.Mark(), env.req.Snapshot(), time.Now()
 	res.zkSteady = benchkit.Between(z1, z2)
 	res.zxids[2] = z2

@@ -1,6 +1,7 @@
 package zkconn_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -52,5 +53,38 @@ func TestSessionMulti(t *testing.T) {
 		if d, _, err := s.Get(p); err != nil || string(d) != want {
 			t.Fatalf("%s = %q, %v after a failed multi; want %q", p, d, err, want)
 		}
+	}
+}
+
+// TestSessionLargeNode writes and reads back a node near ZooKeeper's own
+// packet limit (jute.maxbuffer, 1 MiB by default): the session's buffers,
+// sized to that limit, carry it both ways.
+func TestSessionLargeNode(t *testing.T) {
+	c := testcluster.Shared(t)
+	chroot := "/zkconn-" + testcluster.Name(t, "l")
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateParents("/big"); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 1000*1000)
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+	if _, err := s.Create("/big/node", data, 0, s.ACL()); err != nil {
+		t.Fatalf("create of %d bytes: %v", len(data), err)
+	}
+	got, _, err := s.Get("/big/node")
+	if err != nil {
+		t.Fatalf("get of %d bytes: %v", len(data), err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, not the %d written", len(got), len(data))
+	}
+	if err := s.Delete("/big/node", -1); err != nil {
+		t.Fatal(err)
 	}
 }

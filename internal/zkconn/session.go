@@ -121,6 +121,13 @@ type Session struct {
 // long keeps responses from arriving while the watches are re-sent.
 const settleTime = 100 * time.Millisecond
 
+// packetLimit bounds a request or response on the session, and is the
+// size of each of its two buffers: ZooKeeper's own limit (jute.maxbuffer,
+// 1 MiB by default), which the Java client enforces too. The Go client's
+// default is 1.5 MiB per buffer, held for the session's life; every byte
+// of them counts as live heap and so raises the GC's heap goal.
+const packetLimit = 1 << 20
+
 // Dial connects and waits up to cfg.ConnectTimeout (default: the session
 // timeout) for a session. On failure nothing is left running.
 func Dial(cfg Config) (*Session, error) { return DialContext(context.Background(), cfg) }
@@ -148,7 +155,8 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	rec := newDialRecorder(dialer)
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(rec.dialer))
+		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(rec.dialer),
+		zk.WithMaxBufferSize(packetLimit), zk.WithMaxConnBufferSize(packetLimit))
 	if err != nil {
 		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,3 +76,37 @@ func HeapInuse() int64 {
 
 // MB formats bytes as MB (10^6).
 func MB(b float64) string { return strconv.FormatFloat(b/1e6, 'f', 1, 64) + " MB" }
+
+// MemoryClasses describes where the process's memory is, from
+// runtime/metrics: live heap objects, heap the GC may reuse or return,
+// goroutine stacks, and the GC's heap goal, in MB.
+func MemoryClasses() string {
+	names := []string{
+		"/memory/classes/heap/objects:bytes",
+		"/memory/classes/heap/unused:bytes",
+		"/memory/classes/heap/free:bytes",
+		"/memory/classes/heap/released:bytes",
+		"/memory/classes/heap/stacks:bytes",
+		"/memory/classes/os-stacks:bytes",
+		"/gc/heap/goal:bytes",
+		"/gc/heap/live:bytes",
+	}
+	s := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	var b strings.Builder
+	for i, x := range s {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v := int64(0)
+		if x.Value.Kind() == metrics.KindUint64 {
+			v = int64(x.Value.Uint64())
+		}
+		short := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(x.Name, "/memory/classes/"), "/gc/"), ":bytes")
+		b.WriteString(short + " " + MB(float64(v)))
+	}
+	return b.String()
+}
