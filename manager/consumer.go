@@ -80,8 +80,11 @@ type Consumer struct {
 	// malformedTopics counts the topic nodes reported malformed.
 	malformedTopics atomic.Uint64
 
-	mu             sync.Mutex
-	slots          map[TopicPartition]*slot
+	mu    sync.Mutex
+	slots map[TopicPartition]*slot
+	// prefetched holds the consumers opened before the first assignment
+	// (see prefetch) until a slot takes them or dropPrefetched closes them.
+	prefetched     map[TopicPartition]*partition.Prefetched
 	members        []string
 	assigned       []TopicPartition
 	assignedTopics []string // the subscribed topics with partitions, at the last rebalance
@@ -136,7 +139,10 @@ type slot struct {
 	state  slotState
 	revoke chan struct{} // closed: stop (drain) or cancel the claim
 	delay  time.Duration // before claiming (a restart after a loss)
-	pm     atomic.Pointer[partition.Manager]
+	// pre is the partition's consumer opened before the claim, or nil;
+	// the slot goroutine owns it (hands it to the manager or closes it).
+	pre *partition.Prefetched
+	pm  atomic.Pointer[partition.Manager]
 	// waitingSince: unix nanos since the claim waits for another owner;
 	// 0 while not waiting. holder: that owner's id (nil while not waiting).
 	waitingSince atomic.Int64

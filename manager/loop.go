@@ -52,6 +52,8 @@ func (c *Consumer) loop(regData []byte) error {
 	// together do not each claim everything first.
 	debounce := time.NewTimer(c.cfg.JoinSettle)
 	defer debounce.Stop()
+	c.prefetch() // during the settle
+	defer c.dropPrefetched()
 	trigger := func(why RebalanceCause) {
 		if len(pending) == 0 {
 			c.markDirty()
@@ -127,6 +129,7 @@ func (c *Consumer) loop(regData []byte) error {
 			failures.Reset()
 			idsWatch = w
 			clear(pending)
+			c.dropPrefetched() // the first assignment took what it starts
 		}
 	}
 }

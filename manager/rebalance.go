@@ -18,49 +18,12 @@ import (
 // the metadata, computes the assignment and starts or revokes slots. It
 // returns the new watch on the members. causes are what triggered it.
 func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, error) {
-	if !c.session.Status().HasSession {
-		return nil, errors.New("no zookeeper session")
-	}
 	began := time.Now()
-	members, watch, err := readMembers(c.session, c.group)
+	pl, err := c.computePlan(true)
 	if err != nil {
-		return nil, fmt.Errorf("reading members: %w", err)
+		return nil, err
 	}
-	snap := c.meta.Snapshot()
-	topics := make([]string, 0, len(snap.Topics))
-	var withParts []string
-	for t, ps := range snap.Topics {
-		topics = append(topics, t)
-		if len(ps) > 0 {
-			withParts = append(withParts, t)
-		}
-	}
-	sort.Strings(topics)
-	sort.Strings(withParts)
-	owners, noDir, err := readOwners(c.session, c.group, withParts)
-	if err != nil {
-		return nil, fmt.Errorf("reading owners: %w", err)
-	}
-	// One parent per topic, once, before any claim: claims racing to find
-	// it missing would each cost ZooKeeper a failed create.
-	for _, t := range noDir {
-		if err := c.session.CreateParents(zkdata.OwnerTopicPath(c.group, t)); err != nil {
-			return nil, fmt.Errorf("creating the owners node of %q: %w", t, err)
-		}
-	}
-	var parts []assign.Partition
-	for _, t := range withParts {
-		for _, p := range snap.Topics[t] {
-			parts = append(parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader,
-				Owner: owners[TopicPartition{Topic: t, Partition: p.ID}]})
-		}
-	}
-	am := assignMembers(members, topics)
-	a := c.strategy(am, parts)
-	mine := map[TopicPartition]bool{}
-	for _, p := range a[c.id] {
-		mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
-	}
+	members, watch, snap, withParts, parts, mine := pl.members, pl.watch, pl.snap, pl.withParts, pl.parts, pl.mine
 	ids := make([]string, len(members))
 	for i, m := range members {
 		ids[i] = m.id
@@ -115,6 +78,68 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	c.log.Info("rebalanced", "members", len(ids), "partitions", len(parts), "assigned", len(mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
 	return watch, nil
+}
+
+// plan is what a rebalance reads and computes before it acts on it.
+type plan struct {
+	members   []member
+	watch     <-chan zk.Event // on the member list
+	snap      metadata.Snapshot
+	withParts []string // subscribed topics with partitions, sorted
+	parts     []assign.Partition
+	owners    map[TopicPartition]string
+	mine      map[TopicPartition]bool
+}
+
+// computePlan reads the members, the owners of the subscribed partitions
+// and the metadata, and computes this member's partitions. With
+// createDirs it creates the owners node of every topic that has none
+// (the only write).
+func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
+	if !c.session.Status().HasSession {
+		return nil, errors.New("no zookeeper session")
+	}
+	members, watch, err := readMembers(c.session, c.group)
+	if err != nil {
+		return nil, fmt.Errorf("reading members: %w", err)
+	}
+	snap := c.meta.Snapshot()
+	topics := make([]string, 0, len(snap.Topics))
+	var withParts []string
+	for t, ps := range snap.Topics {
+		topics = append(topics, t)
+		if len(ps) > 0 {
+			withParts = append(withParts, t)
+		}
+	}
+	sort.Strings(topics)
+	sort.Strings(withParts)
+	owners, noDir, err := readOwners(c.session, c.group, withParts)
+	if err != nil {
+		return nil, fmt.Errorf("reading owners: %w", err)
+	}
+	if createDirs {
+		// One parent per topic, once, before any claim: claims racing to
+		// find it missing would each cost ZooKeeper a failed create.
+		for _, t := range noDir {
+			if err := c.session.CreateParents(zkdata.OwnerTopicPath(c.group, t)); err != nil {
+				return nil, fmt.Errorf("creating the owners node of %q: %w", t, err)
+			}
+		}
+	}
+	var parts []assign.Partition
+	for _, t := range withParts {
+		for _, p := range snap.Topics[t] {
+			parts = append(parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader,
+				Owner: owners[TopicPartition{Topic: t, Partition: p.ID}]})
+		}
+	}
+	a := c.strategy(assignMembers(members, topics), parts)
+	mine := map[TopicPartition]bool{}
+	for _, p := range a[c.id] {
+		mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+	}
+	return &plan{members: members, watch: watch, snap: snap, withParts: withParts, parts: parts, owners: owners, mine: mine}, nil
 }
 
 // relevantView is the part of a metadata view that decides the

@@ -51,7 +51,7 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 // startSlotLocked starts a slot goroutine that claims tp after delay.
 // c.mu must be held.
 func (c *Consumer) startSlotLocked(tp TopicPartition, delay time.Duration) {
-	sl := &slot{tp: tp, state: claiming, revoke: make(chan struct{}), delay: delay}
+	sl := &slot{tp: tp, state: claiming, revoke: make(chan struct{}), delay: delay, pre: c.takePrefetchedLocked(tp)}
 	c.slots[tp] = sl
 	c.slotsWG.Add(1)
 	go c.runSlot(sl)
@@ -69,6 +69,12 @@ func (c *Consumer) send(ev slotEvent) {
 func (c *Consumer) runSlot(sl *slot) {
 	defer c.slotsWG.Done()
 	defer c.send(slotEvent{sl: sl, done: true})
+	defer func() {
+		if sl.pre != nil { // not handed to a partition manager
+			c.reaper.Reap(sl.pre.PC)
+			sl.pre = nil
+		}
+	}()
 	log := c.log.With("topic", sl.tp.Topic, "partition", sl.tp.Partition)
 	if sl.delay > 0 {
 		t := time.NewTimer(sl.delay)
@@ -108,7 +114,9 @@ func (c *Consumer) runSlot(sl *slot) {
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
 		Client: c.lister, Consumer: c.consumer, Store: c.store, Committer: c.commits, Reaper: c.reaper, Fence: cl,
 		Config: c.cfg.Partition, Logger: log, Report: c.report, StaleAcks: &c.staleAcks,
+		Prefetched: sl.pre,
 	}
+	sl.pre = nil // the manager owns it now, also if Start fails
 	var stream *PartitionStream
 	switch {
 	case c.cfg.Mode == ModePartitions:

@@ -66,8 +66,14 @@ func TestBatchAckAndStop(t *testing.T) {
 	if r := got[0].Ack(); r != AckDuplicate {
 		t.Errorf("second Ack: %v; want duplicate", r)
 	}
-	if s := m.Stats(); s.Acks != 20 || s.Delivered != 20 {
-		t.Errorf("stats: %d acks, %d delivered; want 20, 20", s.Acks, s.Delivered)
+	// Delivered is counted once a batch's send returned, which the
+	// receiver may see after it got the batch: await it.
+	deadline := time.Now().Add(10 * time.Second)
+	for s := m.Stats(); s.Acks != 20 || s.Delivered != 20; s = m.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats: %d acks, %d delivered; want 20, 20", s.Acks, s.Delivered)
+		}
+		time.Sleep(time.Millisecond) // polling the counters
 	}
 	if err := m.Stop(true); err != nil {
 		t.Fatal(err)

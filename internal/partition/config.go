@@ -79,6 +79,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// InitialOffset is where a partition without a committed offset starts:
+// sarama.OffsetOldest or sarama.OffsetNewest, after Initial.
+func (c Config) InitialOffset() int64 { return c.initialOffset() }
+
 func (c Config) initialOffset() int64 {
 	if c.Initial == Newest {
 		return sarama.OffsetNewest

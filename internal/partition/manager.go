@@ -47,6 +47,10 @@ type Params struct {
 	// of every Manager of the consumer in one batch: one per consumer,
 	// on the same Store.
 	Committer *Committer
+	// Prefetched, optional, is a sarama PartitionConsumer of this partition
+	// opened before the claim (see Prefetched). The Manager owns it from
+	// Start on, also when Start fails.
+	Prefetched *Prefetched
 	// Reaper, optional, finishes closing the sarama PartitionConsumers
 	// this Manager stops using, so that a stop need not wait for sarama's
 	// fetch cycle; nil: the Manager waits itself.
@@ -158,7 +162,12 @@ type Manager struct {
 // the manager's goroutines; it does not block on I/O: the committed offset
 // is read and fetching starts in the background. The caller must call
 // Stop.
-func Start(p Params) (*Manager, error) {
+func Start(p Params) (_ *Manager, err error) {
+	defer func() {
+		if err != nil && p.Prefetched != nil {
+			p.Reaper.Reap(p.Prefetched.PC)
+		}
+	}()
 	switch {
 	case p.Topic == "":
 		return nil, fmt.Errorf("%w: Topic: empty", ErrConfig)
@@ -354,6 +363,12 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 
 // run is the fetch loop: it owns the sarama PartitionConsumer.
 func (m *Manager) run() error {
+	pre := m.p.Prefetched
+	defer func() {
+		if pre != nil {
+			m.p.Reaper.Reap(pre.PC)
+		}
+	}()
 	pos, ok := m.startPosition()
 	if !ok {
 		return m.exitReason()
@@ -363,10 +378,18 @@ func (m *Manager) run() error {
 		if !m.applyControl(&pos) {
 			return m.exitReason()
 		}
-		abs, err := m.resolve(pos)
 		var pc sarama.PartitionConsumer
-		if err == nil {
-			pc, err = m.p.Consumer.ConsumePartition(m.topic, m.partition, abs)
+		var abs int64
+		var err error
+		if pre != nil {
+			pc, abs = m.usePrefetched(pre, pos)
+			pre = nil
+		}
+		if pc == nil {
+			abs, err = m.resolve(pos)
+			if err == nil {
+				pc, err = m.p.Consumer.ConsumePartition(m.topic, m.partition, abs)
+			}
 		}
 		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
 			m.resetPosition(&pos, abs)
@@ -392,6 +415,23 @@ func (m *Manager) run() error {
 			m.resetPosition(&pos, next)
 		}
 	}
+}
+
+// usePrefetched returns pre's PartitionConsumer and its start offset when
+// it starts where this ownership must (pos, read after the claim): at the
+// committed offset, or, when there is none, at the oldest or newest offset
+// (after Initial) as of when the member began to join. Otherwise it closes
+// it (and
+// waits for sarama to let go of the partition, so that it can be consumed
+// again at once) and returns nil.
+func (m *Manager) usePrefetched(pre *Prefetched, pos int64) (sarama.PartitionConsumer, int64) {
+	if (pos >= 0 && pos == pre.Offset) || (pos < 0 && pos == pre.Initial) {
+		m.log.Debug("using the partition consumer opened before the claim", "offset", pre.Offset)
+		return pre.PC, pre.Offset
+	}
+	m.log.Debug("the partition consumer opened before the claim starts elsewhere; closing it", "opened_at", pre.Offset, "position", pos)
+	_ = pre.PC.Close()
+	return nil, 0
 }
 
 func (m *Manager) exitReason() error {
@@ -442,7 +482,7 @@ func (m *Manager) ensureTracker(start int64) {
 // not handed out when consume returns is truncated.
 func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, stop bool) {
 	defer func() {
-		m.p.Reaper.reap(pc) // what was fetched but not handed out is dropped
+		m.p.Reaper.Reap(pc) // what was fetched but not handed out is dropped
 		m.mu.Lock()
 		if err := m.tracker.Truncate(next); err != nil {
 			m.log.Error("forgetting messages not handed out failed", "offset", next, "error", err)

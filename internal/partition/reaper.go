@@ -23,9 +23,9 @@ type Reaper struct {
 // using it has stopped, before closing the sarama Consumer.
 func NewReaper() *Reaper { return &Reaper{} }
 
-// reap closes pc and drains it in a goroutine of its own; after Close (or
-// on a nil Reaper) it does so before returning.
-func (r *Reaper) reap(pc sarama.PartitionConsumer) {
+// Reap closes pc and drains it in a goroutine of its own; after Close (or
+// on a nil Reaper) it does so before returning. Safe for concurrent use.
+func (r *Reaper) Reap(pc sarama.PartitionConsumer) {
 	pc.AsyncClose()
 	if r != nil {
 		r.mu.Lock()

@@ -41,7 +41,7 @@ func (p *slowPC) drained() bool                            { return len(p.msgs) 
 func TestReaperHandsOff(t *testing.T) {
 	r := NewReaper()
 	pc := newSlowPC()
-	r.reap(pc) // must not block although pc's channels are still open
+	r.Reap(pc) // must not block although pc's channels are still open
 	closed := make(chan struct{})
 	go func() { r.Close(); close(closed) }()
 	select {
@@ -57,7 +57,7 @@ func TestReaperHandsOff(t *testing.T) {
 
 	after := newSlowPC()
 	done := make(chan struct{})
-	go func() { r.reap(after); close(done) }()
+	go func() { r.Reap(after); close(done) }()
 	select {
 	case <-done:
 		t.Fatal("reap after Close returned before the PartitionConsumer closed")
@@ -68,7 +68,7 @@ func TestReaperHandsOff(t *testing.T) {
 	var none *Reaper
 	nilPC := newSlowPC()
 	close(nilPC.release)
-	none.reap(nilPC) // a nil Reaper drains in place
+	none.Reap(nilPC) // a nil Reaper drains in place
 	if !nilPC.drained() {
 		t.Error("a nil Reaper left the buffer undrained")
 	}

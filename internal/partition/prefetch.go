@@ -1,0 +1,19 @@
+package partition
+
+import "github.com/IBM/sarama"
+
+// Prefetched is a sarama PartitionConsumer opened for a partition before
+// it is claimed, so that sarama's start-up (two offset queries and the
+// broker consumer's 100 ms subscription batch) runs while a joining member
+// waits for the group to settle. Nothing of it is handed out before the
+// claim: the Manager that receives it (Params.Prefetched) reads the
+// committed offset again once it holds the claim, and uses the
+// PartitionConsumer only if it starts there; otherwise it closes it.
+type Prefetched struct {
+	PC sarama.PartitionConsumer
+	// Offset is where PC starts.
+	Offset int64
+	// Initial is the position Offset was resolved from when the partition
+	// had no committed offset (sarama.OffsetOldest or OffsetNewest), or 0.
+	Initial int64
+}

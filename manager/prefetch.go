@@ -1,0 +1,126 @@
+package manager
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/partition"
+)
+
+// prefetchWorkers bounds the concurrent starts of prefetch.
+const prefetchWorkers = 16
+
+// prefetchBudget is how many JoinSettles prefetch may take: the first
+// offset query of a member finds the group's coordinator first, which can
+// take longer than the settle, and a partition started after its claim
+// would wait for the same answers.
+const prefetchBudget = 3
+
+// prefetch opens, while a new member waits JoinSettle before its first
+// assignment, the sarama PartitionConsumers of the partitions it would be
+// assigned if the group stayed as it is and that nobody owns: sarama's
+// start-up (offset queries, the broker consumer's 100 ms subscription
+// batch, the first fetch) then runs during the settle instead of after the
+// claim. Nothing is handed out before the claim: each partition's manager
+// reads the committed offset again once it holds the claim and uses the
+// prefetched consumer only if it starts there (partition.Prefetched).
+// What the first assignment does not take is closed (dropPrefetched).
+//
+// It blocks the loop for at most prefetchBudget × JoinSettle (starts not
+// under way by then are skipped: the first assignment is not held up
+// longer than that for them) and is skipped when JoinSettle is 0.
+func (c *Consumer) prefetch() {
+	if c.cfg.JoinSettle <= 0 {
+		return
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), prefetchBudget*c.cfg.JoinSettle)
+	defer cancel()
+	pl, err := c.computePlan(false)
+	if err != nil {
+		c.log.Debug("no prefetch", "error", err)
+		return
+	}
+	var todo []TopicPartition
+	for tp := range pl.mine {
+		if pl.owners[tp] == "" {
+			todo = append(todo, tp)
+		}
+	}
+	out := make(map[TopicPartition]*partition.Prefetched, len(todo))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan TopicPartition)
+	for range min(prefetchWorkers, len(todo)) {
+		wg.Go(func() {
+			for tp := range next {
+				if pre := c.prefetchOne(ctx, tp); pre != nil {
+					mu.Lock()
+					out[tp] = pre
+					mu.Unlock()
+				}
+			}
+		})
+	}
+feed:
+	for _, tp := range todo {
+		select {
+		case next <- tp:
+		case <-ctx.Done():
+			break feed
+		case <-c.t.Dying():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	c.mu.Lock()
+	c.prefetched = out
+	c.mu.Unlock()
+	c.log.Debug("prefetched", "partitions", len(out), "planned", len(pl.mine), "took", time.Since(began))
+}
+
+// prefetchOne opens tp's PartitionConsumer at its committed offset, or at
+// the Initial position when it has none; nil when any step fails (the
+// partition then starts the usual way, after its claim).
+func (c *Consumer) prefetchOne(ctx context.Context, tp TopicPartition) *partition.Prefetched {
+	next, ok, err := c.store.Fetch(ctx, tp.Topic, tp.Partition)
+	if err != nil {
+		return nil
+	}
+	pre := &partition.Prefetched{Offset: next}
+	if !ok {
+		pre.Initial = c.cfg.Partition.InitialOffset()
+		if pre.Offset, err = c.lister.GetOffset(tp.Topic, tp.Partition, pre.Initial); err != nil {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if pre.PC, err = c.consumer.ConsumePartition(tp.Topic, tp.Partition, pre.Offset); err != nil {
+		return nil
+	}
+	return pre
+}
+
+// takePrefetchedLocked hands tp's prefetched consumer (or nil) to its
+// slot. c.mu must be held.
+func (c *Consumer) takePrefetchedLocked(tp TopicPartition) *partition.Prefetched {
+	pre := c.prefetched[tp]
+	delete(c.prefetched, tp)
+	return pre
+}
+
+// dropPrefetched closes what no slot took: after the first assignment
+// (which took what it starts) and at shutdown.
+func (c *Consumer) dropPrefetched() {
+	c.mu.Lock()
+	left := c.prefetched
+	c.prefetched = nil
+	c.mu.Unlock()
+	for _, pre := range left {
+		c.reaper.Reap(pre.PC)
+	}
+}

@@ -1,0 +1,87 @@
+package manager_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// countingHandler counts the log records whose message contains substr
+// and passes every record on.
+type countingHandler struct {
+	slog.Handler
+	substr string
+	n      *atomic.Int64
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.substr) {
+		h.n.Add(1)
+	}
+	if h.Handler.Enabled(ctx, r.Level) {
+		return h.Handler.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return countingHandler{h.Handler.WithAttrs(as), h.substr, h.n}
+}
+
+func (h countingHandler) WithGroup(g string) slog.Handler {
+	return countingHandler{h.Handler.WithGroup(g), h.substr, h.n}
+}
+
+// TestPrefetchedStart: a member joining an empty group opens its
+// partitions' fetchers during JoinSettle and uses them after the claims
+// (every partition here), and consumes everything exactly once. Then two
+// members start at the same moment: both prefetch, the plans differ while
+// they settle, and still nothing is lost or delivered twice.
+func TestPrefetchedStart(t *testing.T) {
+	c := testcluster.Shared(t)
+	const parts, n = 4, 400
+	topic, group, _ := newTopic(t, c, parts)
+	if _, err := c.Produce(topic, parts, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used atomic.Int64
+	led := newLedger()
+	a := joinPool(t, c, group, sub, "a", nil, led, poolOpts{configure: func(cfg *manager.Config) {
+		// Time enough for a loaded machine to open every fetcher in it.
+		cfg.JoinSettle = 2 * time.Second
+		cfg.Logger = slog.New(countingHandler{cfg.Logger.Handler(), "using the partition consumer opened before the claim", &used})
+	}})
+	await(t, 60*time.Second, "everything consumed", func() bool { return led.consumedCount(topic, n) == n })
+	if got := used.Load(); got != parts {
+		t.Errorf("%d partitions started on the consumer opened during the settle, want %d", got, parts)
+	}
+	a.close(t)
+	led.checkExactlyOnce(t, topic, n)
+
+	// Two members at once, on a group of their own, from the same topic
+	// and then more of it.
+	group2 := group + "-2"
+	led2 := newLedger()
+	b := joinPool(t, c, group2, sub, "b", nil, led2, poolOpts{})
+	d := joinPool(t, c, group2, sub, "d", nil, led2, poolOpts{})
+	if _, err := c.Produce(topic, parts, n, n); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 90*time.Second, "both batches consumed", func() bool { return led2.consumedCount(topic, 2*n) == 2*n })
+	b.close(t)
+	d.close(t)
+	led2.checkExactlyOnce(t, topic, 2*n)
+}
