@@ -482,6 +482,7 @@ func TestExamples(t *testing.T) {
 		{"merged", runMerged},
 		{"partitions", runPartitions},
 		{"batches", runBatches},
+		{"each", runEach},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 3)

@@ -82,6 +82,8 @@ type Consumer struct {
 
 	mu    sync.Mutex
 	slots map[TopicPartition]*slot
+	// eachRest: what Each loops left early (see Each).
+	eachRest leftovers
 	// prefetched holds the consumers opened before the first assignment
 	// (see prefetch) until a slot takes them or dropPrefetched closes them.
 	prefetched     map[TopicPartition]*partition.Prefetched

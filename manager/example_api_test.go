@@ -16,7 +16,7 @@ import (
 )
 
 // The examples below run against a cluster, so they have no Output; the
-// same functions (runMerged, runPartitions, runBatches, runGraceful) are
+// same functions (runMerged, runPartitions, runBatches, runEach, runGraceful) are
 // run against the test cluster by TestExamples.
 
 // process stands for the user's work on one message.
@@ -108,6 +108,30 @@ func runBatches(ctx context.Context, zk, group string, sub *subscription.Subscri
 	return c.Close()
 }
 
+// runEach: one message at a time in a range loop, fetched and handed over
+// in batches (DeliveryBatches): the per-message loop of Messages() at the
+// cost of the batch API. The loop ends when ctx ends.
+func runEach(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
+	cfg.Delivery = manager.DeliveryBatches
+	c, err := manager.Join(ctx, group, sub, zk, cfg)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for err := range c.Errors() {
+			log.Print(err)
+		}
+	}()
+	for msg := range c.Each(ctx) {
+		if err := process(msg); err != nil {
+			msg.Abandon()
+			continue
+		}
+		msg.Ack()
+	}
+	return c.Close()
+}
+
 // runGraceful: stop on SIGINT/SIGTERM; Close drains (waits for the acks of
 // what was received, bounded by Partition.DrainTimeout and CloseTimeout),
 // commits and releases every partition.
@@ -143,6 +167,16 @@ func Example_batches() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := runBatches(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// One message at a time, handed over in batches.
+func Example_each() {
+	sub, _ := subscription.Static("orders")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := runEach(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/partition"
@@ -135,6 +136,15 @@ func (c *Consumer) runSlot(sl *slot) {
 	default:
 		params.Funnel = c.funnel
 	}
+	var pmOf atomic.Pointer[partition.Manager]
+	params.BeforeDrain = func() {
+		pm := pmOf.Load()
+		if stream != nil {
+			stream.rest.abandonOf(pm)
+		} else {
+			c.eachRest.abandonOf(pm)
+		}
+	}
 	pm, err := partition.Start(params)
 	if err != nil {
 		c.report(err)
@@ -145,6 +155,7 @@ func (c *Consumer) runSlot(sl *slot) {
 		return
 	}
 	sl.pm.Store(pm)
+	pmOf.Store(pm)
 	if c.cutDrains.Load() {
 		pm.CutDrain()
 	}

@@ -19,6 +19,7 @@ type PartitionStream struct {
 	ch         chan *partition.Message
 	bch        chan *partition.Batch
 	pm         *partition.Manager
+	rest       leftovers // what Each loops left early
 }
 
 // closedMessages and closedBatches stand for the channel a stream's

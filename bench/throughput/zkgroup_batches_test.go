@@ -9,11 +9,44 @@ import (
 
 func init() {
 	extraSides = append(extraSides,
+		sideSpec{"zkgroup-each", passZkgroupEach},
+		sideSpec{"zkgroup-each-partitions", passZkgroupEachPartitions},
 		sideSpec{"zkgroup-batches", passZkgroupBatches},
 		sideSpec{"zkgroup-batches-partitions", passZkgroupBatchesPartitions},
 		sideSpec{"zkgroup-merged-buf256", passZkgroupMergedBuffered},
 		sideSpec{"zkgroup-partitions-buf256", passZkgroupPartitionsBuffered},
 	)
+}
+
+// passZkgroupEach: the per-message loop of Consumer.Each (merged,
+// DeliveryBatches), acking each message: one message at a time for the
+// user, the unbuffered channel's guarantees per message.
+func passZkgroupEach(env *passEnv, c *counter) error {
+	cfg := zkgroupConfig()
+	cfg.Delivery = manager.DeliveryBatches
+	return runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
+		for m := range cons.Each(context.Background()) {
+			c.add(m.Partition, m.Offset)
+			m.Ack()
+		}
+	})
+}
+
+// passZkgroupEachPartitions: ModePartitions with DeliveryBatches, one
+// goroutine per stream ranging over PartitionStream.Each, acking each
+// message.
+func passZkgroupEachPartitions(env *passEnv, c *counter) error {
+	cfg := zkgroupConfig()
+	cfg.Mode = manager.ModePartitions
+	cfg.Delivery = manager.DeliveryBatches
+	return runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
+		eachStream(cons, func(s *manager.PartitionStream) {
+			for m := range s.Each(context.Background()) {
+				c.add(m.Partition, m.Offset)
+				m.Ack()
+			}
+		})
+	})
 }
 
 // passZkgroupBatches: DeliveryBatches, Poll in a loop (merged), each

@@ -24,6 +24,8 @@ type Batch struct {
 	// acked: how many messages, from the first, were acked through the
 	// batch (under owner.mu).
 	acked int
+	// suspended caches Fence.Suspended() for Pass (its caller only).
+	suspended <-chan struct{}
 }
 
 // newBatch wraps msgs (tracked, in offset order). Run goroutine only.
@@ -37,6 +39,9 @@ func (m *Manager) newBatch(msgs []*sarama.ConsumerMessage) *Batch {
 	}
 	return &Batch{Topic: m.topic, Partition: m.partition, Messages: ptrs, owner: m}
 }
+
+// Owner returns the manager that handed the batch out.
+func (b *Batch) Owner() *Manager { return b.owner }
 
 // Len returns the number of messages.
 func (b *Batch) Len() int { return len(b.Messages) }

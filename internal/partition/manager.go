@@ -47,6 +47,11 @@ type Params struct {
 	// of every Manager of the consumer in one batch: one per consumer,
 	// on the same Store.
 	Committer *Committer
+	// BeforeDrain, optional, is called by a Stop with drain once nothing
+	// more is handed out (the fetch loop ended, Batch.Pass refuses), before
+	// the drain waits for acks: the place to abandon what was handed out in
+	// a batch but never reached the user (Consumer.Each's leftovers).
+	BeforeDrain func()
 	// Prefetched, optional, is a sarama PartitionConsumer of this partition
 	// opened before the claim (see Prefetched). The Manager owns it from
 	// Start on, also when Start fails.
@@ -887,6 +892,9 @@ func (m *Manager) Stop(drain bool) error {
 		_ = m.t.Wait()
 		var errs []error
 		if drain {
+			if m.p.BeforeDrain != nil {
+				m.p.BeforeDrain()
+			}
 			if err := m.drain(); err != nil {
 				if m.p.Report != nil {
 					m.p.Report(err)

@@ -1,0 +1,63 @@
+package partition
+
+import "context"
+
+// PassResult is what Batch.Pass decided.
+type PassResult int
+
+const (
+	// PassOK: the message may go to the user now.
+	PassOK PassResult = iota
+	// PassDropped: the manager stopped or lost the partition; the message
+	// and the rest of its batch were abandoned (see Message.Abandon): the
+	// user never sees them, a drain does not wait for them, and the next
+	// owner gets them.
+	PassDropped
+	// PassCancelled: ctx ended while the session was suspended; nothing
+	// was decided, so the same message may be asked about again.
+	PassCancelled
+)
+
+// Pass decides whether b.Messages[i] may be passed on to the user now, for
+// an iterator that takes a batch whole and hands its messages out one by
+// one (Consumer.Each): with it, they go out as on an unbuffered channel of
+// messages, none once the manager stops or loses the partition and none
+// while the session is suspended. It blocks while the session is
+// suspended, until it is healthy again (PassOK), the manager stops
+// (PassDropped) or ctx ends (PassCancelled). Not safe for concurrent use
+// on one batch (one iterator takes it); the healthy path takes no lock: it
+// keeps the fence's suspension channel (closed when a suspension begins)
+// from one message to the next, as the manager's own hand-off does.
+func (b *Batch) Pass(ctx context.Context, i int) PassResult {
+	m := b.owner
+	for {
+		select {
+		case <-m.halt:
+			b.abandonFrom(i)
+			return PassDropped
+		default:
+		}
+		if b.suspended == nil {
+			b.suspended = m.p.Fence.Suspended()
+		}
+		select {
+		case <-b.suspended:
+			b.suspended = nil // closed: ask again once healthy
+		default:
+			return PassOK
+		}
+		select {
+		case <-m.p.Fence.Ready():
+		case <-m.halt:
+		case <-ctx.Done():
+			return PassCancelled
+		}
+	}
+}
+
+// abandonFrom abandons the batch's messages from index i on.
+func (b *Batch) abandonFrom(i int) {
+	for _, msg := range b.Messages[i:] {
+		b.owner.Abandon(msg.Offset)
+	}
+}

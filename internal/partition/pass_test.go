@@ -1,0 +1,112 @@
+package partition
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/IBM/sarama/mocks"
+	"go.uber.org/goleak"
+)
+
+// TestBatchPass: a batch taken whole is passed on message by message: OK
+// while healthy; held while the session is suspended (and PassCancelled if
+// ctx ends meanwhile) and OK again once healthy; dropped once the manager
+// stops, with the rest abandoned so that the drain does not wait for them
+// and the commit stops before them. BeforeDrain runs before the drain.
+func TestBatchPass(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	scfg := mocks.NewTestConfig()
+	scfg.Consumer.Return.Errors = true
+	cons := mocks.NewConsumer(t, scfg)
+	defer cons.Close()
+	pc := cons.ExpectConsumePartition("t", 0, 0)
+	for i := 0; i < 6; i++ {
+		pc.YieldMessage(&sarama.ConsumerMessage{Value: []byte{byte(i)}})
+	}
+	store := &memStore{committed: map[int32]int64{0: 0}}
+	cfg := NewConfig()
+	cfg.DrainTimeout = 30 * time.Second // a drain that waited would fail the test's deadline
+	out := make(chan *Batch)
+	fence := newFence()
+	beforeDrain := make(chan struct{})
+	m, err := Start(Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
+		Store: store, Committer: committerFor(t, store, cfg), Fence: fence, Config: cfg,
+		Batches: out, BeforeDrain: func() { close(beforeDrain) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Take batches until all 6 messages are out (the mock may yield them in
+	// more than one fetch).
+	var msgs []*Message
+	var batches []*Batch
+	for len(msgs) < 6 {
+		select {
+		case b := <-out:
+			batches = append(batches, b)
+			msgs = append(msgs, b.Messages...)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of 6 messages", len(msgs))
+		}
+	}
+	last := batches[len(batches)-1]
+	ctx := context.Background()
+	// Everything but the last batch's messages: passed and acked.
+	for _, b := range batches[:len(batches)-1] {
+		for i := range b.Messages {
+			if r := b.Pass(ctx, i); r != PassOK {
+				t.Fatalf("healthy: %v", r)
+			}
+			b.Messages[i].Ack()
+		}
+	}
+	if last.Len() < 3 {
+		t.Fatalf("the mock fetched the last batch with %d message(s); the test needs 3", last.Len())
+	}
+	if r := last.Pass(ctx, 0); r != PassOK {
+		t.Fatalf("healthy: %v", r)
+	}
+	last.Messages[0].Ack()
+
+	// Suspended: held; ctx ending meanwhile cancels without deciding.
+	fence.suspend()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	if r := last.Pass(short, 1); r != PassCancelled {
+		t.Fatalf("suspended, ctx ended: %v; want cancelled", r)
+	}
+	cancel()
+	passed := make(chan PassResult, 1)
+	go func() { passed <- last.Pass(ctx, 1) }()
+	select {
+	case r := <-passed:
+		t.Fatalf("suspended: Pass returned %v instead of waiting", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	fence.resume()
+	if r := <-passed; r != PassOK {
+		t.Fatalf("healthy again: %v", r)
+	}
+	last.Messages[1].Ack()
+
+	// Stopping: what remains of the batch is dropped, and the drain does
+	// not wait for it; the commit ends where the user stopped.
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Stop(true) }()
+	<-beforeDrain
+	if r := last.Pass(ctx, 2); r != PassDropped {
+		t.Fatalf("stopping: %v; want dropped", r)
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop waited for messages that were never passed on")
+	}
+	want := last.Messages[1].Offset + 1
+	if c := store.get(0); c != want {
+		t.Errorf("committed %d, want %d (after the last message passed on)", c, want)
+	}
+}
