@@ -11,7 +11,9 @@ import (
 )
 
 // Manager builds the consumer's configuration and subscription from c:
-// ModePartitions (one stream per owned partition), CloseTimeout just under
+// ModePartitions (one stream per owned partition) with DeliveryBatches
+// (read one message at a time through PartitionStream.Each: the per-message
+// guarantees at the cost of batches), CloseTimeout just under
 // ShutdownTimeout, logger (nil: discard), and the Kafka client settings,
 // ZooKeeper credentials and ZooKeeper TLS that Resolve read (before
 // Resolve, with TLS or SASL configured, those are left out). It runs
@@ -29,6 +31,7 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	}
 	m.OffsetStorage = manager.Storage(c.OffsetStorage)
 	m.Mode = manager.ModePartitions
+	m.Delivery = manager.DeliveryBatches
 	m.Brokers = append([]string(nil), c.Brokers...)
 	m.Listener = c.Listener
 	m.Partition.MaxUnacked = c.Partition.MaxUnacked

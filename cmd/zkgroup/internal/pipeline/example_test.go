@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"iter"
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/pipeline"
@@ -19,9 +20,17 @@ func (printer) Handle(_ context.Context, m *sarama.ConsumerMessage) (sink.Outcom
 
 type oneStream struct{ ch chan *partition.Message }
 
-func (oneStream) Topic() string                         { return "orders" }
-func (oneStream) Partition() int32                      { return 0 }
-func (s oneStream) Messages() <-chan *partition.Message { return s.ch }
+func (oneStream) Topic() string    { return "orders" }
+func (oneStream) Partition() int32 { return 0 }
+func (s oneStream) Each(context.Context) iter.Seq[*partition.Message] {
+	return func(yield func(*partition.Message) bool) {
+		for m := range s.ch {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
 
 func Example() {
 	s := oneStream{ch: make(chan *partition.Message, 2)}

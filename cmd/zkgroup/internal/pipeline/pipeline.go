@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"sync"
 
@@ -11,11 +12,13 @@ import (
 )
 
 // Stream is one owned partition's message stream; *manager.PartitionStream
-// satisfies it.
+// satisfies it. Each yields the partition's messages one by one until the
+// stream ends (the partition was revoked or lost, or the consumer
+// stopped).
 type Stream interface {
 	Topic() string
 	Partition() int32
-	Messages() <-chan *partition.Message
+	Each(ctx context.Context) iter.Seq[*partition.Message]
 }
 
 // Handler decides a message's fate; *sink.Handler satisfies it. A nil
@@ -90,7 +93,9 @@ func (p *Pipeline) Start(ctx context.Context, s Stream) {
 func (p *Pipeline) work(ctx context.Context, s Stream) {
 	log := p.log.With("topic", s.Topic(), "partition", s.Partition())
 	log.Debug("partition worker started")
-	for m := range s.Messages() {
+	// The stream, not ctx, ends the loop: once ctx ends, Handle fails and
+	// the worker stops as below, abandoning that message.
+	for m := range s.Each(context.Background()) {
 		if m == nil || m.ConsumerMessage == nil {
 			continue
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"iter"
 	"runtime"
 	"sync"
 	"testing"
@@ -18,9 +19,17 @@ type stream struct {
 	ch    chan *partition.Message
 }
 
-func (s *stream) Topic() string                       { return s.topic }
-func (s *stream) Partition() int32                    { return s.part }
-func (s *stream) Messages() <-chan *partition.Message { return s.ch }
+func (s *stream) Topic() string    { return s.topic }
+func (s *stream) Partition() int32 { return s.part }
+func (s *stream) Each(context.Context) iter.Seq[*partition.Message] {
+	return func(yield func(*partition.Message) bool) {
+		for m := range s.ch {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
 
 func newStream(p int32, offsets ...int64) *stream {
 	s := &stream{topic: "t", part: p, ch: make(chan *partition.Message, len(offsets))}
