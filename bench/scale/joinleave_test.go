@@ -2,6 +2,7 @@ package scale
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,9 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 		ev.resume = env.tr.awaitFlow(t, members, *flagPhaseTimeout)
 		sleepUntil(time.Now().Add(time.Second))
 		sleepUntil(t.Add(3 * time.Second))
+		if os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" {
+			benchkit.Say("   longest gaps on kept partitions, from the event:%s", env.tr.longestGaps(t, below(S)))
+		}
 		ev.pause = maxPause(env.tr.closeWindow(time.Now(), below(S)))
 		z1 := zx.Mark()
 		ev.d = time.Since(t)

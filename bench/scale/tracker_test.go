@@ -39,6 +39,7 @@ type part struct {
 	wOwner  int
 	wMoved  bool
 	wMaxGap int64
+	wGapEnd int64 // when the longest gap ended (unix ns)
 }
 
 func newTracker(partitions int) *tracker {
@@ -103,7 +104,9 @@ func (t *tracker) deliver(m int, p int32, produced int64) {
 		x.ownerProduced = produced
 	}
 	if x.lastBy == m && x.lastAt > 0 {
-		x.wMaxGap = max(x.wMaxGap, now-x.lastAt)
+		if gap := now - x.lastAt; gap > x.wMaxGap {
+			x.wMaxGap, x.wGapEnd = gap, now
+		}
 	}
 	x.lastAt, x.lastBy = now, m
 }
@@ -158,7 +161,7 @@ func (t *tracker) openWindow() {
 			x.wOwner = x.prevOwner
 		}
 		x.wMoved = false
-		x.wMaxGap = 0
+		x.wMaxGap, x.wGapEnd = 0, 0
 		x.mu.Unlock()
 	}
 }
@@ -278,4 +281,30 @@ func (t *tracker) timeline(since time.Time, members int) func() {
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(stop); <-done }) }
+}
+
+// longestGaps says, for each member that ok accepts, when its longest gap
+// on a kept partition began and ended relative to t0 (a diagnostic for
+// $ZKGROUP_BENCH_TIMELINE).
+func (t *tracker) longestGaps(t0 time.Time, ok func(int) bool) string {
+	type gap struct{ d, end int64 }
+	best := map[int]gap{}
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) && x.wMaxGap > best[x.wOwner].d {
+			best[x.wOwner] = gap{x.wMaxGap, x.wGapEnd}
+		}
+		x.mu.Unlock()
+	}
+	var b strings.Builder
+	for m := 0; m < 64; m++ {
+		g, found := best[m]
+		if !found {
+			continue
+		}
+		end := time.Duration(g.end - t0.UnixNano())
+		fmt.Fprintf(&b, " m%d %.0f ms [%+.0f, %+.0f ms]", m, float64(g.d)/1e6, float64(end-time.Duration(g.d))/1e6, float64(end)/1e6)
+	}
+	return b.String()
 }
