@@ -11,6 +11,11 @@
 //	for msg := range c.Messages() { process(msg); msg.Ack() }
 //	err = c.Close()
 //
+// The same loop at the cost of batches (one hand-off per fetched batch
+// instead of one channel rendezvous per message, the same guarantees per
+// message): set Config.Delivery to DeliveryBatches and range over
+// c.Each(ctx) instead of c.Messages().
+//
 // The ZooKeeper layout is Kafka's own:
 //
 //	/consumers/<group>/ids/<instance>       ephemeral, the member's registration
