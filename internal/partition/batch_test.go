@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-	"github.com/IBM/sarama/mocks"
 	"go.uber.org/goleak"
 )
 
@@ -16,25 +14,10 @@ import (
 // CloseOut closes the batch channel; Done closes.
 func TestBatchAckAndStop(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	scfg := mocks.NewTestConfig()
-	scfg.Consumer.Return.Errors = true
-	cons := mocks.NewConsumer(t, scfg)
-	defer cons.Close()
-	pc := cons.ExpectConsumePartition("t", 0, 5)
-	for i := 0; i < 20; i++ {
-		pc.YieldMessage(&sarama.ConsumerMessage{Value: []byte{byte(i)}})
-	}
-	store := &memStore{committed: map[int32]int64{0: 5}}
 	cfg := NewConfig()
 	cfg.DrainTimeout = time.Second
-	out := make(chan *Batch)
 	var stale atomic.Uint64
-	m, err := Start(Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
-		Store: store, Committer: committerFor(t, store, cfg), Fence: newFence(), Config: cfg,
-		Batches: out, CloseOut: true, StaleAcks: &stale})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, store, _, out := setupBatches(t, 20, cfg, func(p *Params) { p.CloseOut, p.StaleAcks = true, &stale })
 	var got []*Batch
 	n := 0
 	for n < 20 {
@@ -66,14 +49,9 @@ func TestBatchAckAndStop(t *testing.T) {
 	if r := got[0].Ack(); r != AckDuplicate {
 		t.Errorf("second Ack: %v; want duplicate", r)
 	}
-	// Delivered is counted once a batch's send returned, which the
-	// receiver may see after it got the batch: await it.
-	deadline := time.Now().Add(10 * time.Second)
-	for s := m.Stats(); s.Acks != 20 || s.Delivered != 20; s = m.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("stats: %d acks, %d delivered; want 20, 20", s.Acks, s.Delivered)
-		}
-		time.Sleep(time.Millisecond) // polling the counters
+	awaitDelivered(m, 20)
+	if s := m.Stats(); s.Acks != 20 || s.Delivered != 20 {
+		t.Errorf("stats: %d acks, %d delivered; want 20, 20", s.Acks, s.Delivered)
 	}
 	if err := m.Stop(true); err != nil {
 		t.Fatal(err)

@@ -164,7 +164,10 @@ func handOffTo(t *testing.T, via string, out chan *Message, p Params) Params {
 	return p
 }
 
-func setup(t *testing.T, via string, n int, cfg Config) (*Manager, *memStore, *testFence, chan *Message) {
+// mockedPartition returns the Params of partition t/0, committed at 5,
+// whose mocked fetcher yields n messages from there (its consumer is
+// closed when the test ends), with store and fence.
+func mockedPartition(t *testing.T, n int, cfg Config) (Params, *memStore, *testFence) {
 	t.Helper()
 	scfg := mocks.NewTestConfig()
 	scfg.Consumer.Return.Errors = true
@@ -173,15 +176,38 @@ func setup(t *testing.T, via string, n int, cfg Config) (*Manager, *memStore, *t
 	for i := 0; i < n; i++ {
 		pc.YieldMessage(&sarama.ConsumerMessage{Value: []byte{byte(i)}})
 	}
+	t.Cleanup(func() { _ = cons.Close() })
 	store := &memStore{committed: map[int32]int64{0: 5}}
 	fence := newFence()
+	return Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
+		Store: store, Committer: committerFor(t, store, cfg), Fence: fence, Config: cfg}, store, fence
+}
+
+func setup(t *testing.T, via string, n int, cfg Config) (*Manager, *memStore, *testFence, chan *Message) {
+	t.Helper()
+	p, store, fence := mockedPartition(t, n, cfg)
 	out := make(chan *Message)
-	m, err := Start(handOffTo(t, via, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
-		Store: store, Committer: committerFor(t, store, cfg), Fence: fence, Config: cfg}))
+	m, err := Start(handOffTo(t, via, out, p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cons.Close() })
+	return m, store, fence, out
+}
+
+// setupBatches starts a manager handing out n mocked messages as batches,
+// with edit (may be nil) applied to its Params first.
+func setupBatches(t *testing.T, n int, cfg Config, edit func(*Params)) (*Manager, *memStore, *testFence, chan *Batch) {
+	t.Helper()
+	p, store, fence := mockedPartition(t, n, cfg)
+	out := make(chan *Batch)
+	p.Batches = out
+	if edit != nil {
+		edit(&p)
+	}
+	m, err := Start(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return m, store, fence, out
 }
 

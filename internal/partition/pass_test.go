@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-	"github.com/IBM/sarama/mocks"
 	"go.uber.org/goleak"
 )
 
@@ -17,26 +15,10 @@ import (
 // and the commit stops before them. BeforeDrain runs before the drain.
 func TestBatchPass(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	scfg := mocks.NewTestConfig()
-	scfg.Consumer.Return.Errors = true
-	cons := mocks.NewConsumer(t, scfg)
-	defer cons.Close()
-	pc := cons.ExpectConsumePartition("t", 0, 0)
-	for i := 0; i < 6; i++ {
-		pc.YieldMessage(&sarama.ConsumerMessage{Value: []byte{byte(i)}})
-	}
-	store := &memStore{committed: map[int32]int64{0: 0}}
 	cfg := NewConfig()
 	cfg.DrainTimeout = 30 * time.Second // a drain that waited would fail the test's deadline
-	out := make(chan *Batch)
-	fence := newFence()
 	beforeDrain := make(chan struct{})
-	m, err := Start(Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
-		Store: store, Committer: committerFor(t, store, cfg), Fence: fence, Config: cfg,
-		Batches: out, BeforeDrain: func() { close(beforeDrain) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, store, fence, out := setupBatches(t, 6, cfg, func(p *Params) { p.BeforeDrain = func() { close(beforeDrain) } })
 	// Take batches until all 6 messages are out (the mock may yield them in
 	// more than one fetch).
 	var msgs []*Message
