@@ -113,15 +113,11 @@ func eachBatch(ctx context.Context, src <-chan *partition.Batch, rest *leftovers
 		b, i := rest.take()
 		for {
 			if b == nil {
-				select {
-				case nb, ok := <-src:
-					if !ok {
-						return
-					}
-					b, i = nb, 0
-				case <-ctx.Done():
-					return
+				nb, err := poll(ctx, src)
+				if err != nil {
+					return // the source closed, or ctx ended
 				}
+				b, i = nb, 0
 			}
 		batch:
 			for ; i < len(b.Messages); i++ {
