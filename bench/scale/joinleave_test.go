@@ -28,6 +28,7 @@ type jlRound struct {
 	side        string
 	failed      string
 	setup       time.Duration
+	quiet       time.Duration // the steady members' longest pause over a window of the events' length with no event: the floor
 	join, leave jlEvent
 	closeLeaver time.Duration
 	errs        string
@@ -98,6 +99,13 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 	}
 	res.setup = time.Since(start)
 	time.Sleep(2 * time.Second)
+
+	// The floor: the same measure over a window as long as an event's, with
+	// no event in it. Gaps this long happen without any rebalance (fetch
+	// cycles, GC, the brokers and this process sharing the machine's cores).
+	env.tr.openWindow()
+	sleepUntil(time.Now().Add(3 * time.Second))
+	res.quiet = maxPause(env.tr.closeWindow(time.Now(), below(S)))
 
 	event := func(ev *jlEvent, members []int, change func()) {
 		env.tr.openWindow()
@@ -177,6 +185,7 @@ func printJoinLeave(r int, s jlRound) {
 	if s.failed != "" {
 		benchkit.Say("   round %d %-8s RUN FAILED: %s", r+1, s.side, s.failed)
 	}
+	benchkit.Say("   round %d %-8s no event: steady members' longest pause %s over 3 s", r+1, s.side, ms(s.quiet))
 	benchkit.Say("   round %d %-8s join:  %s", r+1, s.side, ev(s.join))
 	benchkit.Say("   round %d %-8s leave: %s; the leaver's Close %s; errors: %s", r+1, s.side, ev(s.leave), ms(s.closeLeaver), s.errs)
 	if s.join.zk > 0 || s.leave.zk > 0 {
@@ -189,6 +198,11 @@ func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
 	benchkit.Say("== BenchmarkJoinLeave summary over %d round(s): %d partitions, %d steady members + 1 joining and leaving", *flagJLRounds, *flagJLPartitions, *flagJLSteady)
 	benchkit.Say("   %-8s %-6s %14s %22s %22s %14s", "side", "event", "moved p50/max", "longest pause p50/p99", "flowing again p50/p99", "ZK writes p50")
 	for _, sd := range sds {
+		var quiet []float64
+		for _, r := range results[sd.name] {
+			quiet = append(quiet, r.quiet.Seconds()*1000)
+		}
+		benchkit.Say("   %-8s %-6s %14s %10.0f/%-8.0f ms", sd.name, "none", "", benchkit.Median(quiet), benchkit.Percentile(quiet, 99))
 		for _, which := range []string{"join", "leave"} {
 			var moved, pause, resume, zk []float64
 			silent := 0
@@ -214,5 +228,6 @@ func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
 				benchkit.Median(resume), benchkit.Percentile(resume, 99), benchkit.Median(zk), note)
 		}
 	}
+	benchkit.Say("   (event none: the same 3 s window with no join or leave, the floor of the pause on this machine)")
 	benchkit.Say("   goals (zkgroup): a join moves <= 8; steady members' pause p99 <= 50 ms; flowing again p99 < 500 ms; ZK writes <= 2 x moved + members")
 }
