@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,8 @@ type claim struct {
 	sessionID int64 // the session that created the node
 	lost      chan struct{}
 	lostOnce  sync.Once
+	lostCtx   context.Context // canceled together with closing lost (AfterLost)
+	cancel    context.CancelFunc
 	stop      chan struct{} // ends the watcher
 	wg        sync.WaitGroup
 }
@@ -47,6 +50,11 @@ func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link)
 // it ended.
 func (c *claim) Lost() <-chan struct{} { return c.lost }
 
+// AfterLost runs f on its own goroutine once Lost is closed
+// (partition.LostNotifier): a partition manager needs no goroutine of its
+// own to watch the claim.
+func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFunc(c.lostCtx, f) }
+
 func (c *claim) markLost(why string) {
 	c.lostOnce.Do(func() {
 		c.health.leave(&c.link)
@@ -56,6 +64,7 @@ func (c *claim) markLost(why string) {
 			c.log.Warn("partition claim lost", "why", why)
 		}
 		close(c.lost)
+		c.cancel()
 	})
 }
 
@@ -126,6 +135,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		if stat.EphemeralOwner == cur.SessionID && holder == owner {
 			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
 				sessionID: cur.SessionID, lost: make(chan struct{}), stop: make(chan struct{})}
+			c.lostCtx, c.cancel = context.WithCancel(context.Background())
 			c.wg.Add(1)
 			go c.watch(ch, epochDone)
 			if logged {

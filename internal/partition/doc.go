@@ -23,8 +23,10 @@
 //
 //   - the Manager's run goroutine (its tomb): reads the committed offset,
 //     starts and reads the sarama PartitionConsumer, hands messages out;
-//   - the Manager's watchHalt goroutine (its tomb): turns "dying or lost"
-//     into the one channel the hot path watches;
+//   - only when the Fence is not a LostNotifier, the Manager's watchHalt
+//     goroutine (its tomb), which turns "dying or lost" into the one
+//     channel the hot path watches; the consumer manager's claims are
+//     LostNotifiers, which close that channel themselves;
 //   - sarama's two per PartitionConsumer (its dispatcher and response
 //     feeder), owned by sarama's Consumer until the run goroutine closes
 //     the PartitionConsumer.

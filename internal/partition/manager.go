@@ -115,8 +115,12 @@ type Manager struct {
 	dupAcks   uint64           // duplicate and unknown acks
 	space     chan struct{}    // buffered 1: an ack arrived
 	// halt is closed once the manager is dying or ownership is lost: one
-	// channel for the hot path to watch instead of two.
-	halt chan struct{}
+	// channel for the hot path to watch instead of two. closeHalt closes
+	// it; unwatchLost, when set, unregisters closeHalt from a Fence that
+	// calls it itself (see LostNotifier).
+	halt        chan struct{}
+	haltOnce    sync.Once
+	unwatchLost func() bool
 	// suspended caches Fence.Suspended() as read while the session was
 	// healthy: that channel stays open until the suspension begins. Used
 	// by the run goroutine only; nil when not cached.
@@ -220,26 +224,45 @@ func Start(p Params) (_ *Manager, err error) {
 	if !p.Committer.add(m) {
 		return nil, ErrCommitterClosed
 	}
-	// watchHalt first: it runs until the tomb is dying, so the tomb cannot
-	// die (and refuse Go) should run return at once.
-	m.t.Go(m.watchHalt)
+	if n, ok := p.Fence.(LostNotifier); ok {
+		// The fence closes halt itself when ownership is lost, and kill
+		// does when the manager dies: no goroutine to watch either.
+		m.unwatchLost = n.AfterLost(m.closeHalt)
+	} else {
+		// watchHalt first: it runs until the tomb is dying, so the tomb
+		// cannot die (and refuse Go) should run return at once.
+		m.t.Go(m.watchHalt)
+	}
 	m.t.Go(func() error {
 		// However run ends (a lost claim, a closed funnel), the manager is
 		// done: kill the tomb so that Done is closed.
 		err := m.run()
-		m.t.Kill(err)
+		m.kill(err)
 		return err
 	})
 	return m, nil
 }
 
-// watchHalt closes halt once the manager is dying or ownership is lost.
+// kill starts the manager's death (the tomb's Dying) and closes halt.
+func (m *Manager) kill(err error) {
+	m.t.Kill(err)
+	m.closeHalt()
+	if m.unwatchLost != nil {
+		m.unwatchLost()
+	}
+}
+
+// closeHalt closes halt; idempotent, safe for concurrent use.
+func (m *Manager) closeHalt() { m.haltOnce.Do(func() { close(m.halt) }) }
+
+// watchHalt closes halt once the manager is dying or ownership is lost;
+// it runs only for a Fence that is not a LostNotifier.
 func (m *Manager) watchHalt() error {
 	select {
 	case <-m.t.Dying():
 	case <-m.p.Fence.Lost():
 	}
-	close(m.halt)
+	m.closeHalt()
 	<-m.t.Dying()
 	return nil
 }
@@ -888,7 +911,7 @@ func (m *Manager) Stop(drain bool) error {
 	m.stopOnce.Do(func() {
 		defer close(m.stopDone)
 		m.p.Committer.remove(m)
-		m.t.Kill(nil)
+		m.kill(nil)
 		_ = m.t.Wait()
 		var errs []error
 		if drain {

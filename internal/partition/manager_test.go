@@ -3,9 +3,11 @@ package partition
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -423,6 +425,81 @@ func TestManagerStopForgetsWhatWasNotHandedOut(t *testing.T) {
 		}
 		if c := store.get(0); c != 8 {
 			t.Errorf("committed %d, want 8 (the first offset not handed out)", c)
+		}
+	})
+}
+
+// notifierFence is a testFence that also calls functions when lost
+// (LostNotifier), as the consumer manager's claims do.
+type notifierFence struct {
+	*testFence
+	ctx     context.Context
+	lose    context.CancelFunc
+	stopped atomic.Int32 // stop functions called that unregistered
+}
+
+func (f *notifierFence) AfterLost(fn func()) func() bool {
+	stop := context.AfterFunc(f.ctx, fn)
+	return func() bool {
+		ok := stop()
+		if ok {
+			f.stopped.Add(1)
+		}
+		return ok
+	}
+}
+
+// TestManagerStopsWhenLost: a lost fence stops the manager on its own (Done
+// closes) and nothing more is handed out, with a fence that is a
+// LostNotifier (no watcher goroutine) and with one that is not; a manager
+// stopped before the loss unregisters from the notifier.
+func TestManagerStopsWhenLost(t *testing.T) {
+	for _, notifier := range []bool{false, true} {
+		t.Run(fmt.Sprintf("notifier=%v", notifier), func(t *testing.T) {
+			p, _, fence := mockedPartition(t, 10, NewConfig())
+			out := make(chan *Message)
+			p.Out = out
+			var nf *notifierFence
+			lose := func() { close(fence.lost) }
+			if notifier {
+				ctx, cancel := context.WithCancel(context.Background())
+				nf = &notifierFence{testFence: fence, ctx: ctx, lose: cancel}
+				p.Fence = nf
+				lose = func() { close(fence.lost); cancel() }
+			}
+			m, err := Start(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recv(t, out) // the next one waits for a reader
+			lose()
+			select {
+			case <-m.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the manager did not stop after the fence was lost")
+			}
+			select {
+			case extra := <-out:
+				t.Errorf("offset %d handed out after the loss", extra.Offset)
+			default:
+			}
+			_ = m.Stop(false)
+		})
+	}
+	t.Run("unregisters", func(t *testing.T) {
+		p, _, fence := mockedPartition(t, 10, NewConfig())
+		p.Out = make(chan *Message)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		nf := &notifierFence{testFence: fence, ctx: ctx, lose: cancel}
+		p.Fence = nf
+		m, err := Start(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = m.Stop(false)
+		if n := nf.stopped.Load(); n != 1 {
+			t.Errorf("AfterLost registrations undone at Stop: %d, want 1", n)
 		}
 	})
 }
