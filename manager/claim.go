@@ -221,10 +221,17 @@ func (c *claim) watch(ch <-chan zk.Event, epochDone <-chan struct{}) {
 // release deletes the owner node if it is still ours, then stops the
 // watcher. Call it only after the partition manager stopped.
 func (c *claim) release() error {
+	c.abandon()
+	return within(c.session.Status().Timeout, func() error { return c.deleteIfOurs() })
+}
+
+// abandon stops the watcher and marks the claim lost, leaving the owner
+// node to the session: closing it deletes the node. Call it only after the
+// partition manager stopped, and only once (release calls it).
+func (c *claim) abandon() {
 	close(c.stop)
 	c.wg.Wait()
 	c.markLost("released")
-	return within(c.session.Status().Timeout, func() error { return c.deleteIfOurs() })
 }
 
 // deleteIfOurs deletes the owner node if this claim's session created it.

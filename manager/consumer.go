@@ -125,6 +125,10 @@ type Consumer struct {
 	closeErr error           // set before finished is closed
 	// cutDrains: CloseTimeout passed; drains are cut short.
 	cutDrains atomic.Bool
+	// leaving: Close began; a slot that stops keeps its owner node, and
+	// closing the session deletes them all, and the registration, in one
+	// ZooKeeper transaction (see shutdown).
+	leaving atomic.Bool
 }
 
 type slotState int

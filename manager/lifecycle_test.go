@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager"
@@ -28,6 +29,11 @@ func TestCloseLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
+	zc, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
 	sub, _ := subscription.Static(topic)
 	cfg := manager.NewConfig()
 	cfg.Logger = testLogger(t)
@@ -42,9 +48,31 @@ func TestCloseLeavesNothing(t *testing.T) {
 		cons.Ack(m)
 		got++
 	}
+	// Every ZooKeeper write takes the next zxid: two writes of a scratch
+	// node around Close count the transactions Close made (nothing else in
+	// this test binary runs meanwhile).
+	mark := c.Chroot() + "/" + testcluster.Name(t, "zxid")
+	if _, err := zc.Create(mark, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	zxid := func() int64 {
+		st, err := zc.Set(mark, nil, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mzxid
+	}
+	before := zxid()
 	if err := cons.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The claims and the registration go with the session, in the one
+	// transaction that closes it; the metadata reader's session close is
+	// the other. Deleting them one by one would take 4 + 1 more.
+	if n := zxid() - before - 1; n > 2 {
+		t.Errorf("Close made %d ZooKeeper transactions; want 2 (the two session closes)", n)
+	}
+	zc.Close() // the test's own session, before the goroutine check
 	start := time.Now()
 	if err := cons.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
@@ -62,7 +90,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 		// sarama's metrics library starts one global ticker, once per process.
 		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
 
-	zc, err := c.Connect(10 * time.Second)
+	zc, err = c.Connect(10 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,6 +191,12 @@ func (c *Consumer) runSlot(sl *slot) {
 	case drain && c.cfg.OnRevoked != nil:
 		c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
 	}
+	if c.leaving.Load() {
+		// Close: the session's close deletes the node (shutdown).
+		cl.abandon()
+		log.Debug("partition stopped; its claim goes with the session", "drained", drain)
+		return
+	}
 	if err := cl.release(); err != nil {
 		log.Warn("releasing the claim failed", "error", err)
 	}
