@@ -103,7 +103,10 @@ type Session struct {
 
 	mu        sync.Mutex
 	status    Status
-	epochDone chan struct{} // closed when the current epoch ends
+	epochDone chan struct{}     // closed when the current epoch ends
+	epochFns  map[uint64]func() // AfterEpoch's, for the current epoch
+	epochNext uint64
+	hooks     *nodeHooks    // OnNodeEvent's
 	changed   chan struct{} // buffered 1: status changed
 	closeOnce sync.Once
 
@@ -154,8 +157,10 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		dialer = net.DialTimeout
 	}
 	rec := newDialRecorder(dialer)
+	hooks := &nodeHooks{}
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(rec.dialer),
+		zk.WithEventCallback(hooks.dispatch),
 		zk.WithMaxBufferSize(packetLimit), zk.WithMaxConnBufferSize(packetLimit))
 	if err != nil {
 		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
@@ -164,6 +169,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		conn: conn, events: events, cfg: cfg, chroot: cfg.Chroot, log: log,
 		base:      time.Now(),
 		epochDone: make(chan struct{}),
+		hooks:     hooks,
 		changed:   make(chan struct{}, 1),
 		usable:    make(chan struct{}),
 	}
@@ -359,6 +365,7 @@ func (s *Session) await() {
 func (s *Session) endEpochLocked(why string) {
 	close(s.epochDone)
 	s.epochDone = make(chan struct{})
+	s.runEpochFnsLocked()
 	s.log.Debug("zookeeper session epoch ended", "epoch", s.status.Epoch, "why", why)
 }
 
@@ -443,6 +450,7 @@ func (s *Session) Close() {
 		s.status.Healthy = false
 		close(s.epochDone)
 		s.epochDone = make(chan struct{})
+		s.runEpochFnsLocked()
 		s.mu.Unlock()
 	})
 }

@@ -69,6 +69,14 @@ func TestSessionSuspendExpireRenew(t *testing.T) {
 		t.Fatalf("%s/a/eph not found", chroot)
 	}
 
+	// Functions waiting for the epoch's end: one that runs, one taken back.
+	ended := make(chan struct{})
+	s.AfterEpoch(epochDone, func() { close(ended) })
+	stop := s.AfterEpoch(epochDone, func() { t.Error("an AfterEpoch function taken back was run") })
+	if !stop() {
+		t.Error("AfterEpoch's stop: false before the epoch ended")
+	}
+
 	p.Stall()
 	stalled := time.Now()
 	took := awaitStatus(t, s, "unhealthy", func(st zkconn.Status) bool { return !st.Healthy })
@@ -98,6 +106,20 @@ func TestSessionSuspendExpireRenew(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("epoch did not end after the session expired")
 	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the AfterEpoch function did not run when the epoch ended")
+	}
+	late := make(chan struct{}) // registered after the end: runs at once
+	if s.AfterEpoch(epochDone, func() { close(late) })() {
+		t.Error("AfterEpoch's stop: true after the epoch ended")
+	}
+	select {
+	case <-late:
+	case <-time.After(10 * time.Second):
+		t.Fatal("AfterEpoch on an ended epoch did not run its function")
+	}
 	awaitStatus(t, s, "a new healthy session", func(st zkconn.Status) bool { return st.Healthy && st.Epoch == 2 })
 	if _, _, err := s.Get("/a/eph"); !errors.Is(err, zk.ErrNoNode) {
 		t.Errorf("ephemeral node of the expired session: %v, want ErrNoNode", err)
@@ -107,4 +129,77 @@ func TestSessionSuspendExpireRenew(t *testing.T) {
 	zc.Close()
 	p.Close()
 	goleak.VerifyNone(t, ignore)
+}
+
+// TestSessionOnNodeEvent: a node event hook sees the events of the watches
+// set on its node (with the full path), only those, and nothing once
+// removed.
+func TestSessionOnNodeEvent(t *testing.T) {
+	c := testcluster.Shared(t)
+	chroot := "/zkconn-" + testcluster.Name(t, "h")
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateParents("/n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create("/other", nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan zk.Event, 16)
+	remove := s.OnNodeEvent("/n", func(ev zk.Event) { events <- ev })
+	next := func(want zk.EventType) {
+		t.Helper()
+		select {
+		case ev := <-events:
+			if ev.Type != want || ev.Path != chroot+"/n" {
+				t.Errorf("event %v on %s; want %v on %s/n", ev.Type, ev.Path, want, chroot)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %v event", want)
+		}
+	}
+	watch := func(p string) {
+		t.Helper()
+		if _, _, _, err := s.GetWFull(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watch("/n")
+	watch("/other")
+	if _, err := s.Set("/other", []byte("x"), -1); err != nil { // another node's event
+		t.Fatal(err)
+	}
+	if _, err := s.Set("/n", []byte("1"), -1); err != nil {
+		t.Fatal(err)
+	}
+	next(zk.EventNodeDataChanged)
+	watch("/n")
+	if err := s.Delete("/n", -1); err != nil {
+		t.Fatal(err)
+	}
+	next(zk.EventNodeDeleted)
+	remove()
+	if _, err := s.Create("/n", nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _, ch, err := s.GetWFull("/n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("/n", -1); err != nil {
+		t.Fatal(err)
+	}
+	select { // the watch fired: a hook still set would have seen it first
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not fire")
+	}
+	select {
+	case ev := <-events:
+		t.Errorf("a removed hook got %v on %s", ev.Type, ev.Path)
+	default:
+	}
 }

@@ -1,0 +1,108 @@
+package zkconn
+
+import (
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// nodeHooks hands the session's node events to functions registered for
+// the node's path, so that one who holds many watches (a claim per owned
+// partition) needs no goroutine per watch. go-zookeeper calls the
+// session's event callback on its receive goroutine for every event,
+// before it notifies the watch channels; the functions run there.
+type nodeHooks struct {
+	mu   sync.Mutex
+	next uint64
+	fns  map[string]map[uint64]func(zk.Event) // by full path
+}
+
+// dispatch is go-zookeeper's event callback.
+func (h *nodeHooks) dispatch(ev zk.Event) {
+	if ev.Type == zk.EventSession || ev.Path == "" {
+		return
+	}
+	h.mu.Lock()
+	var fs []func(zk.Event)
+	for _, f := range h.fns[ev.Path] {
+		fs = append(fs, f)
+	}
+	h.mu.Unlock()
+	for _, f := range fs {
+		f(ev)
+	}
+}
+
+func (h *nodeHooks) add(full string, f func(zk.Event)) (remove func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fns == nil {
+		h.fns = map[string]map[uint64]func(zk.Event){}
+	}
+	if h.fns[full] == nil {
+		h.fns[full] = map[uint64]func(zk.Event){}
+	}
+	h.next++
+	k := h.next
+	h.fns[full][k] = f
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.fns[full], k)
+		if len(h.fns[full]) == 0 {
+			delete(h.fns, full)
+		}
+	}
+}
+
+// OnNodeEvent calls f with each event of the node at p (chroot-relative;
+// the event's Path is the full one) that a watch set on it through this
+// session fires: EventNodeDataChanged, EventNodeDeleted,
+// EventNodeCreated, EventNodeChildrenChanged, and EventNotWatching when
+// the session's watches are dropped (it expired or was closed). f is
+// called until remove is; each watch fires once, so f sees nothing more
+// until a watch is set on p again (GetW, GetWFull, ExistsW, ChildrenW).
+// An event that fired before OnNodeEvent returned may have been missed:
+// set the hook first, or look at the watch's channel once afterwards.
+//
+// f runs on the client's receive goroutine: it must not block, nor call
+// the session. Safe for concurrent use.
+func (s *Session) OnNodeEvent(p string, f func(zk.Event)) (remove func()) {
+	return s.hooks.add(s.full(p), f)
+}
+
+// AfterEpoch calls f on a goroutine of its own once the session epoch
+// whose done channel is epochDone (from Epoch) has ended, at once if it has
+// already. stop unregisters f and reports whether it did so before f was
+// started. Unlike a goroutine waiting on epochDone, it costs nothing while
+// it waits. Safe for concurrent use.
+func (s *Session) AfterEpoch(epochDone <-chan struct{}, f func()) (stop func() bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epochDone != s.epochDone { // ended
+		go f()
+		return func() bool { return false }
+	}
+	if s.epochFns == nil {
+		s.epochFns = map[uint64]func(){}
+	}
+	s.epochNext++
+	k := s.epochNext
+	s.epochFns[k] = f
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, ok := s.epochFns[k]
+		delete(s.epochFns, k)
+		return ok
+	}
+}
+
+// runEpochFnsLocked starts the functions waiting for the end of the
+// current epoch. s.mu must be held.
+func (s *Session) runEpochFnsLocked() {
+	for _, f := range s.epochFns {
+		go f()
+	}
+	s.epochFns = nil
+}
