@@ -36,8 +36,16 @@ type claim struct {
 	lostOnce  sync.Once
 	lostCtx   context.Context // canceled together with closing lost (AfterLost)
 	cancel    context.CancelFunc
-	stop      chan struct{} // ends the watcher
-	wg        sync.WaitGroup
+
+	// The claim watches its node with hooks, not a goroutine: unhook
+	// removes the node event hook, unhookEpoch the session epoch's.
+	unhook      func()
+	unhookEpoch func() bool
+	stop        chan struct{} // closed by abandon: ends a recheck
+	mu          sync.Mutex
+	abandoned   bool           // guards wg.Add against abandon's Wait
+	wg          sync.WaitGroup // rechecks under way
+	rechecked   atomic.Uint64  // rechecks that found the node still ours (tests wait on it)
 }
 
 // Ready is closed while the session is healthy.
@@ -136,8 +144,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
 				sessionID: cur.SessionID, lost: make(chan struct{}), stop: make(chan struct{})}
 			c.lostCtx, c.cancel = context.WithCancel(context.Background())
-			c.wg.Add(1)
-			go c.watch(ch, epochDone)
+			c.hook(ch, epochDone)
 			if logged {
 				log.Info("partition claimed after waiting", "path", p)
 			}
@@ -167,68 +174,93 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 	}
 }
 
-// watch marks the claim lost when its node is deleted or changed, or the
-// session epoch ends; it re-arms the one-shot watch otherwise.
-func (c *claim) watch(ch <-chan zk.Event, epochDone <-chan struct{}) {
+// hook watches the claim without a goroutine: the session calls onEvent
+// with the events of the watch set by the read that proved the claim (ch
+// is that watch's channel), and marks the claim lost when its epoch
+// (epochDone) ends. An event that fired before the hook was set is still
+// in ch: it is looked at once.
+func (c *claim) hook(ch <-chan zk.Event, epochDone <-chan struct{}) {
+	c.unhook = c.session.OnNodeEvent(c.path, c.onEvent)
+	c.unhookEpoch = c.session.AfterEpoch(epochDone, func() { c.markLost("zookeeper session ended") })
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			c.markLost("watch closed")
+			return
+		}
+		c.onEvent(ev)
+	default:
+	}
+}
+
+// onEvent marks the claim lost when its node is deleted or the watch ends,
+// and checks the node again (re-arming the one-shot watch) when it
+// changed. It runs on the ZooKeeper client's receive goroutine (see
+// zkconn.Session.OnNodeEvent), so it never blocks: a check runs on a
+// goroutine of its own, which abandon waits for.
+func (c *claim) onEvent(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		c.markLost("owner node deleted")
+	case zk.EventNotWatching:
+		c.markLost("watch ended: " + fmt.Sprint(ev.Err))
+	case zk.EventNodeDataChanged, zk.EventNodeCreated:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.abandoned {
+			return
+		}
+		c.wg.Add(1)
+		go c.recheck()
+	}
+}
+
+// recheck reads the node again, which sets a new watch, and marks the
+// claim lost unless the node is still this session's and this instance's.
+// It retries while the session cannot answer, until the claim is lost
+// (its epoch ending included) or abandoned.
+func (c *claim) recheck() {
 	defer c.wg.Done()
 	for {
+		data, stat, _, err := c.session.GetWFull(c.path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			c.markLost("owner node deleted")
+			return
+		case err == nil:
+			if stat.EphemeralOwner != c.sessionID || zkdata.ParseOwner(data) != c.owner {
+				c.markLost("owner node taken over")
+				return
+			}
+			c.rechecked.Add(1)
+			return
+		}
 		select {
 		case <-c.stop:
 			return
-		case <-epochDone:
-			c.markLost("zookeeper session ended")
+		case <-c.lost:
 			return
-		case ev, ok := <-ch:
-			switch {
-			case !ok:
-				c.markLost("watch closed")
-				return
-			case ev.Type == zk.EventNodeDeleted:
-				c.markLost("owner node deleted")
-				return
-			case ev.Type == zk.EventNotWatching:
-				c.markLost("watch ended: " + fmt.Sprint(ev.Err))
-				return
-			}
-			// Re-arm, and check the node is still ours.
-			for {
-				data, stat, nch, err := c.session.GetWFull(c.path)
-				if errors.Is(err, zk.ErrNoNode) {
-					c.markLost("owner node deleted")
-					return
-				}
-				if err == nil {
-					if stat.EphemeralOwner != c.sessionID || zkdata.ParseOwner(data) != c.owner {
-						c.markLost("owner node taken over")
-						return
-					}
-					ch = nch
-					break
-				}
-				select {
-				case <-c.stop:
-					return
-				case <-epochDone:
-					c.markLost("zookeeper session ended")
-					return
-				case <-time.After(200 * time.Millisecond): // retry while disconnected
-				}
-			}
+		case <-time.After(200 * time.Millisecond): // retry while disconnected
 		}
 	}
 }
 
-// release deletes the owner node if it is still ours, then stops the
-// watcher. Call it only after the partition manager stopped.
+// release stops watching, then deletes the owner node if it is still
+// ours. Call it only after the partition manager stopped.
 func (c *claim) release() error {
 	c.abandon()
 	return within(c.session.Status().Timeout, func() error { return c.deleteIfOurs() })
 }
 
-// abandon stops the watcher and marks the claim lost, leaving the owner
+// abandon stops watching and marks the claim lost, leaving the owner
 // node to the session: closing it deletes the node. Call it only after the
 // partition manager stopped, and only once (release calls it).
 func (c *claim) abandon() {
+	c.unhook()
+	c.unhookEpoch()
+	c.mu.Lock()
+	c.abandoned = true
+	c.mu.Unlock()
 	close(c.stop)
 	c.wg.Wait()
 	c.markLost("released")

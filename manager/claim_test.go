@@ -1,0 +1,119 @@
+package manager
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"go.uber.org/goleak"
+)
+
+// TestClaimNoticesLoss: a claim watches its owner node without a goroutine
+// of its own (session hooks) and still notices every way of losing it: the
+// node deleted, the node taken over, a rewrite that keeps it ours (not a
+// loss; the watch is set again), the session closed. AfterLost functions
+// run on loss; release and abandon leave no goroutine behind.
+func TestClaimNoticesLoss(t *testing.T) {
+	c := testcluster.Shared(t)
+	zc, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	ignore := goleak.IgnoreCurrent()
+	group := testcluster.Name(t, "g")
+	claimOf := func(t *testing.T, s *zkconn.Session, p int32) (*claim, string) {
+		t.Helper()
+		health := newGate()
+		health.set(true)
+		var waits atomic.Int64
+		cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl, c.Chroot() + zkdata.OwnerPath(group, "t", p)
+	}
+	lostWithin := func(t *testing.T, cl *claim, what string) {
+		t.Helper()
+		ran := make(chan struct{})
+		cl.AfterLost(func() { close(ran) })
+		for _, ch := range []<-chan struct{}{cl.Lost(), ran} {
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: the claim was not lost (or AfterLost did not run)", what)
+			}
+		}
+	}
+	dial := func(t *testing.T) *zkconn.Session {
+		t.Helper()
+		s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := dial(t)
+
+	t.Run("deleted", func(t *testing.T) {
+		cl, p := claimOf(t, s, 0)
+		if err := zc.Delete(p, -1); err != nil {
+			t.Fatal(err)
+		}
+		lostWithin(t, cl, "node deleted")
+		cl.abandon()
+	})
+	t.Run("taken over", func(t *testing.T) {
+		cl, p := claimOf(t, s, 1)
+		if _, err := zc.Set(p, zkdata.FormatOwner("someone-else"), -1); err != nil {
+			t.Fatal(err)
+		}
+		lostWithin(t, cl, "node taken over")
+		cl.abandon()
+	})
+	t.Run("rewritten, still ours", func(t *testing.T) {
+		cl, p := claimOf(t, s, 2)
+		if _, err := zc.Set(p, zkdata.FormatOwner("me"), -1); err != nil {
+			t.Fatal(err)
+		}
+		// The check after the change reads the node, setting the watch again.
+		testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return cl.rechecked.Load() == 1 })
+		if n := cl.rechecked.Load(); n != 1 {
+			t.Fatalf("checks after the rewrite: %d, want 1", n)
+		}
+		select {
+		case <-cl.Lost():
+			t.Fatal("a rewrite that keeps the node ours lost the claim")
+		default:
+		}
+		if err := zc.Delete(p, -1); err != nil {
+			t.Fatal(err)
+		}
+		lostWithin(t, cl, "node deleted after a rewrite")
+		cl.abandon()
+	})
+	t.Run("released", func(t *testing.T) {
+		cl, p := claimOf(t, s, 3)
+		if err := cl.release(); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, _ := zc.Exists(p); ok {
+			t.Error("the owner node is still there after release")
+		}
+		lostWithin(t, cl, "released")
+	})
+	t.Run("session closed", func(t *testing.T) {
+		s2 := dial(t)
+		cl, _ := claimOf(t, s2, 4)
+		s2.Close()
+		lostWithin(t, cl, "session closed")
+		cl.abandon()
+	})
+	s.Close()
+	zc.Close()
+	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+}
