@@ -304,18 +304,42 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		}
 	}
 	scfg := saramaConfig(cfg)
-	c.client, err = sarama.NewClient(brokers, scfg)
+	mcfg := metadata.NewConfig()
+	mcfg.SessionTimeout = cfg.SessionTimeout
+	mcfg.Resync = cfg.MetadataResync
+	mcfg.OnMalformed = c.noteMalformedTopic
+	// The fetching client, a second client for what must not queue with
+	// the fetches, and the metadata reader connect at the same time: each
+	// waits only on its own round trips. (A sarama Broker serves one
+	// request at a time, so on the fetching client the coordinator's
+	// commits and the ListOffsets of every partition start, two per
+	// ConsumePartition, would wait behind fetches, and fetches behind
+	// them.) Errors are reported in this order.
+	var (
+		wg                 sync.WaitGroup
+		offsetErr, metaErr error
+		watcher            *metadata.Watcher
+		zkMeta             = cfg.ZooKeeperTLS == nil // kazoo-go dials plain TCP only
+	)
+	wg.Go(func() { c.client, err = sarama.NewClient(brokers, scfg) })
+	// The offsets client asks only for the coordinator and the leaders of
+	// the partitions it lists: the metadata of those topics, read on first
+	// use, not the whole cluster's at start.
+	ocfg := *scfg
+	ocfg.Metadata.Full = false
+	wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, &ocfg) })
+	if zkMeta {
+		wg.Go(func() { watcher, metaErr = metadata.Open(zookeeper, sub.Match, mcfg, log) })
+	}
+	wg.Wait()
+	if watcher != nil {
+		c.meta = watcher // closed with the rest should Join fail
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
 	}
-	// A second client for what must not queue with the fetches: a sarama
-	// Broker serves one request at a time, so on the fetching client the
-	// coordinator's commits and the ListOffsets of every partition start
-	// (two per ConsumePartition) would wait behind fetches, and fetches
-	// behind them.
-	c.offsetClient, err = sarama.NewClient(brokers, scfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, err)
+	if offsetErr != nil {
+		return nil, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, offsetErr)
 	}
 	c.lister = listoffsets.Wrap(c.client, listoffsets.New(c.offsetClient))
 	c.consumer, err = sarama.NewConsumerFromClient(c.lister)
@@ -337,16 +361,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
 	c.reaper = partition.NewReaper()
-	mcfg := metadata.NewConfig()
-	mcfg.SessionTimeout = cfg.SessionTimeout
-	mcfg.Resync = cfg.MetadataResync
-	mcfg.OnMalformed = c.noteMalformedTopic
-	var watcher *metadata.Watcher
-	fromKafka := cfg.ZooKeeperTLS != nil // kazoo-go dials plain TCP only
-	if !fromKafka {
-		watcher, err = metadata.Open(zookeeper, sub.Match, mcfg, log)
-		fromKafka = errors.Is(err, metadata.ErrNoCluster) && len(cfg.Brokers) > 0
-	}
+	fromKafka := !zkMeta || errors.Is(metaErr, metadata.ErrNoCluster) && len(cfg.Brokers) > 0
 	switch {
 	case fromKafka:
 		// ZooKeeper coordinates only, or is reached over TLS, which the
@@ -359,10 +374,8 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		if c.meta, err = newKafkaMeta(c.client, sub.Match, cfg.MetadataPoll, log); err != nil {
 			return nil, fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
 		}
-	case err == nil:
-		c.meta = watcher
-	default:
-		return nil, fmt.Errorf("%w: cluster metadata: %w", ErrJoin, err)
+	case metaErr != nil:
+		return nil, fmt.Errorf("%w: cluster metadata: %w", ErrJoin, metaErr)
 	}
 	if err := ensureGroupNodes(c.session, group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
