@@ -1,0 +1,86 @@
+package manager
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+)
+
+// TestOwnerCache: the owners view is read once and then kept by watches: an
+// entry stays cached while its node is unchanged, is evicted when the node
+// is deleted or rewritten (by anyone), and the next read returns the new
+// owner, or none.
+func TestOwnerCache(t *testing.T) {
+	c := testcluster.Shared(t)
+	group := testcluster.Name(t, "g")
+	zc, err := c.Connect(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
+		t.Fatal(err)
+	}
+	full := func(p int32) string { return c.Chroot() + zkdata.OwnerPath(group, "t", p) }
+	for p := range int32(4) {
+		if _, err := zc.Create(full(p), zkdata.FormatOwner("a"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oc := newOwnerCache(s, group)
+	defer oc.close()
+	cached := func() int { oc.mu.Lock(); defer oc.mu.Unlock(); return len(oc.entries) }
+	check := func(want map[int32]string) {
+		t.Helper()
+		got, noDir, err := oc.read([]string{"t", "none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(noDir) != 1 || noDir[0] != "none" {
+			t.Errorf("topics without owners node: %v, want [none]", noDir)
+		}
+		if len(got) != len(want) {
+			t.Errorf("owners %v, want %v", got, want)
+		}
+		for p, o := range want {
+			if got[TopicPartition{Topic: "t", Partition: p}] != o {
+				t.Errorf("partition %d: owner %q, want %q", p, got[TopicPartition{Topic: "t", Partition: p}], o)
+			}
+		}
+	}
+	check(map[int32]string{0: "a", 1: "a", 2: "a", 3: "a"})
+	if n := cached(); n != 4 {
+		t.Fatalf("cached entries after the first read: %d, want 4", n)
+	}
+	// Partition 1 changes hands, partition 2 is released, partition 3's
+	// node is rewritten in place.
+	if err := zc.Delete(full(1), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zc.Create(full(1), zkdata.FormatOwner("b"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zc.Delete(full(2), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zc.Set(full(3), zkdata.FormatOwner("c"), -1); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return cached() == 1 })
+	if n := cached(); n != 1 {
+		t.Fatalf("cached entries after three nodes changed: %d, want 1 (partition 0)", n)
+	}
+	check(map[int32]string{0: "a", 1: "b", 3: "c"})
+	if n := cached(); n != 3 {
+		t.Errorf("cached entries after reading again: %d, want 3", n)
+	}
+}
