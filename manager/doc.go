@@ -42,7 +42,22 @@
 // and nothing is committed; when it expires every partition stops at once,
 // the instance registers again and the group rebalances.
 //
+// Reads: a member keeps who owns each partition from the owner nodes it has
+// read, each watched, and reads again only those that changed; a rebalance
+// reads the member list and the owner nodes claimed since the last one.
+//
 // Commits: every Config.Partition.CommitInterval, one request per
 // coordinator carries the acked offsets of every owned partition; the
 // final commit before a partition is released is read back.
+//
+// Leaving: Close stops every partition (drain, final commit), then closes
+// the ZooKeeper session, which deletes the registration and every owner
+// node in one transaction; the peers see the member and its claims go
+// together.
+//
+// What an owned partition costs: four goroutines (its slot, which claims,
+// runs and releases it; its partition manager's fetch loop; sarama's two
+// per PartitionConsumer); no timer while idle; its claim's watch and the
+// owners view's are session hooks, not goroutines. See package
+// internal/partition for the partition manager's memory.
 package manager
