@@ -58,9 +58,8 @@ func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link)
 // it ended.
 func (c *claim) Lost() <-chan struct{} { return c.lost }
 
-// AfterLost runs f on its own goroutine once Lost is closed
-// (partition.LostNotifier): a partition manager needs no goroutine of its
-// own to watch the claim.
+// AfterLost runs f on its own goroutine once Lost is closed (see
+// partition.Fence).
 func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFunc(c.lostCtx, f) }
 
 func (c *claim) markLost(why string) {

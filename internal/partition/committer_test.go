@@ -199,7 +199,7 @@ func TestCommitterFence(t *testing.T) {
 	g := newGroup(t, n, per)
 	g.receive(t, n*per, func(*Message) bool { return true })
 	g.fences[0].suspend()
-	close(g.fences[1].lost)
+	g.fences[1].lose()
 	if b := asMap(t, g.commit(t)); len(b) != 1 || b[2] != per {
 		t.Fatalf("committed %v, want only partition 2", b)
 	}

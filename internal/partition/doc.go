@@ -23,13 +23,12 @@
 //
 //   - the Manager's run goroutine (its tomb): reads the committed offset,
 //     starts and reads the sarama PartitionConsumer, hands messages out;
-//   - only when the Fence is not a LostNotifier, the Manager's watchHalt
-//     goroutine (its tomb), which turns "dying or lost" into the one
-//     channel the hot path watches; the consumer manager's claims are
-//     LostNotifiers, which close that channel themselves;
 //   - sarama's two per PartitionConsumer (its dispatcher and response
 //     feeder), owned by sarama's Consumer until the run goroutine closes
 //     the PartitionConsumer.
+//
+// Nothing watches the Fence: it calls the Manager when ownership is lost
+// (Fence.AfterLost).
 //
 // Per consumer, not per partition: the Committer's goroutine, the
 // Funnel's two lanes (merged mode), the KafkaStore's batcher. Stop ends

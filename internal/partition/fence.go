@@ -17,17 +17,11 @@ type Fence interface {
 	// Lost is closed once ownership is gone for good (the owner node was
 	// deleted or the session expired).
 	Lost() <-chan struct{}
-}
-
-// LostNotifier is implemented by a Fence that can run a function when
-// ownership is lost. A Manager whose Fence implements it needs no goroutine
-// of its own to watch Lost; with any other Fence it runs one.
-type LostNotifier interface {
 	// AfterLost arranges for f to run once, on a goroutine of its own,
 	// when Lost is closed (at once if it is already closed), as
-	// context.AfterFunc does. stop unregisters f; it reports whether it did
-	// so before f was started. Both are safe for concurrent use and do not
-	// block.
+	// context.AfterFunc does: a Manager needs no goroutine to watch Lost.
+	// stop unregisters f; it reports whether it did so before f was
+	// started. Both are safe for concurrent use and do not block.
 	AfterLost(f func()) (stop func() bool)
 }
 

@@ -116,8 +116,8 @@ type Manager struct {
 	space     chan struct{}    // buffered 1: an ack arrived
 	// halt is closed once the manager is dying or ownership is lost: one
 	// channel for the hot path to watch instead of two. closeHalt closes
-	// it; unwatchLost, when set, unregisters closeHalt from a Fence that
-	// calls it itself (see LostNotifier).
+	// it, called by kill and by the Fence (AfterLost); unwatchLost takes
+	// the latter back.
 	halt        chan struct{}
 	haltOnce    sync.Once
 	unwatchLost func() bool
@@ -224,15 +224,9 @@ func Start(p Params) (_ *Manager, err error) {
 	if !p.Committer.add(m) {
 		return nil, ErrCommitterClosed
 	}
-	if n, ok := p.Fence.(LostNotifier); ok {
-		// The fence closes halt itself when ownership is lost, and kill
-		// does when the manager dies: no goroutine to watch either.
-		m.unwatchLost = n.AfterLost(m.closeHalt)
-	} else {
-		// watchHalt first: it runs until the tomb is dying, so the tomb
-		// cannot die (and refuse Go) should run return at once.
-		m.t.Go(m.watchHalt)
-	}
+	// The fence closes halt when ownership is lost, and kill does when the
+	// manager dies: no goroutine watches either.
+	m.unwatchLost = p.Fence.AfterLost(m.closeHalt)
 	m.t.Go(func() error {
 		// However run ends (a lost claim, a closed funnel), the manager is
 		// done: kill the tomb so that Done is closed.
@@ -247,25 +241,11 @@ func Start(p Params) (_ *Manager, err error) {
 func (m *Manager) kill(err error) {
 	m.t.Kill(err)
 	m.closeHalt()
-	if m.unwatchLost != nil {
-		m.unwatchLost()
-	}
+	m.unwatchLost()
 }
 
 // closeHalt closes halt; idempotent, safe for concurrent use.
 func (m *Manager) closeHalt() { m.haltOnce.Do(func() { close(m.halt) }) }
-
-// watchHalt closes halt once the manager is dying or ownership is lost;
-// it runs only for a Fence that is not a LostNotifier.
-func (m *Manager) watchHalt() error {
-	select {
-	case <-m.t.Dying():
-	case <-m.p.Fence.Lost():
-	}
-	m.closeHalt()
-	<-m.t.Dying()
-	return nil
-}
 
 // slabSize is how many Messages are allocated at once, at most. The
 // messages of a slab are consecutive ones of one partition, which mostly

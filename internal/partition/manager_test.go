@@ -3,7 +3,6 @@ package partition
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -88,15 +87,33 @@ func (s *memStore) get(p int32) int64 {
 
 // testFence is a switchable fence.
 type testFence struct {
-	mu       sync.Mutex
-	up, down chan struct{}
-	lost     chan struct{}
+	mu        sync.Mutex
+	up, down  chan struct{}
+	lost      chan struct{}
+	lostCtx   context.Context // canceled by lose, with lost
+	cancel    context.CancelFunc
+	unwatched atomic.Int32 // AfterLost registrations taken back
 }
 
 func newFence() *testFence {
 	f := &testFence{up: make(chan struct{}), down: make(chan struct{}), lost: make(chan struct{})}
+	f.lostCtx, f.cancel = context.WithCancel(context.Background())
 	close(f.up)
 	return f
+}
+
+// lose ends the ownership for good.
+func (f *testFence) lose() { close(f.lost); f.cancel() }
+
+func (f *testFence) AfterLost(fn func()) func() bool {
+	stop := context.AfterFunc(f.lostCtx, fn)
+	return func() bool {
+		ok := stop()
+		if ok {
+			f.unwatched.Add(1)
+		}
+		return ok
+	}
 }
 
 func (f *testFence) Ready() <-chan struct{}     { f.mu.Lock(); defer f.mu.Unlock(); return f.up }
@@ -429,77 +446,39 @@ func TestManagerStopForgetsWhatWasNotHandedOut(t *testing.T) {
 	})
 }
 
-// notifierFence is a testFence that also calls functions when lost
-// (LostNotifier), as the consumer manager's claims do.
-type notifierFence struct {
-	*testFence
-	ctx     context.Context
-	lose    context.CancelFunc
-	stopped atomic.Int32 // stop functions called that unregistered
-}
-
-func (f *notifierFence) AfterLost(fn func()) func() bool {
-	stop := context.AfterFunc(f.ctx, fn)
-	return func() bool {
-		ok := stop()
-		if ok {
-			f.stopped.Add(1)
-		}
-		return ok
-	}
-}
-
-// TestManagerStopsWhenLost: a lost fence stops the manager on its own (Done
-// closes) and nothing more is handed out, with a fence that is a
-// LostNotifier (no watcher goroutine) and with one that is not; a manager
-// stopped before the loss unregisters from the notifier.
+// TestManagerStopsWhenLost: a lost fence stops the manager on its own
+// (Done closes; nothing watches the fence, which calls the manager) and
+// nothing more is handed out; a manager stopped before a loss takes its
+// AfterLost registration back.
 func TestManagerStopsWhenLost(t *testing.T) {
-	for _, notifier := range []bool{false, true} {
-		t.Run(fmt.Sprintf("notifier=%v", notifier), func(t *testing.T) {
-			p, _, fence := mockedPartition(t, 10, NewConfig())
-			out := make(chan *Message)
-			p.Out = out
-			var nf *notifierFence
-			lose := func() { close(fence.lost) }
-			if notifier {
-				ctx, cancel := context.WithCancel(context.Background())
-				nf = &notifierFence{testFence: fence, ctx: ctx, lose: cancel}
-				p.Fence = nf
-				lose = func() { close(fence.lost); cancel() }
-			}
-			m, err := Start(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			recv(t, out) // the next one waits for a reader
-			lose()
-			select {
-			case <-m.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("the manager did not stop after the fence was lost")
-			}
-			select {
-			case extra := <-out:
-				t.Errorf("offset %d handed out after the loss", extra.Offset)
-			default:
-			}
-			_ = m.Stop(false)
-		})
+	p, _, fence := mockedPartition(t, 10, NewConfig())
+	out := make(chan *Message)
+	p.Out = out
+	m, err := Start(p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Run("unregisters", func(t *testing.T) {
-		p, _, fence := mockedPartition(t, 10, NewConfig())
-		p.Out = make(chan *Message)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		nf := &notifierFence{testFence: fence, ctx: ctx, lose: cancel}
-		p.Fence = nf
-		m, err := Start(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = m.Stop(false)
-		if n := nf.stopped.Load(); n != 1 {
-			t.Errorf("AfterLost registrations undone at Stop: %d, want 1", n)
-		}
-	})
+	recv(t, out) // the next one waits for a reader
+	fence.lose()
+	select {
+	case <-m.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager did not stop after the fence was lost")
+	}
+	select {
+	case extra := <-out:
+		t.Errorf("offset %d handed out after the loss", extra.Offset)
+	default:
+	}
+	_ = m.Stop(false)
+
+	p, _, fence = mockedPartition(t, 10, NewConfig())
+	p.Out = make(chan *Message)
+	if m, err = Start(p); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Stop(false)
+	if n := fence.unwatched.Load(); n != 1 {
+		t.Errorf("AfterLost registrations taken back at Stop: %d, want 1", n)
+	}
 }

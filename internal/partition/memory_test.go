@@ -165,8 +165,9 @@ func BenchmarkIdleMemory(b *testing.B) {
 }
 
 // TestIdleManagerCost bounds what an idle partition costs after it caught
-// up a backlog: two goroutines of the manager's (the fake partition
-// consumer adds its feeder) and a few kilobytes of heap, a third of them
+// up a backlog: one goroutine of the manager's (the fake partition
+// consumer adds its feeder; nothing watches the fence) and a few kilobytes
+// of heap, a third of them
 // the fake partition consumer's buffer (like sarama's: 256 pointers).
 func TestIdleManagerCost(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
@@ -176,8 +177,8 @@ func TestIdleManagerCost(t *testing.T) {
 	}
 	cost := measureIdle(t, n, per, true)
 	t.Logf("an idle partition: %.0f bytes of heap, %.0f of stacks, %.1f goroutines", cost.heap, cost.stacks, cost.goroutines)
-	if cost.goroutines != 3 {
-		t.Errorf("%.2f goroutines per idle partition, want 3 (run, watchHalt, the fake consumer's feeder)", cost.goroutines)
+	if cost.goroutines != 2 {
+		t.Errorf("%.2f goroutines per idle partition, want 2 (run, the fake consumer's feeder)", cost.goroutines)
 	}
 	if cost.heap > 12<<10 {
 		t.Errorf("%.0f bytes of heap per idle partition, want at most 12 KB", cost.heap)
