@@ -49,15 +49,7 @@ func TestClaimNoticesLoss(t *testing.T) {
 			}
 		}
 	}
-	dial := func(t *testing.T) *zkconn.Session {
-		t.Helper()
-		s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	s := dial(t)
+	s := dialSession(t, c)
 
 	t.Run("deleted", func(t *testing.T) {
 		cl, p := claimOf(t, s, 0)
@@ -107,7 +99,7 @@ func TestClaimNoticesLoss(t *testing.T) {
 		lostWithin(t, cl, "released")
 	})
 	t.Run("session closed", func(t *testing.T) {
-		s2 := dial(t)
+		s2 := dialSession(t, c)
 		cl, _ := claimOf(t, s2, 4)
 		s2.Close()
 		lostWithin(t, cl, "session closed")
@@ -116,4 +108,15 @@ func TestClaimNoticesLoss(t *testing.T) {
 	s.Close()
 	zc.Close()
 	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+}
+
+// dialSession opens a zkconn session on c's ZooKeeper, under its chroot.
+// The caller closes it.
+func dialSession(t *testing.T, c *testcluster.Cluster) *zkconn.Session {
+	t.Helper()
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
@@ -22,10 +21,7 @@ func TestOwnerCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer zc.Close()
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := dialSession(t, c)
 	defer s.Close()
 	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
 		t.Fatal(err)
