@@ -1,6 +1,7 @@
 package zkconn
 
 import (
+	"context"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -74,8 +75,8 @@ func (s *Session) OnNodeEvent(p string, f func(zk.Event)) (remove func()) {
 // AfterEpoch calls f on a goroutine of its own once the session epoch
 // whose done channel is epochDone (from Epoch) has ended, at once if it has
 // already. stop unregisters f and reports whether it did so before f was
-// started. Unlike a goroutine waiting on epochDone, it costs nothing while
-// it waits. Safe for concurrent use.
+// started (context.AfterFunc's). Unlike a goroutine waiting on epochDone,
+// it costs nothing while it waits. Safe for concurrent use.
 func (s *Session) AfterEpoch(epochDone <-chan struct{}, f func()) (stop func() bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -83,26 +84,5 @@ func (s *Session) AfterEpoch(epochDone <-chan struct{}, f func()) (stop func() b
 		go f()
 		return func() bool { return false }
 	}
-	if s.epochFns == nil {
-		s.epochFns = map[uint64]func(){}
-	}
-	s.epochNext++
-	k := s.epochNext
-	s.epochFns[k] = f
-	return func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		_, ok := s.epochFns[k]
-		delete(s.epochFns, k)
-		return ok
-	}
-}
-
-// runEpochFnsLocked starts the functions waiting for the end of the
-// current epoch. s.mu must be held.
-func (s *Session) runEpochFnsLocked() {
-	for _, f := range s.epochFns {
-		go f()
-	}
-	s.epochFns = nil
+	return context.AfterFunc(s.epochCtx, f)
 }

@@ -103,9 +103,9 @@ type Session struct {
 
 	mu        sync.Mutex
 	status    Status
-	epochDone chan struct{}     // closed when the current epoch ends
-	epochFns  map[uint64]func() // AfterEpoch's, for the current epoch
-	epochNext uint64
+	epochDone chan struct{}   // closed when the current epoch ends
+	epochCtx  context.Context // canceled when the current epoch ends (AfterEpoch)
+	endEpoch  context.CancelFunc
 	hooks     *nodeHooks    // OnNodeEvent's
 	changed   chan struct{} // buffered 1: status changed
 	closeOnce sync.Once
@@ -173,6 +173,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		changed:   make(chan struct{}, 1),
 		usable:    make(chan struct{}),
 	}
+	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 	s.status.Timeout = cfg.SessionTimeout
 	s.acl = cfg.ACL
 	if s.acl == nil {
@@ -364,8 +365,9 @@ func (s *Session) await() {
 // endEpochLocked closes the done channel of the current epoch and starts a new one.
 func (s *Session) endEpochLocked(why string) {
 	close(s.epochDone)
+	s.endEpoch()
 	s.epochDone = make(chan struct{})
-	s.runEpochFnsLocked()
+	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 	s.log.Debug("zookeeper session epoch ended", "epoch", s.status.Epoch, "why", why)
 }
 
@@ -449,8 +451,9 @@ func (s *Session) Close() {
 		s.status.HasSession = false
 		s.status.Healthy = false
 		close(s.epochDone)
+		s.endEpoch()
 		s.epochDone = make(chan struct{})
-		s.runEpochFnsLocked()
+		s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 		s.mu.Unlock()
 	})
 }
