@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zkgroup/zkgroup/manager/assign"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
@@ -71,8 +73,10 @@ func sideByName(name string) (side, error) {
 		return side{name: name, join: joinZkgroup}, nil
 	case "sarama":
 		return side{name: name, join: joinSarama}, nil
+	case "franz-go":
+		return side{name: name, join: joinFranz}, nil
 	}
-	return side{}, fmt.Errorf("unknown side %q (zkgroup, sarama)", name)
+	return side{}, fmt.Errorf("unknown side %q (zkgroup, sarama, franz-go)", name)
 }
 
 // clientConfig is the sarama config of one member: Kafka 3.9, its own
@@ -251,4 +255,70 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 			return nil
 		}
 	}
+}
+
+// franzMember is a franz-go group member as its docs show it: PollFetches
+// in a loop, autocommit of what was polled (every 5 s, and on revoke and
+// leave), its default balancer (cooperative-sticky), the newest offset at
+// first. Owners come from its OnPartitionsAssigned, Revoked and Lost hooks.
+type franzMember struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func joinFranz(env *runEnv, idx int) (member, error) {
+	own := func(assign bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			for _, p := range m[env.topic] {
+				if assign {
+					env.tr.assign(idx, p)
+				} else {
+					env.tr.revoke(idx, p)
+				}
+			}
+		}
+	}
+	d := env.req.Dialer(30 * time.Second)
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(env.c.Addrs()...),
+		kgo.ClientID(fmt.Sprintf("bench-franz-go-%d", idx)),
+		kgo.ConsumerGroup(env.group),
+		kgo.ConsumeTopics(env.topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
+		kgo.OnPartitionsAssigned(own(true)),
+		kgo.OnPartitionsRevoked(own(false)),
+		kgo.OnPartitionsLost(own(false)),
+		kgo.Dialer(func(_ context.Context, network, host string) (net.Conn, error) { return d.Dial(network, host) }),
+	)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &franzMember{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			fetches := cl.PollFetches(ctx)
+			fetches.EachError(func(_ string, _ int32, err error) {
+				if !errors.Is(err, context.Canceled) {
+					env.errs.add(idx, err)
+				}
+			})
+			fetches.EachRecord(func(r *kgo.Record) {
+				env.tr.deliver(idx, r.Partition, benchkit.ProducedAt(r.Value))
+			})
+		}
+	}()
+	return m, nil
+}
+
+// Close as franz-go's docs have it: stop polling, then Close, which
+// commits what was polled and leaves the group.
+func (m *franzMember) Close() time.Duration {
+	start := time.Now()
+	m.cancel()
+	<-m.done
+	m.cl.Close()
+	return time.Since(start)
 }
