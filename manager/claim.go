@@ -32,9 +32,8 @@ type claim struct {
 	log     *slog.Logger
 
 	sessionID int64 // the session that created the node
-	lost      chan struct{}
 	lostOnce  sync.Once
-	lostCtx   context.Context // canceled together with closing lost (AfterLost)
+	lostCtx   context.Context // canceled once lost: Lost is its Done
 	cancel    context.CancelFunc
 
 	// The claim watches its node with hooks, not a goroutine: unhook
@@ -56,7 +55,7 @@ func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link)
 
 // Lost is closed once the owner node is gone or the session that created
 // it ended.
-func (c *claim) Lost() <-chan struct{} { return c.lost }
+func (c *claim) Lost() <-chan struct{} { return c.lostCtx.Done() }
 
 // AfterLost runs f on its own goroutine once Lost is closed (see
 // partition.Fence).
@@ -70,7 +69,6 @@ func (c *claim) markLost(why string) {
 		} else {
 			c.log.Warn("partition claim lost", "why", why)
 		}
-		close(c.lost)
 		c.cancel()
 	})
 }
@@ -141,7 +139,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		holder := zkdata.ParseOwner(data)
 		if stat.EphemeralOwner == cur.SessionID && holder == owner {
 			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
-				sessionID: cur.SessionID, lost: make(chan struct{}), stop: make(chan struct{})}
+				sessionID: cur.SessionID, stop: make(chan struct{})}
 			c.lostCtx, c.cancel = context.WithCancel(context.Background())
 			c.hook(ch, epochDone)
 			if logged {
@@ -237,7 +235,7 @@ func (c *claim) recheck() {
 		select {
 		case <-c.stop:
 			return
-		case <-c.lost:
+		case <-c.Lost():
 			return
 		case <-time.After(200 * time.Millisecond): // retry while disconnected
 		}
