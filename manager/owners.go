@@ -30,16 +30,21 @@ type ownerCache struct {
 	s     *zkconn.Session
 	group string
 
-	mu      sync.Mutex
-	epoch   uint64            // the session epoch of the entries
-	entries map[string]string // owner node path -> owner id
-	gen     map[string]uint64 // owner node path -> events seen (an entry is kept only if none came during its read)
-	unhook  map[string]func() // owner node path -> its hook's removal
+	mu    sync.Mutex
+	epoch uint64                // the session epoch of the entries
+	nodes map[string]*ownerNode // by owner node path
+}
+
+// ownerNode is what the cache knows of one owner node.
+type ownerNode struct {
+	owner  string // valid while cached
+	cached bool
+	gen    uint64 // events seen: a read is cached only if none came during it
+	unhook func() // removes the node's hook
 }
 
 func newOwnerCache(s *zkconn.Session, group string) *ownerCache {
-	return &ownerCache{s: s, group: group, entries: map[string]string{},
-		gen: map[string]uint64{}, unhook: map[string]func(){}}
+	return &ownerCache{s: s, group: group, nodes: map[string]*ownerNode{}}
 }
 
 // read returns who holds each partition of topics: one children read per
@@ -79,14 +84,16 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 			}
 			tp := TopicPartition{Topic: t, Partition: int32(p)}
 			path := zkdata.OwnerPath(oc.group, t, tp.Partition)
-			if owner, ok := oc.entries[path]; ok {
-				owners[tp] = owner
+			n := oc.nodes[path]
+			if n == nil {
+				n = &ownerNode{unhook: oc.s.OnNodeEvent(path, func(zk.Event) { oc.evict(path) })}
+				oc.nodes[path] = n
+			}
+			if n.cached {
+				owners[tp] = n.owner
 				continue
 			}
-			if oc.unhook[path] == nil {
-				oc.unhook[path] = oc.s.OnNodeEvent(path, func(zk.Event) { oc.evict(path) })
-			}
-			jobs = append(jobs, job{tp: tp, path: path, gen: oc.gen[path]})
+			jobs = append(jobs, job{tp: tp, path: path, gen: n.gen})
 		}
 		oc.mu.Unlock()
 	}
@@ -104,8 +111,8 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 				case err == nil:
 					owner := zkdata.ParseOwner(data)
 					oc.mu.Lock()
-					if oc.gen[j.path] == j.gen && oc.epoch == st.Epoch {
-						oc.entries[j.path] = owner
+					if n := oc.nodes[j.path]; n != nil && n.gen == j.gen && oc.epoch == st.Epoch {
+						n.owner, n.cached = owner, true
 					}
 					oc.mu.Unlock()
 					mu.Lock()
@@ -136,18 +143,18 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 func (oc *ownerCache) evict(path string) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	oc.gen[path]++
-	delete(oc.entries, path)
+	if n := oc.nodes[path]; n != nil {
+		n.gen++
+		n.owner, n.cached = "", false
+	}
 }
 
 // resetLocked drops every entry and hook. oc.mu must be held.
 func (oc *ownerCache) resetLocked() {
-	for _, f := range oc.unhook {
-		f()
+	for _, n := range oc.nodes {
+		n.unhook()
 	}
-	clear(oc.entries)
-	clear(oc.gen)
-	clear(oc.unhook)
+	clear(oc.nodes)
 }
 
 // close removes the cache's hooks.

@@ -34,7 +34,17 @@ func TestOwnerCache(t *testing.T) {
 	}
 	oc := newOwnerCache(s, group)
 	defer oc.close()
-	cached := func() int { oc.mu.Lock(); defer oc.mu.Unlock(); return len(oc.entries) }
+	cached := func() int {
+		oc.mu.Lock()
+		defer oc.mu.Unlock()
+		n := 0
+		for _, e := range oc.nodes {
+			if e.cached {
+				n++
+			}
+		}
+		return n
+	}
 	check := func(want map[int32]string) {
 		t.Helper()
 		got, noDir, err := oc.read([]string{"t", "none"})
