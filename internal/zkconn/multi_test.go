@@ -4,23 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
 // TestSessionMulti: a transaction under a chroot applies all its ops or
 // none, and paths come back without the chroot.
 func TestSessionMulti(t *testing.T) {
-	c := testcluster.Shared(t)
-	chroot := "/zkconn-" + testcluster.Name(t, "m")
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 6 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := chrootedSession(t, "m")
 	if err := s.CreateParents("/m"); err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +51,7 @@ func TestSessionMulti(t *testing.T) {
 // packet limit (jute.maxbuffer, 1 MiB by default): the session's buffers,
 // sized to that limit, carry it both ways.
 func TestSessionLargeNode(t *testing.T) {
-	c := testcluster.Shared(t)
-	chroot := "/zkconn-" + testcluster.Name(t, "l")
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 6 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := chrootedSession(t, "l")
 	if err := s.CreateParents("/big"); err != nil {
 		t.Fatal(err)
 	}

@@ -135,13 +135,7 @@ func TestSessionSuspendExpireRenew(t *testing.T) {
 // set on its node (with the full path), only those, and nothing once
 // removed.
 func TestSessionOnNodeEvent(t *testing.T) {
-	c := testcluster.Shared(t)
-	chroot := "/zkconn-" + testcluster.Name(t, "h")
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, chroot := chrootedSession(t, "h")
 	if err := s.CreateParents("/n"); err != nil {
 		t.Fatal(err)
 	}
@@ -202,4 +196,19 @@ func TestSessionOnNodeEvent(t *testing.T) {
 		t.Errorf("a removed hook got %v on %s", ev.Type, ev.Path)
 	default:
 	}
+}
+
+// chrootedSession opens a session on the shared cluster's ZooKeeper under
+// a chroot of its own (named after the test and tag), closed when the test
+// ends.
+func chrootedSession(t *testing.T, tag string) (*zkconn.Session, string) {
+	t.Helper()
+	c := testcluster.Shared(t)
+	chroot := "/zkconn-" + testcluster.Name(t, tag)
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, chroot
 }
