@@ -82,7 +82,7 @@ type Status struct {
 	// session's ephemeral nodes may be gone: do not act as their owner.
 	Healthy   bool
 	LastReply time.Time
-	Timeout   time.Duration // negotiated session timeout (the asked one until known)
+	Timeout   time.Duration // negotiated session timeout (the asked one until the server told it)
 }
 
 // Session is one ZooKeeper session (renewed by go-zookeeper after expiry)
@@ -106,9 +106,12 @@ type Session struct {
 	epochDone chan struct{}   // closed when the current epoch ends
 	epochCtx  context.Context // canceled when the current epoch ends (AfterEpoch)
 	endEpoch  context.CancelFunc
-	hooks     *nodeHooks    // OnNodeEvent's
-	changed   chan struct{} // buffered 1: status changed
-	closeOnce sync.Once
+	hooks     *nodeHooks // OnNodeEvent's
+	// negotiated is the session timeout the server granted (ns; 0 until
+	// known), set by zkLogger.
+	negotiated *atomic.Int64
+	changed    chan struct{} // buffered 1: status changed
+	closeOnce  sync.Once
 
 	// usable is closed while connected and settled: see await.
 	usable      chan struct{}
@@ -158,8 +161,9 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	rec := newDialRecorder(dialer)
 	hooks := &nodeHooks{}
+	negotiated := &atomic.Int64{}
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(rec.dialer),
+		zk.WithLogger(zkLogger{log, negotiated}), zk.WithLogInfo(true), zk.WithDialer(rec.dialer),
 		zk.WithEventCallback(hooks.dispatch),
 		zk.WithMaxBufferSize(packetLimit), zk.WithMaxConnBufferSize(packetLimit))
 	if err != nil {
@@ -167,11 +171,12 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	s := &Session{
 		conn: conn, events: events, cfg: cfg, chroot: cfg.Chroot, log: log,
-		base:      time.Now(),
-		epochDone: make(chan struct{}),
-		hooks:     hooks,
-		changed:   make(chan struct{}, 1),
-		usable:    make(chan struct{}),
+		base:       time.Now(),
+		epochDone:  make(chan struct{}),
+		hooks:      hooks,
+		negotiated: negotiated,
+		changed:    make(chan struct{}, 1),
+		usable:     make(chan struct{}),
 	}
 	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 	s.status.Timeout = cfg.SessionTimeout
@@ -209,11 +214,39 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	return s, nil
 }
 
-// zkLogger routes go-zookeeper's log lines into slog at debug level.
-type zkLogger struct{ l *slog.Logger }
+// zkLogger routes go-zookeeper's log lines into slog at debug level, and
+// takes the negotiated session timeout from the one that reports it:
+// go-zookeeper v1.0.4 keeps it unexported, and the server may have
+// negotiated a shorter timeout than the one asked (ZooKeeper's
+// maxSessionTimeout, 20 ticks by default), which the suspension must be
+// measured against, or a member would still act as owner after the server
+// expired its session.
+type zkLogger struct {
+	l          *slog.Logger
+	negotiated *atomic.Int64 // nanoseconds; 0 until known
+}
+
+// authenticatedFormat is go-zookeeper v1.0.4's line for a new or resumed
+// session (conn.go, with WithLogInfo(true)); its second argument is the
+// negotiated timeout in milliseconds (int32).
+const authenticatedFormat = "authenticated: id=%d, timeout=%d"
 
 func (z zkLogger) Printf(format string, args ...interface{}) {
+	if format == authenticatedFormat && len(args) == 2 {
+		if ms, ok := args[1].(int32); ok && ms > 0 {
+			z.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
+		}
+	}
 	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+}
+
+// timeout is the negotiated session timeout, or the asked one until the
+// server has told it.
+func (s *Session) timeout() time.Duration {
+	if n := s.negotiated.Load(); n > 0 {
+		return time.Duration(n)
+	}
+	return s.cfg.SessionTimeout
 }
 
 func (s *Session) now() int64 { return int64(time.Since(s.base)) }
@@ -227,7 +260,8 @@ func (s *Session) replied() { s.lastReply.Store(s.now()) }
 func (s *Session) monitor(first chan struct{}) error {
 	ping := make(chan struct{}, 1)
 	s.t.Go(func() error { return s.pinger(ping) })
-	tick := time.NewTicker(s.cfg.SessionTimeout / 12)
+	period := s.timeout() / 12
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	firstDone := false
 	for {
@@ -252,6 +286,10 @@ func (s *Session) monitor(first chan struct{}) error {
 			default:
 			}
 			s.refresh()
+			if p := s.timeout() / 12; p != period { // negotiated shorter
+				period = p
+				tick.Reset(p)
+			}
 		}
 	}
 }
@@ -353,7 +391,7 @@ func (s *Session) await() {
 		return
 	default:
 	}
-	t := time.NewTimer(s.cfg.SessionTimeout * 2 / 3)
+	t := time.NewTimer(s.timeout() * 2 / 3)
 	defer t.Stop()
 	select {
 	case <-ch:
@@ -383,6 +421,7 @@ func (s *Session) refresh() {
 func (s *Session) refreshLocked() bool {
 	last := s.lastReply.Load()
 	s.status.LastReply = s.base.Add(time.Duration(last))
+	s.status.Timeout = s.timeout()
 	window := s.status.Timeout * 2 / 3
 	healthy := s.status.HasSession && time.Duration(s.now()-last) < window
 	if healthy != s.status.Healthy {

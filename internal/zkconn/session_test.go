@@ -212,3 +212,20 @@ func chrootedSession(t *testing.T, tag string) (*zkconn.Session, string) {
 	t.Cleanup(s.Close)
 	return s, chroot
 }
+
+// TestSessionNegotiatedTimeout: a session asked for more than the server
+// grants (the test ZooKeeper's maxSessionTimeout is 20 ticks of 500 ms)
+// reports, and measures its suspension against, the granted timeout.
+func TestSessionNegotiatedTimeout(t *testing.T) {
+	c := testcluster.Shared(t)
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, SessionTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := 20 * time.Duration(testcluster.DefaultOptions().ZKTickMs) * time.Millisecond
+	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return s.Status().Timeout == want })
+	if got := s.Status().Timeout; got != want {
+		t.Fatalf("Status().Timeout = %v; want the negotiated %v", got, want)
+	}
+}
