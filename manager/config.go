@@ -85,7 +85,9 @@ type Config struct {
 	// waiting for its old session to expire.
 	InstanceID string
 	// SessionTimeout of the ZooKeeper session: 6 s to 2 min
-	// (MinSessionTimeout, MaxSessionTimeout).
+	// (MinSessionTimeout, MaxSessionTimeout). It is asked of the server,
+	// which may grant a shorter one; the consumer suspends after 2/3 of
+	// the granted timeout without a reply (Stats shows it).
 	SessionTimeout time.Duration
 	// Strategy computes which member owns which partition; every member
 	// of a group must use the same. Default assign.Balanced: balanced

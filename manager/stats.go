@@ -22,6 +22,9 @@ type Stats struct {
 	// SessionHealthy: the ZooKeeper session answered within 2/3 of its timeout.
 	SessionHealthy bool
 	SessionID      int64
+	// SessionTimeout is the session timeout the server granted (the
+	// asked Config.SessionTimeout until it has told).
+	SessionTimeout time.Duration
 	Rebalances     uint64
 	// LastRebalanceDuration: from the first change noticed to every
 	// assigned partition fetching, for the last rebalance that moved
@@ -104,7 +107,7 @@ func (c *Consumer) Stats() Stats {
 		}
 		return a.Partition < b.Partition
 	})
-	s.SessionHealthy, s.SessionID = st.Healthy, st.SessionID
+	s.SessionHealthy, s.SessionID, s.SessionTimeout = st.Healthy, st.SessionID, st.Timeout
 	s.Rebalances = c.rebalances.Load()
 	s.ClaimWaits = c.claimWaits.Load()
 	s.DroppedErrors = c.droppedErrors.Load()
