@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,13 @@ type Options struct {
 	// secure client port (TLS, client certificate required). ZooKeeper
 	// mode only.
 	Secure bool
+
+	// For the harness's own tests: how long a KRaft node may stay out
+	// of the metadata before it is restarted (0: kraftStuckAfter), and
+	// a function run once the broker processes are started, before the
+	// wait for them.
+	kraftStuckAfter time.Duration
+	afterStart      func(*Cluster)
 }
 
 // Option changes Options.
@@ -112,6 +120,7 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	brokers map[int32]*broker // by broker id (1..n)
+	notes   []string          // what the harness did to get the cluster up (see Notes)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -235,6 +244,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	if c.opts.afterStart != nil {
+		c.opts.afterStart(c)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
@@ -587,7 +599,8 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 // metadata request: a broker registers before its socket server serves.
 func (c *Cluster) waitBroker(ctx context.Context, b *broker) error {
 	if c.opts.KRaft {
-		return c.waitServing(ctx, b, 0)
+		_, err := c.waitServing(ctx, b, 0)
+		return err
 	}
 	path := c.opts.Chroot + "/brokers/ids/" + strconv.Itoa(int(b.id))
 	if err := c.waitZNode(ctx, path, b.proc, fmt.Sprintf("broker %d", b.id)); err != nil {
@@ -669,6 +682,21 @@ func (c *Cluster) PIDs() []int {
 		}
 	}
 	return pids
+}
+
+// note records something the harness did to get the cluster up.
+func (c *Cluster) note(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notes = append(c.notes, s)
+}
+
+// Notes returns what the harness did to get the cluster up beyond
+// starting its processes (a stuck KRaft node restarted), for test logs.
+func (c *Cluster) Notes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.notes)
 }
 
 // Logs returns the tails of every process log, for a failing test.

@@ -65,6 +65,9 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 	if err != nil {
 		unavailable(tb, err)
 	}
+	for _, n := range c.Notes() {
+		tb.Logf("cluster: %s", n)
+	}
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			tb.Logf("cluster logs:\n%s", c.Logs(60))
@@ -96,6 +99,9 @@ func (s *sharedCluster) get(tb testing.TB, opts ...Option) *Cluster {
 	})
 	if s.err != nil {
 		unavailable(tb, s.err)
+	}
+	for _, n := range s.c.Notes() {
+		tb.Logf("shared cluster: %s", n)
 	}
 	return s.c
 }

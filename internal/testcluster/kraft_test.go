@@ -1,0 +1,51 @@
+package testcluster
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKRaftRestartsStuckNode: a KRaft node that never joins (its JVM is
+// stopped with SIGSTOP as soon as it starts) is restarted once after the
+// stuck window, the start then succeeds with every node serving metadata
+// that lists all of them, and Notes says what was done.
+func TestKRaftRestartsStuckNode(t *testing.T) {
+	if testing.Short() && !InCI() {
+		t.Skip("integration test: skipped with -short")
+	}
+	t.Parallel()
+	const stuck int32 = 3
+	hooks := func(o *Options) {
+		o.kraftStuckAfter = 10 * time.Second
+		o.afterStart = func(c *Cluster) {
+			b, _ := c.broker(stuck)
+			if err := syscall.Kill(-b.proc.pid(), syscall.SIGSTOP); err != nil {
+				t.Errorf("SIGSTOP node %d: %v", stuck, err)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := Launch(ctx, Brokers(3), KRaft(), hooks)
+	if err != nil {
+		unavailable(t, err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing: %v", err)
+		}
+	}()
+	notes := c.Notes()
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "KRaft node 3 was not listed") {
+		t.Fatalf("notes: want one restart of node 3, got %d: %q", len(notes), notes)
+	}
+	for _, id := range c.BrokerIDs() {
+		ids, err := metadataBrokers(c.BrokerAddr(id))
+		if err != nil || len(ids) != 3 {
+			t.Errorf("node %d: metadata lists %v (%v), want all 3 nodes", id, sortedIDs(ids), err)
+		}
+	}
+}
