@@ -127,9 +127,10 @@ func (c *Cluster) waitKRaft(ctx context.Context) error {
 	for {
 		sub, cancel := context.WithTimeout(ctx, stuck)
 		unlisted, err := c.waitAllListed(sub)
+		windowEnded := sub.Err() != nil
 		cancel()
-		if err == nil || ctx.Err() != nil {
-			return err
+		if err == nil || ctx.Err() != nil || !windowEnded {
+			return err // ready, out of time, or a node exited
 		}
 		for _, id := range unlisted {
 			if restarted[id] {
