@@ -125,6 +125,9 @@ func up(args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range c.Notes() {
+		fmt.Fprintln(os.Stderr, "note:", n)
+	}
 	if err := c.WriteState(); err != nil {
 		_ = c.Close()
 		return err
