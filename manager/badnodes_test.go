@@ -22,11 +22,7 @@ import (
 func TestForeignNodesReported(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 4)
-	foreign, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer foreign.Close()
+	foreign := testcluster.ZooKeeper(t, c)
 	root := c.Chroot() + "/consumers/" + group
 	mkdirs := func(p string) {
 		cur := ""

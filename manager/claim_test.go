@@ -19,11 +19,7 @@ import (
 // run on loss; release and abandon leave no goroutine behind.
 func TestClaimNoticesLoss(t *testing.T) {
 	c := testcluster.Shared(t)
-	zc, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
+	zc := testcluster.ZooKeeper(t, c)
 	ignore := goleak.IgnoreCurrent()
 	group := testcluster.Name(t, "g")
 	claimOf := func(t *testing.T, s *zkconn.Session, p int32) (*claim, string) {

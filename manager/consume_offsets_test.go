@@ -94,11 +94,7 @@ func TestConsumeOffsetsMatchKafkaTool(t *testing.T) {
 
 	t.Run("zookeeper", func(t *testing.T) {
 		topic, group, hwm := consume(t, manager.StorageZooKeeper)
-		conn, err := c.Connect(10 * time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := testcluster.ZooKeeper(t, c)
 		dir := c.Chroot() + "/consumers/" + group + "/offsets/" + topic
 		children, _, err := conn.Children(dir)
 		if err != nil {

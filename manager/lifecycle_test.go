@@ -29,11 +29,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
-	zc, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
+	zc := testcluster.ZooKeeper(t, c)
 	sub, _ := subscription.Static(topic)
 	cfg := manager.NewConfig()
 	cfg.Logger = testLogger(t)
@@ -90,11 +86,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 		// sarama's metrics library starts one global ticker, once per process.
 		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
 
-	zc, err = c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
+	zc = testcluster.ZooKeeper(t, c)
 	ids, _, err := zc.Children(c.Chroot() + zkdata.IDsPath(group))
 	if err != nil || len(ids) != 0 {
 		t.Errorf("ids after Close: %v, %v; want none", ids, err)
@@ -149,11 +141,7 @@ func TestJoinRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
-	zc, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
+	zc := testcluster.ZooKeeper(t, c)
 	if ok, _, _ := zc.Exists(c.Chroot() + zkdata.ConsumersPath(group)); ok {
 		t.Errorf("%s was written by a refused Join", zkdata.ConsumersPath(group))
 	}

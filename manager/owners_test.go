@@ -16,11 +16,7 @@ import (
 func TestOwnerCache(t *testing.T) {
 	c := testcluster.Shared(t)
 	group := testcluster.Name(t, "g")
-	zc, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
+	zc := testcluster.ZooKeeper(t, c)
 	s := dialSession(t, c)
 	defer s.Close()
 	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {

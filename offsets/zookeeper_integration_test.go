@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
@@ -49,11 +48,7 @@ func (c chrootNodes) Multi(ops ...any) ([]zk.MultiResponse, error) {
 // /t-<name> for the test. The connection is closed when the test ends.
 func clusterZK(t *testing.T, c *testcluster.Cluster) (*zk.Conn, chrootNodes) {
 	t.Helper()
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := testcluster.ZooKeeper(t, c)
 	root := "/t-" + testcluster.Name(t, "zk")
 	if _, err := conn.Create(root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create chroot %s: %v", root, err)
@@ -97,11 +92,7 @@ func TestZooKeeperStoreCluster(t *testing.T) {
 
 	// Two sessions commit interleaved values; a watcher checks that the
 	// node never goes backwards while they do.
-	conn2, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close()
+	conn2 := testcluster.ZooKeeper(t, c)
 	s2, err := NewZooKeeperStore(chrootNodes{conn: conn2, root: nodes.root}, group, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -183,11 +174,7 @@ func TestZooKeeperStoreClusterBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn2, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close()
+	conn2 := testcluster.ZooKeeper(t, c)
 	other, err := NewZooKeeperStore(chrootNodes{conn: conn2, root: nodes.root}, group, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -338,11 +338,7 @@ func stallZooKeeper(t *testing.T, c *testcluster.Cluster, a *adminDaemon, proxy 
 // commit of the group fails until openOffsetNodes.
 func offsetNodes(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) (openOffsetNodes func()) {
 	t.Helper()
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := testcluster.ZooKeeper(t, c)
 	dir := c.Chroot() + "/consumers/" + group + "/offsets/" + topic
 	path := c.Chroot()
 	for _, part := range strings.Split(strings.TrimPrefix(dir, c.Chroot()+"/"), "/") {

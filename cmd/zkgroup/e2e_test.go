@@ -20,11 +20,8 @@ import (
 // groupNodeExists reports whether /consumers/<group> exists in ZooKeeper.
 func groupNodeExists(t *testing.T, c *testcluster.Cluster, group string) bool {
 	t.Helper()
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ZooKeeper(t, c)
+	defer conn.Close() // at return: one session per call, not per test
 	ok, _, err := conn.Exists(c.Chroot() + "/consumers/" + group)
 	if err != nil {
 		t.Fatal(err)
@@ -336,11 +333,7 @@ func testOffsetsReset(t *testing.T, c *testcluster.Cluster, group, topic string,
 	}
 
 	// Refused while a member is registered.
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ZooKeeper(t, c)
 	member := c.Chroot() + "/consumers/" + group + "/ids/intruder"
 	if _, err := conn.Create(member, []byte(`{"version":1,"subscription":{"x":1},"pattern":"static","timestamp":"1"}`), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)

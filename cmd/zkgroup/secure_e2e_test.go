@@ -185,21 +185,13 @@ printf '{"value":"%s"}\n' "$(cat)"
 	})
 
 	// A foreign client: reads work, writes are refused.
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ZooKeeper(t, c)
 	base := c.Chroot() + "/consumers/" + group
 	owners, _, err := conn.Children(base + "/owners/" + topic)
 	if err != nil || len(owners) != parts {
 		t.Fatalf("owners readable by anyone: %v %v", owners, err)
 	}
-	intruder, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer intruder.Close()
+	intruder := testcluster.ZooKeeper(t, c)
 	if err := intruder.AddAuth("digest", []byte("mallory:guess")); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
@@ -49,11 +48,7 @@ func (f fakeLayout) put(path, data string) {
 // are never read: leaders come from the assignment.
 func TestMalformedNodesSkipped(t *testing.T) {
 	c := testcluster.Shared(t)
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ZooKeeper(t, c)
 	f := fakeLayout{t: t, conn: conn, chroot: "/" + testcluster.Name(t, "fake")}
 	f.put("/brokers/topics/good", `{"version":1,"partitions":{"0":[1,2],"1":[2,1],"2":[3]}}`)
 	f.put("/brokers/topics/good/partitions/0/state", `{"leader":2,"isr":[2,1]}`)
@@ -119,11 +114,7 @@ func TestMalformedNodesSkipped(t *testing.T) {
 // partition added and a topic created each fire once.
 func TestOnlyAssignmentChangesFire(t *testing.T) {
 	c := testcluster.Shared(t)
-	conn, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ZooKeeper(t, c)
 	f := fakeLayout{t: t, conn: conn, chroot: "/" + testcluster.Name(t, "fake")}
 	f.put("/brokers/topics/a", `{"version":1,"partitions":{"0":[1,2],"1":[2,1]}}`)
 	f.put("/brokers/topics/a/partitions/0/state", `{"leader":1,"isr":[1,2]}`)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // InCI reports whether the tests run in CI (CI=true), where a test that
@@ -104,6 +106,20 @@ func (s *sharedCluster) get(tb testing.TB, opts ...Option) *Cluster {
 		tb.Logf("shared cluster: %s", n)
 	}
 	return s.c
+}
+
+// ZooKeeper opens a go-zookeeper session to c's ZooKeeper for a test (see
+// Cluster.Connect: no chroot), fails tb if it cannot, and closes the
+// session when tb ends. Closing it earlier is allowed (Close is
+// idempotent), e.g. before a goroutine-leak check.
+func ZooKeeper(tb testing.TB, c *Cluster) *zk.Conn {
+	tb.Helper()
+	conn, err := c.Connect(10 * time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(conn.Close)
+	return conn
 }
 
 var (

@@ -60,11 +60,7 @@ func TestSessionSuspendExpireRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The chroot is applied: the node is visible at the full path.
-	zc, err := c.Connect(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
+	zc := testcluster.ZooKeeper(t, c)
 	if ok, _, _ := zc.Exists(chroot + "/a/eph"); !ok {
 		t.Fatalf("%s/a/eph not found", chroot)
 	}
