@@ -29,7 +29,7 @@ type adminDaemon struct {
 
 func startAdminDaemon(t *testing.T, c *testcluster.Cluster, zk, group, sub, extra string) *adminDaemon {
 	t.Helper()
-	port := freePort(t)
+	port := testcluster.FreePort(t)
 	cfg := fmt.Sprintf(`group: %s
 zookeeper: %q
 subscription: %q

@@ -178,7 +178,7 @@ func TestContainerImage(t *testing.T) {
 	if _, err := c.Produce(topic, parts, 0, n); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := testcluster.FreePort(t)
 	name := fmt.Sprintf("zkgroup-test-%d", os.Getpid())
 	p.must("run", "-d", "--name", name, "--network=host",
 		"-e", "ZKGROUP_ZOOKEEPER="+c.ZooKeeperConnect(), "-e", "ZKGROUP_GROUP="+group,

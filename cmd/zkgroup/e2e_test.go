@@ -407,7 +407,7 @@ func TestNotifyHealthAndFootprint(t *testing.T) {
 	if _, err := c.Produce(topic, parts, 0, 2400); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := testcluster.FreePort(t)
 	cfg := strings.Replace(baseConfig(c, group, topic, ""), `listen: ""`, fmt.Sprintf("listen: 127.0.0.1:%d", port), 1)
 	started := time.Now()
 	d := startDaemon(t, runOpts{config: cfg, env: []string{"WATCHDOG_USEC=400000"}})

@@ -309,16 +309,6 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func httpGet(url string) (string, error) {
 	resp, err := http.Get(url)
 	if err != nil {

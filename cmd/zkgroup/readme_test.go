@@ -86,7 +86,7 @@ func TestReadmeFirstRun(t *testing.T) {
 	}
 	// Own names on the shared cluster; the config copy is renamed alike.
 	topic := testcluster.Name(t, "orders")
-	port := freePort(t)
+	port := testcluster.FreePort(t)
 	rewrite := func(s string) string {
 		s = strings.ReplaceAll(s, readmeExampleZK, c.ZooKeeperConnect())
 		s = strings.ReplaceAll(s, "127.0.0.1:9779", fmt.Sprintf("127.0.0.1:%d", port))

@@ -373,49 +373,6 @@ replica.fetch.wait.max.ms=200
 `, dataDir, rf, rf)
 }
 
-// handedOut is every port freePorts has returned in this process: a port
-// is released before the server that is given it binds it, so the kernel
-// may offer it again meanwhile (seen: two brokers of one cluster given the
-// same port, the second refused at start).
-var handedOut struct {
-	sync.Mutex
-	ports map[int]bool
-}
-
-// freePorts asks the kernel for n distinct free loopback TCP ports that
-// this process has not handed out before (each listener stays open until
-// all are taken, so none is offered twice in one call).
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	if handedOut.ports == nil {
-		handedOut.ports = map[int]bool{}
-	}
-	ports := make([]int, 0, n)
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("testcluster: free port: %w", err)
-		}
-		ls = append(ls, l) // held, so that the kernel offers another
-		if len(ls) > n+1000 {
-			return nil, fmt.Errorf("testcluster: free port: no port not handed out before among %d", len(ls))
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		if !handedOut.ports[p] {
-			handedOut.ports[p] = true
-			ports = append(ports, p)
-		}
-	}
-	return ports, nil
-}
-
 // Dir returns the cluster's working folder (configs, logs and data).
 func (c *Cluster) Dir() string { return c.dir }
 

@@ -209,3 +209,17 @@ func Name(tb testing.TB, suffix string) string {
 	}
 	return s
 }
+
+// FreePort returns a free loopback TCP port for a server a test starts
+// (a daemon's admin listener, say), reserved like the cluster's own: out
+// of the kernel's ephemeral range, never handed out twice, so no outgoing
+// connection takes it before the server binds it. It fails tb when none
+// is found.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ports[0]
+}
