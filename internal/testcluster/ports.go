@@ -3,6 +3,7 @@ package testcluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -10,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Ports for the test servers come from outside the kernel's ephemeral
@@ -22,15 +24,19 @@ import (
 // below the ephemeral range are never given to outgoing connections.
 //
 // Two test processes (go test -p 2, a cluster-up) pick from the same
-// range, so each port taken is also reserved by an exclusive lock on a
-// file in a shared folder, held until the process exits: by then the
-// server bound it, and a later pick's probe finds it in use.
+// range, so each port taken is also reserved by an exclusive lock on its
+// byte of one shared file (an open-file-description lock, so that one
+// process's locks do not fall with another descriptor of the same file),
+// held until the process exits: by then the server bound it, and a later
+// pick's probe finds it in use.
 
-// reserved is every port freePorts has returned in this process, with the
-// lock file that reserves it across processes (kept open, never closed).
+// reserved is every port freePorts has returned in this process, and the
+// lock file whose bytes reserve them across processes (opened once, never
+// closed).
 var reserved struct {
 	sync.Mutex
-	ports map[int]*os.File
+	ports map[int]bool
+	locks *os.File
 }
 
 // portSpan is where freePorts picks: [lo, hi).
@@ -71,41 +77,49 @@ func freePorts(n int) ([]int, error) {
 	reserved.Lock()
 	defer reserved.Unlock()
 	if reserved.ports == nil {
-		reserved.ports = map[int]*os.File{}
+		reserved.ports = map[int]bool{}
 	}
 	span, ok := pickSpan("/proc/sys/net/ipv4/ip_local_port_range")
 	if !ok {
 		return kernelPorts(n)
 	}
-	return pickPorts(n, span, filepath.Join(os.TempDir(), "zkgroup-ports"))
+	if reserved.locks == nil {
+		// One file per user: another user's would not open for writing.
+		name := fmt.Sprintf("zkgroup-ports-%d.lock", os.Getuid())
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), name), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("testcluster: free port: %w", err)
+		}
+		reserved.locks = f
+	}
+	return pickPorts(n, span, reserved.locks)
 }
 
-// pickPorts returns n ports of span, reserved by lock files in dir,
-// starting at a random place. The caller holds reserved.
-func pickPorts(n int, span portSpan, dir string) ([]int, error) {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, fmt.Errorf("testcluster: free port: %w", err)
-	}
+// pickPorts returns n ports of span, each reserved by a lock on its byte
+// of locks, starting at a random place. The caller holds reserved.
+func pickPorts(n int, span portSpan, locks *os.File) ([]int, error) {
 	size := span.hi - span.lo
 	start := rand.IntN(size)
 	ports := make([]int, 0, n)
 	for i := 0; i < size && len(ports) < n; i++ {
 		p := span.lo + (start+i)%size
-		if _, seen := reserved.ports[p]; seen {
+		if reserved.ports[p] {
 			continue
 		}
-		lock, err := reserve(dir, p)
+		ok, err := lockByte(locks, p, unix.F_WRLCK)
 		if err != nil {
 			return nil, err
 		}
-		if lock == nil {
+		if !ok {
 			continue // another process holds it
 		}
 		if !bindable(p) {
-			lock.Close()
+			if _, err := lockByte(locks, p, unix.F_UNLCK); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		reserved.ports[p] = lock
+		reserved.ports[p] = true
 		ports = append(ports, p)
 	}
 	if len(ports) < n {
@@ -114,21 +128,19 @@ func pickPorts(n int, span portSpan, dir string) ([]int, error) {
 	return ports, nil
 }
 
-// reserve takes the lock file of port p in dir: nil, nil when another
-// process holds it.
-func reserve(dir string, p int) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("testcluster: free port: %w", err)
+// lockByte sets (F_WRLCK) or clears (F_UNLCK) the lock of f's byte at
+// offset p without waiting: false when another open file description
+// holds it.
+func lockByte(f *os.File, p int, typ int16) (bool, error) {
+	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: int64(p), Len: 1}
+	err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EACCES):
+		return false, nil
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("testcluster: free port %d: lock: %w", p, err)
-	}
-	return f, nil
+	return false, fmt.Errorf("testcluster: free port %d: lock: %w", p, err)
 }
 
 // bindable reports whether a listener can bind 127.0.0.1:p now.
@@ -162,8 +174,8 @@ func kernelPorts(n int) ([]int, error) {
 			return nil, fmt.Errorf("testcluster: free port: no port not handed out before among %d", len(ls))
 		}
 		p := l.Addr().(*net.TCPAddr).Port
-		if _, seen := reserved.ports[p]; !seen {
-			reserved.ports[p] = nil
+		if !reserved.ports[p] {
+			reserved.ports[p] = true
 			ports = append(ports, p)
 		}
 	}

@@ -4,8 +4,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestFreePortsNeverRepeat: ports handed out by separate calls are all
@@ -32,10 +33,19 @@ func TestFreePortsNeverRepeat(t *testing.T) {
 	}
 }
 
-// TestPickPortsSkipsTaken: a port whose lock file another process holds,
-// and a port something listens on, are never picked.
+// TestPickPortsSkipsTaken: a port whose lock another process holds, and a
+// port something listens on, are never picked.
 func TestPickPortsSkipsTaken(t *testing.T) {
-	dir := t.TempDir()
+	path := filepath.Join(t.TempDir(), "ports.lock")
+	open := func() *os.File {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	locks, other := open(), open()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,27 +55,20 @@ func TestPickPortsSkipsTaken(t *testing.T) {
 	// A span of 8 around the listener's port (not handed out before here).
 	span := portSpan{busy - 3, busy + 5}
 	locked := busy - 2
-	// An open file description of its own conflicts with pickPorts's,
-	// as another process's would.
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(locked)), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if lock, err := reserve(dir, locked); err != nil || lock == nil {
-		t.Fatalf("reserve %d: %v %v", locked, lock, err)
-	} else {
-		defer lock.Close()
+	// An open file description of its own conflicts with pickPorts's, as
+	// another process's would.
+	if ok, err := lockByte(other, locked, unix.F_WRLCK); err != nil || !ok {
+		t.Fatalf("lock %d: %v %v", locked, ok, err)
 	}
 	reserved.Lock()
 	defer reserved.Unlock()
 	if reserved.ports == nil {
-		reserved.ports = map[int]*os.File{}
+		reserved.ports = map[int]bool{}
 	}
 	// Pick one at a time until the span has none left.
 	picked := 0
 	for ; picked <= span.hi-span.lo; picked++ {
-		got, err := pickPorts(1, span, dir)
+		got, err := pickPorts(1, span, locks)
 		if err != nil {
 			break
 		}
