@@ -1,7 +1,8 @@
 // Command testreport reads `go test -json` from stdin and prints a short
 // report: each package's result, the output of every failed test, the
-// skipped tests with their reasons, and a closing line
-// "tests: N passed, N failed, N skipped". It exits 1 when a test or a
+// skipped tests with their reasons, the failed tests each with its first
+// assertion lines (so the report's tail says why, however long the logs
+// before it), and a closing line "tests: N passed, N failed, N skipped". It exits 1 when a test or a
 // package failed (including build failures), so `make test` fails with it.
 package main
 
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -81,11 +83,13 @@ func run(in io.Reader, out io.Writer) int {
 				passed++
 			case "fail":
 				failed++
-				failedTests = append(failedTests, name)
 				fmt.Fprintf(out, "--- FAIL: %s (%.1fs)\n", name, e.Elapsed)
+				why := ""
 				if b := output[k]; b != nil {
 					fmt.Fprint(out, indent(b.String()))
+					why = indent(indent(strings.Join(assertions(b.String(), 2, 300), "\n")))
 				}
+				failedTests = append(failedTests, name+"\n"+why)
 			case "skip":
 				skipped++
 				reason := ""
@@ -107,7 +111,7 @@ func run(in io.Reader, out io.Writer) int {
 	if len(failedTests) > 0 {
 		fmt.Fprintln(out, "failed:")
 		for _, s := range failedTests {
-			fmt.Fprintln(out, "  "+s)
+			fmt.Fprint(out, "  "+s)
 		}
 	}
 	fmt.Fprintf(out, "(report read in %v)\n", time.Since(start).Round(time.Second))
@@ -140,4 +144,33 @@ func lastLine(s string) string {
 		}
 	}
 	return ""
+}
+
+// assertion is a line a test's t.Error, t.Fatal or t.Log wrote: the file
+// and line of the call, then the message.
+var assertion = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
+
+// assertions returns output's assertion lines, trimmed, each cut to width
+// bytes: all of them when there are at most 2*ends, else the first ends
+// and the last ends with a count of those left out between. Logs do not
+// say which lines failed the test, so both ends are kept: a t.Error may
+// come before later logs, a t.Fatal ends the test. Lines that are not
+// assertions (the logs a test prints, a cluster's) are skipped.
+func assertions(output string, ends, width int) []string {
+	var got []string
+	for _, l := range strings.Split(output, "\n") {
+		if !assertion.MatchString(l) {
+			continue
+		}
+		l = strings.TrimSpace(l)
+		if len(l) > width {
+			l = l[:width] + " …"
+		}
+		got = append(got, l)
+	}
+	if len(got) <= 2*ends {
+		return got
+	}
+	left := fmt.Sprintf("… %d more", len(got)-2*ends)
+	return append(append(got[:ends:ends], left), got[len(got)-ends:]...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -30,5 +31,58 @@ func TestReport(t *testing.T) {
 	out.Reset()
 	if code := run(strings.NewReader(`{"Action":"pass","Package":"p","Test":"T"}`+"\n"+`{"Action":"pass","Package":"p"}`), &out); code != 0 {
 		t.Errorf("exit code %d for a passing run, want 0:\n%s", code, out.String())
+	}
+}
+
+// TestReportTailSaysWhy: the closing list of failed tests carries each
+// one's assertion lines, both ends of them when there are many, and
+// leaves the logs between out.
+func TestReportTailSaysWhy(t *testing.T) {
+	var in strings.Builder
+	out := func(s string) {
+		fmt.Fprintf(&in, `{"Action":"output","Package":"p","Test":"TestA","Output":%q}`+"\n", s)
+	}
+	out("=== RUN   TestA\n")
+	out("    a_test.go:10: first\n")
+	for i := range 50 {
+		out(fmt.Sprintf("    [2026-12-01 08:02:16,373] INFO broker log %d\n", i))
+	}
+	out("    a_test.go:11: second\n")
+	out("    a_test.go:12: third\n")
+	out("    a_test.go:13: of 10 messages: 1 missing " + strings.Repeat("x", 400) + "\n")
+	out("    a_test.go:14: last\n")
+	in.WriteString(`{"Action":"fail","Package":"p","Test":"TestA","Elapsed":1}` + "\n")
+	var got bytes.Buffer
+	run(strings.NewReader(in.String()), &got)
+	_, tail, ok := strings.Cut(got.String(), "\nfailed:\n")
+	if !ok {
+		t.Fatalf("no failed list:\n%s", got.String())
+	}
+	for _, want := range []string{"p.TestA", "a_test.go:10: first", "a_test.go:11: second", "… 1 more", "a_test.go:13: of 10 messages: 1 missing", "a_test.go:14: last"} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("tail lacks %q:\n%s", want, tail)
+		}
+	}
+	for _, not := range []string{"broker log", "third", strings.Repeat("x", 300)} {
+		if strings.Contains(tail, not) {
+			t.Errorf("tail has %q:\n%s", not, tail)
+		}
+	}
+}
+
+func TestAssertions(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"log line\n  x.go:1: a\n\tnot.go: b\n", []string{"x.go:1: a"}},
+		{"x.go:1: a\nx.go:2: b\nx.go:3: c\nx.go:4: d\nx.go:5: e\nx.go:6: f\n", []string{"x.go:1: a", "x.go:2: b", "… 2 more", "x.go:5: e", "x.go:6: f"}},
+		{"x_test.go:1: " + strings.Repeat("y", 20), []string{"x_test.go:1: yyyyy …"}},
+	} {
+		got := assertions(tc.in, 2, 18)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
