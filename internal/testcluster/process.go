@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,12 +137,20 @@ func (p *process) stop(sig syscall.Signal, grace time.Duration) error {
 	}
 }
 
-// tail returns the last n lines of the process log, for failure messages.
+// noise is log lines a tail leaves out: ZooKeeper warns of every
+// connection from go-zookeeper (it speaks the protocol without the
+// read-only flag), which would fill a tail of a busy test.
+var noise = []string{"Connection request from old client"}
+
+// tail returns the last n lines of the process log, for failure messages,
+// without the noise.
 func (p *process) tail(n int) string {
 	out, _ := os.ReadFile(p.logPath)
 	app, _ := os.ReadFile(p.appLog)
 	b := append(out, app...)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines := slices.DeleteFunc(strings.Split(strings.TrimRight(string(b), "\n"), "\n"), func(l string) bool {
+		return slices.ContainsFunc(noise, func(s string) bool { return strings.Contains(l, s) })
+	})
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
