@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -249,8 +250,31 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 
 // TestBatchesSuspension: while the member's ZooKeeper connection is
 // stalled (the session suspended), no batch is handed out; afterwards
-// consumption goes on with nothing lost or repeated.
+// consumption goes on with nothing lost, and nothing repeated if the
+// session survived.
+//
+// It survives only if the stall ends within the session timeout of the
+// last request the server heard (10 s here), of which 2/3 pass before the
+// suspension shows: about 3 s for what the test observes and for the
+// resume. A machine too slow for that lets the session expire, and then
+// what was acked but not yet committed comes again, by design (the claims
+// were lost: no final commit). Such an attempt checks what still holds,
+// and the test tries again, with a new topic and group, up to 3 times.
 func TestBatchesSuspension(t *testing.T) {
+	const attempts = 3
+	for i := 1; i <= attempts; i++ {
+		survived := false
+		ok := t.Run(fmt.Sprintf("attempt-%d", i), func(t *testing.T) { survived = batchesSuspension(t) })
+		if !ok || survived {
+			return
+		}
+	}
+	t.Errorf("the session expired in each of %d attempts: exactly-once across a suspension never checked", attempts)
+}
+
+// batchesSuspension runs one attempt of TestBatchesSuspension and reports
+// whether the session survived the stall.
+func batchesSuspension(t *testing.T) (survived bool) {
 	c := testcluster.Shared(t)
 	const parts = 4
 	topic, group, sub := newTopic(t, c, parts)
@@ -262,9 +286,7 @@ func TestBatchesSuspension(t *testing.T) {
 	rec := newRecorder(t)
 	cfg := apiConfig(t)
 	cfg.InstanceID = "s"
-	// The test ZooKeeper grants at most 10 s (20 ticks): suspended after
-	// 6.7 s of silence, expired after 10 s; the observation below fits in
-	// between.
+	// The test ZooKeeper grants at most 10 s (20 ticks).
 	cfg.SessionTimeout = 10 * time.Second
 	cfg.Delivery = manager.DeliveryBatches
 	rec.hooks("s", cfg)
@@ -288,8 +310,11 @@ func TestBatchesSuspension(t *testing.T) {
 	}()
 	prod := startProducer(c, topic, parts, 0, 20, 20*time.Millisecond)
 	await(t, 30*time.Second, "consuming", func() bool { return rec.receivedBy("s") > 100 })
+	session := cons.Stats().SessionID
+	stalled := time.Now()
 	p.Stall()
 	await(t, 30*time.Second, "suspended", func() bool { return !cons.Stats().SessionHealthy })
+	suspended := time.Since(stalled)
 	// A batch whose send raced with the start of the suspension may still
 	// be handed out (the claim is still ours then); once a partition waits
 	// for the session (Stats.Suspended) it hands out nothing more, so from
@@ -306,20 +331,31 @@ func TestBatchesSuspension(t *testing.T) {
 		return n, waiting
 	}
 	await(t, 30*time.Second, "every partition waiting for the session", func() bool { _, w := delivered(); return w == parts })
+	waiting := time.Since(stalled)
 	before, _ := delivered()
-	time.Sleep(time.Second) // observation window: the session is suspended, not expired
+	// The observation window: with a batch produced to each partition
+	// every 20 ms, a hand-out would show within it.
+	time.Sleep(500 * time.Millisecond)
 	if after, _ := delivered(); after != before {
 		t.Errorf("%d messages handed out while the session was suspended", after-before)
 	}
 	p.Resume()
+	t.Logf("stalled for %v: suspended after %v, every partition waiting after %v", time.Since(stalled).Round(time.Millisecond), suspended.Round(time.Millisecond), waiting.Round(time.Millisecond))
+	await(t, 30*time.Second, "the session healthy again", func() bool { return cons.Stats().SessionHealthy })
+	survived = cons.Stats().SessionID == session
 	n := prod.halt(t)
 	await(t, 60*time.Second, "every message", func() bool { return rec.count(topic, n) == n })
 	if err := cons.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
 	wg.Wait()
-	rec.checkExactlyOnce(t, topic, n)
+	if survived {
+		rec.checkExactlyOnce(t, topic, n)
+	} else if lost := rec.lostBy("s"); lost < parts {
+		t.Errorf("the session expired, yet OnLost reported %d of %d partitions", lost, parts)
+	}
 	rec.checkViolations(t)
+	return survived
 }
 
 // TestSeekAndPause: on a live partition stream, Seek (offset, oldest,
