@@ -466,8 +466,11 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	await(t, 30*time.Second, "fetching", func() bool { s := cons.Stats(); return s.Ready && len(s.Partitions) == 1 })
-	time.Sleep(500 * time.Millisecond) // the fetch position is resolved
+	// Fetching from a resolved position: the ack tracker starts there.
+	await(t, 30*time.Second, "fetching from offset 20", func() bool {
+		s := cons.Stats()
+		return s.Ready && len(s.Partitions) == 1 && s.Partitions[0].Acked == 20
+	})
 	if _, err := c.Produce(topic, 1, 20, 5); err != nil {
 		t.Fatal(err)
 	}
