@@ -59,11 +59,11 @@ func pickSpan(rangeFile string) (portSpan, bool) {
 	if err1 != nil || err2 != nil || elo > ehi {
 		return portSpan{}, false
 	}
-	const floor, min = 10000, 2000 // below 10000 live well-known services
+	const floor, room = 10000, 2000 // below 10000 live well-known services
 	switch {
-	case elo-floor >= min:
+	case elo-floor >= room:
 		return portSpan{floor, elo}, true
-	case 65536-(ehi+1) >= min:
+	case 65536-(ehi+1) >= room:
 		return portSpan{ehi + 1, 65536}, true
 	}
 	return portSpan{}, false
