@@ -1,9 +1,10 @@
 // Command testreport reads `go test -json` from stdin and prints a short
 // report: each package's result, the output of every failed test, the
-// skipped tests with their reasons, the failed tests each with its first
+// skipped tests with their reasons, the failed tests each with its
 // assertion lines (so the report's tail says why, however long the logs
-// before it), and a closing line "tests: N passed, N failed, N skipped". It exits 1 when a test or a
-// package failed (including build failures), so `make test` fails with it.
+// before it), and a closing line "tests: N passed, N failed, N skipped".
+// It exits 1 when a test or a package failed (including build failures),
+// so `make test` fails with it.
 package main
 
 import (
@@ -87,7 +88,9 @@ func run(in io.Reader, out io.Writer) int {
 				why := ""
 				if b := output[k]; b != nil {
 					fmt.Fprint(out, indent(b.String()))
-					why = indent(indent(strings.Join(assertions(b.String(), 2, 300), "\n")))
+					if lines := assertions(b.String(), 2, 300); len(lines) > 0 {
+						why = indent(indent(strings.Join(lines, "\n")))
+					}
 				}
 				failedTests = append(failedTests, name+"\n"+why)
 			case "skip":
