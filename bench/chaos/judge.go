@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -255,44 +256,16 @@ func (r *run) judge(ctx context.Context) *summary {
 	}
 
 	// Two owners at once.
-	type overlap struct {
-		p          int32
-		late, own  int32 // the incarnation printing inside the other's run, the owner
-		n          int
-		start, end int64
-		after      float64 // s from the owner's first print of its run to the late print
-	}
-	var ovs []overlap
+	ovs := twoOwners(byPart, sess)
 	ovMsgs := 0
 	ovParts := map[int32]bool{}
-	for p, ev := range byPart {
-		var sts []stint
-		for i, e := range ev {
-			if len(sts) > 0 && sts[len(sts)-1].inc == e.inc {
-				sts[len(sts)-1].last = i
-				continue
-			}
-			sts = append(sts, stint{inc: e.inc, first: i, last: i})
-		}
-		for i := 1; i+1 < len(sts); i++ {
-			a, b, c := sts[i-1], sts[i], sts[i+1]
-			if a.inc != c.inc || a.inc == b.inc {
-				continue
-			}
-			y1, y2 := ev[a.last], ev[c.first]
-			if y2.off <= y1.off || y2.t-y1.t >= sess {
-				continue // the owner started over (from a commit) or was away a session: a handover and back
-			}
-			runStart := ev[a.first].t
-			n := b.last - b.first + 1
-			ovs = append(ovs, overlap{p: p, late: b.inc, own: a.inc, n: n, start: ev[b.first].t, end: ev[b.last].t, after: float64(ev[b.first].t-runStart) / 1e9})
-			ovMsgs += n
-			ovParts[p] = true
-		}
+	for _, o := range ovs {
+		ovMsgs += o.n
+		ovParts[o.p] = true
 	}
 	sort.Slice(ovs, func(i, j int) bool { return ovs[i].start < ovs[j].start })
 	s.f("")
-	s.f("TWO OWNERS AT ONCE (a partition printed by one incarnation between two consecutive prints of another that went on from its own position within a session timeout): %d episodes, %d lines, %d partitions",
+	s.f("TWO OWNERS AT ONCE (a partition printed by one incarnation between two consecutive prints of another, of consecutive offsets less than a session timeout apart): %d episodes, %d lines, %d partitions",
 		len(ovs), ovMsgs, len(ovParts))
 	for i, o := range ovs {
 		if i == 20 {
@@ -396,12 +369,13 @@ func (r *run) judge(ctx context.Context) *summary {
 		}
 	}
 	s.f("  unexpected exits: %d", unexpected)
-	errs, warns, panics := map[string]int{}, map[string]int{}, []string{}
+	errs, warns, dupKeys, panics := map[string]int{}, map[string]int{}, map[string]int{}, []string{}
 	for _, in := range col.incs {
-		scanLog(in.Stderr, errs, warns, &panics)
+		scanLog(in.Stderr, errs, warns, dupKeys, &panics)
 	}
 	s.f("log lines at ERROR, by message: %s", topCounts(errs, 15))
 	s.f("log lines at WARN, by message: %s", topCounts(warns, 15))
+	s.f("log lines with a duplicate top-level key, by message (key): %s", topCounts(dupKeys, 10))
 	s.f("panics / fatal errors / races / unparsable log lines: %d", len(panics))
 	for i, p := range panics {
 		if i == 10 {
@@ -452,7 +426,7 @@ func (r *run) incName(n int32) string {
 
 // scanLog counts a daemon log's ERROR and WARN lines by message and
 // collects lines that are not JSON (panics, runtime errors).
-func scanLog(path string, errs, warns map[string]int, odd *[]string) {
+func scanLog(path string, errs, warns, dupKeys map[string]int, odd *[]string) {
 	f, err := os.Open(path)
 	if err != nil {
 		return
@@ -472,6 +446,9 @@ func scanLog(path string, errs, warns map[string]int, odd *[]string) {
 				*odd = append(*odd, fmt.Sprintf("%s: %.300s", path, t))
 			}
 			continue
+		}
+		if k := duplicateKey(line); k != "" {
+			dupKeys[rec.Msg+" ("+k+")"]++
 		}
 		switch rec.Level {
 		case "ERROR":
@@ -504,4 +481,74 @@ func topCounts(m map[string]int, n int) string {
 		parts = append(parts, fmt.Sprintf("%q %d", e.k, e.v))
 	}
 	return "\n    " + strings.Join(parts, "\n    ")
+}
+
+// duplicateKey returns a top-level key that occurs twice in a JSON object
+// line, or "".
+func duplicateKey(line []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// overlap is a run of prints of one incarnation inside another's.
+type overlap struct {
+	p          int32
+	late, own  int32 // the incarnation printing inside the other's run, the owner
+	n          int   // lines of the late run
+	start, end int64
+	after      float64 // s from the first print of the owner's run to the late run
+}
+
+// twoOwners finds, per partition (prints in time order), each run of
+// prints by one incarnation that sits between two prints of another
+// incarnation Y of consecutive offsets (Y went on from its own position,
+// not from a commit) less than sess ns apart: Y owned the partition all
+// along, so the sandwiched run was printed by a second owner. A handover
+// and back is not one: the returning owner starts from the commit the
+// other left, past its own position, or after a session timeout.
+func twoOwners(byPart map[int32][]printEv, sess int64) []overlap {
+	var ovs []overlap
+	for p, ev := range byPart {
+		var sts []stint
+		for i, e := range ev {
+			if len(sts) > 0 && sts[len(sts)-1].inc == e.inc {
+				sts[len(sts)-1].last = i
+				continue
+			}
+			sts = append(sts, stint{inc: e.inc, first: i, last: i})
+		}
+		for i := 1; i+1 < len(sts); i++ {
+			a, b, c := sts[i-1], sts[i], sts[i+1]
+			if a.inc != c.inc {
+				continue
+			}
+			y1, y2 := ev[a.last], ev[c.first]
+			if y2.off != y1.off+1 || y2.t-y1.t >= sess {
+				continue
+			}
+			ovs = append(ovs, overlap{p: p, late: b.inc, own: a.inc, n: b.last - b.first + 1,
+				start: ev[b.first].t, end: ev[b.last].t, after: float64(ev[b.first].t-ev[a.first].t) / 1e9})
+		}
+	}
+	sort.Slice(ovs, func(i, j int) bool { return ovs[i].start < ovs[j].start })
+	return ovs
 }
