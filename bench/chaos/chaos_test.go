@@ -39,10 +39,15 @@ var (
 	flagKinds       = flag.String("kinds", "", "comma-separated fault kinds to draw from (empty: all; see kinds)")
 	flagOut         = flag.String("out", "", "folder for the daemons' logs, the schedule and the summary (empty: a new temporary folder)")
 	flagKeep        = flag.Bool("keep", false, "keep the cluster's folder after the run")
+	flagRejudge     = flag.String("rejudge", "", "judge the record.gob.gz of an earlier run in this folder again (no cluster, no root)")
 	flagDrain       = flag.Duration("drain", 3*time.Minute, "bound of the drain after the last heal")
 )
 
 func TestChaos(t *testing.T) {
+	if *flagRejudge != "" {
+		rejudge(t, *flagRejudge)
+		return
+	}
 	if *flagDuration <= 0 {
 		t.Skip("chaos: pass -args -duration=10m to run it (needs root: iptables, useradd)")
 	}
@@ -121,7 +126,11 @@ func TestChaos(t *testing.T) {
 	if err := r.runAll(ctx, sched); err != nil {
 		t.Fatal(err)
 	}
-	sum := r.judge(ctx)
+	r.hist, r.histErr = r.readOffsetsHistory(ctx)
+	if err := r.save(filepath.Join(out, "record.gob.gz")); err != nil {
+		t.Error(err)
+	}
+	sum := r.judge()
 	text := sum.String()
 	fmt.Print(text)
 	if err := os.WriteFile(filepath.Join(out, "summary.txt"), []byte(text), 0o644); err != nil {
@@ -147,4 +156,14 @@ func buildDaemon(out string) (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+// rejudge prints the summary of an earlier run from its record.
+func rejudge(t *testing.T, dir string) {
+	r, err := load(filepath.Join(dir, "record.gob.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.out = dir
+	fmt.Print(r.judge().String())
 }

@@ -3,7 +3,6 @@ package chaos
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -55,7 +54,7 @@ func (r *run) rel(t int64) float64 { return float64(t-r.t0) / 1e9 }
 func wall(t int64) string { return time.Unix(0, t).UTC().Format("15:04:05.000") }
 
 // judge analyses everything the run recorded.
-func (r *run) judge(ctx context.Context) *summary {
+func (r *run) judge() *summary {
 	s := &summary{}
 	col := r.col
 	col.mu.Lock()
@@ -148,7 +147,7 @@ func (r *run) judge(ctx context.Context) *summary {
 	}
 
 	// Commit history.
-	hist, herr := r.readOffsetsHistory(ctx)
+	hist, herr := r.hist, r.histErr
 	s.f("")
 	if herr != nil {
 		s.f("committed offsets from __consumer_offsets: could not read: %v", herr)

@@ -34,6 +34,8 @@ type run struct {
 	termExits []string
 	hwm       map[int32]int64
 	committed map[int32]int64
+	hist      *offsetsHistory // Kafka's commit history of the group, read after the run
+	histErr   error
 }
 
 // runAll starts the daemons, the producer and the poller, carries out the
