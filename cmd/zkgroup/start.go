@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -24,14 +25,18 @@ const (
 var errStartTimeout = errors.New("zookeeper_start_timeout passed")
 
 // zooKeeperUnreachable reports whether err says only that ZooKeeper did
-// not answer (no session, or the connection went away), which a later
-// attempt may get past; a refusal (credentials, certificates) is not.
+// not answer (no session, the connection went away, or its name does not
+// resolve yet, as in a container started before ZooKeeper's), which a
+// later attempt may get past; a refusal (credentials, certificates) is
+// not.
 func zooKeeperUnreachable(err error) bool {
 	if err == nil || errors.Is(err, errRefused) {
 		return false
 	}
+	var dns *net.DNSError
 	return errors.Is(err, zkconn.ErrTimeout) || errors.Is(err, zkconn.ErrDial) || errors.Is(err, zkconn.ErrClosed) ||
-		errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired)
+		errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired) ||
+		errors.As(err, &dns)
 }
 
 // How a start wait ended.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -33,6 +34,7 @@ func TestZooKeeperUnreachable(t *testing.T) {
 		{fmt.Errorf("check: %w", zk.ErrConnectionClosed), true},
 		{fmt.Errorf("%w: hint: %w", errRefused, fmt.Errorf("%w: x509", zkconn.ErrDial)), false},
 		{fmt.Errorf("%w: hint: %w", errRefused, zk.ErrNoAuth), false},
+		{fmt.Errorf("zkconn: connect [zk:2181]: %w", &net.DNSError{Err: "no such host", Name: "zk", IsNotFound: true}), true},
 		{errors.New("no Kafka brokers known"), false},
 		{nil, false},
 	} {
