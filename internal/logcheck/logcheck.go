@@ -110,6 +110,12 @@ func addAttr(keys map[string]bool, prefix string, a slog.Attr, dup []string) []s
 		}
 		p := prefix
 		if a.Key != "" {
+			// The group's name is a key at its level too: a leaf or
+			// another group of that name repeats it.
+			if keys[prefix+a.Key] {
+				dup = append(dup, prefix+a.Key)
+			}
+			keys[prefix+a.Key] = true
 			p = prefix + a.Key + "."
 		}
 		for _, g := range attrs {
@@ -153,7 +159,17 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return &Handler{next: h.next.WithGroup(name), rec: h.rec, prefix: h.prefix + name + ".", keys: h.keys}
+	keys := h.keys
+	if keys[h.prefix+name] {
+		h.rec.add(Duplicate{Message: "(WithGroup)", Keys: []string{h.prefix + name}})
+	} else {
+		keys = make(map[string]bool, len(h.keys)+1)
+		for k := range h.keys {
+			keys[k] = true
+		}
+		keys[h.prefix+name] = true
+	}
+	return &Handler{next: h.next.WithGroup(name), rec: h.rec, prefix: h.prefix + name + ".", keys: keys}
 }
 
 // ErrNotObject is returned by JSONKeys for a line that is not a JSON

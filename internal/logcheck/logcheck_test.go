@@ -23,9 +23,14 @@ func TestHandlerFindsRepeatedKeys(t *testing.T) {
 	p.With("partition", 3).Debug("commit failed", "group", "g1", "offset", 7)
 	g.Warn("msg as attribute", "msg", "x")
 	p.Info("inline group", slog.Group("", "topic", "t"))
+	g.Info("a group named as a key", slog.Group("instance", "id", 1))
+	g.With("req", 1).WithGroup("req").Info("a WithGroup named as a key", "id", 1)
 	d := rec.Duplicates()
-	if len(d) != 4 {
-		t.Fatalf("got %v, want 4 records", d)
+	if len(d) != 6 {
+		t.Fatalf("got %v, want 6 records", d)
+	}
+	if !slices.Equal(d[4].Keys, []string{"instance"}) || d[5].Message != "(WithGroup)" || !slices.Equal(d[5].Keys, []string{"req"}) {
+		t.Errorf("groups: %v", d[4:])
 	}
 	if d[0].Message != "(WithAttrs)" || !slices.Equal(d[0].Keys, []string{"partition"}) {
 		t.Errorf("With: %v", d[0])
