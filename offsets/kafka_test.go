@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"go.uber.org/goleak"
 )
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
 
 // testLogger logs through t.Log.
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(logcheck.Check(t, slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 }
 
 type tWriter struct{ t testing.TB }

@@ -266,7 +266,7 @@ func (z zkLogger) Printf(format string, args ...interface{}) {
 			z.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
 		}
 	}
-	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+	z.l.Debug(fmt.Sprintf(format, args...), "library", "go-zookeeper") // "component" is the caller's
 }
 
 // timeout is the negotiated session timeout, or the asked one until the
