@@ -166,7 +166,8 @@ type kafkaCounters struct {
 }
 
 // NewKafkaStore returns a store for group that uses client, and starts its
-// batcher. A nil logger discards logs. It does not block and does not take
+// batcher. A nil logger discards logs; the store adds the attributes store
+// and group to it, so pass one without them. It does not block and does not take
 // ownership of client: close the store before the client.
 //
 // Give the store a sarama client of its own, not the one the consumer
