@@ -47,6 +47,7 @@ func newFenceEnv(t *testing.T, n int) *fenceEnv {
 	t.Helper()
 	e := &fenceEnv{start: time.Now()}
 	e.c = testcluster.Shared(t)
+	t.Logf("%s: cluster up", e.since())
 	e.nf = testcluster.NewNetFault(t)
 	e.group, e.topic = testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	if err := e.c.CreateTopic(ctx(t), e.topic, fenceParts, 3); err != nil {
@@ -66,6 +67,7 @@ func newFenceEnv(t *testing.T, n int) *fenceEnv {
 	for _, m := range e.ms {
 		m.d.ready(60 * time.Second)
 	}
+	t.Logf("%s: %d daemons ready", e.since(), n)
 	return e
 }
 
@@ -81,6 +83,15 @@ func (e *fenceEnv) beyond(ps []int32, last map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// settle waits until the group consumes steadily (awaitSettled) with
+// every partition committed, and returns what each member owns.
+func (e *fenceEnv) settle(t *testing.T, ms []*member) map[*member][]int32 {
+	t.Helper()
+	owned := awaitSettled(t, ms, fenceParts, 60*time.Second)
+	await(t, 30*time.Second, "a commit of every partition", func() bool { return len(e.poll.committed()) == fenceParts })
+	return owned
 }
 
 // since is a duration since the test started, for timelines.
@@ -117,48 +128,60 @@ func (e *fenceEnv) finish(t *testing.T, live []*member) {
 	t.Logf("%s: %d messages produced, %d printed in all", e.since(), len(produced), total)
 }
 
+// fencePauses is how many pauses TestFencePause makes: whether the
+// resumed member commits or hands out before it notices the pause is a
+// race between its goroutines (each pause lost it about half the time
+// before the fix), so one pause alone would often miss it.
+const fencePauses = 3
+
 // TestFencePause: a member paused (SIGSTOP) for 1.1x the session timeout,
 // until another member took its partitions over and committed past
 // everything it had printed, then resumed (SIGCONT): no committed offset
 // goes back (its commit ticker fires before it saw the time pass), and it
 // hands out none of the messages the new owner printed before the SIGCONT
-// (a check of the session's state cannot see the pause).
+// (a check of the session's state cannot see the pause). Each member is
+// paused in turn, fencePauses times in all.
 func TestFencePause(t *testing.T) {
 	t.Parallel()
 	e := newFenceEnv(t, 2)
-	a, b := e.ms[0], e.ms[1]
-	owned := awaitSettled(t, e.ms, fenceParts, 60*time.Second)
-	pa := owned[a]
+	for cycle := 0; cycle < fencePauses; cycle++ {
+		a, b := e.ms[cycle%2], e.ms[(cycle+1)%2]
+		owned := e.settle(t, e.ms)
+		pa := owned[a]
 
-	a.d.signal(syscall.SIGSTOP)
-	stopped := time.Now()
-	t.Logf("%s: SIGSTOP %s, which owns %v; committed %v", e.since(), a.name, pa, e.poll.committed())
-	aMax := maxPrinted(a.lines(t)) // stable: a is stopped
-	await(t, 40*time.Second, "the pause past 1.1x the session timeout and "+b.name+" committing past "+a.name+"'s last printed offsets", func() bool {
-		return time.Since(stopped) >= fenceSession*11/10 && e.beyond(pa, aMax)
-	})
-	before := map[printed]bool{}
-	for _, r := range b.lines(t) {
-		before[r] = true
-	}
-	nA := len(a.lines(t))
-	com := e.poll.committed()
-	a.d.signal(syscall.SIGCONT)
-	t.Logf("%s: SIGCONT after %v; %s had printed up to %v of its partitions, committed now %v",
-		e.since(), time.Since(stopped).Round(time.Millisecond), a.name, aMax, com)
+		a.d.signal(syscall.SIGSTOP)
+		stopped := time.Now()
+		t.Logf("%s: pause %d: SIGSTOP %s, which owns %v; committed %v", e.since(), cycle+1, a.name, pa, e.poll.committed())
+		aMax := maxPrinted(a.lines(t)) // stable: a is stopped
+		await(t, 40*time.Second, "the pause past 1.1x the session timeout and "+b.name+" committing past "+a.name+"'s last printed offsets", func() bool {
+			return time.Since(stopped) >= fenceSession*11/10 && e.beyond(pa, aMax)
+		})
+		before := map[printed]bool{}
+		for _, r := range b.lines(t) {
+			before[r] = true
+		}
+		nA := len(a.lines(t))
+		com := e.poll.committed()
+		a.d.signal(syscall.SIGCONT)
+		t.Logf("%s: pause %d: SIGCONT after %v; %s had printed up to %v of its partitions, committed now %v",
+			e.since(), cycle+1, time.Since(stopped).Round(time.Millisecond), a.name, aMax, com)
 
-	awaitSettled(t, e.ms, fenceParts, 40*time.Second) // a rejoined
-	e.poll.awaitRounds(t, 2)
-	var stale []printed
-	for _, r := range a.lines(t)[nA:] {
-		if before[r] {
-			stale = append(stale, r)
+		e.settle(t, e.ms) // a rejoined
+		var stale []printed
+		for _, r := range a.lines(t)[nA:] {
+			if before[r] {
+				stale = append(stale, r)
+			}
+		}
+		if len(stale) > 0 {
+			t.Errorf("pause %d: after SIGCONT %s handed out %d messages %s had printed before the SIGCONT (first %v)",
+				cycle+1, a.name, len(stale), b.name, firstN(stale, 10))
 		}
 	}
-	if len(stale) > 0 {
-		t.Errorf("after SIGCONT %s handed out %d messages %s had printed before the SIGCONT (first %v)", a.name, len(stale), b.name, firstN(stale, 10))
+	e.poll.awaitRounds(t, 2)
+	for _, m := range e.ms {
+		t.Logf("%s's logs:\n%s", m.name, logLines(m.d, "commit", "expired", "claim lost", "suspend"))
 	}
-	t.Logf("%s's commit logs:\n%s", a.name, logLines(a.d, "commit", "expired", "claim lost", "suspend"))
 	e.finish(t, e.ms)
 }
 
@@ -171,7 +194,7 @@ func TestFencePartition(t *testing.T) {
 	t.Parallel()
 	e := newFenceEnv(t, 2)
 	a, b := e.ms[0], e.ms[1]
-	owned := awaitSettled(t, e.ms, fenceParts, 60*time.Second)
+	owned := e.settle(t, e.ms)
 	pa := owned[a]
 	brokers := e.c.BrokerPorts()
 
@@ -196,7 +219,7 @@ func TestFencePartition(t *testing.T) {
 		return err == nil && n == 0
 	})
 	t.Logf("%s: held bytes delivered %v after the heal", e.since(), time.Since(healed).Round(time.Millisecond))
-	awaitSettled(t, e.ms, fenceParts, 40*time.Second) // a rejoined
+	e.settle(t, e.ms) // a rejoined
 	e.poll.awaitRounds(t, 2)
 	t.Logf("%s's commit logs:\n%s", a.name, logLines(a.d, "commit", "expired", "claim lost", "suspend"))
 	e.finish(t, e.ms)
@@ -212,7 +235,7 @@ func TestFenceKill(t *testing.T) {
 	t.Parallel()
 	e := newFenceEnv(t, 2)
 	a, b := e.ms[0], e.ms[1]
-	owned := awaitSettled(t, e.ms, fenceParts, 60*time.Second)
+	owned := e.settle(t, e.ms)
 	pa := owned[a]
 	brokers := e.c.BrokerPorts()
 

@@ -191,21 +191,27 @@ func maxPrinted(recs []printed) map[int32]int64 {
 }
 
 // awaitSettled waits until the group consumes steadily: among the lines
-// printed after some moment, every partition was printed, each by one
-// member only, and every member of ms printed at least one partition. It
-// returns the partitions each member printed then.
+// printed over at least a second, every partition was printed, each by
+// one member only, and every member of ms printed at least one partition.
+// It returns the partitions each member printed then.
 func awaitSettled(t *testing.T, ms []*member, parts int32, timeout time.Duration) map[*member][]int32 {
 	t.Helper()
 	var owned map[*member][]int32
 	var why string
 	from := make([]int, len(ms))
+	var marked time.Time
 	mark := func() {
+		marked = time.Now()
 		for i, m := range ms {
 			from[i] = len(m.lines(t))
 		}
 	}
 	mark()
 	ok := testcluster.Poll(timeout, 50*time.Millisecond, func() bool {
+		if time.Since(marked) < time.Second {
+			why = "less than a second since the mark"
+			return false
+		}
 		owners := map[int32][]*member{}
 		n := 0
 		for i, m := range ms {
@@ -219,7 +225,7 @@ func awaitSettled(t *testing.T, ms []*member, parts int32, timeout time.Duration
 				}
 			}
 		}
-		if n < int(parts)*15 || len(owners) < int(parts) {
+		if n < int(parts)*30 || len(owners) < int(parts) {
 			why = fmt.Sprintf("%d lines of %d partitions since the mark", n, len(owners))
 			return false // not enough seen yet
 		}
