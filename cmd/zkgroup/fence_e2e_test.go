@@ -139,8 +139,9 @@ const fencePauses = 3
 // everything it had printed, then resumed (SIGCONT): no committed offset
 // goes back (its commit ticker fires before it saw the time pass), and it
 // hands out none of the messages the new owner printed before the SIGCONT
-// (a check of the session's state cannot see the pause). Each member is
-// paused in turn, fencePauses times in all.
+// (a check of the session's state cannot see the pause) beyond the one
+// message per partition it may have handed out before the SIGSTOP. Each
+// member is paused in turn, fencePauses times in all.
 func TestFencePause(t *testing.T) {
 	t.Parallel()
 	e := newFenceEnv(t, 2)
@@ -167,11 +168,26 @@ func TestFencePause(t *testing.T) {
 			e.since(), cycle+1, time.Since(stopped).Round(time.Millisecond), a.name, aMax, com)
 
 		e.settle(t, e.ms) // a rejoined
-		var stale []printed
+		// A message handed out before the SIGSTOP and written after the
+		// SIGCONT is beyond any check (the documented window): the first
+		// line of a partition after the SIGCONT is excused when it is the
+		// one after a's last line of it before.
+		var stale, excused []printed
+		first := map[int32]bool{}
 		for _, r := range a.lines(t)[nA:] {
-			if before[r] {
-				stale = append(stale, r)
+			isFirst := !first[r.P]
+			first[r.P] = true
+			if !before[r] {
+				continue
 			}
+			if last, ok := aMax[r.P]; isFirst && ok && r.O == last+1 {
+				excused = append(excused, r)
+				continue
+			}
+			stale = append(stale, r)
+		}
+		if len(excused) > 0 {
+			t.Logf("pause %d: after SIGCONT %s printed %v, handed out before the SIGSTOP (excused)", cycle+1, a.name, excused)
 		}
 		if len(stale) > 0 {
 			t.Errorf("pause %d: after SIGCONT %s handed out %d messages %s had printed before the SIGCONT (first %v)",
