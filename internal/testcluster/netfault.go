@@ -33,8 +33,9 @@ import (
 // no longer matches them, so they would escape the cut at the next
 // retransmission, which no real partition allows. A cut therefore also
 // pins each of the user's connections to the cut ports by its local port
-// (a rule of its own), found in /proc/net/tcp while the cut lasts; the
-// pinned rules go with the heal.
+// (a rule of its own that drops that connection's packets once no process
+// holds it), found in /proc/net/tcp while the cut lasts; the pinned rules
+// go with the heal.
 
 // NetUser is a system user to run one process as, so that a NetFault can
 // cut that process alone.
@@ -283,7 +284,11 @@ func (f *NetFault) pin(c *cut) error {
 			return nil // healed meanwhile: a rule added now would outlive it
 		default:
 		}
-		if err := iptables("-A", f.chain, "-p", "tcp", "--sport", strconv.Itoa(s.LocalPort), "--dport", strconv.Itoa(s.RemotePort), "-j", "DROP"); err != nil {
+		// Only packets no process holds (! --socket-exists): the live
+		// socket is the uid rule's, and another process's connection
+		// that reuses the port after this one is gone is not cut.
+		if err := iptables("-A", f.chain, "-p", "tcp", "--sport", strconv.Itoa(s.LocalPort), "--dport", strconv.Itoa(s.RemotePort),
+			"-m", "owner", "!", "--socket-exists", "-j", "DROP"); err != nil {
 			return err
 		}
 		c.pinned[k] = true
