@@ -15,14 +15,14 @@ import (
 // wakes from a pause hands out nothing another member took over. Each
 // test runs daemons as system users of their own and cuts one of them off
 // in the kernel (testcluster.NetFault), pauses it (SIGSTOP) or kills it
-// (SIGKILL) while a producer writes and commits are due, and reads the
-// group's committed offsets from Kafka every 50 ms throughout: any
-// decrease fails the test; they also read every commit Kafka applied from
-// the group's partition of __consumer_offsets, which sees a decrease that
-// the next commit undid before a read. Each ends with nothing lost (every produced
-// offset printed by some daemon) and, after SIGTERM of the live daemons
-// (exit 0), committed == log end. They need root and iptables (CI runs as
-// root; outside CI they are skipped without).
+// (SIGKILL) while a producer writes and commits are due. It reads the
+// group's committed offsets from Kafka every 50 ms throughout, and every
+// commit Kafka applied from the group's partition of __consumer_offsets
+// (which also sees a decrease that the owner's next commit undid before a
+// read): any decrease fails the test. Each ends with nothing lost (every
+// produced offset printed by some daemon) and, after SIGTERM of the live
+// daemons (exit 0), committed == log end. They need root and iptables (CI
+// runs as root; outside CI they are skipped without).
 
 const (
 	fenceSession = 6 * time.Second // baseConfig's session_timeout
@@ -41,14 +41,15 @@ type fenceEnv struct {
 	start        time.Time
 }
 
-// newFenceEnv starts the producer, the poller and n daemons, each as a
+// newFenceEnv creates a topic of fenceParts partitions, starts the
+// producer, the poller, the commit log reader and n daemons, each as a
 // user of its own, and waits until they are ready.
 func newFenceEnv(t *testing.T, n int) *fenceEnv {
 	t.Helper()
 	e := &fenceEnv{start: time.Now()}
+	e.nf = testcluster.NewNetFault(t) // skips (fails in CI) before the cluster starts
 	e.c = testcluster.Shared(t)
 	t.Logf("%s: cluster up", e.since())
-	e.nf = testcluster.NewNetFault(t)
 	e.group, e.topic = testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	if err := e.c.CreateTopic(ctx(t), e.topic, fenceParts, 3); err != nil {
 		t.Fatal(err)
