@@ -32,6 +32,7 @@ type claim struct {
 	log     *slog.Logger
 
 	sessionID int64 // the session that created the node
+	token     int64 // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
 	lostCtx   context.Context // canceled once lost: Lost is its Done
 	cancel    context.CancelFunc
@@ -52,6 +53,34 @@ func (c *claim) Ready() <-chan struct{} { return c.health.ready() }
 
 // Suspended is closed while the session is not healthy.
 func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link) }
+
+// Lease reports whether this member may act as the partition's owner at
+// this instant, and until when (see partition.Fence): the claim is not
+// lost, the session that created the owner node is the current one, and
+// its lease holds on a monotonic clock. When the lease ended unnoticed (a
+// pause), it shuts the gate at once and makes the session re-read its
+// health, so that the gate opens again only once ZooKeeper answered.
+func (c *claim) Lease() (until time.Time, ok bool) {
+	until, id, ok := c.session.Lease()
+	if ok && id == c.sessionID {
+		select {
+		case <-c.lostCtx.Done():
+			return until, false
+		default:
+			return until, true
+		}
+	}
+	if !ok {
+		c.session.Status() // notices the suspension: the gate is reopened on the next answer
+		c.health.shutUnless(func() bool { _, _, ok := c.session.Lease(); return ok })
+	}
+	return until, false
+}
+
+// Token is the owner node's czxid: ZooKeeper's transaction id of its
+// creation, which grows with every claim of the partition (see
+// partition.Fence).
+func (c *claim) Token() int64 { return c.token }
 
 // Lost is closed once the owner node is gone or the session that created
 // it ended.
@@ -139,7 +168,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		holder := zkdata.ParseOwner(data)
 		if stat.EphemeralOwner == cur.SessionID && holder == owner {
 			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
-				sessionID: cur.SessionID, stop: make(chan struct{})}
+				sessionID: cur.SessionID, token: stat.Czxid, stop: make(chan struct{})}
 			c.lostCtx, c.cancel = context.WithCancel(context.Background())
 			c.hook(ch, epochDone)
 			if logged {

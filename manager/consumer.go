@@ -236,6 +236,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if id == "" {
 		id = newInstanceID(group)
 	}
+	storeLog := log.With("instance", id) // the offset store adds the group itself
 	log = log.With("group", group, "instance", id)
 	regData, err := registration(sub, saramaConfig(cfg).ClientID)
 	if err != nil {
@@ -354,7 +355,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	default:
 		kc := offsets.NewKafkaConfig()
 		kc.CommitTimeout = cfg.Partition.CommitTimeout
-		c.store, err = offsets.NewKafkaStore(c.offsetClient, group, kc, log)
+		c.store, err = offsets.NewKafkaStore(c.offsetClient, group, kc, storeLog)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)

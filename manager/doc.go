@@ -42,6 +42,32 @@
 // and nothing is committed; when it expires every partition stops at once,
 // the instance registers again and the group rebalances.
 //
+// Ownership is a lease, read on a monotonic clock: it holds until 2/3 of
+// the session timeout after the send of the latest request ZooKeeper
+// answered (the server keeps the session a whole timeout after it read
+// that request, so no one else can claim the partition before then). Before
+// each message or batch is handed out, and before each commit, the clock
+// is read, not only the session's state: a process that wakes from a pause
+// (SIGSTOP, a stalled VM) hands out and commits nothing until ZooKeeper
+// answered again. Every commit request carries the lease's end as its
+// deadline: nothing is written after it, and a request still unanswered
+// then is abandoned with its connection torn down; the connections that
+// carry commits close with SO_LINGER 0, so neither an abandoned request nor
+// one queued when the process is killed can reach the broker later (see
+// package offsets). Each Kafka commit carries its claim's fencing token
+// (the owner node's czxid) as metadata; Stats.Regressions counts commits
+// read back that were written under an older claim than one seen before.
+//
+// What no check can cover: a message already handed to the application
+// when the process froze (the application goes on processing it after the
+// pause), and, with DeliveryMessages (Messages(), and Each over it), a
+// message offered on the channel before the pause and taken by the
+// application after it (the send completes when the receiver takes it).
+// With DeliveryBatches, Each and PartitionStream.Each read the clock in
+// the receiving goroutine before every message and have no such window;
+// Poll and Batches() hand out a whole batch at once, checked when it was
+// handed out.
+//
 // Reads: a member keeps who owns each partition from the owner nodes it has
 // read, each watched, and reads again only those that changed; a rebalance
 // reads the member list and the owner nodes claimed since the last one.

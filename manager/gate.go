@@ -61,6 +61,19 @@ func (g *gate) leave(l *gateLink) {
 	delete(g.links, l)
 }
 
+// shutUnless shuts the gate unless valid says otherwise, both under the
+// gate's lock: a lease found expired before the session's health caught
+// up stops every hand-out at once. The consumer's health watcher opens
+// the gate again when the session reports healthy.
+func (g *gate) shutUnless(valid func() bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.open || valid() {
+		return
+	}
+	g.shutLocked()
+}
+
 func (g *gate) set(open bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -72,6 +85,11 @@ func (g *gate) set(open bool) {
 		close(g.up)
 		return
 	}
+	g.shutLocked()
+}
+
+func (g *gate) shutLocked() {
+	g.open = false
 	g.up = make(chan struct{})
 	for l := range g.links {
 		close(l.down)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
@@ -159,7 +160,7 @@ func testLogger(t *testing.T) *slog.Logger {
 	if os.Getenv("ZKGROUP_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(logcheck.Check(t, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 }
 
 func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string, rec *recorder, o joinOpts) *instance {

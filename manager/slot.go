@@ -114,7 +114,8 @@ func (c *Consumer) runSlot(sl *slot) {
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
 		Client: c.lister, Consumer: c.consumer, Store: c.store, Committer: c.commits, Reaper: c.reaper, Fence: cl,
-		Config: c.cfg.Partition, Logger: log, Report: c.report, StaleAcks: &c.staleAcks,
+		// c.log: the partition manager adds the topic and partition itself.
+		Config: c.cfg.Partition, Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
 		Prefetched: sl.pre,
 	}
 	sl.pre = nil // the manager owns it now, also if Start fails

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/offsets"
 )
 
 // Stats is a snapshot of the consumer.
@@ -60,6 +61,14 @@ type Stats struct {
 	MalformedTopics   uint64
 	StaleAcks         uint64
 	PartitionRestarts uint64
+	// FencedCommits counts commit requests not sent, or torn down
+	// unanswered, because the lease they were taken under had ended
+	// (Kafka offset storage: offsets.KafkaStats.Fenced). Regressions
+	// counts committed offsets read back that were written under an
+	// older claim than one this member had seen commit the partition
+	// (offsets.KafkaStats.Regressions): a stale commit landed. Both stay
+	// 0 with ZooKeeper offset storage, whose writes never go backwards.
+	FencedCommits, Regressions uint64
 }
 
 // Stats returns a snapshot. Safe for concurrent use; does no I/O.
@@ -113,6 +122,10 @@ func (c *Consumer) Stats() Stats {
 	s.DroppedErrors = c.droppedErrors.Load()
 	s.StaleAcks = c.staleAcks.Load()
 	s.PartitionRestarts = c.restarts.Load()
+	if ks, ok := c.store.(*offsets.KafkaStore); ok {
+		kst := ks.Stats()
+		s.FencedCommits, s.Regressions = kst.Fenced, kst.Regressions
+	}
 	return s
 }
 

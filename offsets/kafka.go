@@ -104,6 +104,7 @@ type KafkaStore struct {
 
 	base   context.Context // canceled by Close: ends a round's retries
 	cancel context.CancelFunc
+	link   *commitLink   // the batcher's connection for commits (kafka_fence.go)
 	t      tomb.Tomb     // the batcher (loop)
 	wake   chan struct{} // buffered 1: something was queued
 
@@ -115,6 +116,11 @@ type KafkaStore struct {
 	roundDone chan struct{}               // closed when the round under way ends
 
 	stats kafkaCounters
+
+	// tokens holds, per partition, the highest fencing token this store
+	// wrote or read (kept across Release: a partition claimed again is
+	// checked against what was seen before). Batcher only.
+	tokens map[TopicPartition]int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -143,15 +149,25 @@ type KafkaStats struct {
 	// because the coordinator held another; Failed the entries of Commit,
 	// Reset and CommitBatch that failed.
 	Committed, Verified, Recommitted, Failed uint64
+	// Fenced counts OffsetCommit requests not sent, or torn down
+	// unanswered, because their deadline (the writer's lease) passed.
+	Fenced uint64
+	// Regressions counts committed offsets read from the coordinator
+	// whose fencing token is older than one this store wrote or read
+	// before for the partition: a commit of an older claim landed after
+	// one of a newer claim (see FormatToken). Each is logged.
+	Regressions uint64
 }
 
 type kafkaCounters struct {
 	rounds, commitRequests, fetchRequests    atomic.Uint64
 	committed, verified, recommitted, failed atomic.Uint64
+	fenced, regressions                      atomic.Uint64
 }
 
 // NewKafkaStore returns a store for group that uses client, and starts its
-// batcher. A nil logger discards logs. It does not block and does not take
+// batcher. A nil logger discards logs; the store adds the attributes store
+// and group to it, so pass one without them. It does not block and does not take
 // ownership of client: close the store before the client.
 //
 // Give the store a sarama client of its own, not the one the consumer
@@ -187,6 +203,8 @@ func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *
 		wake:    make(chan struct{}, 1),
 		parts:   map[TopicPartition]*kpart{},
 		sending: map[TopicPartition]struct{}{},
+		tokens:  map[TopicPartition]int64{},
+		link:    newCommitLink(*client.Config()),
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.t.Go(s.loop)
@@ -247,6 +265,7 @@ func (s *KafkaStore) write(ctx context.Context, kind kopKind, topic string, part
 	defer cancel()
 	o := newOp(ctx, kind, s.cfg.Verify, 1)
 	o.items[0].tp, o.items[0].next = TopicPartition{topic, partition}, next
+	o.items[0].token = tokenFrom(ctx)
 	err := s.submit(ctx, o)
 	if err == nil {
 		err = o.items[0].err
@@ -286,7 +305,7 @@ func (s *KafkaStore) CommitBatch(ctx context.Context, batch []Offset) []error {
 	j := 0
 	for i, e := range batch {
 		if errs[i] == nil {
-			o.items[j].tp, o.items[j].next = e.TopicPartition, e.Next
+			o.items[j].tp, o.items[j].next, o.items[j].token = e.TopicPartition, e.Next, e.Token
 			j++
 		}
 	}
@@ -366,6 +385,7 @@ func (s *KafkaStore) Close() error {
 			}
 		}
 		s.cancel()
+		s.link.abort() // a commit under way fails now, sending nothing more
 		s.t.Kill(nil)
 		timer := time.NewTimer(s.cfg.CloseTimeout)
 		defer timer.Stop()
@@ -388,6 +408,7 @@ func (s *KafkaStore) Stats() KafkaStats {
 	return KafkaStats{
 		Rounds: c.rounds.Load(), CommitRequests: c.commitRequests.Load(), FetchRequests: c.fetchRequests.Load(),
 		Committed: c.committed.Load(), Verified: c.verified.Load(), Recommitted: c.recommitted.Load(), Failed: c.failed.Load(),
+		Fenced: c.fenced.Load(), Regressions: c.regressions.Load(),
 	}
 }
 
@@ -409,5 +430,22 @@ func isDone(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// sawToken records a fencing token of the partition's commit that this
+// store wrote or read (how: "written", "read") and counts and logs a
+// regression when one it read is older than the highest seen. Batcher
+// only.
+func (s *KafkaStore) sawToken(tp TopicPartition, token, next int64, how string) {
+	seen := s.tokens[tp]
+	if token >= seen {
+		s.tokens[tp] = token
+		return
+	}
+	if how == "read" {
+		s.stats.regressions.Add(1)
+		s.log.Error("committed offset written under an older claim than one seen before: a stale commit landed",
+			"topic", tp.Topic, "partition", tp.Partition, "offset", next, "token", token, "seen_token", seen)
 	}
 }

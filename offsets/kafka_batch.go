@@ -54,6 +54,7 @@ type kitem struct {
 	next   int64 // to write; for a fetch, what the coordinator holds
 	ok     bool  // fetch: something is committed
 	err    error
+	token  int64  // the write's fencing token; for a fetch, the one the coordinator holds (0: none)
 	part   *kpart // written entries: the managed partition
 	verify bool   // read back after writing
 	fault  fault  // how the last write failed
@@ -111,6 +112,7 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 
 // loop is the batcher: it runs a round whenever something is queued.
 func (s *KafkaStore) loop() error {
+	defer s.link.close()
 	for {
 		select {
 		case <-s.t.Dying():
@@ -212,7 +214,13 @@ func (s *KafkaStore) round(ops []*kop) {
 		return false
 	}
 	var writes, fetches []*kitem
+	var writeBy time.Time // the earliest deadline of the round's writes: none is sent after it
 	for _, o := range ops {
+		if o.kind != kopFetch {
+			if d, ok := o.ctx.Deadline(); ok && (writeBy.IsZero() || d.Before(writeBy)) {
+				writeBy = d
+			}
+		}
 		for i := range o.items {
 			it := &o.items[i]
 			switch {
@@ -225,7 +233,10 @@ func (s *KafkaStore) round(ops []*kop) {
 			}
 		}
 	}
-	s.commitItems(ctx, live, writes)
+	if writeBy.IsZero() {
+		writeBy, _ = ctx.Deadline()
+	}
+	s.commitItems(ctx, live, writes, writeBy)
 	var check []*kitem // to verify, or failed but may have landed
 	for _, it := range writes {
 		if it.err == nil && it.verify || it.err != nil && it.fault.unsure() {
@@ -233,7 +244,7 @@ func (s *KafkaStore) round(ops []*kop) {
 		}
 	}
 	if len(check) > 0 && ctx.Err() == nil {
-		s.verify(ctx, live, check)
+		s.verify(ctx, live, check, writeBy)
 	}
 	for _, o := range ops {
 		if o.kind == kopFetch {
@@ -283,13 +294,13 @@ var errNobodyWaits = errors.New("no caller waits any more")
 // failed but that the coordinator holds succeeded after all. Items the coordinator holds another offset
 // for are written once more and read back again; if the coordinator then
 // still holds another, they fail.
-func (s *KafkaStore) verify(ctx context.Context, live func() bool, items []*kitem) {
+func (s *KafkaStore) verify(ctx context.Context, live func() bool, items []*kitem, writeBy time.Time) {
 	again := s.readBack(ctx, live, items)
 	if len(again) == 0 {
 		return
 	}
-	if ctx.Err() != nil {
-		return // readBack set their errors
+	if ctx.Err() != nil || !time.Now().Before(writeBy) {
+		return // readBack set their errors; nothing may be written any more
 	}
 	s.stats.recommitted.Add(uint64(len(again)))
 	for _, it := range again {
@@ -297,7 +308,7 @@ func (s *KafkaStore) verify(ctx context.Context, live func() bool, items []*kite
 			"topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "error", it.err)
 		it.err = nil
 	}
-	s.commitItems(ctx, live, again)
+	s.commitItems(ctx, live, again, writeBy)
 	if ctx.Err() == nil {
 		s.readBack(ctx, live, again)
 	}
@@ -350,6 +361,6 @@ func (s *KafkaStore) fetchItems(ctx context.Context, live func() bool, items []*
 	got := s.fetchOffsets(ctx, live, tps)
 	for _, it := range items {
 		g := got[index[it.tp]]
-		it.next, it.ok, it.err = g.next, g.ok, g.err
+		it.next, it.ok, it.err, it.token = g.next, g.ok, g.err, g.token
 	}
 }

@@ -259,7 +259,7 @@ func TestKafkaStoreClusterBatch(t *testing.T) {
 	before := s.Stats()
 	batch := make([]Offset, n)
 	for p := range int32(n) {
-		batch[p] = Offset{TopicPartition{topic, p}, 10 + int64(p)}
+		batch[p] = Offset{TopicPartition: TopicPartition{topic, p}, Next: 10 + int64(p)}
 	}
 	for i, err := range s.CommitBatch(ctx, batch) {
 		if err != nil {
@@ -281,7 +281,7 @@ func TestKafkaStoreClusterBatch(t *testing.T) {
 	for p := range batch {
 		batch[p].Next += 100
 	}
-	batch = append(batch, Offset{TopicPartition{topic, n}, 5})
+	batch = append(batch, Offset{TopicPartition: TopicPartition{topic, n}, Next: 5})
 	errs := s.CommitBatch(ctx, batch)
 	for i, err := range errs {
 		if i == n {
@@ -406,4 +406,63 @@ func TestDescribeGroupSeesKafkaStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(map[int32]int64{0: 4, 1: 2, 2: 1})
+}
+
+// TestKafkaStoreTokens: commits carry the writer's fencing token as their
+// metadata (a member reading the group with sarama sees it), and a store
+// that reads a commit whose token is older than one it wrote or read
+// before counts and logs a regression; newer tokens are no regression.
+func TestKafkaStoreTokens(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic := clusterTopic(t, c, 2)
+	group := testcluster.Name(t, "group")
+	member := clusterKafkaStore(t, c, group)
+	stale := clusterKafkaStore(t, c, group) // an old owner whose commit lands late
+	ctx := context.Background()
+
+	// p0: newer claims follow older ones: no regression.
+	if err := member.Commit(WithToken(ctx, 5), topic, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	if errs := stale.CommitBatch(ctx, []Offset{{TopicPartition: TopicPartition{topic, 0}, Next: 20, Token: 9}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if next, _, err := member.Fetch(ctx, topic, 0); err != nil || next != 20 {
+		t.Fatalf("fetch p0: %d, %v", next, err)
+	}
+	// p1: the member commits under claim 7, then a commit of claim 3
+	// lands: the member's next read finds it.
+	if err := member.Commit(WithToken(ctx, 7), topic, 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Commit(WithToken(ctx, 3), topic, 1, 50); err != nil {
+		t.Fatal(err)
+	}
+	if st := member.Stats(); st.Regressions != 0 {
+		t.Fatalf("regressions %d before any read", st.Regressions)
+	}
+	if next, _, err := member.Fetch(ctx, topic, 1); err != nil || next != 50 {
+		t.Fatalf("fetch p1: %d, %v", next, err)
+	}
+	if st := member.Stats(); st.Regressions != 1 {
+		t.Fatalf("regressions %d, want 1 (p1 went from claim 7 to claim 3)", st.Regressions)
+	}
+	// The token is Kafka's commit metadata: any client sees it.
+	admin, err := sarama.NewClusterAdminFromClient(clusterClient(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int32]int64{0: 9, 1: 3} {
+		b := resp.GetBlock(topic, p)
+		if b == nil {
+			t.Fatalf("p%d: no block", p)
+		}
+		if tok, ok := ParseToken(b.Metadata); !ok || tok != want {
+			t.Errorf("p%d: metadata %q, want token %d", p, b.Metadata, want)
+		}
+	}
 }

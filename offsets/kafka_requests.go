@@ -2,7 +2,9 @@ package offsets
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/retry"
@@ -18,6 +20,7 @@ const (
 	faultCoordinator                // not (yet) the coordinator: not written; retry until the deadline
 	faultUnsure                     // no answer (connection, request timed out): may have landed; retry until the deadline
 	faultUnsureLimited              // incomplete answer: may have landed; retry a limited number of times
+	faultFenced                     // the write's deadline passed (not sent, or cut unanswered): never retried
 )
 
 // retries reports whether the fault is retried, and whether only up to
@@ -33,7 +36,7 @@ func (f fault) retries() (retry, limited bool) {
 }
 
 // unsure reports whether a write that failed this way may have landed.
-func (f fault) unsure() bool { return f == faultUnsure || f == faultUnsureLimited }
+func (f fault) unsure() bool { return f == faultUnsure || f == faultUnsureLimited || f == faultFenced }
 
 // classify maps the Kafka error code (or sarama.ErrIncompleteResponse) of
 // one partition in an offset request; refresh reports that the group's
@@ -110,16 +113,17 @@ func (s *KafkaStore) attempts(ctx context.Context, live func() bool, what string
 	}
 }
 
-// commitItems writes items in one OffsetCommit request per attempt and
-// sets their err and fault.
-func (s *KafkaStore) commitItems(ctx context.Context, live func() bool, items []*kitem) {
+// commitItems writes items in one OffsetCommit request per attempt, each
+// sent only before writeBy (see commitLink.send), and sets their err and
+// fault.
+func (s *KafkaStore) commitItems(ctx context.Context, live func() bool, items []*kitem, writeBy time.Time) {
 	if len(items) == 0 {
 		return
 	}
 	errs := make([]error, len(items))
 	faults := make([]fault, len(items))
 	s.attempts(ctx, live, "offset commit", errs, faults, func(pending []int) {
-		s.commitOnce(items, pending, errs, faults)
+		s.commitOnce(items, pending, errs, faults, writeBy)
 	})
 	for i, it := range items {
 		it.err, it.fault = errs[i], faults[i]
@@ -128,8 +132,8 @@ func (s *KafkaStore) commitItems(ctx context.Context, live func() bool, items []
 
 // commitOnce sends the pending items in one OffsetCommit request, as a
 // simple group (generation -1, no member id), at the version the client's
-// Config.Version allows.
-func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, faults []fault) {
+// Config.Version allows, on the store's commit link, before writeBy.
+func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, faults []fault, writeBy time.Time) {
 	coord, err := s.client.Coordinator(s.group)
 	if err != nil {
 		for _, i := range pending {
@@ -145,14 +149,22 @@ func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, fau
 	}
 	for _, i := range pending {
 		it := items[i]
-		req.AddBlockWithLeaderEpoch(it.tp.Topic, it.tp.Partition, it.next, -1, ts, "")
+		req.AddBlockWithLeaderEpoch(it.tp.Topic, it.tp.Partition, it.next, -1, ts, FormatToken(it.token))
 	}
-	s.stats.commitRequests.Add(1)
-	resp, err := coord.CommitOffset(req)
+	if time.Now().Before(writeBy) {
+		s.stats.commitRequests.Add(1)
+	}
+	resp, _, err := s.link.send(coord, req, writeBy)
 	if err != nil {
-		_ = s.client.RefreshCoordinator(s.group)
+		f := faultUnsure
+		if errors.Is(err, ErrLeaseExpired) {
+			f = faultFenced
+			s.stats.fenced.Add(1)
+		} else {
+			_ = s.client.RefreshCoordinator(s.group)
+		}
 		for _, i := range pending {
-			errs[i], faults[i] = fmt.Errorf("offset commit to broker %d: %w", coord.ID(), err), faultUnsure
+			errs[i], faults[i] = fmt.Errorf("offset commit to broker %d: %w", coord.ID(), err), f
 		}
 		return
 	}
@@ -168,6 +180,9 @@ func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, fau
 		faults[i], errs[i] = f, nil
 		if f == faultNone {
 			s.stats.committed.Add(1)
+			if it.token != 0 {
+				s.sawToken(it.tp, it.token, it.next, "written")
+			}
 			continue
 		}
 		errs[i] = fmt.Errorf("offset commit to broker %d: %w", coord.ID(), kerr)
@@ -179,9 +194,10 @@ func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, fau
 
 // fetched is what the coordinator holds for one partition.
 type fetched struct {
-	next int64
-	ok   bool // false: nothing committed
-	err  error
+	next  int64
+	ok    bool // false: nothing committed
+	err   error
+	token int64 // the commit's fencing token (0: none)
 }
 
 // fetchOffsets reads the committed offsets of tps (distinct) in one
@@ -250,6 +266,10 @@ func (s *KafkaStore) fetchOnce(tps []TopicPartition, pending []int, out []fetche
 			continue
 		}
 		out[i] = fetched{next: block.Offset, ok: block.Offset >= 0}
+		if tok, ok := ParseToken(block.Metadata); ok && out[i].ok {
+			out[i].token = tok
+			s.sawToken(tps[i], tok, block.Offset, "read")
+		}
 	}
 	if refresh {
 		_ = s.client.RefreshCoordinator(s.group)

@@ -6,11 +6,23 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Store holds a consumer group's committed offsets. Every offset a Store
 // takes or returns is the next offset to read (Kafka's convention), not the
 // last one processed. Implementations are safe for concurrent use.
+//
+// Writes are fenced by their context's deadline: a caller that may write
+// only while it owns a partition (a lease) gives each write a deadline no
+// later than the lease's end, and the store sends nothing after it
+// (checked on the monotonic clock right before the bytes are written, so
+// a process paused in between writes nothing when it wakes). KafkaStore
+// also tears down the connection of a request unanswered at its deadline,
+// with SO_LINGER 0, so that the kernel cannot deliver it later; such a
+// write fails with ErrLeaseExpired. A write already on the wire before
+// the deadline may still land; ZooKeeperStore's versioned writes never
+// move an offset backwards whenever they land.
 type Store interface {
 	// Fetch returns the committed offset of a partition; ok is false when
 	// nothing is committed. Errors wrap ErrFetch (or ErrClosed).
@@ -73,6 +85,9 @@ func (tp TopicPartition) String() string {
 type Offset struct {
 	TopicPartition
 	Next int64
+	// Token is the writer's fencing token (see FormatToken), stored with
+	// the offset where the store can (KafkaStore); 0 for none.
+	Token int64
 }
 
 // Sentinel errors of the stores, wrapped by the errors they return; test
@@ -90,6 +105,11 @@ var (
 	// ErrInvalid is wrapped by errors about bad arguments or configuration
 	// (empty names, negative offsets, zero timeouts).
 	ErrInvalid = errors.New("offsets: invalid argument")
+	// ErrLeaseExpired is wrapped by a write that was not sent, or was cut,
+	// because its deadline passed: a write's ctx deadline is the end of the
+	// lease under which the caller may write (see Store), and nothing is
+	// written after it.
+	ErrLeaseExpired = errors.New("offsets: write deadline (lease) passed")
 )
 
 // PartitionError is the error of one store operation on one partition. It
@@ -157,4 +177,14 @@ func checkArgs(topic string, partition int32, next int64, checkNext bool) error 
 		return fmt.Errorf("%w: offset %d is negative", ErrInvalid, next)
 	}
 	return nil
+}
+
+// writeDeadline returns an error wrapping ErrLeaseExpired once ctx's
+// deadline has passed, read on the monotonic clock (not ctx.Err, which a
+// timer sets, possibly late after a pause), and otherwise ctx.Err().
+func writeDeadline(ctx context.Context) error {
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return fmt.Errorf("%w: not writing after %v", ErrLeaseExpired, d.Format(time.RFC3339Nano))
+	}
+	return ctx.Err()
 }

@@ -233,7 +233,7 @@ func (s *ZooKeeperStore) CommitBatch(ctx context.Context, batch []Offset) []erro
 // versions the store remembers. It returns the entries left to write one
 // by one: all of them if the transaction failed.
 func (s *ZooKeeperStore) multi(ctx context.Context, batch []Offset, idx []int) []int {
-	if ctx.Err() != nil {
+	if writeDeadline(ctx) != nil {
 		return idx // the single path reports it
 	}
 	ops := make([]any, len(idx))
@@ -276,11 +276,14 @@ func (s *ZooKeeperStore) writeLoop(ctx context.Context, op, path, topic string, 
 	data := zkdata.FormatOffset(next)
 	tp := TopicPartition{topic, partition}
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
+		if err := writeDeadline(ctx); err != nil {
 			return err
 		}
 		cur, stat, err := s.nodes.Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
+			if err := writeDeadline(ctx); err != nil {
+				return err
+			}
 			done, err := s.create(path, data)
 			if done {
 				s.remember(tp, 0, next)
@@ -306,6 +309,9 @@ func (s *ZooKeeperStore) writeLoop(ctx context.Context, op, path, topic string, 
 				s.remember(tp, version, stored)
 				return nil // never backwards; equal is already durable
 			}
+		}
+		if err := writeDeadline(ctx); err != nil {
+			return err
 		}
 		st, err := s.nodes.Set(path, data, version)
 		switch {

@@ -184,7 +184,7 @@ func TestZooKeeperStoreClusterBatch(t *testing.T) {
 	batch := func(base int64) []Offset {
 		b := make([]Offset, n)
 		for p := range int32(n) {
-			b[p] = Offset{TopicPartition{"orders", p}, base + int64(p)}
+			b[p] = Offset{TopicPartition: TopicPartition{"orders", p}, Next: base + int64(p)}
 		}
 		return b
 	}

@@ -559,7 +559,7 @@ func TestZooKeeperStoreCommitBatch(t *testing.T) {
 	batch := func(next ...int64) []Offset {
 		b := make([]Offset, len(next))
 		for p, n := range next {
-			b[p] = Offset{TopicPartition{"t", int32(p)}, n}
+			b[p] = Offset{TopicPartition: TopicPartition{"t", int32(p)}, Next: n}
 		}
 		return b
 	}
@@ -617,7 +617,7 @@ func TestZooKeeperStoreCommitBatch(t *testing.T) {
 	f.multiErr = nil
 	f.mu.Unlock()
 	// Bad entries fail alone.
-	bad := append(batch(23, 14), Offset{TopicPartition{"", 0}, 1}, Offset{TopicPartition{"t", 0}, 24}, Offset{TopicPartition{"t", 5}, -1})
+	bad := append(batch(23, 14), Offset{TopicPartition: TopicPartition{"", 0}, Next: 1}, Offset{TopicPartition: TopicPartition{"t", 0}, Next: 24}, Offset{TopicPartition: TopicPartition{"t", 5}, Next: -1})
 	errs := s.CommitBatch(ctx, bad)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("good entries failed: %v", errs[:2])
@@ -657,7 +657,7 @@ func TestZooKeeperStoreCommitBatchChunks(t *testing.T) {
 	b := make([]Offset, n)
 	for round := int64(1); round <= 2; round++ {
 		for p := range b {
-			b[p] = Offset{TopicPartition{"t", int32(p)}, round}
+			b[p] = Offset{TopicPartition: TopicPartition{"t", int32(p)}, Next: round}
 		}
 		for i, err := range s.CommitBatch(context.Background(), b) {
 			if err != nil {

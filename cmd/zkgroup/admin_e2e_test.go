@@ -212,7 +212,7 @@ func TestAdminOperations(t *testing.T) {
 		if _, err := c.Produce(topic, parts, 5000, 60); err != nil { // something to log about
 			t.Fatal(err)
 		}
-		await(t, 30*time.Second, "debug records in the log", func() bool { return strings.Contains(a.stderr.String(), "level=DEBUG") })
+		await(t, 30*time.Second, "debug records in the log", func() bool { return strings.Contains(a.stderr.String(), `"level":"DEBUG"`) })
 	})
 	t.Run("zookeeper stall", func(t *testing.T) { stallZooKeeper(t, c, a, proxy, topic, parts) })
 	await(t, 90*time.Second, "both members owning partitions again", bothOwn)
@@ -431,7 +431,7 @@ func TestSubscriptionMatchingNothing(t *testing.T) {
 	a.ready(60 * time.Second)
 	a.notify.waitFor(t, "STATUS=idle: the subscription matches no topic", 5*time.Second)
 	log := a.stderr.String()
-	if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "the subscription matches no topic") || !strings.Contains(log, "static:"+topic) {
+	if !strings.Contains(log, `"level":"WARN"`) || !strings.Contains(log, "the subscription matches no topic") || !strings.Contains(log, "static:"+topic) {
 		t.Errorf("no warning naming the subscription:\n%s", tail(log, 10))
 	}
 	code, body := a.get("/readyz")

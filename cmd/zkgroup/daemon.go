@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +20,9 @@ import (
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 )
+
+// errSink marks a failure to start the sink.
+var errSink = errors.New("sink")
 
 // daemon is one run of `zkgroup run`.
 type daemon struct {
@@ -77,23 +82,14 @@ func (d *daemon) buildHandler() (*sink.Handler, error) {
 }
 
 // run runs the daemon until a signal or a fatal sink failure and returns
-// the exit status.
+// the exit status. The admin server comes up first, so that /healthz and
+// /readyz answer while the daemon waits for ZooKeeper (startWait): each
+// attempt runs the preflight, builds the sink (once) and joins.
 func (d *daemon) run() int {
 	log := d.log
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(signals)
-
-	handler, err := d.buildHandler()
-	if err != nil {
-		log.Error("starting the sink failed", "error", err)
-		return exitFailure
-	}
-	defer func() {
-		if err := handler.Close(); err != nil {
-			log.Warn("closing the sink", "error", err)
-		}
-	}()
 
 	view, err := admin.NewZooKeeperView(d.dialGroupView, d.cfg.Group, d.cfg.Subscription)
 	if err != nil { // Validate parsed the subscription already
@@ -104,8 +100,14 @@ func (d *daemon) run() int {
 	d.viewer = admin.NewViewer(view.Read, groupViewEvery, log)
 
 	var srv *admin.Server
+	var built atomic.Pointer[sink.Handler] // for the admin server's sink counters
 	if d.cfg.Admin.Listen != "" {
-		ac, err := d.adminConfig(handler.Stats)
+		ac, err := d.adminConfig(func() sink.Stats {
+			if h := built.Load(); h != nil {
+				return h.Stats()
+			}
+			return sink.Stats{}
+		})
 		if err != nil {
 			log.Error("bad configuration", "error", err)
 			return exitUsage
@@ -128,34 +130,56 @@ func (d *daemon) run() int {
 		return exitUsage
 	}
 	d.notify.Status("joining group " + d.cfg.Group)
-	joined := make(chan struct{})
-	var cons *manager.Consumer
-	joinCtx, cancelJoin := context.WithCancel(context.Background())
-	defer cancelJoin()
-	go func() {
-		defer close(joined)
-		cons, err = manager.Join(joinCtx, d.cfg.Group, sub, d.cfg.ZooKeeper, mcfg)
-	}()
-	select {
-	case <-joined:
-	case sig := <-signals:
-		log.Warn("signal while joining; the join is cancelled", "signal", sig.String())
-		d.notify.Stopping("stopping")
-		cancelJoin()
-		select {
-		case <-joined:
-		case sig := <-signals:
-			log.Error("second signal: exiting at once", "signal", sig.String())
-			return exitFailure
+	var (
+		handler *sink.Handler
+		cons    *manager.Consumer
+	)
+	outcome, err := d.startWait(signals, srv, func(ctx context.Context) error {
+		if err := preflight(ctx, d.cfg, log); err != nil {
+			return err
 		}
-		if err == nil {
+		if handler == nil {
+			h, err := d.buildHandler()
+			if err != nil {
+				return fmt.Errorf("%w: %w", errSink, err)
+			}
+			handler = h
+			built.Store(h)
+		}
+		c, err := manager.Join(ctx, d.cfg.Group, sub, d.cfg.ZooKeeper, mcfg)
+		if err != nil {
+			return err
+		}
+		cons = c
+		return nil
+	})
+	// Past startWait no attempt runs (but for startAbandoned): handler and
+	// cons are this goroutine's.
+	if outcome != startAbandoned && handler != nil {
+		defer func() {
+			if err := handler.Close(); err != nil {
+				log.Warn("closing the sink", "error", err)
+			}
+		}()
+	}
+	switch outcome {
+	case startStopped, startAbandoned:
+		d.notify.Stopping("stopping")
+		if outcome == startStopped && cons != nil {
 			_ = cons.Close()
 		}
 		return exitOK
-	}
-	if err != nil {
-		log.Error("joining the group failed", "error", err)
-		return exitFailure
+	case startFailed:
+		switch {
+		case errors.Is(err, errSink):
+			log.Error("starting the sink failed", "error", err)
+			return exitFailure
+		case errors.Is(err, manager.ErrJoin):
+			log.Error("joining the group failed", "error", err)
+			return exitFailure
+		}
+		log.Error("cannot start", "error", err)
+		return exitFor(err)
 	}
 	log.Info("joined", "instance", cons.ID(), "took", time.Since(d.start).Round(time.Millisecond))
 	if srv != nil {

@@ -6,13 +6,17 @@ import (
 	"io"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 // cmdDescribe prints a group's partitions with the columns of
 // kafka-consumer-groups --describe, then its members. HOST is the host a
 // member runs on, from its registration ("host") or from a member id of
 // the JVM shape <group>_<host>-<ms>-<uuid8> (zkgroup's default ids);
-// CLIENT-ID is the registration's "client_id"; "-" when unknown. Topics
+// CLIENT-ID is the registration's "client_id"; "-" when unknown. The table
+// keeps Kafka's columns, for tools that parse it; --json adds
+// "claim_token", the fencing token the committed offset was written under
+// (Kafka storage: the czxid of that claim's owner node). Topics
 // and partitions come from Kafka's metadata (a KRaft cluster has none in
 // ZooKeeper).
 func cmdDescribe(args []string, stdout, stderr io.Writer) int {
@@ -35,7 +39,13 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stdout, stderr, g.json, exitFor(err), explain(err, g.cfg, sideOf(g.storage)))
 	}
-	d, err := ops.Describe(ops.DescribeInput{Session: c.sess, Committed: committed,
+	var claims ops.Offsets
+	if manager.Storage(g.storage) != manager.StorageZooKeeper {
+		if claims, err = ops.KafkaClaims(c.admin, g.group); err != nil {
+			return fail(stdout, stderr, g.json, exitFor(err), err)
+		}
+	}
+	d, err := ops.Describe(ops.DescribeInput{Session: c.sess, Committed: committed, Claims: claims,
 		LogEnd: ops.LogEndFunc(c.client), Group: g.group, Storage: g.storage,
 		Topics:     func() ([]string, error) { return ops.KafkaTopics(c.client) },
 		Partitions: ops.KafkaPartitions(c.client)})

@@ -13,7 +13,13 @@
 //	zkgroup version [--json]
 //
 // Exit status: 0 success, 1 failure at run time, 2 bad configuration or
-// usage (reported before anything is written to ZooKeeper).
+// usage (reported before anything is written to ZooKeeper), 3 credentials
+// or certificates refused.
+//
+// Started while ZooKeeper does not answer, run keeps trying (jittered
+// backoff, a log line per attempt) with its admin server up (/readyz 503
+// says why) until ZooKeeper answers, a signal stops it (exit 0), or
+// zookeeper_start_timeout passes (exit 1; 0, the default, waits forever).
 //
 // The daemon logs to stderr (text or JSON, log/slog). It stops cleanly on
 // SIGTERM or SIGINT (drain, commit, release, deregister) within

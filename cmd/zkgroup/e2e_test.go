@@ -176,6 +176,18 @@ func TestSIGTERMRestart(t *testing.T) {
 
 	// Describe against Kafka's own tool, for the committed offsets.
 	rows := describeMatchesKafka(t, c, group, parts, "--zookeeper", c.ZooKeeperConnect(), "--group", group)
+	// Every commit of the daemon carries its claim's fencing token, which
+	// describe --json shows.
+	js, _, code := run(t, "describe", "--zookeeper", c.ZooKeeperConnect(), "--group", group, "--json")
+	var desc ops.Description
+	if err := json.Unmarshal([]byte(js), &desc); code != 0 || err != nil {
+		t.Fatalf("describe --json exited %d: %v", code, err)
+	}
+	for _, r := range desc.Partitions {
+		if r.CurrentOffset >= 0 && r.ClaimToken <= 0 {
+			t.Errorf("partition %d: committed %d without a claim token", r.Partition, r.CurrentOffset)
+		}
+	}
 	// The text form parses with the parser of Kafka's table.
 	text, _, code := run(t, "describe", "--zookeeper", c.ZooKeeperConnect(), "--group", group)
 	if code != 0 {

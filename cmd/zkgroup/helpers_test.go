@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
@@ -174,7 +175,9 @@ func startDaemon(t *testing.T, o runOpts) *proc {
 	}
 	d := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
 	d.cmd = exec.Command(bin, append([]string{"run", "--config", cfg}, o.args...)...)
-	d.cmd.Env = append(append(cleanEnv(), "NOTIFY_SOCKET="+d.notify.path), o.env...)
+	// JSON logs (unless the test sets the format), so that every line can
+	// be checked for repeated keys at the end.
+	d.cmd.Env = append(append(cleanEnv(), "NOTIFY_SOCKET="+d.notify.path, "ZKGROUP_LOG_FORMAT=json"), o.env...)
 	d.cmd.Stderr = d.stderr
 	if o.stdout != "" {
 		f, err := os.OpenFile(o.stdout, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -199,11 +202,36 @@ func startDaemon(t *testing.T, o runOpts) *proc {
 			_ = d.cmd.Process.Kill()
 			<-d.done
 		}
+		checkLogKeys(t, d.stderr.String())
 		if t.Failed() {
 			t.Logf("daemon stderr:\n%s", tail(d.stderr.String(), 40))
 		}
 	})
 	return d
+}
+
+// checkLogKeys fails t for every JSON log line of a daemon's stderr that
+// carries a key twice, or that is not one JSON object. Lines that are not
+// JSON log records (a sink's own stderr, messages printed before the
+// logger exists) are left alone.
+func checkLogKeys(t *testing.T, stderr string) {
+	t.Helper()
+	bad := 0
+	for _, line := range strings.Split(stderr, "\n") {
+		if !strings.HasPrefix(line, `{"time":`) {
+			continue
+		}
+		dup, err := logcheck.JSONKeys([]byte(line))
+		if (err != nil || len(dup) > 0) && bad < 10 {
+			t.Errorf("daemon log line with repeated keys %v (%v): %s", dup, err, line)
+		}
+		if err != nil || len(dup) > 0 {
+			bad++
+		}
+	}
+	if bad >= 10 {
+		t.Errorf("%d daemon log lines with repeated keys or not JSON", bad)
+	}
 }
 
 // cleanEnv is the test's environment without ZKGROUP_ variables.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,11 +17,11 @@ import (
 // without brokers (Kafka 4 / KRaft and no brokers given) is reported
 // plainly instead of as a failed join. Errors wrap errRefused (exit 3)
 // for security refusals. Blocks for the connections, bounded by the
-// session timeout.
-func preflight(cfg *config.Config, log *slog.Logger) error {
+// session timeout and by ctx.
+func preflight(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	quiet := slog.New(slog.DiscardHandler)
 	z := zooKeeperOf(cfg, cfg.SessionTimeout.D())
-	sess, err := ops.DialZooKeeper(z, quiet)
+	sess, err := ops.DialZooKeeperContext(ctx, z, quiet)
 	if err != nil {
 		return explain(err, cfg, sideZooKeeper)
 	}

@@ -13,9 +13,11 @@ import (
 )
 
 // cmdRun loads and validates the configuration, reads its passwords and
-// TLS files, checks that ZooKeeper and Kafka accept this client
-// (preflight), and runs the daemon. A bad configuration exits 2 before
-// anything touches ZooKeeper; refused credentials or certificates exit 3.
+// TLS files, and runs the daemon, which checks that ZooKeeper and Kafka
+// accept this client (preflight) before it joins, waiting for ZooKeeper
+// while it does not answer (zookeeper_start_timeout). A bad configuration
+// exits 2 before anything touches ZooKeeper; refused credentials or
+// certificates exit 3.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,10 +49,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		log.Warn("SASL PLAIN without TLS sends the password in clear text (kafka.tls.enable)")
 	}
 	routeSarama(log)
-	if err := preflight(cfg, log); err != nil {
-		log.Error("cannot start", "error", err)
-		return exitFor(err)
-	}
 	return newDaemon(cfg, log, stdout, stderr).run()
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
@@ -78,7 +79,7 @@ func preferred(t *testing.T, s metadata.Snapshot) {
 
 // testLogger logs through t.Log.
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(&tWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return slog.New(logcheck.Check(t, slog.NewTextHandler(&tWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
 }
 
 type tWriter struct {

@@ -215,11 +215,15 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 	c.mu.Unlock()
 	var errs []error
 	r.owners, r.batch = r.owners[:0], r.batch[:0]
+	var until time.Time // the earliest end of the batch's leases
 	for _, m := range r.managers {
-		next, ok, refused := m.beginCommit()
+		next, u, ok, refused := m.beginCommit()
+		if ok && (until.IsZero() || u.Before(until)) {
+			until = u
+		}
 		if ok {
 			r.owners = append(r.owners, m)
-			r.batch = append(r.batch, offsets.Offset{TopicPartition: offsets.TopicPartition{Topic: m.topic, Partition: m.partition}, Next: next})
+			r.batch = append(r.batch, offsets.Offset{TopicPartition: offsets.TopicPartition{Topic: m.topic, Partition: m.partition}, Next: next, Token: m.p.Fence.Token()})
 		} else if refused && f != nil {
 			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit",
 				Err: fmt.Errorf("%w: offset %d not committed: %w", ErrCommit, next, ErrLost)})
@@ -230,7 +234,10 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 		return errors.Join(errs...)
 	}
 	c.batches.Add(1)
-	ctx, cancel := context.WithTimeout(parent, c.timeout)
+	// The batch must not take effect once a lease it was taken under
+	// ended: the stores send nothing after the deadline and tear down a
+	// connection whose request is unanswered then.
+	ctx, cancel := leaseContext(parent, c.timeout, until)
 	results := c.store.CommitBatch(ctx, r.batch)
 	cancel()
 	failed := 0

@@ -3,10 +3,11 @@ package partition
 import (
 	"context"
 	"fmt"
-	"github.com/zkgroup/zkgroup/internal/tracker"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/tracker"
+	"github.com/zkgroup/zkgroup/offsets"
 )
 
 // A control request (Seek, Pause, Resume) is applied by the run goroutine
@@ -96,10 +97,12 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
 	committed := int64(-1)
-	if r, ok := m.p.Store.(resetter); ok && allowed(m.p.Fence) {
+	until, leased := m.p.Fence.Lease()
+	if r, ok := m.p.Store.(resetter); ok && leased {
 		// Stores refuse commits below what they committed: write the new
-		// position with Reset, which may move it backwards.
-		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+		// position with Reset, which may move it backwards. Like every
+		// write, it must not take effect after the lease.
+		ctx, cancel := leaseContext(offsets.WithToken(context.Background(), m.p.Fence.Token()), m.cfg.CommitTimeout, until)
 		err := r.Reset(ctx, m.topic, m.partition, target)
 		cancel()
 		if err != nil {

@@ -725,6 +725,24 @@ func offer[T any](m *Manager, v T, out chan<- T) bool {
 			continue
 		default:
 		}
+		// The channel says healthy; the clock must agree (a pause ends
+		// the lease before any goroutine notices). Lease then shuts
+		// Ready, so the next round waits.
+		if _, ok := m.p.Fence.Lease(); !ok {
+			m.suspended = nil
+			m.waitingReady.Store(true)
+			select {
+			case <-m.halt:
+				m.waitingReady.Store(false)
+				return false
+			case <-m.p.Fence.Ready():
+				m.waitingReady.Store(false)
+			case <-wake:
+				m.waitingReady.Store(false)
+				return false
+			}
+			continue
+		}
 		select {
 		case out <- v: // the receiver is waiting
 			return true
@@ -753,18 +771,19 @@ func (m *Manager) handedOut(offset int64) {
 // if the partition was idle (nothing outstanding, nothing handed out)
 // since the previous visit, then takes commitMu without waiting and
 // returns the acked watermark if it moved past what is committed and the
-// fence allows committing. When ok, the caller must call endCommit with
-// the outcome; otherwise commitMu is not held. Safe for concurrent use;
-// never blocks.
-func (m *Manager) beginCommit() (next int64, ok, refused bool) {
+// fence allows committing, with the end of the fence's lease: the commit
+// must not take effect after it. When ok, the caller must call endCommit
+// with the outcome; otherwise commitMu is not held. Safe for concurrent
+// use; never blocks.
+func (m *Manager) beginCommit() (next int64, until time.Time, ok, refused bool) {
 	if !m.commitMu.TryLock() {
-		return 0, false, false // a final commit (or a seek) is under way
+		return 0, time.Time{}, false, false // a final commit (or a seek) is under way
 	}
 	m.mu.Lock()
 	if m.tracker == nil {
 		m.mu.Unlock()
 		m.commitMu.Unlock()
-		return 0, false, false
+		return 0, time.Time{}, false, false
 	}
 	if delivered := m.delivered.Load(); m.tracker.Outstanding() == 0 {
 		if m.idleSeen == delivered {
@@ -778,13 +797,14 @@ func (m *Manager) beginCommit() (next int64, ok, refused bool) {
 	m.mu.Unlock()
 	if next <= prev {
 		m.commitMu.Unlock()
-		return 0, false, false
+		return 0, time.Time{}, false, false
 	}
-	if !allowed(m.p.Fence) {
+	until, leased := m.p.Fence.Lease()
+	if !leased {
 		m.commitMu.Unlock()
-		return next, false, true
+		return next, time.Time{}, false, true
 	}
-	return next, true, false
+	return next, until, true, false
 }
 
 // endCommit records the outcome of the commit of next that beginCommit
@@ -822,12 +842,15 @@ func (m *Manager) finalCommit() error {
 	if next < prev || next == prev && verified {
 		return nil
 	}
-	if !allowed(m.p.Fence) {
+	until, ok := m.p.Fence.Lease()
+	if !ok {
 		err := fmt.Errorf("%w: not committing offset %d: %w", ErrCommit, next, fenceError(m.p.Fence))
 		m.report("commit", err)
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+	// The lease bounds the commit: the store sends nothing after until,
+	// and tears down a connection whose request is still unanswered then.
+	ctx, cancel := leaseContext(offsets.WithToken(context.Background(), m.p.Fence.Token()), m.cfg.CommitTimeout, until)
 	defer cancel()
 	if err := m.p.Store.Commit(ctx, m.topic, m.partition, next); err != nil {
 		m.commitErrors.Add(1)

@@ -93,6 +93,11 @@ type testFence struct {
 	lostCtx   context.Context // canceled by lose, with lost
 	cancel    context.CancelFunc
 	unwatched atomic.Int32 // AfterLost registrations taken back
+	// expired makes Lease say false while the channels still say
+	// healthy, as after a pause nobody noticed yet; Lease then shuts
+	// Ready, as the contract asks. leaseCalls counts Lease calls.
+	expired    atomic.Bool
+	leaseCalls atomic.Int64
 }
 
 func newFence() *testFence {
@@ -119,6 +124,37 @@ func (f *testFence) AfterLost(fn func()) func() bool {
 func (f *testFence) Ready() <-chan struct{}     { f.mu.Lock(); defer f.mu.Unlock(); return f.up }
 func (f *testFence) Suspended() <-chan struct{} { f.mu.Lock(); defer f.mu.Unlock(); return f.down }
 func (f *testFence) Lost() <-chan struct{}      { return f.lost }
+
+// Token is the test fence's fencing token: none.
+func (f *testFence) Token() int64 { return 0 }
+
+// Lease holds while the fence is up and not lost; its end is an hour
+// away (these tests switch the fence by hand).
+func (f *testFence) Lease() (time.Time, bool) {
+	f.leaseCalls.Add(1)
+	select {
+	case <-f.lost:
+		return time.Time{}, false
+	default:
+	}
+	if f.expired.Load() {
+		f.mu.Lock()
+		select {
+		case <-f.up: // still open: shut it
+			f.up = make(chan struct{})
+			close(f.down)
+		default:
+		}
+		f.mu.Unlock()
+		return time.Time{}, false
+	}
+	select {
+	case <-f.Ready():
+		return time.Now().Add(time.Hour), true
+	default:
+		return time.Time{}, false
+	}
+}
 func (f *testFence) suspend() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -350,7 +386,7 @@ func TestManagerHoldsBackWhileSuspended(t *testing.T) {
 			t.Fatalf("offset %d handed out while suspended", extra.Offset)
 		case <-time.After(200 * time.Millisecond): // observation window
 		}
-		if _, ok, _ := m.beginCommit(); ok {
+		if _, _, ok, _ := m.beginCommit(); ok {
 			m.endCommit(0, errors.New("test"))
 			t.Error("commit allowed while suspended")
 		}

@@ -44,7 +44,13 @@ func (b *Batch) Pass(ctx context.Context, i int) PassResult {
 		case <-b.suspended:
 			b.suspended = nil // closed: ask again once healthy
 		default:
-			return PassOK
+			// The channel says healthy; the clock must agree: after a
+			// pause the channel is still open until a goroutine notices,
+			// while the lease already ended. Lease then shuts Ready.
+			if _, ok := m.p.Fence.Lease(); ok {
+				return PassOK
+			}
+			b.suspended = nil
 		}
 		select {
 		case <-m.p.Fence.Ready():

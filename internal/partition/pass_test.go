@@ -92,3 +92,54 @@ func TestBatchPass(t *testing.T) {
 		t.Errorf("committed %d, want %d (after the last message passed on)", c, want)
 	}
 }
+
+// TestPassLeaseExpired: after a pause nobody noticed yet the fence's
+// channels still say healthy while its lease has ended; Pass asks the
+// lease before every message and hands out nothing until the session has
+// answered again, and a batch hand-off waits likewise.
+func TestPassLeaseExpired(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	cfg := NewConfig()
+	m, _, fence, out := setupBatches(t, 4, cfg, nil)
+	defer m.Stop(false)
+	var b *Batch
+	select {
+	case b = <-out:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch")
+	}
+	ctx := context.Background()
+	if r := b.Pass(ctx, 0); r != PassOK {
+		t.Fatalf("healthy: %v", r)
+	}
+	b.Messages[0].Ack()
+	if b.Len() < 2 {
+		t.Fatalf("the mock fetched a batch of %d message(s); the test needs 2", b.Len())
+	}
+	fence.expired.Store(true) // the clock says the lease ended; the channels do not know yet
+	select {
+	case <-fence.Suspended():
+		t.Fatal("the test fence shut before Lease was asked")
+	default:
+	}
+	passed := make(chan PassResult, 1)
+	go func() { passed <- b.Pass(ctx, 1) }()
+	select {
+	case r := <-passed:
+		t.Fatalf("lease expired: Pass returned %v instead of waiting", r)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if fence.leaseCalls.Load() == 0 {
+		t.Fatal("Pass never asked the lease")
+	}
+	select {
+	case <-fence.Suspended():
+	default:
+		t.Fatal("Lease saying false did not shut the fence")
+	}
+	fence.expired.Store(false)
+	fence.resume() // the session answered again
+	if r := <-passed; r != PassOK {
+		t.Fatalf("lease back: %v", r)
+	}
+}

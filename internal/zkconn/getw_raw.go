@@ -8,8 +8,8 @@ import "github.com/go-zookeeper/zk"
 // callers that hold one watch per owned partition and never read the
 // event's path.
 func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	s.await()
+	sent := s.await()
 	d, st, ch, err := s.conn.GetW(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return d, st, ch, err
 }

@@ -42,9 +42,11 @@ func answered(err error) bool {
 	return false
 }
 
-func (s *Session) note(err error) {
+// note records, when err says the server answered, that the request sent
+// at sent (Session.now) was answered: see answeredAt.
+func (s *Session) note(sent int64, err error) {
 	if answered(err) {
-		s.replied()
+		s.answeredAt(sent)
 	}
 }
 
@@ -67,78 +69,78 @@ func (s *Session) watch(ch <-chan zk.Event) <-chan zk.Event {
 
 // Get reads a node.
 func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
-	s.await()
+	sent := s.await()
 	b, st, err := s.conn.Get(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return b, st, err
 }
 
 // GetW reads a node and sets a data watch.
 func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	s.await()
+	sent := s.await()
 	b, st, ch, err := s.conn.GetW(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return b, st, s.watch(ch), err
 }
 
 // Exists reports whether a node exists.
 func (s *Session) Exists(p string) (bool, *zk.Stat, error) {
-	s.await()
+	sent := s.await()
 	ok, st, err := s.conn.Exists(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return ok, st, err
 }
 
 // ExistsW reports whether a node exists and sets a watch for its creation,
 // change or deletion.
 func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	s.await()
+	sent := s.await()
 	ok, st, ch, err := s.conn.ExistsW(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return ok, st, s.watch(ch), err
 }
 
 // Children lists a node's children.
 func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
-	s.await()
+	sent := s.await()
 	c, st, err := s.conn.Children(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return c, st, err
 }
 
 // ChildrenW lists a node's children and sets a child watch.
 func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	s.await()
+	sent := s.await()
 	c, st, ch, err := s.conn.ChildrenW(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return c, st, s.watch(ch), err
 }
 
 // Set writes a node's data if its version matches (-1: any version).
 func (s *Session) Set(p string, data []byte, version int32) (*zk.Stat, error) {
-	s.await()
+	sent := s.await()
 	st, err := s.conn.Set(s.full(p), data, version)
-	s.note(err)
+	s.note(sent, err)
 	return st, err
 }
 
 // Create creates a node with the given flags and ACL (nil: the session's
 // ACL) and returns its path without the chroot.
 func (s *Session) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	s.await()
+	sent := s.await()
 	if acl == nil {
 		acl = s.acl
 	}
 	out, err := s.conn.Create(s.full(p), data, flags, acl)
-	s.note(err)
+	s.note(sent, err)
 	return s.strip(out), err
 }
 
 // Delete deletes a node if its version matches (-1: any version).
 func (s *Session) Delete(p string, version int32) error {
-	s.await()
+	sent := s.await()
 	err := s.conn.Delete(s.full(p), version)
-	s.note(err)
+	s.note(sent, err)
 	return err
 }
 
@@ -175,9 +177,9 @@ func (s *Session) Multi(ops ...any) ([]zk.MultiResponse, error) {
 			full[i] = op // go-zookeeper refuses it
 		}
 	}
-	s.await()
+	sent := s.await()
 	res, err := s.conn.Multi(full...)
-	s.note(err)
+	s.note(sent, err)
 	for i := range res {
 		if res[i].String != "" {
 			res[i].String = s.strip(res[i].String)
@@ -189,7 +191,7 @@ func (s *Session) Multi(ops ...any) ([]zk.MultiResponse, error) {
 // CreateParents creates every missing persistent node on the way to p
 // (p itself included), with the session's ACL. The chroot is created too.
 func (s *Session) CreateParents(p string) error {
-	s.await()
+	sent := s.await()
 	full := s.full(p)
 	parts := strings.Split(strings.Trim(full, "/"), "/")
 	cur := ""
@@ -199,7 +201,7 @@ func (s *Session) CreateParents(p string) error {
 		}
 		cur += "/" + part
 		ok, _, err := s.conn.Exists(cur)
-		s.note(err)
+		s.note(sent, err)
 		if err != nil {
 			return err
 		}
@@ -207,7 +209,7 @@ func (s *Session) CreateParents(p string) error {
 			continue
 		}
 		_, err = s.conn.Create(cur, nil, 0, s.acl)
-		s.note(err)
+		s.note(sent, err)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -217,8 +219,8 @@ func (s *Session) CreateParents(p string) error {
 
 // GetACL reads a node's ACL.
 func (s *Session) GetACL(p string) ([]zk.ACL, *zk.Stat, error) {
-	s.await()
+	sent := s.await()
 	acl, st, err := s.conn.GetACL(s.full(p))
-	s.note(err)
+	s.note(sent, err)
 	return acl, st, err
 }

@@ -77,12 +77,19 @@ type Status struct {
 	// Epoch counts sessions: it increments each time a new session is
 	// established. Ephemeral nodes of an older epoch are gone.
 	Epoch uint64
-	// Healthy: HasSession and a reply from ZooKeeper came within 2/3 of the
-	// session timeout, measured on a monotonic clock. When not healthy, the
+	// Healthy: HasSession and the lease holds (see Session.Lease): a
+	// request that ZooKeeper answered was sent within 2/3 of the session
+	// timeout, measured on a monotonic clock. When not healthy, the
 	// session's ephemeral nodes may be gone: do not act as their owner.
-	Healthy   bool
-	LastReply time.Time
-	Timeout   time.Duration // negotiated session timeout (the asked one until the server told it)
+	Healthy bool
+	// LastAnswered is when the latest request that ZooKeeper answered was
+	// sent (for the connect request: when its connection was dialled). The
+	// server restarts the session's timer no earlier than that.
+	LastAnswered time.Time
+	// LeaseUntil is LastAnswered plus 2/3 of Timeout: the end of the lease
+	// (see Session.Lease) unless another answer extends it.
+	LeaseUntil time.Time
+	Timeout    time.Duration // negotiated session timeout (the asked one until the server told it)
 }
 
 // Session is one ZooKeeper session (renewed by go-zookeeper after expiry)
@@ -98,8 +105,14 @@ type Session struct {
 	log    *slog.Logger
 	t      tomb.Tomb
 
-	lastReply atomic.Int64 // unix nanos of the last answer from ZooKeeper (monotonic-derived)
-	base      time.Time    // monotonic base for lastReply
+	// lastAnswered is the send time (now()) of the latest request that
+	// ZooKeeper answered; live holds the session's id while it is
+	// established (StateHasSession, not expired or closed since), else 0.
+	// Lease reads both without a lock.
+	lastAnswered *atomic.Int64
+	live         atomic.Int64  // the session's id while established, else 0
+	base         time.Time     // monotonic base of now()
+	dialed       *atomic.Int64 // now() when the latest connection was dialled
 
 	mu        sync.Mutex
 	status    Status
@@ -159,24 +172,40 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	default:
 		dialer = net.DialTimeout
 	}
-	rec := newDialRecorder(dialer)
+	base := time.Now()
+	dialed := &atomic.Int64{}
+	rec := newDialRecorder(func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dialed.Store(int64(time.Since(base))) // before the connect request is written
+		return dialer(network, address, timeout)
+	})
 	hooks := &nodeHooks{}
 	negotiated := &atomic.Int64{}
+	answered := &atomic.Int64{}
+	// go-zookeeper calls back from its connection loop, before it can
+	// dial again: the dial time read here is this connection's.
+	callback := func(ev zk.Event) {
+		if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+			advance(answered, dialed.Load()) // the connect request was written after the dial
+		}
+		hooks.dispatch(ev)
+	}
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{log, negotiated}), zk.WithLogInfo(true), zk.WithDialer(rec.dialer),
-		zk.WithEventCallback(hooks.dispatch),
+		zk.WithEventCallback(callback),
 		zk.WithMaxBufferSize(packetLimit), zk.WithMaxConnBufferSize(packetLimit))
 	if err != nil {
 		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
 	}
 	s := &Session{
 		conn: conn, events: events, cfg: cfg, chroot: cfg.Chroot, log: log,
-		base:       time.Now(),
-		epochDone:  make(chan struct{}),
-		hooks:      hooks,
-		negotiated: negotiated,
-		changed:    make(chan struct{}, 1),
-		usable:     make(chan struct{}),
+		base:         base,
+		dialed:       dialed,
+		lastAnswered: answered,
+		epochDone:    make(chan struct{}),
+		hooks:        hooks,
+		negotiated:   negotiated,
+		changed:      make(chan struct{}, 1),
+		usable:       make(chan struct{}),
 	}
 	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 	s.status.Timeout = cfg.SessionTimeout
@@ -237,7 +266,7 @@ func (z zkLogger) Printf(format string, args ...interface{}) {
 			z.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
 		}
 	}
-	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+	z.l.Debug(fmt.Sprintf(format, args...), "library", "go-zookeeper") // "component" is the caller's
 }
 
 // timeout is the negotiated session timeout, or the asked one until the
@@ -251,8 +280,49 @@ func (s *Session) timeout() time.Duration {
 
 func (s *Session) now() int64 { return int64(time.Since(s.base)) }
 
-// replied records an answer from ZooKeeper.
-func (s *Session) replied() { s.lastReply.Store(s.now()) }
+// answeredAt records that ZooKeeper answered a request sent at sent
+// (now()). The server restarted the session's timer when it read the
+// request, which was no earlier than sent: measuring from the send, not
+// from the answer's arrival, keeps the lease on the safe side of the
+// server's clock whatever delayed the answer (a reply read only after
+// the process was paused, a slow network).
+func (s *Session) answeredAt(sent int64) { advance(s.lastAnswered, sent) }
+
+// advance raises a to v unless it holds more already.
+func advance(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// Lease reports whether this member may act on its session's ephemeral
+// nodes right now, and until when: ok is true while the session (its id
+// is session) is
+// established and a request that ZooKeeper answered was sent less than
+// 2/3 of the negotiated session timeout ago, on a monotonic clock; until
+// is that instant plus 2/3 of the timeout (it carries a monotonic
+// reading: compare it with time.Now only). The server cannot have
+// expired the session before until (it keeps a session for its whole
+// timeout after the last request it read), so an action that completes
+// before until happened while the session, and every ephemeral node of
+// it, still existed.
+//
+// Unlike Status().Healthy, which a ticker refreshes, Lease reads the
+// clock: after the process was paused (SIGSTOP, a long GC, a VM
+// migration) it says false at once, before any goroutine noticed the
+// pause. It takes no lock and does not block: cheap enough to call before
+// every hand-out.
+func (s *Session) Lease() (until time.Time, session int64, ok bool) {
+	id := s.live.Load()
+	if id == 0 {
+		return time.Time{}, 0, false
+	}
+	end := s.lastAnswered.Load() + int64(s.timeout()*2/3)
+	return s.base.Add(time.Duration(end)), id, s.now() < end
+}
 
 // monitor follows go-zookeeper's session events and the time since the
 // last reply, and keeps Status current. It pings ZooKeeper so that a
@@ -307,8 +377,9 @@ func (s *Session) pinger(ping <-chan struct{}) error {
 			if !ok {
 				continue // nothing to learn, and nothing to queue during a reconnect
 			}
+			sent := s.now()
 			if _, _, err := s.conn.Exists("/"); err == nil {
-				s.replied()
+				s.answeredAt(sent)
 				s.refresh()
 			}
 		}
@@ -349,10 +420,13 @@ func (s *Session) onState(st zk.State) {
 			s.status.HasSession = true
 			s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", id), "epoch", s.status.Epoch)
 		}
-		s.replied()
+		// The event callback recorded the connection's dial time as
+		// answered (the connect request's send).
+		s.live.Store(id)
 	case zk.StateExpired:
 		s.log.Warn("zookeeper session expired", "session", fmt.Sprintf("0x%x", s.status.SessionID))
 		s.status.HasSession = false
+		s.live.Store(0)
 		s.endEpochLocked("expired")
 	case zk.StateDisconnected, zk.StateConnecting:
 		// The session may still be alive on the server; Healthy turns
@@ -361,6 +435,7 @@ func (s *Session) onState(st zk.State) {
 	case zk.StateAuthFailed:
 		s.log.Error("zookeeper authentication failed")
 		s.status.HasSession = false
+		s.live.Store(0)
 	}
 	s.refreshLocked()
 	s.signalLocked()
@@ -381,14 +456,15 @@ func (s *Session) setUsableLocked(open bool) {
 
 // await holds a request back until the connection is settled (see
 // settleTime), for at most 2/3 of the session timeout; then the request
-// goes to go-zookeeper, which queues or fails it as usual.
-func (s *Session) await() {
+// goes to go-zookeeper, which queues or fails it as usual. It returns
+// now(), taken when the request goes on: no earlier than its send.
+func (s *Session) await() int64 {
 	s.mu.Lock()
 	ch := s.usable
 	s.mu.Unlock()
 	select {
 	case <-ch:
-		return
+		return s.now()
 	default:
 	}
 	t := time.NewTimer(s.timeout() * 2 / 3)
@@ -398,6 +474,7 @@ func (s *Session) await() {
 	case <-t.C:
 	case <-s.t.Dying():
 	}
+	return s.now()
 }
 
 // endEpochLocked closes the done channel of the current epoch and starts a new one.
@@ -419,10 +496,11 @@ func (s *Session) refresh() {
 
 // refreshLocked recomputes Healthy; it reports whether it changed.
 func (s *Session) refreshLocked() bool {
-	last := s.lastReply.Load()
-	s.status.LastReply = s.base.Add(time.Duration(last))
+	last := s.lastAnswered.Load()
+	s.status.LastAnswered = s.base.Add(time.Duration(last))
 	s.status.Timeout = s.timeout()
 	window := s.status.Timeout * 2 / 3
+	s.status.LeaseUntil = s.status.LastAnswered.Add(window)
 	healthy := s.status.HasSession && time.Duration(s.now()-last) < window
 	if healthy != s.status.Healthy {
 		s.status.Healthy = healthy
@@ -483,6 +561,7 @@ func (s *Session) Chroot() string { return s.chroot }
 // once) and stops every goroutine. Idempotent; blocks until done.
 func (s *Session) Close() {
 	s.closeOnce.Do(func() {
+		s.live.Store(0)
 		s.t.Kill(nil)
 		s.conn.Close()
 		_ = s.t.Wait()

@@ -225,3 +225,85 @@ func TestSessionNegotiatedTimeout(t *testing.T) {
 		t.Fatalf("Status().Timeout = %v; want the negotiated %v", got, want)
 	}
 }
+
+// TestSessionLease: Lease holds while ZooKeeper answers, its end is 2/3
+// of the timeout after a request's send, and a stalled connection ends it
+// on the clock alone, no later than Status().Healthy turns false; once
+// ZooKeeper answers again it holds again, for the same session.
+func TestSessionLease(t *testing.T) {
+	c := testcluster.Shared(t)
+	ignore := goleak.IgnoreCurrent()
+	p, err := faultproxy.New(c.ZooKeeperAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 4 * time.Second
+	window := timeout * 2 / 3
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		s.Close()
+		p.Close()
+		goleak.VerifyNone(t, ignore)
+	}()
+	before := time.Now()
+	if _, _, err := s.Exists("/"); err != nil {
+		t.Fatal(err)
+	}
+	until, id, ok := s.Lease()
+	if !ok || id != s.Status().SessionID || id == 0 {
+		t.Fatalf("fresh session: lease ok %v, id %x (session %x)", ok, id, s.Status().SessionID)
+	}
+	// The request was sent between before and after; a ping may have
+	// been sent later, never after now.
+	if until.Before(before.Add(window)) || until.After(time.Now().Add(window)) {
+		t.Fatalf("lease ends %v after the request, want within [%v, %v]", until.Sub(before), window, time.Now().Add(window).Sub(before))
+	}
+
+	p.Stall()
+	stalled := time.Now()
+	var ended time.Time
+	for {
+		_, _, ok := s.Lease()
+		healthy := s.Status().Healthy
+		if !ok {
+			ended = time.Now()
+			break
+		}
+		if !healthy {
+			t.Fatal("Status().Healthy turned false while the lease still held")
+		}
+		if time.Since(stalled) > timeout+5*time.Second {
+			t.Fatal("the lease still holds long after the stall began")
+		}
+		time.Sleep(time.Millisecond) // polling the clock: no event marks the lease's end
+	}
+	took := ended.Sub(stalled)
+	// The last answered request was sent before the stall, at most one
+	// ping period (timeout/12) plus scheduling before it.
+	if took > window+500*time.Millisecond || took < window-timeout/12-time.Second {
+		t.Errorf("lease ended %v after the stall, want about %v", took, window)
+	}
+	if u, _, ok := s.Lease(); ok || !time.Now().After(u) {
+		t.Fatalf("lease after its end: ok %v, until %v from now", ok, time.Until(u))
+	}
+	p.Resume()
+	resumed := time.Now()
+	testcluster.Await(t, 10*time.Second, 5*time.Millisecond, "the lease back", func() bool { _, _, ok := s.Lease(); return ok })
+	u, id2, _ := s.Lease()
+	if id2 != id {
+		t.Fatalf("session %x after a stall shorter than the timeout, want %x", id2, id)
+	}
+	// A request sent during the stall and answered after it counts from
+	// its send, before the resume: no further than a window past it.
+	if u.After(time.Now().Add(window)) {
+		t.Errorf("lease after the stall ends %v from now, more than %v", time.Until(u), window)
+	}
+	// The pings sent after the resume extend it.
+	testcluster.Await(t, 10*time.Second, 5*time.Millisecond, "the lease renewed by a ping after the resume", func() bool {
+		u, _, ok := s.Lease()
+		return ok && u.After(resumed.Add(window))
+	})
+}

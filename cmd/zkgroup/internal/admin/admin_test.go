@@ -61,6 +61,19 @@ func TestHealthReady(t *testing.T) {
 	if code, body := get(t, h, "/readyz"); code != 503 || !strings.Contains(body, "joining") {
 		t.Fatalf("readyz before join: %d %q", code, body)
 	}
+	// Waiting for ZooKeeper at start: alive, not ready, and why.
+	s.SetWaiting("waiting for zookeeper (attempt 2): no session")
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, "waiting for zookeeper (attempt 2)") {
+		t.Fatalf("healthz while waiting: %d %q", code, body)
+	}
+	if code, body := get(t, h, "/readyz"); code != 503 || body != "waiting for zookeeper (attempt 2): no session\n" {
+		t.Fatalf("readyz while waiting: %d %q", code, body)
+	}
+	s.SetWaiting("")
+	if code, body := get(t, h, "/readyz"); code != 503 || !strings.Contains(body, "joining") {
+		t.Fatalf("readyz after the wait: %d %q", code, body)
+	}
+	s.SetWaiting("still waiting")
 	src := &fakeSource{st: stats()}
 	s.SetSource(src)
 	if code, _ := get(t, h, "/healthz"); code != 200 {

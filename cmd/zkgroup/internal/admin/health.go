@@ -72,6 +72,10 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	}
 	_, joined := s.stats()
 	if !joined {
+		if why := s.waitingReason(); why != "" {
+			writeText(w, http.StatusOK, "alive: "+why)
+			return
+		}
 		writeText(w, http.StatusOK, "alive: joining the group")
 		return
 	}
@@ -91,6 +95,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // readiness applies Readiness to the current stats and group view.
 func (s *Server) readiness() (bool, string) {
 	st, joined := s.stats()
+	if why := s.waitingReason(); !joined && why != "" {
+		return false, why
+	}
 	var view *GroupView
 	if s.cfg.View != nil {
 		if v, ok := s.cfg.View.Fresh(); ok {

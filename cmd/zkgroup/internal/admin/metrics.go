@@ -23,6 +23,7 @@ type collector struct {
 	subTopics, subPartitions, unowned                        *prometheus.Desc
 	sinkMessages, sinkErrors, sinkRetries                    *prometheus.Desc
 	info                                                     *prometheus.Desc
+	fencedCommits, regressions                               *prometheus.Desc
 
 	mu sync.Mutex
 	// rebalanceSeconds is fed at scrape time from Stats.History, each
@@ -79,10 +80,12 @@ func newCollector(s *Server) *collector {
 		kafkaLag: prometheus.NewDesc("zkgroup_consumergroup_lag",
 			"Lag per partition with kafka_exporter's labels (consumergroup, topic, partition), exported by the partition's owner.",
 			tp, prometheus.Labels{"consumergroup": s.cfg.Group}),
-		sinkMessages: d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
-		sinkErrors:   d("sink_errors_total", "Failed sink attempts."),
-		sinkRetries:  d("sink_retries_total", "Sink attempts after the first."),
-		info:         d("build_info", "Build information.", "version"),
+		sinkMessages:  d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
+		sinkErrors:    d("sink_errors_total", "Failed sink attempts."),
+		sinkRetries:   d("sink_retries_total", "Sink attempts after the first."),
+		info:          d("build_info", "Build information.", "version"),
+		fencedCommits: d("commits_fenced_total", "Commit requests not sent, or torn down unanswered, because the ZooKeeper lease they were taken under had ended (Kafka offset storage)."),
+		regressions:   d("offset_regressions_total", "Committed offsets read from Kafka that were written under an older claim than one this instance had seen commit the partition: a stale commit landed (Kafka offset storage)."),
 		rebalanceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "zkgroup_rebalance_duration_seconds",
 			Help:        "Rebalances that moved partitions of this instance: from the first change noticed to every assigned partition fetching.",
@@ -102,7 +105,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked, c.oldestUnacked, c.suspended,
 		c.commitErrors, c.fetchErrors, c.resets, c.kafkaLag,
 		c.subTopics, c.subPartitions, c.unowned,
-		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info} {
+		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info, c.fencedCommits, c.regressions} {
 		ch <- d
 	}
 	c.rebalanceSeconds.Describe(ch)
@@ -167,6 +170,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.badRegistrations, float64(st.BadRegistrations))
 	gauge(c.squatted, float64(st.SquattedPartitions))
 	counter(c.malformedTopics, float64(st.MalformedTopics))
+	counter(c.fencedCommits, float64(st.FencedCommits))
+	counter(c.regressions, float64(st.Regressions))
 	nSuspended := 0
 	for _, p := range st.Partitions {
 		l := []string{p.Topic, strconv.FormatInt(int64(p.Partition), 10)}

@@ -73,6 +73,7 @@ type Server struct {
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	source  atomic.Pointer[sourceBox]
+	waiting atomic.Pointer[string] // why the member has not joined yet; nil: joining
 	lags    *lagHistory
 	handler http.Handler
 	srv     *http.Server
@@ -145,6 +146,26 @@ func (p slogPrinter) Println(v ...any) { p.l.Warn("metrics: " + fmt.Sprint(v...)
 func (s *Server) SetSource(src Source) {
 	s.source.Store(&sourceBox{src})
 	s.lags.add(time.Now(), src.Stats())
+}
+
+// SetWaiting says why the member is not joining yet (e.g. ZooKeeper
+// does not answer): until SetSource, /readyz answers 503 with it and
+// /healthz 200 naming it. "" goes back to "joining the group". Safe for
+// concurrent use.
+func (s *Server) SetWaiting(reason string) {
+	if reason == "" {
+		s.waiting.Store(nil)
+		return
+	}
+	s.waiting.Store(&reason)
+}
+
+// waitingReason returns what SetWaiting last said, or "".
+func (s *Server) waitingReason() string {
+	if r := s.waiting.Load(); r != nil {
+		return *r
+	}
+	return ""
 }
 
 func (s *Server) stats() (manager.Stats, bool) {

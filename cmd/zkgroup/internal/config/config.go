@@ -81,6 +81,12 @@ type Config struct {
 	ZooKeeperAuth ZooKeeperAuth `yaml:"zookeeper_auth" json:"zookeeper_auth"`
 	// ZooKeeperTLS connects to ZooKeeper's secure client port over TLS.
 	ZooKeeperTLS TLS `yaml:"zookeeper_tls" json:"zookeeper_tls"`
+	// ZooKeeperStartTimeout bounds how long `run` waits at start for
+	// ZooKeeper to answer (it keeps trying, with backoff, meanwhile);
+	// past it the daemon exits 1. 0 (the default) waits until ZooKeeper
+	// answers or the process is stopped. Refused credentials or
+	// certificates exit 3 at once either way.
+	ZooKeeperStartTimeout Duration `yaml:"zookeeper_start_timeout" json:"zookeeper_start_timeout" help:"how long run waits at start for ZooKeeper to answer, then exits 1; 0: until it answers"`
 	// ShutdownTimeout bounds the shutdown after SIGTERM (drain, commit,
 	// release, deregister); the daemon exits 1 if it is exceeded.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout" help:"bound of the shutdown after SIGTERM; exit 1 past it"`

@@ -177,6 +177,8 @@ func TestValidate(t *testing.T) {
 		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
 		{"log.level", func(c *Config) { c.Log.Level = "loud" }},
 		{"shutdown_timeout", func(c *Config) { c.ShutdownTimeout = 0 }},
+		{"zookeeper_start_timeout", func(c *Config) { c.ZooKeeperStartTimeout = Duration(-time.Second) }},
+		{"zookeeper_start_timeout", func(c *Config) { c.ZooKeeperStartTimeout = Duration(time.Millisecond) }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c, err := Load(Sources{File: writeFile(t, validYAML)})

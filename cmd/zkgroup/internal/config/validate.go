@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -231,6 +232,12 @@ func (c *Config) checkLog() error {
 func (c *Config) checkShutdown() error {
 	if c.ShutdownTimeout <= 0 {
 		return c.bad("shutdown_timeout", "must be positive", nil)
+	}
+	if c.ZooKeeperStartTimeout < 0 {
+		return c.bad("zookeeper_start_timeout", "must not be negative (0: wait until ZooKeeper answers)", nil)
+	}
+	if c.ZooKeeperStartTimeout > 0 && c.ZooKeeperStartTimeout < Duration(time.Second) {
+		return c.bad("zookeeper_start_timeout", "must be 0 (no bound) or at least 1s", nil)
 	}
 	if c.Partition.DrainTimeout >= c.ShutdownTimeout {
 		return c.bad("partition.drain_timeout", fmt.Sprintf("must be below shutdown_timeout (%v) so that a shutdown can finish", c.ShutdownTimeout), nil)

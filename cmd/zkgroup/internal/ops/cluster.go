@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -48,11 +49,17 @@ func Dial(connect string, timeout time.Duration, log *slog.Logger) (*zkconn.Sess
 // session is established or z.Timeout passes; the error then names the
 // last connection failure (a refused certificate, a closed port).
 func DialZooKeeper(z ZooKeeper, log *slog.Logger) (*zkconn.Session, error) {
+	return DialZooKeeperContext(context.Background(), z, log)
+}
+
+// DialZooKeeperContext is DialZooKeeper that also gives up, leaving
+// nothing running, when ctx ends first.
+func DialZooKeeperContext(ctx context.Context, z ZooKeeper, log *slog.Logger) (*zkconn.Session, error) {
 	servers, chroot, err := zkconn.ParseConnect(z.Connect)
 	if err != nil {
 		return nil, fmt.Errorf("ops: --zookeeper: %w", err)
 	}
-	s, err := zkconn.Dial(zkconn.Config{Servers: servers, Chroot: chroot, SessionTimeout: z.Timeout,
+	s, err := zkconn.DialContext(ctx, zkconn.Config{Servers: servers, Chroot: chroot, SessionTimeout: z.Timeout,
 		Auth: z.Auth, TLS: z.TLS, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("ops: zookeeper %s: %w", z.Connect, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/offsets"
 )
 
 // Offsets maps topic -> partition -> committed offset (the next to read).
@@ -37,6 +38,32 @@ func KafkaCommitted(admin sarama.ClusterAdmin, group string) (Offsets, error) {
 				continue
 			}
 			out.set(topic, p, b.Offset)
+		}
+	}
+	return out, nil
+}
+
+// KafkaClaims reads the fencing token of every offset group committed to
+// Kafka (offsets.ParseToken of its metadata: the czxid of the owner node
+// of the claim the commit was written under), for the partitions whose
+// commit carries one. Blocks on the group coordinator.
+func KafkaClaims(admin sarama.ClusterAdmin, group string) (Offsets, error) {
+	resp, err := admin.ListConsumerGroupOffsets(group, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, err)
+	}
+	if resp.Err != sarama.ErrNoError {
+		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, resp.Err)
+	}
+	out := Offsets{}
+	for topic, ps := range resp.Blocks {
+		for p, b := range ps {
+			if b == nil || b.Err != sarama.ErrNoError || b.Offset < 0 {
+				continue
+			}
+			if tok, ok := offsets.ParseToken(b.Metadata); ok {
+				out.set(topic, p, tok)
+			}
 		}
 	}
 	return out, nil

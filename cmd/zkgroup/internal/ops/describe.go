@@ -41,6 +41,11 @@ type Row struct {
 	ConsumerID    string `json:"consumer_id"`
 	Host          string `json:"host"`
 	ClientID      string `json:"client_id"`
+	// ClaimToken is the fencing token the committed offset was written
+	// under (the czxid of that claim's owner node; Kafka offset storage
+	// only), or 0 when unknown: a commit under an older claim than the
+	// owner's is a stale one.
+	ClaimToken int64 `json:"claim_token,omitempty"`
 }
 
 // Description is a group as describe prints it.
@@ -57,6 +62,9 @@ type DescribeInput struct {
 	// Committed are the group's committed offsets (KafkaCommitted or
 	// ZooKeeperCommitted).
 	Committed Offsets
+	// Claims are the fencing tokens of the committed offsets (KafkaClaims;
+	// nil for ZooKeeper storage, which keeps none).
+	Claims Offsets
 	// LogEnd returns a partition's log-end offset; nil leaves it unknown.
 	LogEnd func(topic string, partition int32) (int64, error)
 	Group  string
@@ -176,6 +184,7 @@ func Describe(in DescribeInput) (*Description, error) {
 	for tp := range parts {
 		r := Row{Group: group, Topic: tp.Topic, Partition: tp.Partition, CurrentOffset: -1, LogEndOffset: -1, Lag: -1,
 			ConsumerID: "-", Host: "-", ClientID: "-"}
+		r.ClaimToken = in.Claims[tp.Topic][tp.Partition]
 		if off, ok := in.Committed[tp.Topic][tp.Partition]; ok {
 			r.CurrentOffset = off
 		}
