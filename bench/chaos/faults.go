@@ -33,8 +33,8 @@ var kinds = []string{kKill9, kTerm, kStop, kCutZK, kCutBrokers, kCutBoth, kBroke
 // be lost (its process died, or its session may have expired).
 var hard = map[string]bool{kKill9: true, kStop: true, kCutZK: true, kCutBoth: true}
 
-// fault is one planned fault.
-type fault struct {
+// Fault is one planned fault (exported for the record's gob).
+type Fault struct {
 	At     time.Duration // from the start of the schedule
 	Kind   string
 	Daemon int           // 1..Daemons for the daemon kinds
@@ -44,7 +44,7 @@ type fault struct {
 	Hard   bool          // zk-restart: kill -9 rather than SIGTERM
 }
 
-func (f fault) String() string {
+func (f Fault) String() string {
 	s := fmt.Sprintf("%8.1fs %-12s", f.At.Seconds(), f.Kind)
 	switch f.Kind {
 	case kBrokerKill:
@@ -69,7 +69,7 @@ func (f fault) String() string {
 
 // executed is a fault as it happened.
 type executed struct {
-	fault
+	Fault
 	Start, End int64 // unix ns: when it began and when it was healed
 	Err        string
 }
@@ -102,11 +102,11 @@ func uniform(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 
 // plan draws the schedule: one fault at a time, each followed by a quiet
 // gap, from a 15 s warm-up to the end of the run.
-func plan(rng *rand.Rand, total, session, gap, maxCut time.Duration, ks []string) []fault {
-	var out []fault
+func plan(rng *rand.Rand, total, session, gap, maxCut time.Duration, ks []string) []Fault {
+	var out []Fault
 	at := 15 * time.Second
 	for at < total {
-		f := fault{At: at, Kind: ks[rng.IntN(len(ks))], Daemon: 1 + rng.IntN(Daemons)}
+		f := Fault{At: at, Kind: ks[rng.IntN(len(ks))], Daemon: 1 + rng.IntN(Daemons)}
 		busy := time.Duration(0) // how long the fault keeps the runner busy beyond Dur
 		switch f.Kind {
 		case kKill9:
@@ -135,7 +135,7 @@ func plan(rng *rand.Rand, total, session, gap, maxCut time.Duration, ks []string
 	return out
 }
 
-func writeSchedule(path string, s []fault) error {
+func writeSchedule(path string, s []Fault) error {
 	var b strings.Builder
 	for _, f := range s {
 		b.WriteString(f.String() + "\n")
@@ -143,7 +143,7 @@ func writeSchedule(path string, s []fault) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func countKinds(s []fault) string {
+func countKinds(s []Fault) string {
 	n := map[string]int{}
 	for _, f := range s {
 		n[f.Kind]++
@@ -226,8 +226,8 @@ func (fw *firewall) close() {
 
 // exec carries out one fault and returns when it is healed (restarted,
 // resumed, rules flushed).
-func (r *run) exec(ctx context.Context, f fault) executed {
-	ex := executed{fault: f, Start: time.Now().UnixNano()}
+func (r *run) exec(ctx context.Context, f Fault) executed {
+	ex := executed{Fault: f, Start: time.Now().UnixNano()}
 	err := r.execFault(ctx, f)
 	ex.End = time.Now().UnixNano()
 	if err != nil {
@@ -236,7 +236,7 @@ func (r *run) exec(ctx context.Context, f fault) executed {
 	return ex
 }
 
-func (r *run) execFault(ctx context.Context, f fault) error {
+func (r *run) execFault(ctx context.Context, f Fault) error {
 	var d *daemon
 	if f.Daemon > 0 {
 		d = r.daemons[f.Daemon-1]

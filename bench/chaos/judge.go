@@ -86,7 +86,7 @@ func (r *run) judge() *summary {
 	}
 	for _, f := range r.faults {
 		if f.Err != "" {
-			s.f("  error: %s: %s", f.fault, f.Err)
+			s.f("  error: %s: %s", f.Fault, f.Err)
 		}
 	}
 

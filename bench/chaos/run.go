@@ -40,7 +40,7 @@ type run struct {
 
 // runAll starts the daemons, the producer and the poller, carries out the
 // schedule, heals everything, drains and stops the daemons with SIGTERM.
-func (r *run) runAll(ctx context.Context, sched []fault) error {
+func (r *run) runAll(ctx context.Context, sched []Fault) error {
 	ds, err := newDaemons()
 	if err != nil {
 		return err
