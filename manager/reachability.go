@@ -111,16 +111,17 @@ func (r *reachTracker) update(now time.Time) (out, changed bool) {
 }
 
 // suspect reports whether, in the group, the last probe of a side needed
-// failed: the member may be about to leave, and should not take
-// partitions meanwhile (if every member is cut off, the first to leave
-// would otherwise hand its partitions to the others for the moment
+// failed, or none answered for two settle windows (a round under way
+// waits for its timeouts): the member may be about to leave, and should
+// not take partitions meanwhile (if every member is cut off, the first to
+// leave would otherwise hand its partitions to the others for the moment
 // before they leave too).
-func (r *reachTracker) suspect() bool {
+func (r *reachTracker) suspect(now time.Time) bool {
 	if r.out {
 		return false
 	}
 	for s := range r.sides {
-		if r.streak[s].IsZero() {
+		if r.streak[s].IsZero() || now.Sub(r.last[s]) > 2*r.settle {
 			return true
 		}
 	}
@@ -201,7 +202,7 @@ func (w *kafkaWatch) unreachable() bool {
 func (w *kafkaWatch) suspect() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.tr.suspect()
+	return w.tr.suspect(time.Now())
 }
 
 // deadline is the last answer of every side needed + the bound: past it
@@ -313,6 +314,9 @@ func newKafkaProbe(base *sarama.Config, timeout time.Duration, group string, coo
 	conf := *base
 	conf.Net.DialTimeout, conf.Net.ReadTimeout, conf.Net.WriteTimeout = timeout, timeout, timeout
 	conf.MetricRegistry = metrics.NewRegistry() // the probe's brokers stay out of the clients' metrics
+	// The probe's own ApiVersions request is the only one: sarama's at
+	// connect would wait out up to two more timeouts on a silent broker.
+	conf.ApiVersionsRequest = false
 	return &kafkaProbe{conf: &conf, group: group, coordinator: coordinator, brokers: brokers, log: log,
 		conns: map[string]*sarama.Broker{}}
 }
@@ -320,7 +324,9 @@ func newKafkaProbe(base *sarama.Config, timeout time.Duration, group string, coo
 // round asks up to probeFanout brokers at once and, with coordinator, the
 // group's coordinator; oks says which sides answered, asks which were
 // asked (the coordinator is not asked when no broker answered: it failed
-// too, as it cannot be found).
+// too, as it cannot be found). The coordinator side fails only when the
+// member cannot reach what the cluster names as the coordinator: a
+// broker's answer that there is none now counts as an answer.
 func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 	addrs := p.brokers()
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
@@ -359,10 +365,13 @@ func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 	case err != nil:
 		p.drop(via.Addr(), err)
 		return oks, asks
-	case resp.Err != sarama.ErrNoError:
-		p.log.Debug("kafka probe: no coordinator", "error", resp.Err)
-		return oks, asks
-	case resp.Coordinator == nil:
+	case resp.Err != sarama.ErrNoError || resp.Coordinator == nil:
+		// The cluster answered that the group has no coordinator now (its
+		// __consumer_offsets partition being created, moved or loaded):
+		// every member sees the same, and leaving would not help anyone.
+		// That is Kafka answering, not this member being cut off.
+		p.log.Debug("kafka probe: no coordinator now", "error", resp.Err)
+		oks[sideCoordinator] = true
 		return oks, asks
 	}
 	oks[sideCoordinator] = p.ping(resp.Coordinator.Addr()) != nil

@@ -31,19 +31,22 @@ func TestReachTracker(t *testing.T) {
 	if got, want := r.next(), at(time.Second+bound+time.Millisecond); !got.Equal(want) {
 		t.Fatalf("next %v, want %v", got, want)
 	}
-	if r.suspect() {
+	if r.suspect(at(time.Second)) {
 		t.Fatal("suspect after answers")
+	}
+	if !r.suspect(at(time.Second + 2*settle + time.Millisecond)) {
+		t.Fatal("not suspect after two settle windows without an answer")
 	}
 	// Cut from 1s: failures alone do not take it out before the bound.
 	for d := 2 * time.Second; d <= 7*time.Second; d += time.Second {
 		both(d, false)
 		step(d, false, false)
-		if !r.suspect() {
+		if !r.suspect(at(d)) {
 			t.Fatalf("not suspect at %v after a failed probe", d)
 		}
 	}
 	step(7*time.Second+time.Millisecond, true, true)
-	if r.suspect() {
+	if r.suspect(at(7 * time.Second)) {
 		t.Fatal("suspect while out")
 	}
 	if !strings.Contains(r.reason, "no Kafka broker answered for 6.001s") {

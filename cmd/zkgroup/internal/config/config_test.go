@@ -177,6 +177,9 @@ func TestValidate(t *testing.T) {
 		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
 		{"log.level", func(c *Config) { c.Log.Level = "loud" }},
 		{"shutdown_timeout", func(c *Config) { c.ShutdownTimeout = 0 }},
+		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(time.Second) }},
+		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(-time.Second) }},
+		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(time.Hour) }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c, err := Load(Sources{File: writeFile(t, validYAML)})
