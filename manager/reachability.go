@@ -273,9 +273,11 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 			}
 			inflight = true
 			go func() {
-				var r result
+				// An answer came after the round began: its start is the
+				// time noted, so that the member leaves no later than the
+				// bound after the last answer.
+				r := result{at: time.Now()}
 				r.oks, r.asks = w.probe.round()
-				r.at = time.Now()
 				results <- r
 			}()
 		case r := <-results:
@@ -514,6 +516,24 @@ func (s kafkaBoundStore) CommitBatch(ctx context.Context, batch []offsets.Offset
 		return errs
 	}
 	return s.store.CommitBatch(ctx, batch)
+}
+
+// Reset moves a committed offset backwards (a seek), bounded likewise;
+// partition.Manager finds it by type assertion, as on the store wrapped
+// (offsets.KafkaStore has it).
+func (s kafkaBoundStore) Reset(ctx context.Context, topic string, partition int32, next int64) error {
+	r, ok := s.store.(interface {
+		Reset(ctx context.Context, topic string, partition int32, next int64) error
+	})
+	if !ok {
+		return fmt.Errorf("manager: the offset store cannot reset %s/%d", topic, partition)
+	}
+	ctx, cancel, err := s.bounded(ctx)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	return r.Reset(ctx, topic, partition, next)
 }
 
 func (s kafkaBoundStore) Release(ctx context.Context, topic string, partition int32) error {

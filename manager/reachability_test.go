@@ -1,9 +1,13 @@
 package manager
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkgroup/zkgroup/offsets"
 )
 
 // TestReachTracker walks the tracker through a cut of the brokers, a
@@ -102,5 +106,33 @@ func TestProbeInterval(t *testing.T) {
 		if got := probeInterval(tc.bound); got != tc.want {
 			t.Errorf("probeInterval(%v) = %v, want %v", tc.bound, got, tc.want)
 		}
+	}
+}
+
+// TestKafkaBoundStore: the wrapper keeps what partition.Manager finds by
+// type assertion on the Kafka store (Reset, for seeks), and sends nothing
+// once Kafka's last answer is older than the bound.
+func TestKafkaBoundStore(t *testing.T) {
+	var st store = kafkaBoundStore{store: &offsets.KafkaStore{}, w: nil}
+	if _, ok := st.(interface {
+		Reset(ctx context.Context, topic string, partition int32, next int64) error
+	}); !ok {
+		t.Fatal("kafkaBoundStore hides Reset")
+	}
+	w := &kafkaWatch{tr: newReachTracker(time.Now().Add(-time.Minute), 6*time.Second, time.Second, true)}
+	s := kafkaBoundStore{store: &offsets.KafkaStore{}, w: w}
+	if err := s.Commit(context.Background(), "t", 0, 5); !errors.Is(err, ErrKafkaUnreachable) {
+		t.Fatalf("Commit past the bound: %v", err)
+	}
+	for _, err := range s.CommitBatch(context.Background(), []offsets.Offset{{}, {}}) {
+		if !errors.Is(err, ErrKafkaUnreachable) {
+			t.Fatalf("CommitBatch past the bound: %v", err)
+		}
+	}
+	if err := s.Reset(context.Background(), "t", 0, 5); !errors.Is(err, ErrKafkaUnreachable) {
+		t.Fatalf("Reset past the bound: %v", err)
+	}
+	if _, _, err := s.Fetch(context.Background(), "t", 0); !errors.Is(err, ErrKafkaUnreachable) {
+		t.Fatalf("Fetch past the bound: %v", err)
 	}
 }
