@@ -251,12 +251,15 @@ func TestKafkaCutMovesPartitions(t *testing.T) {
 	if sb.Ready || len(sb.Partitions) != 0 || sb.KafkaLeaves != 1 {
 		t.Errorf("b out: ready %v, %d partitions, %d leaves", sb.Ready, len(sb.Partitions), sb.KafkaLeaves)
 	}
-	if leftAfter > bound+time.Second || leftAfter < bound-2*time.Second {
-		t.Errorf("b left %v after the cut, want about the bound %v", leftAfter, bound)
+	// b leaves once nothing answered for the bound: after the cut by the
+	// bound less the time from its last answer to the cut (up to two probe
+	// intervals of 1.5 s), never at the first failed probe.
+	if leftAfter > bound+2*time.Second || leftAfter < bound-3*time.Second {
+		t.Errorf("b left %v after the cut, want the bound %v less up to 3 s", leftAfter, bound)
 	}
 	// One rebalance: the deregistration seen, the owners read, the claims
-	// made and the fetches started; 4 s on a loaded 2-core machine.
-	if moved > bound+4*time.Second {
+	// made and the fetches started; 5 s on a loaded 2-core machine.
+	if moved > bound+5*time.Second {
 		t.Errorf("partitions moved %v after the cut, over the bound %v + one rebalance", moved, bound)
 	}
 	// The stall as a reader sees it: from the cut to a's first message of
