@@ -611,6 +611,9 @@ func (c *Consumer) leftForKafka() {
 	if running > 0 && time.Since(leftAt) < bound {
 		return
 	}
+	if !c.session.Status().HasSession {
+		return // the registration goes with the session if it expires; else the next call deletes it
+	}
 	if err := within(c.cfg.SessionTimeout, func() error { return deregister(c.session, c.group, c.id) }); err != nil {
 		c.log.Warn("deregistering failed; retrying", "error", err)
 		return
