@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// readSlack bounds how much later than printed the runner may read a
+// line (two cores shared with a cluster): a commit recorded less than this
+// before a run of prints began may be that run's own.
+const readSlack = time.Second
+
 // summary is the judged outcome of a run, as text.
 type summary struct {
 	b strings.Builder
@@ -212,14 +217,22 @@ func (r *run) judge() *summary {
 	cur := map[[2]int32]*episode{}
 	seen := make(map[pk]bool, len(printed))
 	redelIn, redelOut := 0, 0
+	lastInc := map[int32]int32{}
+	stintStart := map[int32]int64{}
 	for _, e := range prints {
+		if li, ok := lastInc[e.p]; !ok || li != e.inc {
+			lastInc[e.p], stintStart[e.p] = e.inc, e.t
+		}
 		k := pk{e.p, e.off}
 		if !seen[k] {
 			seen[k] = true
 			continue
 		}
+		// The commit must precede the start of the printer's run by more
+		// than readSlack: a new owner's own commit of the burst it printed
+		// first may be recorded before the runner read that burst.
 		tc, ok := coveredAt(e.p, e.off)
-		if !ok || tc >= e.t {
+		if !ok || tc >= stintStart[e.p]-int64(readSlack) {
 			continue
 		}
 		in := r.inHardWindow(e.t)
@@ -239,7 +252,7 @@ func (r *run) judge() *summary {
 		ep.to, ep.end = e.off, e.t
 	}
 	s.f("")
-	s.f("REDELIVERIES of committed records (printed again after Kafka recorded a commit past them; commits from the %s):", commitSrc)
+	s.f("REDELIVERIES of committed records (printed again by a run of prints that began more than %s after Kafka recorded a commit past them; commits from the %s):", readSlack, commitSrc)
 	s.f("  outside hard-fault windows: %d; inside (kill -9, SIGSTOP, ZooKeeper or full cut, until end + session + %s): %d; episodes %d",
 		redelOut, *flagRebalance, redelIn, len(eps))
 	for i, ep := range eps {
@@ -350,6 +363,11 @@ func (r *run) judge() *summary {
 		if unprinted > 0 {
 			note += fmt.Sprintf(" (%d never printed)", unprinted)
 		}
+		if !r.runningAt(f.Daemon, f.Start) {
+			note += " (the daemon was not running when the cut began: nothing to measure)"
+		} else if len(owned) == 0 {
+			note += " (the daemon owned no partition when the cut began: nothing to measure)"
+		}
 		s.f("  %7.1fs d%-5d %7.1fs %6d %9.1fs %8s  itself %d, other %d%s", r.rel(f.Start), f.Daemon, cut.Seconds(), len(owned), w.Seconds(), verdict, takers["itself"], takers["other"], note)
 	}
 	s.f("  longest: %.1f s (bound %.1f s)", worst.Seconds(), bound.Seconds())
@@ -405,6 +423,16 @@ func (r *run) judge() *summary {
 func (r *run) inHardWindow(t int64) bool {
 	for _, f := range r.faults {
 		if hard[f.Kind] && t >= f.Start && t <= f.End+int64(r.session+*flagRebalance) {
+			return true
+		}
+	}
+	return false
+}
+
+// runningAt tells whether daemon d had a process at t.
+func (r *run) runningAt(d int, t int64) bool {
+	for _, in := range r.col.incs {
+		if in.Daemon == d && in.Start <= t && (in.End == 0 || in.End > t) {
 			return true
 		}
 	}
