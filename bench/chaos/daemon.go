@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -157,7 +158,7 @@ func (r *run) start(d *daemon, newID bool) error {
 
 // readPrints reads the stdout sink's JSON lines of an incarnation, each
 // stamped with the time it was read.
-func (r *run) readPrints(inc *incarnation, rd interface{ Read([]byte) (int, error) }) {
+func (r *run) readPrints(inc *incarnation, rd io.Reader) {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var rec struct {

@@ -301,7 +301,7 @@ func (r *run) execFault(ctx context.Context, f Fault) error {
 
 // healAll lifts every fault: rules flushed, paused daemons resumed,
 // stopped daemons started again.
-func (r *run) healAll(ctx context.Context) {
+func (r *run) healAll() {
 	if err := r.fw.heal(); err != nil {
 		r.col.note("heal: %v", err)
 	}
@@ -312,5 +312,4 @@ func (r *run) healAll(ctx context.Context) {
 			r.col.note("heal: start daemon %d: %v", d.idx, err)
 		}
 	}
-	_ = ctx
 }

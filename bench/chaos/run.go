@@ -86,7 +86,7 @@ func (r *run) runAll(ctx context.Context, sched []Fault) error {
 	if wait := time.Until(t0.Add(*flagDuration)); wait > 0 {
 		r.sleepReporting(wait, progress, prod)
 	}
-	r.healAll(ctx)
+	r.healAll()
 	r.healed = time.Now().UnixNano()
 	benchkit.Say("  %6.1fs schedule done, everything healed; producer stops, drain", time.Since(t0).Seconds())
 	prod.stop()
