@@ -26,6 +26,10 @@
 // says why) until ZooKeeper answers, a signal stops it (exit 0), or
 // zookeeper_start_timeout passes (exit 1; 0, the default, waits forever).
 //
+// The operator commands (describe, offsets) fail at once, with exit 1,
+// when every ZooKeeper server refuses the connection; when ZooKeeper is
+// slow to answer they say on stderr what they wait for, up to --timeout.
+//
 // The daemon logs to stderr (text or JSON, log/slog). It stops cleanly on
 // SIGTERM or SIGINT (drain, commit, release, deregister) within
 // shutdown_timeout; a second signal exits at once with status 1. Under

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 	"github.com/zkgroup/zkgroup/manager/assign"
@@ -155,5 +157,34 @@ func TestRunHelpAllowedValues(t *testing.T) {
 	}
 	if !strings.Contains(help, `env ZKGROUP_STRATEGY; default "`+assign.DefaultName+`"`) {
 		t.Errorf("run -h does not give %q as the strategy's default:\n%s", assign.DefaultName, help)
+	}
+}
+
+// TestOperatorCommandsRefusedFailFast: with nothing listening where
+// ZooKeeper should be, describe and the offsets commands fail at once
+// (not after --timeout, 15s by default) with exit 1, saying that every
+// server refused the connection.
+func TestOperatorCommandsRefusedFailFast(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zk := l.Addr().String()
+	_ = l.Close()
+	for _, args := range [][]string{
+		{"describe", "--zookeeper", zk + "/kafka", "--group", "g"},
+		{"offsets", "reset", "--zookeeper", zk, "--group", "g", "--topic", "t", "--to-earliest"},
+	} {
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := dispatch(args, &stdout, &stderr)
+		took := time.Since(start)
+		if code != exitFailure || !strings.Contains(stderr.String(), "refused the connection") || !strings.Contains(stderr.String(), zk) {
+			t.Errorf("zkgroup %v: exit %d, stderr %q", args, code, stderr.String())
+		}
+		if took > 5*time.Second {
+			t.Errorf("zkgroup %v took %v", args, took)
+		}
 	}
 }
