@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/manager/assign"
 )
 
@@ -182,4 +184,37 @@ func commentAbove(text, path string) string {
 		return strings.Join(lines[j:i], "\n")
 	}
 	return ""
+}
+
+// TestHelpMatchesBounds: the help lines that state a bound say what
+// Validate checks: session_timeout's range is manager's, and
+// drain_timeout must be below shutdown_timeout (equal is refused; its
+// comment once said "at most").
+func TestHelpMatchesBounds(t *testing.T) {
+	short := func(d time.Duration) string {
+		s := d.String()
+		for strings.HasSuffix(s, "m0s") || strings.HasSuffix(s, "h0m") {
+			s = s[:len(s)-2]
+		}
+		return s
+	}
+	f, _ := fieldByPath("session_timeout")
+	if want := short(manager.MinSessionTimeout) + " to " + short(manager.MaxSessionTimeout); !strings.Contains(f.Help, want) {
+		t.Errorf("session_timeout help %q does not say %q", f.Help, want)
+	}
+	f, _ = fieldByPath("partition.drain_timeout")
+	if !strings.Contains(f.Help, "below shutdown_timeout") {
+		t.Errorf("drain_timeout help %q", f.Help)
+	}
+	c := Default()
+	c.Group, c.ZooKeeper, c.Subscription = "g", "127.0.0.1:2181", "static:t"
+	c.Partition.DrainTimeout = c.ShutdownTimeout
+	var fe *FieldError
+	if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "partition.drain_timeout" || !strings.Contains(fe.Reason, "below") {
+		t.Errorf("drain_timeout equal to shutdown_timeout: %v", err)
+	}
+	c.Partition.DrainTimeout = c.ShutdownTimeout - Duration(time.Millisecond)
+	if err := c.Validate(); err != nil {
+		t.Errorf("drain_timeout just below shutdown_timeout: %v", err)
+	}
 }
