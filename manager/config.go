@@ -38,6 +38,12 @@ const (
 	MaxChannelBufferSize = 1 << 16
 	// MaxErrorsBufferSize bounds ErrorsBufferSize (allocated at once).
 	MaxErrorsBufferSize = 1 << 16
+	// MinKafkaUnreachableTimeout and MaxKafkaUnreachableTimeout bound a
+	// set KafkaUnreachableTimeout: shorter would leave the group over a
+	// broker's garbage-collection pause or leader election; longer keeps
+	// partitions that nobody consumes for that long.
+	MinKafkaUnreachableTimeout = 2 * time.Second
+	MaxKafkaUnreachableTimeout = 10 * time.Minute
 )
 
 // Storage is where committed offsets live (Config.OffsetStorage).
@@ -206,6 +212,22 @@ type Config struct {
 	OnLost func(group string, partitions []TopicPartition)
 	// CloseTimeout bounds Close (drains are bounded by Partition.DrainTimeout).
 	CloseTimeout time.Duration
+	// KafkaUnreachableTimeout: a member that no Kafka broker answered for
+	// this long, or (with OffsetStorage kafka) whose group coordinator did
+	// not, leaves the group: its partitions stop at once, without a drain
+	// or a commit that could not reach Kafka (their next owners start from
+	// the last commit), their owner nodes and then its registration are
+	// deleted, so that the others take them over; it joins again once the
+	// brokers (and the coordinator) have answered for a probe interval in
+	// a row. The member probes them on connections of its own every
+	// quarter of this bound (at most every 5 s), each probe bounded by the
+	// same. Stats.KafkaUnreachable says while it is out. If every member
+	// is cut off, each stays out until it reaches Kafka again: nothing
+	// moves back and forth meanwhile. 0 (the default): SessionTimeout, so
+	// that Kafka's own bound of a member cut off from its coordinator
+	// (session.timeout.ms) applies here too; otherwise from
+	// MinKafkaUnreachableTimeout to MaxKafkaUnreachableTimeout.
+	KafkaUnreachableTimeout time.Duration
 }
 
 // ZooKeeperAuth is a set of ZooKeeper credentials.
@@ -306,12 +328,24 @@ func (c *Config) Validate() error {
 	if c.CloseTimeout <= 0 {
 		return fmt.Errorf("%w: CloseTimeout: %v is not positive", ErrConfig, c.CloseTimeout)
 	}
+	if c.KafkaUnreachableTimeout != 0 && (c.KafkaUnreachableTimeout < MinKafkaUnreachableTimeout || c.KafkaUnreachableTimeout > MaxKafkaUnreachableTimeout) {
+		return fmt.Errorf("%w: KafkaUnreachableTimeout: %v is not 0 (the session timeout) nor between %v and %v",
+			ErrConfig, c.KafkaUnreachableTimeout, MinKafkaUnreachableTimeout, MaxKafkaUnreachableTimeout)
+	}
 	if c.Sarama != nil {
 		if err := c.Sarama.Validate(); err != nil {
 			return fmt.Errorf("%w: Sarama: %w", ErrConfig, err)
 		}
 	}
 	return nil
+}
+
+// kafkaBound is the effective KafkaUnreachableTimeout.
+func (c *Config) kafkaBound() time.Duration {
+	if c.KafkaUnreachableTimeout == 0 {
+		return c.SessionTimeout
+	}
+	return c.KafkaUnreachableTimeout
 }
 
 // checkHostPort says why b is not "host:port" with a port from 1 to 65535.

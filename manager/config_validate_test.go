@@ -38,6 +38,12 @@ func TestValidateBounds(t *testing.T) {
 		{"broker port 65536", func(c *manager.Config) { c.Brokers = []string{"k1:65536"} }, "Brokers[0]"},
 		{"broker port word", func(c *manager.Config) { c.Brokers = []string{"k1:kafka"} }, "Brokers[0]"},
 		{"broker URL", func(c *manager.Config) { c.Brokers = []string{"PLAINTEXT://k1:9092"} }, "Brokers[0]"},
+		{"kafka unreachable 0", func(c *manager.Config) { c.KafkaUnreachableTimeout = 0 }, ""},
+		{"kafka unreachable min", func(c *manager.Config) { c.KafkaUnreachableTimeout = manager.MinKafkaUnreachableTimeout }, ""},
+		{"kafka unreachable max", func(c *manager.Config) { c.KafkaUnreachableTimeout = manager.MaxKafkaUnreachableTimeout }, ""},
+		{"kafka unreachable 1s", func(c *manager.Config) { c.KafkaUnreachableTimeout = time.Second }, "KafkaUnreachableTimeout"},
+		{"kafka unreachable negative", func(c *manager.Config) { c.KafkaUnreachableTimeout = -time.Second }, "KafkaUnreachableTimeout"},
+		{"kafka unreachable 1h", func(c *manager.Config) { c.KafkaUnreachableTimeout = time.Hour }, "KafkaUnreachableTimeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := manager.NewConfig()

@@ -60,6 +60,7 @@ type Consumer struct {
 	lister       *listoffsets.Client
 	strategy     assign.Strategy
 	health       *gate
+	kafka        *kafkaWatch // Kafka reachability and the member's phase (reachability.go)
 
 	messages   chan *partition.Message
 	funnel     *partition.Funnel // hands out on messages (ModeMerged)
@@ -154,6 +155,9 @@ type slot struct {
 	// 0 while not waiting. holder: that owner's id (nil while not waiting).
 	waitingSince atomic.Int64
 	holder       atomic.Pointer[string]
+	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
+	// without a drain or a final commit, as a lost partition does.
+	lose atomic.Bool
 }
 
 type slotEvent struct {
@@ -360,6 +364,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if err != nil {
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
 	}
+	c.store = c.newKafkaWatch(brokers, scfg, c.store) // bounded by Kafka's reachability
 	if c.commits, err = partition.NewCommitter(c.store, cfg.Partition, log); err != nil {
 		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
@@ -395,6 +400,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.health.set(st.Healthy)
 	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", assign.NameOf(cfg.Strategy))
 	ok = true
+	c.t.Go(c.runKafkaWatch)
 	c.t.Go(c.watchHealth)
 	c.t.Go(func() error { return c.loop(regData) })
 	go c.finish()

@@ -68,6 +68,23 @@
 // Poll and Batches() hand out a whole batch at once, checked when it was
 // handed out.
 //
+// Kafka reachability: a member that no broker answered for
+// Config.KafkaUnreachableTimeout (default the session timeout), or that
+// cannot reach the group's coordinator for as long, while ZooKeeper still
+// answers, leaves the group: every partition stops at once, without a
+// drain or a commit (its commits carry a deadline no later than Kafka's
+// last answer + that bound, so none is still waiting), its owner nodes and
+// then its registration are deleted, and the others take its partitions
+// over from the last commit. It probes Kafka on connections of its own and
+// joins again once the brokers have answered for a probe interval in a
+// row. A member whose last probe failed takes no partition meanwhile, so
+// that when every member is cut off each stays out, nothing moving between
+// them, until it reaches Kafka again. A broker's answer that the group has
+// no coordinator now (its offsets partition being created, moved or
+// loaded) is an answer: only an unreachable broker or coordinator counts.
+// A crashed coordinator broker that the controller takes longer than the
+// bound to replace makes every member leave until the new one answers.
+//
 // Reads: a member keeps who owns each partition from the owner nodes it has
 // read, each watched, and reads again only those that changed; a rebalance
 // reads the member list and the owner nodes claimed since the last one.

@@ -33,6 +33,10 @@ const (
 	// CauseUnowned: a partition stayed without owner over two checks
 	// Config.UnownedCheck apart.
 	CauseUnowned RebalanceCause = "unowned"
+	// CauseKafka: the member joined the group again once Kafka answered,
+	// after it had left because Kafka did not (see
+	// Config.KafkaUnreachableTimeout).
+	CauseKafka RebalanceCause = "kafka"
 )
 
 // loop is the consumer manager: it owns the slots map and rebalances when,
@@ -80,9 +84,13 @@ func (c *Consumer) loop(regData []byte) error {
 			if c.metadataMatters() {
 				trigger(CausePartitions)
 			}
+		case <-c.kafka.changed:
+			c.followKafka(regData, trigger)
 		case <-c.sessionChanged:
 			st := c.session.Status()
-			if st.HasSession && st.Epoch != c.regEpoch {
+			// Out of the group for Kafka unreachability, the member
+			// registers again only once Kafka answers (followKafka).
+			if st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
 				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
 				if err := c.reregister(st, regData); err != nil {
 					c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
@@ -94,7 +102,11 @@ func (c *Consumer) loop(regData []byte) error {
 			}
 		case ev := <-c.events:
 			c.onSlotEvent(ev)
+			if c.kafka.getPhase() == phaseLeaving {
+				c.followKafka(regData, trigger)
+			}
 		case <-check.C:
+			c.followKafka(regData, trigger)
 			c.mu.Lock()
 			c.noteSquatsLocked(time.Now())
 			c.mu.Unlock()
@@ -106,7 +118,7 @@ func (c *Consumer) loop(regData []byte) error {
 			unowned.Reset(jittered(c.cfg.UnownedCheck))
 		case <-retryAt:
 			retryAt = nil
-			if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch {
+			if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
 				if err := c.reregister(st, regData); err != nil {
 					retryAt = time.After(failures.Next())
 					continue
@@ -117,7 +129,14 @@ func (c *Consumer) loop(regData []byte) error {
 				debounce.Reset(0)
 			}
 		case <-debounce.C:
-			if len(pending) == 0 || retryAt != nil {
+			if len(pending) == 0 || retryAt != nil || c.kafka.getPhase() != phaseIn {
+				continue // out for Kafka: the changes wait for the rejoin's rebalance
+			}
+			if c.kafka.suspect() {
+				// Kafka did not answer the last probe: no partition is
+				// taken (nor given up) until it answers or the member
+				// leaves.
+				debounce.Reset(c.kafka.interval / 2)
 				continue
 			}
 			w, err := c.rebalance(pending)

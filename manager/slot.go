@@ -174,6 +174,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	drain := true
 	select {
 	case <-sl.revoke:
+		drain = !sl.lose.Load() // left for Kafka unreachability: nothing to drain into a commit
 	case <-cl.Lost():
 		drain = false
 	case <-pm.Done():

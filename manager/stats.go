@@ -18,7 +18,8 @@ type Stats struct {
 	Members         []string
 	Assigned        []TopicPartition
 	Partitions      []partition.Stats
-	// Ready: registered, and every assigned partition is fetching.
+	// Ready: registered (and not out for Kafka unreachability), and every
+	// assigned partition is fetching.
 	Ready bool
 	// SessionHealthy: the ZooKeeper session answered within 2/3 of its timeout.
 	SessionHealthy bool
@@ -69,6 +70,19 @@ type Stats struct {
 	// (offsets.KafkaStats.Regressions): a stale commit landed. Both stay
 	// 0 with ZooKeeper offset storage, whose writes never go backwards.
 	FencedCommits, Regressions uint64
+	// KafkaUnreachable: the member is out of the group because no Kafka
+	// broker, or not the group's coordinator, answered for
+	// Config.KafkaUnreachableTimeout: its partitions were stopped without
+	// a commit and given up, and it joins again once Kafka answers.
+	// KafkaUnreachableSince is when it began to leave and
+	// KafkaUnreachableReason what did not answer (both zero while in the
+	// group). KafkaLastAnswer is when Kafka last answered the member's
+	// probe (every side it needs); KafkaLeaves counts the times it left.
+	KafkaUnreachable       bool
+	KafkaUnreachableSince  time.Time
+	KafkaUnreachableReason string
+	KafkaLastAnswer        time.Time
+	KafkaLeaves            uint64
 }
 
 // Stats returns a snapshot. Safe for concurrent use; does no I/O.
@@ -79,7 +93,7 @@ func (c *Consumer) Stats() Stats {
 		Group: c.group, Instance: c.id,
 		Members:           append([]string(nil), c.members...),
 		Assigned:          append([]TopicPartition(nil), c.assigned...),
-		Ready:             c.applied && st.HasSession && c.regEpoch == st.Epoch,
+		Ready:             c.applied && st.HasSession && c.regEpoch == st.Epoch && c.kafka.getPhase() == phaseIn,
 		RebalancesByCause: maps.Clone(c.causes),
 		History:           slices.Clone(c.history),
 	}
@@ -122,10 +136,15 @@ func (c *Consumer) Stats() Stats {
 	s.DroppedErrors = c.droppedErrors.Load()
 	s.StaleAcks = c.staleAcks.Load()
 	s.PartitionRestarts = c.restarts.Load()
-	if ks, ok := c.store.(*offsets.KafkaStore); ok {
+	st0 := c.store
+	if b, ok := st0.(kafkaBoundStore); ok {
+		st0 = b.store
+	}
+	if ks, ok := st0.(*offsets.KafkaStore); ok {
 		kst := ks.Stats()
 		s.FencedCommits, s.Regressions = kst.Fenced, kst.Regressions
 	}
+	c.kafkaStats(&s)
 	return s
 }
 

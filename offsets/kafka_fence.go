@@ -88,21 +88,37 @@ func (c *fencedConn) Close() error {
 // errLinkAborted is the error of a write on a torn-down link.
 var errLinkAborted = errors.New("offsets: commit connection torn down")
 
-// lingerDialer dials TCP connections with SO_LINGER 0 and wraps them in
-// a fencedConn; last is the connection it dialled last. It implements
-// sarama's proxy dialer interface (Config.Net.Proxy.Dialer).
+// dialer is sarama's proxy dialer interface (Config.Net.Proxy.Dialer).
+type dialer interface {
+	Dial(network, addr string) (net.Conn, error)
+}
+
+// lingerDialer dials connections with SO_LINGER 0 and wraps them in a
+// fencedConn; last is the connection it dialled last. It dials through
+// inner (the client's own Net.Proxy.Dialer, when it has one) or d. It
+// implements sarama's proxy dialer interface.
 type lingerDialer struct {
-	d    net.Dialer
-	mu   sync.Mutex
-	last *fencedConn
+	d     net.Dialer
+	inner dialer
+	mu    sync.Mutex
+	last  *fencedConn
 }
 
 func (l *lingerDialer) Dial(network, addr string) (net.Conn, error) {
-	c, err := l.d.Dial(network, addr)
+	var c net.Conn
+	var err error
+	if l.inner != nil {
+		c, err = l.inner.Dial(network, addr)
+	} else {
+		c, err = l.d.Dial(network, addr)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
+	// A TCP connection (or a dialer's that exposes SetLinger) closes
+	// abortively; another kind of connection cannot, and is only fenced
+	// by its deadline.
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
 		if err := tc.SetLinger(0); err != nil {
 			_ = c.Close()
 			return nil, fmt.Errorf("offsets: SO_LINGER 0 on the commit connection to %s: %w", addr, err)
@@ -111,7 +127,11 @@ func (l *lingerDialer) Dial(network, addr string) (net.Conn, error) {
 	fc := &fencedConn{Conn: c}
 	// The client's handshake (ApiVersions, SASL) writes before any
 	// commit: allow it for the dial's own timeout.
-	fc.allow(time.Now().Add(l.d.Timeout))
+	handshake := l.d.Timeout
+	if handshake <= 0 {
+		handshake = 30 * time.Second
+	}
+	fc.allow(time.Now().Add(handshake))
 	l.mu.Lock()
 	l.last = fc
 	l.mu.Unlock()
@@ -132,6 +152,9 @@ type commitLink struct {
 func newCommitLink(client sarama.Config) *commitLink {
 	conf := client // a copy
 	d := &lingerDialer{d: net.Dialer{Timeout: conf.Net.DialTimeout, KeepAlive: conf.Net.KeepAlive, LocalAddr: conf.Net.LocalAddr}}
+	if conf.Net.Proxy.Enable && conf.Net.Proxy.Dialer != nil {
+		d.inner = conf.Net.Proxy.Dialer // the user's dialer (a SOCKS proxy, a test's fault proxy)
+	}
 	conf.Net.Proxy.Enable = true
 	conf.Net.Proxy.Dialer = d
 	return &commitLink{conf: &conf, dialer: d}

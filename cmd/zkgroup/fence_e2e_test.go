@@ -297,3 +297,56 @@ func TestFenceKill(t *testing.T) {
 	t.Logf("%s's commit logs:\n%s", a.name, logLines(a.d, "commit", "expired", "claim lost", "suspend"))
 	e.finish(t, []*member{b})
 }
+
+// TestFenceBrokersCut: a member cut off from the brokers only (iptables;
+// it keeps its ZooKeeper session) leaves the group once no broker answered
+// it for kafka_unreachable_timeout (default: the session timeout), so its
+// partitions move to the other member within that bound and one
+// rebalance, instead of standing still for as long as the cut lasts; it
+// joins again once the cut heals. Nothing is lost, no committed offset
+// goes back, and after the drain committed == log end.
+func TestFenceBrokersCut(t *testing.T) {
+	t.Parallel()
+	e := newFenceEnv(t, 2)
+	a, b := e.ms[0], e.ms[1]
+	owned := e.settle(t, e.ms)
+	pa := owned[a]
+	if len(pa) == 0 {
+		t.Fatalf("%s owns nothing after settling: %v", a.name, owned)
+	}
+	bBefore := maxPrinted(b.lines(t))
+
+	e.nf.Cut(*a.user, e.c.BrokerPorts()...)
+	cut := time.Now()
+	t.Logf("%s: %s, which owns %v, cut from the brokers; committed %v", e.since(), a.name, pa, e.poll.committed())
+	// The bound (6 s) plus one rebalance; the slack is for a loaded CI
+	// machine (the measured stall is logged).
+	const limit = fenceSession + 10*time.Second
+	await(t, limit, b.name+" consuming every partition of "+a.name, func() bool {
+		got := maxPrinted(b.lines(t))
+		for _, p := range pa {
+			prev, had := bBefore[p]
+			if now, ok := got[p]; !ok || had && now <= prev {
+				return false
+			}
+		}
+		return true
+	})
+	stall := time.Since(cut)
+	t.Logf("%s: %s consumes %v %v after the cut (bound %v + one rebalance)", e.since(), b.name, pa, stall.Round(time.Millisecond), fenceSession)
+	// While the cut lasts, a stays out: over awaitSettled's window (a
+	// second at least) b prints every partition and a prints nothing.
+	n := len(a.lines(t))
+	if owned := awaitSettled(t, []*member{b}, fenceParts, 30*time.Second); len(owned[b]) != fenceParts {
+		t.Fatalf("%s owns %v while %s is cut off, want all %d partitions", b.name, owned[b], a.name, fenceParts)
+	}
+	if m := len(a.lines(t)); m != n {
+		t.Errorf("%s printed %d messages while out of the group", a.name, m-n)
+	}
+	e.nf.Heal()
+	t.Logf("%s: healed %v after the cut", e.since(), time.Since(cut).Round(time.Millisecond))
+	e.settle(t, e.ms) // a joined again
+	e.poll.awaitRounds(t, 2)
+	t.Logf("%s's logs:\n%s", a.name, logLines(a.d, "kafka", "left", "joined", "claim"))
+	e.finish(t, e.ms)
+}

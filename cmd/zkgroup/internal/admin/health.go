@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/zkgroup/zkgroup/manager"
 )
@@ -19,6 +20,10 @@ func Readiness(st manager.Stats, joined bool, view *GroupView) (ready bool, reas
 	}
 	if !st.SessionHealthy {
 		return false, "zookeeper session unhealthy: partitions suspended, commits held back until it answers again"
+	}
+	if st.KafkaUnreachable {
+		return false, fmt.Sprintf("out of the group since %s: %s; partitions stopped without a commit, joining again once Kafka answers",
+			st.KafkaUnreachableSince.UTC().Format(time.RFC3339), st.KafkaUnreachableReason)
 	}
 	var suspended []string
 	for _, p := range st.Partitions {

@@ -24,6 +24,7 @@ type collector struct {
 	sinkMessages, sinkErrors, sinkRetries                    *prometheus.Desc
 	info                                                     *prometheus.Desc
 	fencedCommits, regressions                               *prometheus.Desc
+	kafkaUnreachable, kafkaLeaves                            *prometheus.Desc
 
 	mu sync.Mutex
 	// rebalanceSeconds is fed at scrape time from Stats.History, each
@@ -49,9 +50,11 @@ func newCollector(s *Server) *collector {
 		assigned:          d("assigned_partitions", "Partitions assigned to this instance."),
 		owned:             d("owned_partitions", "Partitions this instance owns and fetches."),
 		suspendedCount:    d("suspended_partitions", "Owned partitions suspended: handing out nothing and committing nothing until the ZooKeeper session answers again."),
-		rebalances:        d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, unowned).", "cause"),
+		rebalances:        d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, unowned, kafka).", "cause"),
 		lastRebalance:     d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance that moved partitions of this instance."),
 		claimWaits:        d("claim_waits_total", "Times a partition claim waited for the previous owner."),
+		kafkaUnreachable:  d("kafka_unreachable", "1 while the instance is out of the group because no Kafka broker, or not its group coordinator, answered for kafka_unreachable_timeout; it joins again once Kafka answers."),
+		kafkaLeaves:       d("kafka_unreachable_leaves_total", "Times the instance left the group because Kafka did not answer for kafka_unreachable_timeout."),
 		restarts:          d("partition_restarts_total", "Partitions that stopped without being revoked (lost claims, fetch failures)."),
 		dropped:           d("dropped_errors_total", "Errors dropped because the errors channel was full."),
 		staleAcks:         d("stale_acks_total", "Acks of messages of partitions no longer owned."),
@@ -105,7 +108,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked, c.oldestUnacked, c.suspended,
 		c.commitErrors, c.fetchErrors, c.resets, c.kafkaLag,
 		c.subTopics, c.subPartitions, c.unowned,
-		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info, c.fencedCommits, c.regressions} {
+		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info, c.fencedCommits, c.regressions,
+		c.kafkaUnreachable, c.kafkaLeaves} {
 		ch <- d
 	}
 	c.rebalanceSeconds.Describe(ch)
@@ -160,6 +164,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.lastRebalance, st.LastRebalanceDuration.Seconds())
 	counter(c.claimWaits, float64(st.ClaimWaits))
 	counter(c.restarts, float64(st.PartitionRestarts))
+	gauge(c.kafkaUnreachable, b2f(st.KafkaUnreachable))
+	counter(c.kafkaLeaves, float64(st.KafkaLeaves))
 	counter(c.dropped, float64(st.DroppedErrors))
 	counter(c.staleAcks, float64(st.StaleAcks))
 	counter(c.totalDelivered, float64(st.Delivered))

@@ -56,6 +56,11 @@ type Config struct {
 	InstanceID string `yaml:"instance_id" json:"instance_id" help:"member id under /consumers/<group>/ids; empty: a new one at each start"`
 	// SessionTimeout of the ZooKeeper session, at least 6s.
 	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout" help:"ZooKeeper session timeout, 6s to 2m"`
+	// KafkaUnreachableTimeout: a member that no Kafka broker, or not its
+	// group coordinator, answered for this long leaves the group until
+	// Kafka answers again (manager.Config.KafkaUnreachableTimeout); 0:
+	// session_timeout.
+	KafkaUnreachableTimeout Duration `yaml:"kafka_unreachable_timeout" json:"kafka_unreachable_timeout" help:"leave the group after this long without an answer from Kafka, join again once it answers; 0: session_timeout, else 2s to 10m"`
 	// Strategy names the assignment strategy: one of assign.Names(),
 	// assign.DefaultName by default.
 	Strategy string `yaml:"strategy" json:"strategy" help:"how partitions are spread over the members; every member of a group must use the same strategy"`
@@ -191,9 +196,10 @@ type Log struct {
 func Default() *Config {
 	m := manager.NewConfig()
 	return &Config{
-		SessionTimeout: Duration(m.SessionTimeout),
-		Strategy:       assign.DefaultName,
-		OffsetStorage:  string(m.OffsetStorage),
+		SessionTimeout:          Duration(m.SessionTimeout),
+		KafkaUnreachableTimeout: Duration(m.KafkaUnreachableTimeout),
+		Strategy:                assign.DefaultName,
+		OffsetStorage:           string(m.OffsetStorage),
 		Partition: Partition{
 			MaxUnacked:     m.Partition.MaxUnacked,
 			CommitInterval: Duration(m.Partition.CommitInterval),

@@ -179,6 +179,9 @@ func TestValidate(t *testing.T) {
 		{"shutdown_timeout", func(c *Config) { c.ShutdownTimeout = 0 }},
 		{"zookeeper_start_timeout", func(c *Config) { c.ZooKeeperStartTimeout = Duration(-time.Second) }},
 		{"zookeeper_start_timeout", func(c *Config) { c.ZooKeeperStartTimeout = Duration(time.Millisecond) }},
+		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(time.Second) }},
+		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(-time.Second) }},
+		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(time.Hour) }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c, err := Load(Sources{File: writeFile(t, validYAML)})

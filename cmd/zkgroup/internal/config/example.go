@@ -68,6 +68,13 @@ var exampleKeys = map[string]exampleKey{
 hostname of a StatefulSet pod) lets a restarted instance take its
 partitions back at once instead of waiting for its old session to expire.`},
 	"session_timeout": {note: "A crashed instance's partitions move to the others after this long."},
+	"kafka_unreachable_timeout": {note: `Counted while ZooKeeper still answers; with offset_storage kafka, the
+group's coordinator must answer. The instance's partitions stop without
+a commit (the next owners start from the last one, so nothing is lost),
+it deregisters, and the others take its partitions over, within this
+bound and one rebalance. /readyz answers 503 with the reason meanwhile.
+If every instance is cut off, each stays out until it reaches Kafka
+again.`},
 	"offset_storage": {note: `Move between them with:
   zkgroup offsets migrate --from zookeeper --to kafka`},
 	"partition.max_unacked": {note: "A partition whose sink is slow stops fetching at this bound; others go on."},

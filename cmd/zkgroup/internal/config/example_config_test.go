@@ -187,7 +187,8 @@ func commentAbove(text, path string) string {
 }
 
 // TestHelpMatchesBounds: the help lines that state a bound say what
-// Validate checks: session_timeout's range is manager's, and
+// Validate checks: session_timeout's and kafka_unreachable_timeout's
+// ranges are manager's, and
 // drain_timeout must be below shutdown_timeout (equal is refused; its
 // comment once said "at most").
 func TestHelpMatchesBounds(t *testing.T) {
@@ -201,6 +202,10 @@ func TestHelpMatchesBounds(t *testing.T) {
 	f, _ := fieldByPath("session_timeout")
 	if want := short(manager.MinSessionTimeout) + " to " + short(manager.MaxSessionTimeout); !strings.Contains(f.Help, want) {
 		t.Errorf("session_timeout help %q does not say %q", f.Help, want)
+	}
+	f, _ = fieldByPath("kafka_unreachable_timeout")
+	if want := short(manager.MinKafkaUnreachableTimeout) + " to " + short(manager.MaxKafkaUnreachableTimeout); !strings.Contains(f.Help, want) {
+		t.Errorf("kafka_unreachable_timeout help %q does not say %q", f.Help, want)
 	}
 	f, _ = fieldByPath("partition.drain_timeout")
 	if !strings.Contains(f.Help, "below shutdown_timeout") {

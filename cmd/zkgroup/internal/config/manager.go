@@ -26,6 +26,7 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	m := manager.NewConfig()
 	m.InstanceID = c.InstanceID
 	m.SessionTimeout = c.SessionTimeout.D()
+	m.KafkaUnreachableTimeout = c.KafkaUnreachableTimeout.D()
 	if m.Strategy, err = assign.ByName(c.Strategy); err != nil {
 		return nil, nil, fmt.Errorf("%w: strategy: %w", ErrInvalid, err)
 	}

@@ -1,0 +1,138 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/offsets"
+)
+
+// TestReachTracker walks the tracker through a cut of the brokers, a
+// flapping heal and a stable one, and a coordinator that alone stops
+// answering: out only past the bound, back only after answers without a
+// failure for the settle window, and next() is the instant the bound
+// passes.
+func TestReachTracker(t *testing.T) {
+	const bound, settle = 6 * time.Second, 1500 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	r := newReachTracker(t0, bound, settle, true)
+	step := func(now time.Duration, wantOut, wantChanged bool) {
+		t.Helper()
+		out, changed := r.update(at(now))
+		if out != wantOut || changed != wantChanged {
+			t.Fatalf("at %v: out %v changed %v, want %v %v (reason %q)", now, out, changed, wantOut, wantChanged, r.reason)
+		}
+	}
+	both := func(now time.Duration, ok bool) {
+		r.note(sideBrokers, ok, at(now))
+		r.note(sideCoordinator, ok, at(now))
+	}
+	both(time.Second, true)
+	if got, want := r.next(), at(time.Second+bound+time.Millisecond); !got.Equal(want) {
+		t.Fatalf("next %v, want %v", got, want)
+	}
+	if r.suspect(at(time.Second)) {
+		t.Fatal("suspect after answers")
+	}
+	if !r.suspect(at(time.Second + 2*settle + time.Millisecond)) {
+		t.Fatal("not suspect after two settle windows without an answer")
+	}
+	// Cut from 1s: failures alone do not take it out before the bound.
+	for d := 2 * time.Second; d <= 7*time.Second; d += time.Second {
+		both(d, false)
+		step(d, false, false)
+		if !r.suspect(at(d)) {
+			t.Fatalf("not suspect at %v after a failed probe", d)
+		}
+	}
+	step(7*time.Second+time.Millisecond, true, true)
+	if r.suspect(at(7 * time.Second)) {
+		t.Fatal("suspect while out")
+	}
+	if !strings.Contains(r.reason, "no Kafka broker answered for 6.001s") {
+		t.Fatalf("reason %q", r.reason)
+	}
+	if !r.next().IsZero() {
+		t.Fatalf("next while out: %v", r.next())
+	}
+	// Flapping: one answer, a failure, an answer: not back until an
+	// unbroken settle window.
+	both(9*time.Second, true)
+	step(9*time.Second, true, false)
+	both(10*time.Second, false)
+	both(10500*time.Millisecond, true)
+	step(11*time.Second, true, false)
+	step(11999*time.Millisecond, true, false)
+	both(12*time.Second, true)
+	step(12*time.Second, false, true)
+	if r.reason != "" {
+		t.Fatalf("reason kept: %q", r.reason)
+	}
+	// Only the coordinator falls silent.
+	for d := 13 * time.Second; d <= 18*time.Second; d += time.Second {
+		r.note(sideBrokers, true, at(d))
+		r.note(sideCoordinator, false, at(d))
+		step(d, false, false)
+	}
+	step(18*time.Second+time.Millisecond, true, true)
+	if !strings.Contains(r.reason, "the group coordinator did not answer for 6.001s") {
+		t.Fatalf("reason %q", r.reason)
+	}
+	// Brokers only matter with zookeeper offset storage.
+	z := newReachTracker(t0, bound, settle, false)
+	z.note(sideBrokers, true, at(5*time.Second))
+	if out, _ := z.update(at(10 * time.Second)); out {
+		t.Fatal("out without a needed side silent")
+	}
+	if out, changed := z.update(at(11*time.Second + time.Millisecond)); !out || !changed {
+		t.Fatal("not out with the brokers silent past the bound")
+	}
+	if got := z.lastAnswer(); !got.Equal(at(5 * time.Second)) {
+		t.Fatalf("lastAnswer %v", got)
+	}
+}
+
+func TestProbeInterval(t *testing.T) {
+	for _, tc := range []struct{ bound, want time.Duration }{
+		{2 * time.Second, 500 * time.Millisecond},
+		{6 * time.Second, 1500 * time.Millisecond},
+		{10 * time.Minute, 5 * time.Second},
+		{time.Second, 250 * time.Millisecond},
+	} {
+		if got := probeInterval(tc.bound); got != tc.want {
+			t.Errorf("probeInterval(%v) = %v, want %v", tc.bound, got, tc.want)
+		}
+	}
+}
+
+// TestKafkaBoundStore: the wrapper keeps what partition.Manager finds by
+// type assertion on the Kafka store (Reset, for seeks), and sends nothing
+// once Kafka's last answer is older than the bound.
+func TestKafkaBoundStore(t *testing.T) {
+	var st store = kafkaBoundStore{store: &offsets.KafkaStore{}, w: nil}
+	if _, ok := st.(interface {
+		Reset(ctx context.Context, topic string, partition int32, next int64) error
+	}); !ok {
+		t.Fatal("kafkaBoundStore hides Reset")
+	}
+	w := &kafkaWatch{tr: newReachTracker(time.Now().Add(-time.Minute), 6*time.Second, time.Second, true)}
+	s := kafkaBoundStore{store: &offsets.KafkaStore{}, w: w}
+	if err := s.Commit(context.Background(), "t", 0, 5); !errors.Is(err, ErrKafkaUnreachable) {
+		t.Fatalf("Commit past the bound: %v", err)
+	}
+	for _, err := range s.CommitBatch(context.Background(), []offsets.Offset{{}, {}}) {
+		if !errors.Is(err, ErrKafkaUnreachable) {
+			t.Fatalf("CommitBatch past the bound: %v", err)
+		}
+	}
+	if err := s.Reset(context.Background(), "t", 0, 5); !errors.Is(err, ErrKafkaUnreachable) {
+		t.Fatalf("Reset past the bound: %v", err)
+	}
+	if _, _, err := s.Fetch(context.Background(), "t", 0); !errors.Is(err, ErrKafkaUnreachable) {
+		t.Fatalf("Fetch past the bound: %v", err)
+	}
+}
