@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/manager/assign"
 )
 
 // TestValidateBounds: values that once panicked in Join (a channel of
@@ -38,6 +39,11 @@ func TestValidateBounds(t *testing.T) {
 		{"broker port 65536", func(c *manager.Config) { c.Brokers = []string{"k1:65536"} }, "Brokers[0]"},
 		{"broker port word", func(c *manager.Config) { c.Brokers = []string{"k1:kafka"} }, "Brokers[0]"},
 		{"broker URL", func(c *manager.Config) { c.Brokers = []string{"PLAINTEXT://k1:9092"} }, "Brokers[0]"},
+		{"strategy nil", func(c *manager.Config) { c.Strategy = nil }, "Strategy"},
+		{"strategy sticky", func(c *manager.Config) { c.Strategy = assign.Sticky() }, ""},
+		{"strategy custom", func(c *manager.Config) { c.Strategy = assign.Func("mine", assign.Range().Assign) }, ""},
+		{"strategy unnamed", func(c *manager.Config) { c.Strategy = assign.Func("", assign.Range().Assign) }, "Strategy"},
+		{"strategy name with a space", func(c *manager.Config) { c.Strategy = assign.Func("my own", assign.Range().Assign) }, "Strategy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := manager.NewConfig()
