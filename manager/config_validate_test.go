@@ -39,11 +39,6 @@ func TestValidateBounds(t *testing.T) {
 		{"broker port 65536", func(c *manager.Config) { c.Brokers = []string{"k1:65536"} }, "Brokers[0]"},
 		{"broker port word", func(c *manager.Config) { c.Brokers = []string{"k1:kafka"} }, "Brokers[0]"},
 		{"broker URL", func(c *manager.Config) { c.Brokers = []string{"PLAINTEXT://k1:9092"} }, "Brokers[0]"},
-		{"strategy nil", func(c *manager.Config) { c.Strategy = nil }, "Strategy"},
-		{"strategy sticky", func(c *manager.Config) { c.Strategy = assign.Sticky() }, ""},
-		{"strategy custom", func(c *manager.Config) { c.Strategy = assign.Func("mine", assign.Range().Assign) }, ""},
-		{"strategy unnamed", func(c *manager.Config) { c.Strategy = assign.Func("", assign.Range().Assign) }, "Strategy"},
-		{"strategy name with a space", func(c *manager.Config) { c.Strategy = assign.Func("my own", assign.Range().Assign) }, "Strategy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := manager.NewConfig()
@@ -62,5 +57,31 @@ func TestValidateBounds(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// TestValidateStrategy: the strategy must be set and carry a name that can
+// travel in a registration; custom strategies with such a name pass.
+func TestValidateStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		s     assign.Strategy
+		valid bool
+	}{
+		{"nil", nil, false},
+		{"sticky", assign.Sticky(), true},
+		{"custom", assign.Func("mine", assign.Range().Assign), true},
+		{"unnamed", assign.Func("", assign.Range().Assign), false},
+		{"name with a space", assign.Func("my own", assign.Range().Assign), false},
+	} {
+		cfg := manager.NewConfig()
+		cfg.Strategy = tc.s
+		err := cfg.Validate()
+		if tc.valid != (err == nil) {
+			t.Errorf("%s: Validate() = %v", tc.name, err)
+		}
+		if err != nil && (!errors.Is(err, manager.ErrConfig) || !strings.Contains(err.Error(), "Strategy:")) {
+			t.Errorf("%s: error %q is not ErrConfig naming Strategy", tc.name, err)
+		}
 	}
 }
