@@ -40,9 +40,9 @@ func (e *UnknownStrategyError) Error() string {
 func (e *UnknownStrategyError) Unwrap() error { return ErrUnknownStrategy }
 
 // ByName returns the strategy of this package named name (exact,
-// case-sensitive match of one of Names()); its Name() is name. For any other name it returns a nil Strategy and
-// an *UnknownStrategyError wrapping ErrUnknownStrategy. ByName never blocks
-// and is safe for concurrent use.
+// case-sensitive match of one of Names()); its Name() is name. For any other
+// name it returns a nil Strategy and an *UnknownStrategyError wrapping
+// ErrUnknownStrategy. ByName never blocks and is safe for concurrent use.
 func ByName(name string) (Strategy, error) {
 	switch name {
 	case NameRange:
@@ -60,7 +60,8 @@ func ByName(name string) (Strategy, error) {
 }
 
 // Names returns the valid strategy names in a fixed order, the default
-// first, as a new slice the caller may modify. It never blocks and is safe for concurrent use.
+// first, as a new slice the caller may modify. It never blocks and is safe
+// for concurrent use.
 func Names() []string {
 	return []string{NameBalanced, NameRange, NameRoundRobin, NameLeaderAware, NameSticky}
 }

@@ -5,11 +5,11 @@ import (
 	"slices"
 )
 
-// LeaderAware returns the strategy that assigns partitions so that each member consumes from as few
-// distinct leader brokers as possible while the partition counts stay
-// balanced. It ignores Partition.Owner, so a membership change moves most
-// partitions; Balanced (the default) starts from the same placement and
-// then moves as few as possible.
+// LeaderAware returns the strategy that assigns partitions so that each
+// member consumes from as few distinct leader brokers as possible while the
+// partition counts stay balanced. It ignores Partition.Owner, so a
+// membership change moves most partitions; Balanced (the default) starts
+// from the same placement and then moves as few as possible.
 //
 // Algorithm:
 //

@@ -1,11 +1,12 @@
 package assign
 
-// Range returns the strategy that assigns partitions with the semantics of Kafka's RangeAssignor. Each
-// topic is handled on its own: its eligible members are sorted by ID, its
-// partitions by ID, and the partitions are cut into contiguous ranges, one
-// per member in order; with P partitions and N eligible members every member
-// gets P/N partitions and the first P mod N members get one more. Counts are
-// therefore balanced to within one per topic, but not necessarily overall.
+// Range returns the strategy that assigns partitions with the semantics of
+// Kafka's RangeAssignor. Each topic is handled on its own: its eligible
+// members are sorted by ID, its partitions by ID, and the partitions are cut
+// into contiguous ranges, one per member in order; with P partitions and N
+// eligible members every member gets P/N partitions and the first P mod N
+// members get one more. Counts are therefore balanced to within one per
+// topic, but not necessarily overall.
 //
 // The Strategy Range returns is pure, never blocks and is safe for
 // concurrent use; its Name is NameRange.

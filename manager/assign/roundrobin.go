@@ -1,12 +1,12 @@
 package assign
 
-// RoundRobin returns the strategy that assigns partitions with the semantics of Kafka's
-// RoundRobinAssignor. All partitions are sorted by (Topic, ID) and dealt in
-// turn to the members sorted by ID: a cursor walks the member ring, skips
-// members not subscribed to the partition's topic, hands the partition to the
-// first subscribed member and then moves one past it. Partitions of topics
-// nobody subscribes to are left out. When every member subscribes to every
-// topic the counts are balanced to within one overall.
+// RoundRobin returns the strategy that assigns partitions with the semantics
+// of Kafka's RoundRobinAssignor. All partitions are sorted by (Topic, ID)
+// and dealt in turn to the members sorted by ID: a cursor walks the member
+// ring, skips members not subscribed to the partition's topic, hands the
+// partition to the first subscribed member and then moves one past it.
+// Partitions of topics nobody subscribes to are left out. When every member
+// subscribes to every topic the counts are balanced to within one overall.
 //
 // The Strategy RoundRobin returns is pure, never blocks and is safe for
 // concurrent use; its Name is NameRoundRobin.

@@ -5,10 +5,10 @@ import (
 	"slices"
 )
 
-// Sticky returns the strategy that assigns partitions by rendezvous (highest-random-weight) hashing
-// with bounded load. It keeps no memory of earlier assignments: stickiness
-// comes from the hash alone, so that a membership change moves few
-// partitions.
+// Sticky returns the strategy that assigns partitions by rendezvous
+// (highest-random-weight) hashing with bounded load. It keeps no memory of
+// earlier assignments: stickiness comes from the hash alone, so that a
+// membership change moves few partitions.
 //
 // Every (member, partition) pair has a stable weight
 // score(member, topic, partition) built from FNV-1a 64 and the SplitMix64
