@@ -142,13 +142,27 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	choice := chooseStrategy(c.strategy, members)
 	mine := map[TopicPartition]bool{}
 	if choice.use != nil {
-		a := choice.use.Assign(assignMembers(members, topics), parts)
+		a := choice.use.Assign(assignMembers(withoutExcluded(members, choice.exclude), topics), parts)
 		for _, p := range a[c.id] {
 			mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 		}
 	}
 	return &plan{members: members, watch: watch, snap: snap, withParts: withParts, parts: parts, owners: owners,
 		mine: mine, strategy: choice}, nil
+}
+
+// withoutExcluded returns members without those in exclude.
+func withoutExcluded(members []member, exclude map[string]bool) []member {
+	if len(exclude) == 0 {
+		return members
+	}
+	out := make([]member, 0, len(members))
+	for _, m := range members {
+		if !exclude[m.id] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // relevantView is the part of a metadata view that decides the

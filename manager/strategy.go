@@ -15,8 +15,9 @@ import (
 // that publishes a strategy computes with the strategy of the oldest such
 // member (the one whose registration was created first in ZooKeeper), and
 // a member that does not know that strategy (a custom one, or one of a
-// newer version) claims nothing: no partition is consumed by two members
-// and none moves back and forth. It is reported on Errors() once per peer
+// newer version) claims nothing and, when it is a custom strategy, is given
+// nothing by the members that compute it: no partition is consumed by two
+// members and none moves back and forth. It is reported on Errors() once per peer
 // and strategy while it lasts, and the peers are listed in
 // Stats.StrategyMismatches. It unwraps to ErrStrategyMismatch. A plain
 // value.
@@ -58,6 +59,9 @@ type strategyChoice struct {
 	// peers maps the members publishing another strategy than own to
 	// the name they publish.
 	peers map[string]string
+	// exclude: members given nothing, because they cannot compute the
+	// strategy in force (a custom one they do not publish).
+	exclude map[string]bool
 }
 
 // chooseStrategy decides what to compute with: own when every member that
@@ -65,8 +69,10 @@ type strategyChoice struct {
 // consumers or older zkgroups, do not count), otherwise the strategy of the
 // oldest member publishing one (smallest creation zxid of its ids node,
 // then smallest id), found by assign.ByName, or nil when that is not a
-// name assign knows. Every member reading the same registrations makes the
-// same choice. It is pure.
+// name assign knows. A strategy assign does not know is custom: only the
+// members publishing its name can compute it, so the others are excluded
+// from the assignment (given nothing) while it is in force. Every member
+// reading the same registrations makes the same choice. It is pure.
 func chooseStrategy(own assign.Strategy, members []member) strategyChoice {
 	ch := strategyChoice{use: own}
 	var oldest *member
@@ -89,6 +95,16 @@ func chooseStrategy(own assign.Strategy, members []member) strategyChoice {
 		return ch
 	}
 	ch.oldest, ch.oldestStrategy = oldest.id, oldest.strategy
+	if _, err := assign.ByName(oldest.strategy); err != nil {
+		for _, m := range members {
+			if m.strategy != "" && m.strategy != oldest.strategy {
+				if ch.exclude == nil {
+					ch.exclude = map[string]bool{}
+				}
+				ch.exclude[m.id] = true
+			}
+		}
+	}
 	if oldest.strategy == own.Name() {
 		return ch
 	}

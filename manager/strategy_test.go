@@ -23,6 +23,7 @@ func TestChooseStrategy(t *testing.T) {
 		use     string // "" : nil
 		oldest  string
 		peers   map[string]string
+		exclude map[string]bool
 	}{
 		{name: "alone", own: assign.Balanced(), members: []member{{id: "a", strategy: "balanced", czxid: 5}},
 			use: "balanced", oldest: "a"},
@@ -38,12 +39,15 @@ func TestChooseStrategy(t *testing.T) {
 		{name: "same zxid: smallest id", own: assign.Range(),
 			members: []member{{id: "z", strategy: "range", czxid: 4}, {id: "y", strategy: "roundrobin", czxid: 4}},
 			use:     "roundrobin", oldest: "y", peers: map[string]string{"y": "roundrobin"}},
-		{name: "oldest custom: claim nothing", own: assign.Balanced(),
-			members: []member{{id: "a", strategy: "mine", czxid: 1}, {id: "b", strategy: "balanced", czxid: 2}},
-			use:     "", oldest: "a", peers: map[string]string{"a": "mine"}},
+		{name: "oldest custom: claim nothing, be given nothing", own: assign.Balanced(),
+			members: []member{{id: "a", strategy: "mine", czxid: 1}, {id: "b", strategy: "balanced", czxid: 2}, {id: "j", czxid: 3}},
+			use:     "", oldest: "a", peers: map[string]string{"a": "mine"}, exclude: map[string]bool{"b": true}},
 		{name: "own custom oldest", own: mine,
-			members: []member{{id: "a", strategy: "mine", czxid: 1}, {id: "b", strategy: "balanced", czxid: 2}},
-			use:     "mine", oldest: "a", peers: map[string]string{"b": "balanced"}},
+			members: []member{{id: "a", strategy: "mine", czxid: 1}, {id: "b", strategy: "balanced", czxid: 2}, {id: "c", strategy: "mine", czxid: 3}},
+			use:     "mine", oldest: "a", peers: map[string]string{"b": "balanced"}, exclude: map[string]bool{"b": true}},
+		{name: "younger custom follows a known one", own: mine,
+			members: []member{{id: "a", strategy: "sticky", czxid: 1}, {id: "b", strategy: "mine", czxid: 2}},
+			use:     "sticky", oldest: "a", peers: map[string]string{"a": "sticky"}},
 		{name: "unreadable registration is no mismatch", own: assign.Balanced(),
 			members: []member{{id: "a", err: ErrBadRegistration, czxid: 1}, {id: "b", strategy: "balanced", czxid: 2}},
 			use:     "balanced", oldest: "b"},
@@ -61,8 +65,9 @@ func TestChooseStrategy(t *testing.T) {
 				if ch.use != nil {
 					got = ch.use.Name()
 				}
-				if got != tc.use || ch.oldest != tc.oldest || !reflect.DeepEqual(ch.peers, tc.peers) {
-					t.Fatalf("got use %q oldest %q peers %v; want %q %q %v", got, ch.oldest, ch.peers, tc.use, tc.oldest, tc.peers)
+				if got != tc.use || ch.oldest != tc.oldest || !reflect.DeepEqual(ch.peers, tc.peers) || !reflect.DeepEqual(ch.exclude, tc.exclude) {
+					t.Fatalf("got use %q oldest %q peers %v exclude %v; want %q %q %v %v", got, ch.oldest, ch.peers, ch.exclude,
+						tc.use, tc.oldest, tc.peers, tc.exclude)
 				}
 			}
 		})
