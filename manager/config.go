@@ -96,11 +96,16 @@ type Config struct {
 	// the granted timeout without a reply (Stats shows it).
 	SessionTimeout time.Duration
 	// Strategy computes which member owns which partition; every member
-	// of a group must use the same. Default assign.Balanced: balanced
+	// of a group must use the same. Default assign.Balanced(): balanced
 	// counts, only what must move moves, preferred leaders spread.
-	// assign.ByName maps the names "balanced", "leader-aware", "sticky",
-	// "range" and "roundrobin"; any function of type assign.Strategy that
-	// is pure and deterministic may be plugged in (see assign.Strategy).
+	// assign.ByName maps the names of assign.Names() ("balanced",
+	// "range", "roundrobin", "leader-aware", "sticky") to strategies; any
+	// pure, deterministic assign.Strategy with a valid name (see
+	// assign.ValidName, assign.Func) may be plugged in. Each member
+	// publishes its strategy's name in its registration; while members
+	// publish different names, each reports the others on Errors()
+	// (*StrategyMismatchError) and computes with the strategy of the
+	// oldest member, or claims nothing if it does not know that one.
 	Strategy assign.Strategy
 	// Mode: ModeMerged (default) or ModePartitions.
 	Mode Mode
@@ -243,7 +248,7 @@ type TopicPartition = offsets.TopicPartition
 func NewConfig() *Config {
 	return &Config{
 		SessionTimeout:    10 * time.Second,
-		Strategy:          assign.Balanced,
+		Strategy:          assign.Balanced(),
 		Mode:              ModeMerged,
 		Delivery:          DeliveryMessages,
 		OffsetStorage:     StorageKafka,
@@ -278,6 +283,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Strategy == nil {
 		return fmt.Errorf("%w: Strategy: nil", ErrConfig)
+	}
+	if why := assign.ValidName(c.Strategy.Name()); why != "" {
+		return fmt.Errorf("%w: Strategy: name %q: %s", ErrConfig, c.Strategy.Name(), why)
 	}
 	if c.Mode != ModeMerged && c.Mode != ModePartitions {
 		return fmt.Errorf("%w: Mode: %q is neither %q nor %q", ErrConfig, c.Mode, ModeMerged, ModePartitions)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/manager/assign"
 )
 
 // TestValidateBounds: values that once panicked in Join (a channel of
@@ -62,5 +63,31 @@ func TestValidateBounds(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// TestValidateStrategy: the strategy must be set and carry a name that can
+// travel in a registration; custom strategies with such a name pass.
+func TestValidateStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		s     assign.Strategy
+		valid bool
+	}{
+		{"nil", nil, false},
+		{"sticky", assign.Sticky(), true},
+		{"custom", assign.Func("mine", assign.Range().Assign), true},
+		{"unnamed", assign.Func("", assign.Range().Assign), false},
+		{"name with a space", assign.Func("my own", assign.Range().Assign), false},
+	} {
+		cfg := manager.NewConfig()
+		cfg.Strategy = tc.s
+		err := cfg.Validate()
+		if tc.valid != (err == nil) {
+			t.Errorf("%s: Validate() = %v", tc.name, err)
+		}
+		if err != nil && (!errors.Is(err, manager.ErrConfig) || !strings.Contains(err.Error(), "Strategy:")) {
+			t.Errorf("%s: error %q is not ErrConfig naming Strategy", tc.name, err)
+		}
 	}
 }

@@ -115,6 +115,11 @@ type Consumer struct {
 	// lasts; squatted: partitions held by a non-member now.
 	badNodes map[string]string
 	squatted int
+	// strategyPeers: the members publishing another strategy (id to
+	// name), as reported; strategyInForce: what the last rebalance
+	// computed with ("" none). See noteStrategiesLocked.
+	strategyPeers   map[string]string
+	strategyInForce string
 
 	rebalances    atomic.Uint64
 	claimWaits    atomic.Int64
@@ -242,7 +247,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	}
 	storeLog := log.With("instance", id) // the offset store adds the group itself
 	log = log.With("group", group, "instance", id)
-	regData, err := registration(sub, saramaConfig(cfg).ClientID)
+	regData, err := registration(sub, saramaConfig(cfg).ClientID, strategy.Name())
 	if err != nil {
 		return nil, fmt.Errorf("%w: subscription: %w", ErrConfig, err)
 	}
@@ -398,7 +403,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.regEpoch = st.Epoch
 	c.registered = true
 	c.health.set(st.Healthy)
-	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", assign.NameOf(cfg.Strategy))
+	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy.Name())
 	ok = true
 	c.t.Go(c.runKafkaWatch)
 	c.t.Go(c.watchHealth)

@@ -25,10 +25,13 @@
 // Rebalancing. Every member computes the same assignment from the same
 // ZooKeeper state (members, subscribed partitions and their current
 // owners), with no leader and no shared plan node. The default strategy,
-// assign.Balanced, moves only what must move (a join takes about P/N
+// assign.Balanced(), moves only what must move (a join takes about P/N
 // partitions, a leave hands out only the leaver's) and gives the same plan
 // from every state of its own hand-over, so members reading the owners at
-// different moments agree. A member recomputes only when something that
+// different moments agree. Each member publishes its strategy's name in its
+// registration; members that see another name report it on Errors()
+// (*StrategyMismatchError) and meanwhile all compute with the oldest
+// member's strategy, so that they still agree. A member recomputes only when something that
 // decides the assignment changed: the members, a subscribed topic's
 // partitions, or its ZooKeeper session. A partition leader change is not
 // one (the fetcher follows the new leader), nor is a partition stopping or

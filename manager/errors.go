@@ -21,6 +21,10 @@ var (
 	// ErrMalformedTopic: a topic node under /brokers/topics cannot be read;
 	// the topic's partitions are left out until it is fixed.
 	ErrMalformedTopic = errors.New("manager: malformed topic node")
+	// ErrStrategyMismatch: a member of the group publishes another
+	// assignment strategy than Config.Strategy (see
+	// StrategyMismatchError, which wraps it).
+	ErrStrategyMismatch = errors.New("manager: members use different assignment strategies")
 )
 
 // NodeError is a problem with one ZooKeeper node of the group, reported on

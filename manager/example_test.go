@@ -17,7 +17,7 @@ func ExampleJoin() {
 		log.Fatal(err)
 	}
 	cfg := manager.NewConfig()
-	cfg.Strategy = assign.Sticky
+	cfg.Strategy = assign.Sticky()
 	c, err := manager.Join(context.Background(), "billing", sub, "zk1:2181,zk2:2181/kafka", cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -17,6 +17,11 @@ type member struct {
 	id  string
 	sub *subscription.Subscription // nil when unreadable
 	err error                      // why it is unreadable (wraps ErrBadRegistration)
+	// strategy is the strategy name it publishes ("" none: a JVM
+	// consumer, an older zkgroup, or unreadable); czxid is the creation
+	// zxid of its node, which orders the members by age.
+	strategy string
+	czxid    int64
 }
 
 // readMembers lists the group's members (setting a child watch) and reads
@@ -30,7 +35,7 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, er
 	sort.Strings(ids)
 	out := make([]member, 0, len(ids))
 	for _, id := range ids {
-		data, _, err := s.Get(zkdata.IDPath(group, id))
+		data, stat, err := s.Get(zkdata.IDPath(group, id))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile; the watch fires again
 		}
@@ -47,7 +52,7 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, er
 			out = append(out, member{id: id, err: fmt.Errorf("%w: subscription: %w", ErrBadRegistration, err)})
 			continue
 		}
-		out = append(out, member{id: id, sub: sub})
+		out = append(out, member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid})
 	}
 	return out, ch, nil
 }

@@ -44,6 +44,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	}
 	c.relevant = relevantView(snap.Topics, c.memberSubs)
 	c.noteBadRegistrationsLocked(members)
+	c.noteStrategiesLocked(pl.strategy)
 	c.assigned = sortedTPs(mine)
 	c.assignedTopics = withParts
 	var revoked, added []TopicPartition
@@ -89,6 +90,7 @@ type plan struct {
 	parts     []assign.Partition
 	owners    map[TopicPartition]string
 	mine      map[TopicPartition]bool
+	strategy  strategyChoice // what mine was computed with
 }
 
 // computePlan reads the members, the owners of the subscribed partitions
@@ -134,12 +136,33 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 				Owner: owners[TopicPartition{Topic: t, Partition: p.ID}]})
 		}
 	}
-	a := c.strategy(assignMembers(members, topics), parts)
+	// Members publishing different strategies would never agree:
+	// compute with the oldest one's, or claim nothing when it is not
+	// known here (see StrategyMismatchError).
+	choice := chooseStrategy(c.strategy, members)
 	mine := map[TopicPartition]bool{}
-	for _, p := range a[c.id] {
-		mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+	if choice.use != nil {
+		a := choice.use.Assign(assignMembers(withoutExcluded(members, choice.exclude), topics), parts)
+		for _, p := range a[c.id] {
+			mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+		}
 	}
-	return &plan{members: members, watch: watch, snap: snap, withParts: withParts, parts: parts, owners: owners, mine: mine}, nil
+	return &plan{members: members, watch: watch, snap: snap, withParts: withParts, parts: parts, owners: owners,
+		mine: mine, strategy: choice}, nil
+}
+
+// withoutExcluded returns members without those in exclude.
+func withoutExcluded(members []member, exclude map[string]bool) []member {
+	if len(exclude) == 0 {
+		return members
+	}
+	out := make([]member, 0, len(members))
+	for _, m := range members {
+		if !exclude[m.id] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // relevantView is the part of a metadata view that decides the

@@ -26,8 +26,9 @@ func newInstanceID(group string) string {
 	return fmt.Sprintf("%s_%s-%d-%s", group, host, time.Now().UnixMilli(), uuid.NewString()[:8])
 }
 
-// registration is the JSON of this member's ids node.
-func registration(sub *subscription.Subscription, clientID string) ([]byte, error) {
+// registration is the JSON of this member's ids node; strategy is the name
+// of its assignment strategy, published for the other members.
+func registration(sub *subscription.Subscription, clientID, strategy string) ([]byte, error) {
 	host, _ := os.Hostname()
 	return zkdata.MemberRegistration{
 		Version:      1,
@@ -36,6 +37,7 @@ func registration(sub *subscription.Subscription, clientID string) ([]byte, erro
 		Timestamp:    time.Now().UnixMilli(),
 		Host:         host,
 		ClientID:     clientID,
+		Strategy:     strategy,
 	}.Marshal()
 }
 

@@ -57,6 +57,15 @@ type Stats struct {
 	// partitions this member should own that are held by an id that is
 	// not a member. Both are also reported on Errors() (*NodeError).
 	BadRegistrations, SquattedPartitions int
+	// StrategyMismatches lists, sorted, the members that publish another
+	// assignment strategy than Config.Strategy at the last rebalance
+	// (each also reported on Errors() as a *StrategyMismatchError);
+	// Strategy is the name of the strategy the last rebalance computed
+	// with: Config.Strategy's, the oldest member's while they differ, or
+	// "" when this member does not know the oldest member's and claims
+	// nothing (and before the first rebalance).
+	StrategyMismatches []string
+	Strategy           string
 	// MalformedTopics counts the topic nodes the metadata reader skipped
 	// as malformed (each reported on Errors() too).
 	MalformedTopics   uint64
@@ -103,6 +112,7 @@ func (c *Consumer) Stats() Stats {
 		}
 	}
 	s.SquattedPartitions = c.squatted
+	s.StrategyMismatches, s.Strategy = c.strategyMismatchesLocked(), c.strategyInForce
 	s.LoopAt = time.Unix(0, c.loopAt.Load())
 	s.MalformedTopics = c.malformedTopics.Load()
 	if n := len(c.history); n > 0 {

@@ -45,19 +45,25 @@ func readReset(t *testing.T, c net.Conn) bool {
 	return true
 }
 
-// TestFencedConnDeadline: a write within the deadline goes through; a
-// write past it is refused with ErrLeaseExpired and tears the connection
-// down with a reset (SO_LINGER 0), so the kernel sends nothing queued.
-func TestFencedConnDeadline(t *testing.T) {
+// dialFenced dials a loopback listener through a lingerDialer and returns
+// the fenced connection and the peer's side, closed when the test ends.
+func dialFenced(t *testing.T) (*fencedConn, net.Conn) {
+	t.Helper()
 	addr, accepted := acceptOne(t)
 	d := &lingerDialer{d: net.Dialer{Timeout: 5 * time.Second}}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	peer := <-accepted
-	fc := c.(*fencedConn)
+	t.Cleanup(func() { c.Close() })
+	return c.(*fencedConn), <-accepted
+}
+
+// TestFencedConnDeadline: a write within the deadline goes through; a
+// write past it is refused with ErrLeaseExpired and tears the connection
+// down with a reset (SO_LINGER 0), so the kernel sends nothing queued.
+func TestFencedConnDeadline(t *testing.T) {
+	fc, peer := dialFenced(t)
 	fc.allow(time.Now().Add(time.Minute))
 	if _, err := fc.Write([]byte("in time")); err != nil {
 		t.Fatalf("write within the deadline: %v", err)
@@ -84,15 +90,8 @@ func TestFencedConnDeadline(t *testing.T) {
 // TestFencedConnBetweenRequests: outside a request (no deadline given)
 // nothing may be written.
 func TestFencedConnBetweenRequests(t *testing.T) {
-	addr, accepted := acceptOne(t)
-	d := &lingerDialer{d: net.Dialer{Timeout: 5 * time.Second}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer := <-accepted
-	c.(*fencedConn).allow(time.Time{})
+	c, peer := dialFenced(t)
+	c.allow(time.Time{})
 	if _, err := c.Write([]byte("x")); !errors.Is(err, ErrLeaseExpired) {
 		t.Fatalf("write without a deadline: %v", err)
 	}

@@ -5,26 +5,37 @@
 //
 //	zkgroup run --config FILE [--<field> value ...]   the daemon
 //	zkgroup validate --config FILE [--json]           check a config, exit 2 if bad
-//	zkgroup describe --zookeeper ZK --group G [--json]
-//	zkgroup offsets reset --zookeeper ZK --group G --topic T --to-earliest|--to-latest|
+//	zkgroup describe [--config FILE] --zookeeper ZK --group G [--json]
+//	zkgroup offsets reset [--config FILE] --zookeeper ZK --group G --topic T --to-earliest|--to-latest|
 //	        --to-offset N|--to-datetime T|--shift-by N [--execute] [--json]
-//	zkgroup offsets migrate --zookeeper ZK --group G --from zookeeper --to kafka [--execute] [--json]
+//	zkgroup offsets migrate [--config FILE] --zookeeper ZK --group G --from zookeeper --to kafka [--execute] [--json]
 //	zkgroup healthcheck [--url http://127.0.0.1:9779/healthz]
 //	zkgroup version [--json]
 //
-// Exit status: 0 success, 1 failure at run time, 2 bad configuration or
-// usage (reported before anything is written to ZooKeeper), 3 credentials
-// or certificates refused.
+// Exit status (TestDocExitCodes compares this list with the code):
+//
+//   - 0 (ok): success
+//   - 1 (failure): failure at run time
+//   - 2 (usage): bad configuration or usage, reported before anything is
+//     written to ZooKeeper
+//   - 3 (refused): a server refused the credentials or the client
+//     certificate, or the server's certificate did not verify
 //
 // Started while ZooKeeper does not answer, run keeps trying (jittered
 // backoff, a log line per attempt) with its admin server up (/readyz 503
 // says why) until ZooKeeper answers, a signal stops it (exit 0), or
 // zookeeper_start_timeout passes (exit 1; 0, the default, waits forever).
 //
+// The operator commands (describe, offsets) fail at once, with exit 1,
+// when every ZooKeeper server refuses the connection; when ZooKeeper is
+// slow to answer they say on stderr what they wait for, up to --timeout.
+//
 // The daemon logs to stderr (text or JSON, log/slog). It stops cleanly on
 // SIGTERM or SIGINT (drain, commit, release, deregister) within
 // shutdown_timeout; a second signal exits at once with status 1. Under
 // systemd (Type=notify) it sends READY=1 once every assigned partition is
 // fetching, STOPPING=1 at shutdown, and watchdog pings when WatchdogSec is
-// set. See configs/zkgroup.yaml for every setting.
+// set. configs/zkgroup.yaml holds every setting with its help, allowed
+// values and default (generated from internal/config; TestExampleConfig
+// keeps it so).
 package main

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -56,40 +55,7 @@ func startDaemonAs(t *testing.T, o runOpts, u *testcluster.NetUser) *proc {
 			t.Fatal(err)
 		}
 	}
-	d.cmd = exec.Command(bin, append([]string{"run", "--config", cfg}, o.args...)...)
-	d.cmd.Env = append(append(cleanEnv(), "NOTIFY_SOCKET="+d.notify.path), o.env...)
-	d.cmd.Dir = dir
-	d.cmd.Stderr = d.stderr
-	if u != nil {
-		d.cmd.SysProcAttr = u.SysProcAttr()
-	}
-	if o.stdout != "" {
-		f, err := os.OpenFile(o.stdout, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		d.cmd.Stdout = f
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = d.cmd.Wait()
-		d.code = d.cmd.ProcessState.ExitCode()
-		close(d.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			_ = d.cmd.Process.Kill() // a stopped process too
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("daemon %d stderr:\n%s", d.cmd.Process.Pid, tail(d.stderr.String(), 40))
-		}
-	})
+	launch(t, d, bin, cfg, dir, o, u)
 	return d
 }
 

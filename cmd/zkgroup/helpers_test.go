@@ -174,11 +174,26 @@ func startDaemon(t *testing.T, o runOpts) *proc {
 		t.Fatal(err)
 	}
 	d := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
+	launch(t, d, bin, cfg, "", o, nil)
+	return d
+}
+
+// launch starts `zkgroup run --config cfg` for d, in dir ("": the test's
+// own) and as u (nil: the test's own user), and arranges its end: at
+// cleanup it is killed if still running, every JSON log line of its is
+// checked for repeated keys, and its stderr's tail is logged if the test
+// failed.
+func launch(t *testing.T, d *proc, bin, cfg, dir string, o runOpts, u *testcluster.NetUser) {
+	t.Helper()
 	d.cmd = exec.Command(bin, append([]string{"run", "--config", cfg}, o.args...)...)
 	// JSON logs (unless the test sets the format), so that every line can
 	// be checked for repeated keys at the end.
 	d.cmd.Env = append(append(cleanEnv(), "NOTIFY_SOCKET="+d.notify.path, "ZKGROUP_LOG_FORMAT=json"), o.env...)
+	d.cmd.Dir = dir
 	d.cmd.Stderr = d.stderr
+	if u != nil {
+		d.cmd.SysProcAttr = u.SysProcAttr()
+	}
 	if o.stdout != "" {
 		f, err := os.OpenFile(o.stdout, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -199,15 +214,14 @@ func startDaemon(t *testing.T, o runOpts) *proc {
 		select {
 		case <-d.done:
 		default:
-			_ = d.cmd.Process.Kill()
+			_ = d.cmd.Process.Kill() // a stopped process too
 			<-d.done
 		}
 		checkLogKeys(t, d.stderr.String())
 		if t.Failed() {
-			t.Logf("daemon stderr:\n%s", tail(d.stderr.String(), 40))
+			t.Logf("daemon %d stderr:\n%s", d.cmd.Process.Pid, tail(d.stderr.String(), 40))
 		}
 	})
-	return d
 }
 
 // checkLogKeys fails t for every JSON log line of a daemon's stderr that

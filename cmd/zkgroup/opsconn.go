@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -115,11 +117,40 @@ func zooKeeperOf(cfg *config.Config, timeout time.Duration) ops.ZooKeeper {
 	return z
 }
 
+// waitNoteAfter is how long connect waits for a ZooKeeper session
+// before it says on stderr what it waits for.
+const waitNoteAfter = 2 * time.Second
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// connect opens the command's ZooKeeper session and Kafka clients. When
+// every ZooKeeper server refuses the connection it fails at once; when
+// the session takes longer than waitNoteAfter, it says on stderr what it
+// waits for and for how long (--timeout).
 func (g *groupFlags) connect(stderr io.Writer) (*conn, error) {
+	stderr = &lockedWriter{w: stderr}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	c := &conn{log: log, group: g.cfg.Group}
+	if err := ops.ProbeRefused(context.Background(), g.cfg.ZooKeeper); err != nil {
+		return nil, err
+	}
+	note := time.AfterFunc(waitNoteAfter, func() {
+		fmt.Fprintf(stderr, "zkgroup: waiting up to %v (--timeout) for a ZooKeeper session with %s\n", g.timeout, g.cfg.ZooKeeper)
+	})
 	var err error
-	if c.sess, err = ops.DialZooKeeper(zooKeeperOf(g.cfg, g.timeout), log); err != nil {
+	c.sess, err = ops.DialZooKeeper(zooKeeperOf(g.cfg, g.timeout), log)
+	note.Stop()
+	if err != nil {
 		return nil, explain(err, g.cfg, sideZooKeeper)
 	}
 	if c.brokers = g.cfg.Brokers; len(c.brokers) == 0 {

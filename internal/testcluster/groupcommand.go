@@ -59,18 +59,29 @@ func (c *Cluster) DescribeGroup(ctx context.Context, group string) ([]GroupRow, 
 	}
 	args := append(toolArgs(c.LibDir(), c.dir), ConsumerGroupCommandClass,
 		"--bootstrap-server", strings.Join(addrs, ","), "--describe", "--group", group)
-	cmd := exec.CommandContext(ctx, "java", args...)
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%w: describe group %q: %w\nstdout:\n%s\nstderr:\n%s",
-			ErrGroupCommand, group, err, stdout.String(), stderr.String())
-	}
-	// The tool reports errors such as an unknown group on stdout, with
-	// exit status 0.
-	out := stdout.String()
-	if strings.HasPrefix(out, "Error:") || strings.Contains(out, "\nError:") {
+	var out string
+	// The tool's admin client gives up on its own timeouts (finding the
+	// coordinator, a node assignment) when a loaded machine answers
+	// slowly: such a run is tried again, up to 3 times in all.
+	for attempt := 1; ; attempt++ {
+		cmd := exec.CommandContext(ctx, "java", args...)
+		cmd.WaitDelay = 5 * time.Second
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%w: describe group %q: %w\nstdout:\n%s\nstderr:\n%s",
+				ErrGroupCommand, group, err, stdout.String(), stderr.String())
+		}
+		// The tool reports errors such as an unknown group on stdout,
+		// with exit status 0.
+		out = stdout.String()
+		if !strings.HasPrefix(out, "Error:") && !strings.Contains(out, "\nError:") {
+			break
+		}
+		if attempt < 3 && strings.Contains(out, "errors.TimeoutException") && ctx.Err() == nil {
+			c.note(fmt.Sprintf("kafka-consumer-groups timed out (attempt %d); trying again", attempt))
+			continue
+		}
 		return nil, fmt.Errorf("%w: describe group %q: %s", ErrGroupCommand, group, strings.TrimSpace(out))
 	}
 	rows, err := ParseGroupDescribe(out)

@@ -23,6 +23,12 @@ type MemberRegistration struct {
 	// Host and ClientID, written by zkgroup for operator tools (describe's
 	// HOST and CLIENT-ID); JVM tools ignore them. Empty: left out.
 	Host, ClientID string
+	// Strategy is the name of the member's assignment strategy
+	// (assign.Strategy.Name), written by zkgroup under "zkgroup_strategy"
+	// so that members can tell when they would compute different
+	// assignments; JVM tools ignore it. Empty: left out when writing, and
+	// unknown when read (a JVM consumer or an older zkgroup).
+	Strategy string
 }
 
 type memberOut struct {
@@ -32,6 +38,7 @@ type memberOut struct {
 	Timestamp    string         `json:"timestamp"`
 	Host         string         `json:"host,omitempty"`
 	ClientID     string         `json:"client_id,omitempty"`
+	Strategy     string         `json:"zkgroup_strategy,omitempty"`
 }
 
 type memberIn struct {
@@ -39,6 +46,7 @@ type memberIn struct {
 	Subscription map[string]int  `json:"subscription"`
 	Pattern      *string         `json:"pattern"`
 	Timestamp    json.RawMessage `json:"timestamp"`
+	Strategy     string          `json:"zkgroup_strategy"`
 }
 
 // Marshal encodes m as Kafka's ZooKeeper consumer does:
@@ -60,6 +68,8 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 		return nil, malformed(node, "subscription", "", "empty")
 	case m.Timestamp < 0:
 		return nil, malformed(node, "timestamp", strconv.FormatInt(m.Timestamp, 10), "negative")
+	case !utf8.ValidString(m.Strategy):
+		return nil, malformed(node, "zkgroup_strategy", m.Strategy, "invalid UTF-8")
 	}
 	for k, n := range m.Subscription {
 		if !utf8.ValidString(k) {
@@ -83,6 +93,7 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 		Timestamp:    strconv.FormatInt(m.Timestamp, 10),
 		Host:         m.Host,
 		ClientID:     m.ClientID,
+		Strategy:     m.Strategy,
 	})
 	if err != nil {
 		e := malformed(node, "", "", err.Error())
@@ -96,7 +107,8 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 // "subscription" are required and non-empty; stream counts must be
 // non-negative integers. "timestamp" may be a string of decimal digits (as
 // the JVM writes it), a non-negative JSON integer (as older Go consumers
-// wrote it), null or absent (0). Unknown fields are ignored. Errors wrap
+// wrote it), null or absent (0). "zkgroup_strategy", when present and not
+// null, must be a string (Strategy; "" when absent). Unknown fields are ignored. Errors wrap
 // ErrMalformed and name the member and field. It is pure, safe for
 // concurrent use, and does not block.
 func ParseMemberRegistration(id string, data []byte) (MemberRegistration, error) {
@@ -129,6 +141,7 @@ func ParseMemberRegistration(id string, data []byte) (MemberRegistration, error)
 		Subscription: raw.Subscription,
 		Pattern:      *raw.Pattern,
 		Timestamp:    ts,
+		Strategy:     raw.Strategy,
 	}, nil
 }
 

@@ -30,6 +30,11 @@ func TestMemberMarshal(t *testing.T) {
 			want: `{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"5","host":"h1","client_id":"zkgroup"}`,
 		},
 		{
+			name: "strategy name after the operator fields, the JVM's fields unchanged",
+			m:    MemberRegistration{Version: 1, Pattern: "static", Subscription: map[string]int{"t": 1}, Timestamp: 5, Host: "h1", ClientID: "zkgroup", Strategy: "balanced"},
+			want: `{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"5","host":"h1","client_id":"zkgroup","zkgroup_strategy":"balanced"}`,
+		},
+		{
 			name: "escaping",
 			m:    MemberRegistration{Version: 1, Pattern: "black_list", Subscription: map[string]int{`a\.b"`: 1}},
 			want: `{"version":1,"subscription":{"a\\.b\"":1},"pattern":"black_list","timestamp":"0"}`,
@@ -55,6 +60,7 @@ func TestMemberMarshalErrors(t *testing.T) {
 		{MemberRegistration{Pattern: "static", Subscription: ok, Timestamp: -1}, `timestamp "-1": negative`},
 		{MemberRegistration{Pattern: "static", Subscription: map[string]int{"\xff": 1}}, "invalid UTF-8"},
 		{MemberRegistration{Pattern: "st\xffatic", Subscription: ok}, "pattern"},
+		{MemberRegistration{Pattern: "static", Subscription: ok, Strategy: "\xff"}, "zkgroup_strategy"},
 	}
 	for _, tt := range tests {
 		got, err := tt.m.Marshal()
@@ -90,6 +96,16 @@ func TestParseMemberRegistration(t *testing.T) {
 			data: `{"version":1,"subscription":{"x":0},"pattern":"black_list","timestamp":null,"host":"h","extra":[1]}`,
 			want: MemberRegistration{Version: 1, Pattern: "black_list", Subscription: map[string]int{"x": 0}},
 		},
+		{
+			name: "zkgroup with a strategy",
+			data: `{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"5","host":"h1","client_id":"zkgroup","zkgroup_strategy":"sticky"}`,
+			want: MemberRegistration{Version: 1, Pattern: "static", Timestamp: 5, Subscription: map[string]int{"t": 1}, Strategy: "sticky"},
+		},
+		{
+			name: "null strategy is no strategy",
+			data: `{"subscription":{"t":1},"pattern":"static","zkgroup_strategy":null}`,
+			want: MemberRegistration{Pattern: "static", Subscription: map[string]int{"t": 1}},
+		},
 	}
 	for _, tt := range tests {
 		got, err := ParseMemberRegistration("c1", []byte(tt.data))
@@ -122,6 +138,7 @@ func TestParseMemberRegistrationErrors(t *testing.T) {
 		{`{"pattern":"static","subscription":{"a":1},"timestamp":"99999999999999999999"}`, "out of range"},
 		{`{"pattern":"static","subscription":{"a":1},"timestamp":true}`, "want a string or an integer"},
 		{`{"pattern":"static","subscription":{"a":1},"version":"1"}`, "version: JSON string"},
+		{`{"pattern":"static","subscription":{"a":1},"zkgroup_strategy":7}`, "zkgroup_strategy: JSON number where string expected"},
 		{`[]`, "not a JSON object"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,6 @@
 package assign
 
-// Balanced is the default strategy: it keeps every partition with its
+// Balanced returns the default strategy, which keeps every partition with its
 // current owner (Partition.Owner) unless balance requires a move, and then
 // moves as few partitions as possible, preferring placements that keep each
 // member on few leader brokers. Every member computes it on its own from
@@ -75,8 +75,12 @@ package assign
 // Cost: O(P log P) for P partitions plus O(N*B log(N*B)) per class for N
 // members and B leaders; about 5 ms at 10,000 partitions and 20 members.
 //
-// Balanced is pure, never blocks and is safe for concurrent use.
-func Balanced(members []Member, partitions []Partition) Assignment {
+// The Strategy Balanced returns is pure, never blocks and is safe for
+// concurrent use; its Name is NameBalanced.
+func Balanced() Strategy { return builtin{name: NameBalanced, fn: assignBalanced} }
+
+// assignBalanced computes Balanced's assignment.
+func assignBalanced(members []Member, partitions []Partition) Assignment {
 	v := normalize(members, partitions)
 	out := v.newAssignment()
 	load := make(map[string]int, len(v.members))

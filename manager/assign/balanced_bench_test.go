@@ -18,7 +18,7 @@ func balancedBenchCase(p, n int) ([]Member, []Partition) {
 		t := i % 10
 		ps = append(ps, Partition{Topic: fmt.Sprintf("topic-%d", t), ID: int32(i / 10), Leader: int32(i % 12)})
 	}
-	return members, withOwners(ps, Balanced(members[:n-1], ps))
+	return members, withOwners(ps, Balanced().Assign(members[:n-1], ps))
 }
 
 // BenchmarkBalanced: the rebalance every member runs after a join, at
@@ -34,7 +34,7 @@ func BenchmarkBalanced(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%dx%d", c.name, size.p, size.n), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if a := Balanced(members, c.ps); len(a) != len(members) {
+					if a := Balanced().Assign(members, c.ps); len(a) != len(members) {
 						b.Fatal("bad assignment")
 					}
 				}

@@ -16,12 +16,12 @@ func TestBalancedProperties(t *testing.T) {
 	for iter := range cases(3000) {
 		members, ps := randomCase(rng, 20, 300, iter%3 == 0)
 		ps = randomOwners(rng, members, ps)
-		a := Balanced(members, ps)
+		a := Balanced().Assign(members, ps)
 		if msg := checkAssignment(members, ps, a); msg != "" {
 			t.Fatalf("iter %d: %s", iter, msg)
 		}
 		m2, p2 := shuffled(rng, members, ps)
-		if b := Balanced(m2, p2); !reflect.DeepEqual(a, b) {
+		if b := Balanced().Assign(m2, p2); !reflect.DeepEqual(a, b) {
 			t.Fatalf("iter %d: output depends on input order/duplicates", iter)
 		}
 		if msg := checkClassBalance(members, ps, a); msg != "" {
@@ -30,7 +30,7 @@ func TestBalancedProperties(t *testing.T) {
 		if got, want := moves(members, ps, a), minMoves(members, ps); got != want {
 			t.Fatalf("iter %d: moved %d, minimum %d", iter, got, want)
 		}
-		if b := Balanced(members, withOwners(ps, a)); !reflect.DeepEqual(a, b) {
+		if b := Balanced().Assign(members, withOwners(ps, a)); !reflect.DeepEqual(a, b) {
 			t.Fatalf("iter %d: not idempotent", iter)
 		}
 		// Transitions are defined per partition, so start from the merged
@@ -38,7 +38,7 @@ func TestBalancedProperties(t *testing.T) {
 		base := dedupe(members, ps)
 		for k := range 5 {
 			mid := intermediate(rng, base, a, "departed")
-			if b := Balanced(members, mid); !reflect.DeepEqual(a, b) {
+			if b := Balanced().Assign(members, mid); !reflect.DeepEqual(a, b) {
 				t.Fatalf("iter %d/%d: intermediate state gives another plan\nfrom %s\nmid  %s\nwant %v\ngot  %v",
 					iter, k, renderOwners(base), renderOwners(mid), render(a), render(b))
 			}
@@ -87,7 +87,7 @@ func TestBalancedJoinLeave(t *testing.T) {
 	for iter := range cases(1500) {
 		uniform := iter%3 != 0
 		members, ps := randomCase(rng, 20, 1200, uniform)
-		settled := withOwners(ps, Balanced(members, randomOwners(rng, members, ps)))
+		settled := withOwners(ps, Balanced().Assign(members, randomOwners(rng, members, ps)))
 		p := len(dedupe(members, ps))
 		// Join.
 		joiner := Member{ID: fmt.Sprintf("joiner-%x", rng.Uint32())}
@@ -95,12 +95,12 @@ func TestBalancedJoinLeave(t *testing.T) {
 			joiner.Topics = []string{ps[0].Topic}
 		}
 		after := append(members[:len(members):len(members)], joiner)
-		a := Balanced(after, settled)
+		a := Balanced().Assign(after, settled)
 		got, want := moves(after, settled, a), minMoves(after, settled)
 		if got > want+1 {
 			t.Fatalf("iter %d: join moved %d > minimum %d + 1", iter, got, want)
 		}
-		if b := Balanced(after, intermediate(rng, settled, a, "")); !reflect.DeepEqual(a, b) {
+		if b := Balanced().Assign(after, intermediate(rng, settled, a, "")); !reflect.DeepEqual(a, b) {
 			t.Fatalf("iter %d: join: an intermediate state gives another plan", iter)
 		}
 		joins.add(got, want, p, len(after), uniform)
@@ -110,12 +110,12 @@ func TestBalancedJoinLeave(t *testing.T) {
 		}
 		k := rng.IntN(len(members))
 		rest := append(append([]Member{}, members[:k]...), members[k+1:]...)
-		a = Balanced(rest, settled)
+		a = Balanced().Assign(rest, settled)
 		got, want = moves(rest, settled, a), minMoves(rest, settled)
 		if got > want+1 {
 			t.Fatalf("iter %d: leave moved %d > minimum %d + 1", iter, got, want)
 		}
-		if b := Balanced(rest, intermediate(rng, settled, a, members[k].ID)); !reflect.DeepEqual(a, b) {
+		if b := Balanced().Assign(rest, intermediate(rng, settled, a, members[k].ID)); !reflect.DeepEqual(a, b) {
 			t.Fatalf("iter %d: leave: an intermediate state gives another plan", iter)
 		}
 		leaves.add(got, want, p, len(members), uniform)
@@ -130,7 +130,7 @@ func TestBalancedFromNothingIsLeaderAware(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	for iter := range cases(1000) {
 		members, ps := randomCase(rng, 20, 600, true)
-		if a, b := Balanced(members, ps), LeaderAware(members, ps); !reflect.DeepEqual(a, b) {
+		if a, b := Balanced().Assign(members, ps), LeaderAware().Assign(members, ps); !reflect.DeepEqual(a, b) {
 			t.Fatalf("iter %d: Balanced %v\nLeaderAware %v", iter, render(a), render(b))
 		}
 	}
@@ -168,16 +168,16 @@ func TestBalancedRollingRestart(t *testing.T) {
 	for _, sc := range leaderScenarios {
 		for rep := range 4 {
 			members, ps := leaderCase(rng, sc.p, sc.b, sc.n, rep%2 == 0)
-			cur := withOwners(ps, Balanced(members, ps))
+			cur := withOwners(ps, Balanced().Assign(members, ps))
 			for range 2 {
 				for k := range members {
 					rest := append(append([]Member{}, members[:k]...), members[k+1:]...)
-					cur = withOwners(ps, Balanced(rest, cur))
-					cur = withOwners(ps, Balanced(members, cur))
+					cur = withOwners(ps, Balanced().Assign(rest, cur))
+					cur = withOwners(ps, Balanced().Assign(members, cur))
 				}
 			}
-			a, _ := leaderSpan(Balanced(members, cur))
-			b, _ := leaderSpan(LeaderAware(members, ps))
+			a, _ := leaderSpan(Balanced().Assign(members, cur))
+			b, _ := leaderSpan(LeaderAware().Assign(members, ps))
 			after += a
 			scratch += b
 		}
@@ -200,11 +200,11 @@ func TestBalancedJoinSequenceLeaders(t *testing.T) {
 			all, ps := leaderCase(rng, sc.p, sc.b, 2*sc.n, rep%2 == 0)
 			cur := withOwners(ps, nil)
 			step := func(members []Member) {
-				a := Balanced(members, cur)
+				a := Balanced().Assign(members, cur)
 				cur = withOwners(ps, a)
 				x, _ := leaderSpan(a)
-				y, _ := leaderSpan(LeaderAware(members, ps))
-				z, _ := leaderSpan(Sticky(members, ps))
+				y, _ := leaderSpan(LeaderAware().Assign(members, ps))
+				z, _ := leaderSpan(Sticky().Assign(members, ps))
 				got += x
 				ref += y
 				sticky += z

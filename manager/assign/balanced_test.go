@@ -18,7 +18,7 @@ func owned(topic string, owners ...string) []Partition {
 
 func TestBalanced(t *testing.T) {
 	abc := []Member{{ID: "c"}, {ID: "b"}, {ID: "a"}}
-	runTable(t, Balanced, append(forcedCases(),
+	runTable(t, Balanced(), append(forcedCases(),
 		tableCase{
 			name:    "balanced owners stay",
 			members: []Member{{ID: "a"}, {ID: "b"}},
@@ -88,7 +88,7 @@ func TestBalanced(t *testing.T) {
 
 // settle returns ps owned as Balanced assigns them to members from nothing.
 func settle(members []Member, ps []Partition) []Partition {
-	return withOwners(ps, Balanced(members, withOwners(ps, nil)))
+	return withOwners(ps, Balanced().Assign(members, withOwners(ps, nil)))
 }
 
 func consumers(n int) []Member {
@@ -126,7 +126,7 @@ func TestBalancedMoves(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := brokerParts(tc.p, tc.b)
 			cur := settle(tc.before, ps)
-			a := Balanced(tc.after, cur)
+			a := Balanced().Assign(tc.after, cur)
 			if msg := checkAssignment(tc.after, ps, a); msg != "" {
 				t.Fatal(msg)
 			}
@@ -136,8 +136,8 @@ func TestBalancedMoves(t *testing.T) {
 			if got := moves(tc.after, cur, a); got != tc.want {
 				t.Errorf("moved %d, want %d", got, tc.want)
 			}
-			before := LeaderAware(tc.before, ps)
-			t.Logf("moved %d; LeaderAware moves %d", tc.want, movedCount(before, LeaderAware(tc.after, ps), ps))
+			before := LeaderAware().Assign(tc.before, ps)
+			t.Logf("moved %d; LeaderAware moves %d", tc.want, movedCount(before, LeaderAware().Assign(tc.after, ps), ps))
 		})
 	}
 }
@@ -152,14 +152,14 @@ func TestBalancedSequentialJoins(t *testing.T) {
 	claims, leaderAware := 0, 0
 	prev := Assignment{}
 	for n := 1; n <= len(all); n++ {
-		a := Balanced(all[:n], cur)
+		a := Balanced().Assign(all[:n], cur)
 		moved := moves(all[:n], cur, a)
 		if share := len(a[all[n-1].ID]); moved != share {
 			t.Errorf("join %d moved %d, joiner's share %d", n, moved, share)
 		}
 		claims += moved
 		cur = withOwners(ps, a)
-		la := LeaderAware(all[:n], ps)
+		la := LeaderAware().Assign(all[:n], ps)
 		leaderAware += movedCount(prev, la, ps)
 		prev = la
 	}
@@ -180,7 +180,7 @@ func TestBalancedLeaderChange(t *testing.T) {
 			cur[i].Leader = 3
 		}
 	}
-	if got := moves(members, cur, Balanced(members, cur)); got != 0 {
+	if got := moves(members, cur, Balanced().Assign(members, cur)); got != 0 {
 		t.Errorf("leader change moved %d", got)
 	}
 }
@@ -205,7 +205,7 @@ func TestBalancedGolden(t *testing.T) {
 	for i := range ps {
 		ps[i].Owner = owners[i]
 	}
-	a := Balanced(members, ps)
+	a := Balanced().Assign(members, ps)
 	if msg := checkAssignment(members, ps, a); msg != "" {
 		t.Fatal(msg)
 	}

@@ -26,7 +26,7 @@ func BenchmarkStrategies(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if a := s.fn(members, ps); len(a) != len(members) {
+				if a := s.fn.Assign(members, ps); len(a) != len(members) {
 					b.Fatal("bad assignment")
 				}
 			}

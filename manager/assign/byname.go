@@ -3,8 +3,9 @@ package assign
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Strategy names accepted by ByName.
@@ -38,44 +39,49 @@ func (e *UnknownStrategyError) Error() string {
 // Unwrap returns ErrUnknownStrategy.
 func (e *UnknownStrategyError) Unwrap() error { return ErrUnknownStrategy }
 
-// ByName returns the strategy registered under name (exact, case-sensitive
-// match of one of Names()). For any other name it returns a nil Strategy and
-// an *UnknownStrategyError wrapping ErrUnknownStrategy. ByName never blocks
-// and is safe for concurrent use.
+// ByName returns the strategy of this package named name (exact,
+// case-sensitive match of one of Names()); its Name() is name. For any other
+// name it returns a nil Strategy and an *UnknownStrategyError wrapping
+// ErrUnknownStrategy. ByName never blocks and is safe for concurrent use.
 func ByName(name string) (Strategy, error) {
 	switch name {
 	case NameRange:
-		return Range, nil
+		return Range(), nil
 	case NameRoundRobin:
-		return RoundRobin, nil
+		return RoundRobin(), nil
 	case NameLeaderAware:
-		return LeaderAware, nil
+		return LeaderAware(), nil
 	case NameSticky:
-		return Sticky, nil
+		return Sticky(), nil
 	case NameBalanced:
-		return Balanced, nil
+		return Balanced(), nil
 	}
 	return nil, &UnknownStrategyError{Name: name}
 }
 
 // Names returns the valid strategy names in a fixed order, the default
-// first, as a new slice the caller may modify. It never blocks and is safe for concurrent use.
+// first, as a new slice the caller may modify. It never blocks and is safe
+// for concurrent use.
 func Names() []string {
 	return []string{NameBalanced, NameRange, NameRoundRobin, NameLeaderAware, NameSticky}
 }
 
-// NameOf returns the name ByName knows s by, or "custom" for any other
-// strategy (and "" for nil). For logs; it never blocks and is safe for
-// concurrent use.
-func NameOf(s Strategy) string {
-	if s == nil {
-		return ""
+// ValidName reports why name cannot name a Strategy ("" when it can): it
+// must be non-empty, at most 64 bytes of valid UTF-8, without spaces or
+// control characters. It never blocks and is safe for concurrent use.
+func ValidName(name string) string {
+	switch {
+	case name == "":
+		return "empty"
+	case len(name) > 64:
+		return "longer than 64 bytes"
+	case !utf8.ValidString(name):
+		return "not valid UTF-8"
 	}
-	p := reflect.ValueOf(s).Pointer()
-	for _, n := range Names() {
-		if k, _ := ByName(n); reflect.ValueOf(k).Pointer() == p {
-			return n
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Sprintf("contains %q", r)
 		}
 	}
-	return "custom"
+	return ""
 }

@@ -2,6 +2,7 @@ package assign
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ func TestByName(t *testing.T) {
 			t.Fatalf("ByName(%q): %v", s.name, err)
 		}
 		members, ps := []Member{{ID: "a"}, {ID: "b"}}, parts("t", 1, 2, 1, 2, -1)
-		if !reflect.DeepEqual(fn(members, ps), s.fn(members, ps)) {
+		if !reflect.DeepEqual(fn.Assign(members, ps), s.fn.Assign(members, ps)) {
 			t.Errorf("ByName(%q) returned a different strategy", s.name)
 		}
 	}
@@ -73,18 +74,34 @@ func TestOwner(t *testing.T) {
 	}
 }
 
-func TestNameOf(t *testing.T) {
-	for _, n := range Names() {
-		s, _ := ByName(n)
-		if got := NameOf(s); got != n {
-			t.Errorf("NameOf(ByName(%q)) = %q", n, got)
+// TestStrategyNames: every strategy of the package carries the name ByName
+// knows it by (so members publish what they were configured with), Func
+// keeps the name and the function, and ValidName accepts the package's
+// names and rejects what cannot travel in a registration.
+func TestStrategyNames(t *testing.T) {
+	for _, s := range strategies {
+		if got := s.fn.Name(); got != s.name {
+			t.Errorf("%s strategy: Name() = %q", s.name, got)
+		}
+		if got := fmt.Sprint(s.fn); got != s.name {
+			t.Errorf("%s strategy prints as %q", s.name, got)
+		}
+		if r := ValidName(s.name); r != "" {
+			t.Errorf("ValidName(%q) = %q", s.name, r)
 		}
 	}
-	custom := func(m []Member, p []Partition) Assignment { return Range(m, p) }
-	if got := NameOf(custom); got != "custom" {
-		t.Errorf("NameOf(a custom strategy) = %q, want custom", got)
+	calls := 0
+	custom := Func("mine", func(m []Member, p []Partition) Assignment { calls++; return Range().Assign(m, p) })
+	members, ps := []Member{{ID: "a"}, {ID: "b"}}, parts("t", 1, 2, 1, 2, -1)
+	if custom.Name() != "mine" || !reflect.DeepEqual(custom.Assign(members, ps), Range().Assign(members, ps)) || calls != 1 {
+		t.Errorf("Func: name %q, calls %d", custom.Name(), calls)
 	}
-	if got := NameOf(nil); got != "" {
-		t.Errorf("NameOf(nil) = %q", got)
+	for _, bad := range []string{"", "two words", "tab\t", "nl\n", strings.Repeat("x", 65), "\xff"} {
+		if ValidName(bad) == "" {
+			t.Errorf("ValidName(%q) accepted", bad)
+		}
+	}
+	if r := ValidName(strings.Repeat("x", 64)); r != "" {
+		t.Errorf("64 bytes rejected: %s", r)
 	}
 }

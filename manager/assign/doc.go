@@ -29,5 +29,9 @@
 //     membership change moves about P/N partitions (somewhat more, see
 //     Sticky), with no state kept between runs and no owners needed.
 //
-// ByName maps a configured name to its Strategy.
+// A Strategy is a value with a name: Balanced(), Range() and the others
+// return the package's strategies, ByName maps a configured name to one of
+// them and Names lists the names; Func wraps a function of one's own. The
+// members of a group publish their strategy's name and compare it, since
+// members that compute with different strategies never agree.
 package assign

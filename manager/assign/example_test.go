@@ -32,7 +32,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	a := strategy(members, partitions)
+	a := strategy.Assign(members, partitions)
 	for _, id := range []string{"consumer-a", "consumer-b"} {
 		fmt.Println(id, show(a[id]))
 	}
@@ -56,14 +56,14 @@ func ExampleBalanced() {
 		partitions = append(partitions, assign.Partition{Topic: "orders", ID: int32(id), Leader: int32(id % 3)})
 	}
 	members := []assign.Member{{ID: "a"}, {ID: "b"}, {ID: "c"}}
-	before := assign.Balanced(members, partitions)
+	before := assign.Balanced().Assign(members, partitions)
 
 	// Every member reads the current claims from ZooKeeper into Owner.
 	for i, p := range partitions {
 		partitions[i].Owner, _ = before.Owner(p.Topic, p.ID)
 	}
 	members = append(members, assign.Member{ID: "d"})
-	after := assign.Balanced(members, partitions)
+	after := assign.Balanced().Assign(members, partitions)
 
 	moved := 0
 	for _, p := range partitions {

@@ -64,11 +64,11 @@ func FuzzStrategies(f *testing.F) {
 		slices.Reverse(revM)
 		slices.Reverse(revP)
 		for _, s := range strategies {
-			a := s.fn(members, ps)
+			a := s.fn.Assign(members, ps)
 			if msg := checkAssignment(members, ps, a); msg != "" {
 				t.Fatalf("%s: %s", s.name, msg)
 			}
-			if b := s.fn(revM, revP); !reflect.DeepEqual(a, b) {
+			if b := s.fn.Assign(revM, revP); !reflect.DeepEqual(a, b) {
 				t.Fatalf("%s: output depends on input order", s.name)
 			}
 		}
@@ -100,11 +100,11 @@ func FuzzBalanced(f *testing.F) {
 				}
 			}
 		}
-		a := Balanced(members, ps)
+		a := Balanced().Assign(members, ps)
 		if msg := checkAssignment(members, ps, a); msg != "" {
 			t.Fatal(msg)
 		}
-		if b := Balanced(reversed(members), reversed(ps)); !reflect.DeepEqual(a, b) {
+		if b := Balanced().Assign(reversed(members), reversed(ps)); !reflect.DeepEqual(a, b) {
 			t.Fatal("output depends on input order")
 		}
 		if msg := checkClassBalance(members, ps, a); msg != "" {
@@ -113,7 +113,7 @@ func FuzzBalanced(f *testing.F) {
 		if got, want := moves(members, ps, a), minMoves(members, ps); got != want {
 			t.Fatalf("moved %d, minimum %d", got, want)
 		}
-		if b := Balanced(members, withOwners(ps, a)); !reflect.DeepEqual(a, b) {
+		if b := Balanced().Assign(members, withOwners(ps, a)); !reflect.DeepEqual(a, b) {
 			t.Fatal("not idempotent")
 		}
 		base := dedupe(members, ps)
@@ -131,7 +131,7 @@ func FuzzBalanced(f *testing.F) {
 				mid[i].Owner = to
 			}
 		}
-		if b := Balanced(members, mid); !reflect.DeepEqual(a, b) {
+		if b := Balanced().Assign(members, mid); !reflect.DeepEqual(a, b) {
 			t.Fatalf("intermediate state gives another plan\nfrom %s\nmid  %s", renderOwners(base), renderOwners(mid))
 		}
 	})

@@ -12,11 +12,11 @@ var strategies = []struct {
 	name string
 	fn   Strategy
 }{
-	{NameRange, Range},
-	{NameRoundRobin, RoundRobin},
-	{NameLeaderAware, LeaderAware},
-	{NameSticky, Sticky},
-	{NameBalanced, Balanced},
+	{NameRange, Range()},
+	{NameRoundRobin, RoundRobin()},
+	{NameLeaderAware, LeaderAware()},
+	{NameSticky, Sticky()},
+	{NameBalanced, Balanced()},
 }
 
 // subscribed reports whether m (possibly duplicated in members) subscribes

@@ -5,11 +5,11 @@ import (
 	"slices"
 )
 
-// LeaderAware assigns partitions so that each member consumes from as few
-// distinct leader brokers as possible while the partition counts stay
-// balanced. It ignores Partition.Owner, so a membership change moves most
-// partitions; Balanced (the default) starts from the same placement and
-// then moves as few as possible.
+// LeaderAware returns the strategy that assigns partitions so that each
+// member consumes from as few distinct leader brokers as possible while the
+// partition counts stay balanced. It ignores Partition.Owner, so a
+// membership change moves most partitions; Balanced (the default) starts
+// from the same placement and then moves as few as possible.
 //
 // Algorithm:
 //
@@ -40,8 +40,12 @@ import (
 // member spans exactly B/N leaders when B divides P, and at most
 // ceil(B/N)+1 otherwise (checked by the property tests).
 //
-// LeaderAware is pure, never blocks and is safe for concurrent use.
-func LeaderAware(members []Member, partitions []Partition) Assignment {
+// The Strategy LeaderAware returns is pure, never blocks and is safe for
+// concurrent use; its Name is NameLeaderAware.
+func LeaderAware() Strategy { return builtin{name: NameLeaderAware, fn: assignLeaderAware} }
+
+// assignLeaderAware computes LeaderAware's assignment.
+func assignLeaderAware(members []Member, partitions []Partition) Assignment {
 	v := normalize(members, partitions)
 	out := v.newAssignment()
 	load := make(map[string]int, len(v.members))

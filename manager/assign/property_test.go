@@ -15,11 +15,11 @@ func TestPropertyValidAndDeterministic(t *testing.T) {
 		members, ps := randomCase(rng, 10, 200, uniform)
 		m2, p2 := shuffled(rng, members, ps)
 		for _, s := range strategies {
-			a := s.fn(members, ps)
+			a := s.fn.Assign(members, ps)
 			if msg := checkAssignment(members, ps, a); msg != "" {
 				t.Fatalf("iter %d %s: %s", iter, s.name, msg)
 			}
-			if b := s.fn(m2, p2); !reflect.DeepEqual(a, b) {
+			if b := s.fn.Assign(m2, p2); !reflect.DeepEqual(a, b) {
 				t.Fatalf("iter %d %s: output depends on input order/duplicates", iter, s.name)
 			}
 			if !uniform {
@@ -82,8 +82,8 @@ func TestStickyMovement(t *testing.T) {
 	for iter := range 2000 {
 		members, ps := randomCase(rng, 9, 200, true)
 		joiner := Member{ID: fmt.Sprintf("joiner-%x", rng.Uint64())}
-		before := Sticky(members, ps)
-		after := Sticky(append(members, joiner), ps)
+		before := Sticky().Assign(members, ps)
+		after := Sticky().Assign(append(members, joiner), ps)
 		n, p := len(members)+1, len(ps)
 		moved := movedCount(before, after, ps)
 		bound := (p+n-1)/n + int(math.Ceil(1.5*math.Sqrt(float64(p))))
@@ -127,7 +127,7 @@ func TestLeaderAwareSpan(t *testing.T) {
 		for i := range members {
 			members[i].ID = fmt.Sprintf("m%x", rng.Uint32())
 		}
-		a := LeaderAware(members, ps)
+		a := LeaderAware().Assign(members, ps)
 		limit := (b+n-1)/n + 1
 		if exact {
 			limit = b / n

@@ -1,14 +1,19 @@
 package assign
 
-// Range assigns partitions with the semantics of Kafka's RangeAssignor. Each
-// topic is handled on its own: its eligible members are sorted by ID, its
-// partitions by ID, and the partitions are cut into contiguous ranges, one
-// per member in order; with P partitions and N eligible members every member
-// gets P/N partitions and the first P mod N members get one more. Counts are
-// therefore balanced to within one per topic, but not necessarily overall.
+// Range returns the strategy that assigns partitions with the semantics of
+// Kafka's RangeAssignor. Each topic is handled on its own: its eligible
+// members are sorted by ID, its partitions by ID, and the partitions are cut
+// into contiguous ranges, one per member in order; with P partitions and N
+// eligible members every member gets P/N partitions and the first P mod N
+// members get one more. Counts are therefore balanced to within one per
+// topic, but not necessarily overall.
 //
-// Range is pure, never blocks and is safe for concurrent use.
-func Range(members []Member, partitions []Partition) Assignment {
+// The Strategy Range returns is pure, never blocks and is safe for
+// concurrent use; its Name is NameRange.
+func Range() Strategy { return builtin{name: NameRange, fn: assignRange} }
+
+// assignRange computes Range's assignment.
+func assignRange(members []Member, partitions []Partition) Assignment {
 	v := normalize(members, partitions)
 	out := v.newAssignment()
 	for _, topic := range v.topics {

@@ -1,15 +1,19 @@
 package assign
 
-// RoundRobin assigns partitions with the semantics of Kafka's
-// RoundRobinAssignor. All partitions are sorted by (Topic, ID) and dealt in
-// turn to the members sorted by ID: a cursor walks the member ring, skips
-// members not subscribed to the partition's topic, hands the partition to the
-// first subscribed member and then moves one past it. Partitions of topics
-// nobody subscribes to are left out. When every member subscribes to every
-// topic the counts are balanced to within one overall.
+// RoundRobin returns the strategy that assigns partitions with the semantics
+// of Kafka's RoundRobinAssignor. All partitions are sorted by (Topic, ID)
+// and dealt in turn to the members sorted by ID: a cursor walks the member
+// ring, skips members not subscribed to the partition's topic, hands the
+// partition to the first subscribed member and then moves one past it.
+// Partitions of topics nobody subscribes to are left out. When every member
+// subscribes to every topic the counts are balanced to within one overall.
 //
-// RoundRobin is pure, never blocks and is safe for concurrent use.
-func RoundRobin(members []Member, partitions []Partition) Assignment {
+// The Strategy RoundRobin returns is pure, never blocks and is safe for
+// concurrent use; its Name is NameRoundRobin.
+func RoundRobin() Strategy { return builtin{name: NameRoundRobin, fn: assignRoundRobin} }
+
+// assignRoundRobin computes RoundRobin's assignment.
+func assignRoundRobin(members []Member, partitions []Partition) Assignment {
 	v := normalize(members, partitions)
 	out := v.newAssignment()
 	n := len(v.members)

@@ -5,10 +5,10 @@ import (
 	"slices"
 )
 
-// Sticky assigns partitions by rendezvous (highest-random-weight) hashing
-// with bounded load. It keeps no memory of earlier assignments: stickiness
-// comes from the hash alone, so that a membership change moves few
-// partitions.
+// Sticky returns the strategy that assigns partitions by rendezvous
+// (highest-random-weight) hashing with bounded load. It keeps no memory of
+// earlier assignments: stickiness comes from the hash alone, so that a
+// membership change moves few partitions.
 //
 // Every (member, partition) pair has a stable weight
 // score(member, topic, partition) built from FNV-1a 64 and the SplitMix64
@@ -45,8 +45,12 @@ import (
 // (greedy in a fixed hash order, a global stable matching over all pairs,
 // ordering by best-score margin) did no better.
 //
-// Sticky is pure, never blocks and is safe for concurrent use.
-func Sticky(members []Member, partitions []Partition) Assignment {
+// The Strategy Sticky returns is pure, never blocks and is safe for
+// concurrent use; its Name is NameSticky.
+func Sticky() Strategy { return builtin{name: NameSticky, fn: assignSticky} }
+
+// assignSticky computes Sticky's assignment.
+func assignSticky(members []Member, partitions []Partition) Assignment {
 	v := normalize(members, partitions)
 	out := v.newAssignment()
 	parts := v.eligibleParts()

@@ -16,7 +16,7 @@ func runTable(t *testing.T, fn Strategy, cases []tableCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := fn(tc.members, tc.parts)
+			a := fn.Assign(tc.members, tc.parts)
 			if msg := checkAssignment(tc.members, tc.parts, a); msg != "" {
 				t.Fatalf("invalid assignment: %s", msg)
 			}
@@ -57,7 +57,7 @@ func forcedCases() []tableCase {
 }
 
 func TestRange(t *testing.T) {
-	runTable(t, Range, append(forcedCases(),
+	runTable(t, Range(), append(forcedCases(),
 		tableCase{
 			name:    "contiguous ranges, first gets extra",
 			members: []Member{{ID: "b"}, {ID: "a"}},
@@ -96,7 +96,7 @@ func TestRange(t *testing.T) {
 }
 
 func TestRoundRobin(t *testing.T) {
-	runTable(t, RoundRobin, append(forcedCases(),
+	runTable(t, RoundRobin(), append(forcedCases(),
 		tableCase{
 			name:    "dealt in turn across topics",
 			members: []Member{{ID: "b"}, {ID: "a"}},
@@ -123,7 +123,7 @@ func TestRoundRobin(t *testing.T) {
 }
 
 func TestLeaderAware(t *testing.T) {
-	runTable(t, LeaderAware, append(forcedCases(),
+	runTable(t, LeaderAware(), append(forcedCases(),
 		tableCase{
 			name:    "one leader per member",
 			members: []Member{{ID: "b"}, {ID: "a"}},
@@ -161,7 +161,7 @@ func TestLeaderAware(t *testing.T) {
 }
 
 func TestStickyForced(t *testing.T) {
-	runTable(t, Sticky, append(forcedCases(),
+	runTable(t, Sticky(), append(forcedCases(),
 		tableCase{
 			name:    "mixed subscriptions",
 			members: []Member{{ID: "a", Topics: []string{"x"}}, {ID: "b"}},
@@ -182,7 +182,7 @@ func TestStickyGolden(t *testing.T) {
 	}
 	members := []Member{{ID: "alpha"}, {ID: "beta"}, {ID: "gamma"}}
 	ps := append(parts("orders", 1, 2, 3, 1, 2, 3, 1), parts("events", 2, 3)...)
-	a := Sticky(members, ps)
+	a := Sticky().Assign(members, ps)
 	if msg := checkAssignment(members, ps, a); msg != "" {
 		t.Fatal(msg)
 	}
@@ -199,7 +199,7 @@ func TestStickyGolden(t *testing.T) {
 func TestStickyMoreMembersThanPartitions(t *testing.T) {
 	members := []Member{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}, {ID: "e"}}
 	ps := parts("t", 1, 2, 3)
-	a := Sticky(members, ps)
+	a := Sticky().Assign(members, ps)
 	if msg := checkAssignment(members, ps, a); msg != "" {
 		t.Fatal(msg)
 	}

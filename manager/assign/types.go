@@ -43,13 +43,50 @@ type Member struct {
 // reading it concurrently is safe, mutating it is not.
 type Assignment map[string][]Partition
 
-// Strategy computes an assignment of partitions to members. The result
-// depends only on the contents of its arguments (not on their order, on
-// time or on randomness), the arguments are not modified, and every
-// Strategy in this package is pure, never blocks and is safe for concurrent
-// use. The current owners travel in Partition.Owner; strategies that are
-// not owner-aware ignore them.
-type Strategy func(members []Member, partitions []Partition) Assignment
+// Strategy is an assignment strategy: a value with a name that computes an
+// assignment of partitions to members.
+//
+// Name identifies the strategy among the members of a group: each member
+// publishes it in its registration, and members that see a peer publish
+// another name report it (the assignments would disagree). It is a short
+// non-empty string without spaces or control characters; the strategies of
+// this package are named by the Name constants and found by ByName.
+//
+// Assign's result depends only on the contents of its arguments (not on
+// their order, on time or on randomness), the arguments are not modified,
+// and every Strategy in this package is pure, never blocks and is safe for
+// concurrent use; so must be any Strategy plugged in (see Func). The
+// current owners travel in Partition.Owner; strategies that are not
+// owner-aware ignore them.
+type Strategy interface {
+	Name() string
+	Assign(members []Member, partitions []Partition) Assignment
+}
+
+// Func returns a Strategy named name whose Assign calls fn: a way to plug
+// in a strategy of one's own, which must keep the promises of Strategy and
+// should not take the name of one of this package's strategies. fn must
+// not be nil.
+func Func(name string, fn func(members []Member, partitions []Partition) Assignment) Strategy {
+	return builtin{name: name, fn: fn}
+}
+
+// builtin is a Strategy made of a name and a function.
+type builtin struct {
+	name string
+	fn   func(members []Member, partitions []Partition) Assignment
+}
+
+// Name returns the strategy's name.
+func (b builtin) Name() string { return b.name }
+
+// Assign computes the assignment.
+func (b builtin) Assign(members []Member, partitions []Partition) Assignment {
+	return b.fn(members, partitions)
+}
+
+// String returns the name, for logs and %v.
+func (b builtin) String() string { return b.name }
 
 // Owner returns the ID of the member that owns partition (topic, id) in a,
 // and false when no member owns it. If a (built by hand) lists the partition

@@ -17,6 +17,7 @@ type collector struct {
 	staleAcks, totalDelivered, totalAcked, suspendedCount    *prometheus.Desc
 	totalCommitErrors, totalFetchErrors, totalResets         *prometheus.Desc
 	badRegistrations, squatted, malformedTopics              *prometheus.Desc
+	strategyMismatch                                         *prometheus.Desc
 	delivered, acked, committed, hwm, lag, unacked           *prometheus.Desc
 	oldestUnacked, suspended, kafkaLag                       *prometheus.Desc
 	commitErrors, fetchErrors, resets                        *prometheus.Desc
@@ -66,6 +67,7 @@ func newCollector(s *Server) *collector {
 		badRegistrations:  d("bad_registrations", "Members of the group whose registration could not be read at the last rebalance (given no partitions)."),
 		malformedTopics:   d("malformed_topics_total", "Topic nodes skipped as malformed (each also reported on the error log)."),
 		squatted:          d("squatted_partitions", "Partitions this instance should own that an id which is not a member of the group holds."),
+		strategyMismatch:  d("strategy_mismatches", "Members of the group that publish another assignment strategy than this instance's at the last rebalance (each also reported on the error log); meanwhile every member computes with the oldest member's strategy."),
 		delivered:         d("messages_consumed_total", "Messages handed out by the partition's current owner (resets on a new ownership).", tp...),
 		acked:             d("messages_acked_total", "Messages acked on the partition's current ownership (resets on a new ownership).", tp...),
 		committed:         d("committed_offset", "Last committed offset (the next to read).", tp...),
@@ -104,7 +106,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.ready, c.healthy, c.members, c.assigned, c.owned,
 		c.suspendedCount, c.rebalances, c.lastRebalance, c.claimWaits, c.restarts, c.dropped, c.staleAcks,
 		c.totalDelivered, c.totalAcked, c.totalCommitErrors, c.totalFetchErrors, c.totalResets,
-		c.badRegistrations, c.squatted, c.malformedTopics,
+		c.badRegistrations, c.squatted, c.malformedTopics, c.strategyMismatch,
 		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked, c.oldestUnacked, c.suspended,
 		c.commitErrors, c.fetchErrors, c.resets, c.kafkaLag,
 		c.subTopics, c.subPartitions, c.unowned,
@@ -175,6 +177,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.totalResets, float64(st.OffsetResets))
 	gauge(c.badRegistrations, float64(st.BadRegistrations))
 	gauge(c.squatted, float64(st.SquattedPartitions))
+	gauge(c.strategyMismatch, float64(len(st.StrategyMismatches)))
 	counter(c.malformedTopics, float64(st.MalformedTopics))
 	counter(c.fencedCommits, float64(st.FencedCommits))
 	counter(c.regressions, float64(st.Regressions))

@@ -61,31 +61,31 @@ type Config struct {
 	// Kafka answers again (manager.Config.KafkaUnreachableTimeout); 0:
 	// session_timeout.
 	KafkaUnreachableTimeout Duration `yaml:"kafka_unreachable_timeout" json:"kafka_unreachable_timeout" help:"leave the group after this long without an answer from Kafka, join again once it answers; 0: session_timeout, else 2s to 10m"`
-	// Strategy: balanced (default), leader-aware, sticky, range or
-	// roundrobin.
-	Strategy string `yaml:"strategy" json:"strategy" help:"assignment strategy: leader-aware, sticky, range or roundrobin"`
+	// Strategy names the assignment strategy: one of assign.Names(),
+	// assign.DefaultName by default.
+	Strategy string `yaml:"strategy" json:"strategy" help:"how partitions are spread over the members; every member of a group must use the same strategy"`
 	// OffsetStorage: kafka or zookeeper.
-	OffsetStorage string `yaml:"offset_storage" json:"offset_storage" help:"where offsets are committed: kafka or zookeeper"`
+	OffsetStorage string `yaml:"offset_storage" json:"offset_storage" help:"where offsets are committed: Kafka's __consumer_offsets or ZooKeeper's /consumers/<group>/offsets"`
 	// Brokers overrides discovery from ZooKeeper ("host:port" each).
 	Brokers []string `yaml:"brokers" json:"brokers" help:"Kafka brokers host:port,...; empty: read from /brokers/ids in ZooKeeper (required with Kafka 4 / KRaft)"`
 	// Listener picks the broker endpoint by listener name during discovery.
 	Listener string `yaml:"listener" json:"listener" help:"broker listener name to use from /brokers/ids (empty: PLAINTEXT)"`
 	// Partition configures every owned partition.
-	Partition Partition `yaml:"partition" json:"partition"`
+	Partition Partition `yaml:"partition" json:"partition" help:"settings of every partition this member owns"`
 	// Sink is where messages go.
-	Sink Sink `yaml:"sink" json:"sink"`
+	Sink Sink `yaml:"sink" json:"sink" help:"where messages go"`
 	// Admin is the HTTP server for health, readiness, metrics and status.
-	Admin Admin `yaml:"admin" json:"admin"`
+	Admin Admin `yaml:"admin" json:"admin" help:"the admin HTTP server: /healthz (liveness), /readyz (readiness), /metrics (Prometheus), /status (JSON) and the live group page at /"`
 	// Log configures the logs written to stderr.
-	Log Log `yaml:"log" json:"log"`
+	Log Log `yaml:"log" json:"log" help:"logs, written to stderr (stdout is the stdout sink's)"`
 	// Kafka configures the Kafka clients (consumer, operator commands and
 	// dead-letter producer alike): client id, protocol version, TLS, SASL.
-	Kafka Kafka `yaml:"kafka" json:"kafka"`
+	Kafka Kafka `yaml:"kafka" json:"kafka" help:"the Kafka clients (consumer, operator commands and dead-letter producer alike)"`
 	// ZooKeeperAuth holds ZooKeeper digest credentials; with them, the
 	// group's nodes get a creator-only-write ACL.
-	ZooKeeperAuth ZooKeeperAuth `yaml:"zookeeper_auth" json:"zookeeper_auth"`
+	ZooKeeperAuth ZooKeeperAuth `yaml:"zookeeper_auth" json:"zookeeper_auth" help:"ZooKeeper digest credentials; with them, the group's nodes get a creator-only-write ACL"`
 	// ZooKeeperTLS connects to ZooKeeper's secure client port over TLS.
-	ZooKeeperTLS TLS `yaml:"zookeeper_tls" json:"zookeeper_tls"`
+	ZooKeeperTLS TLS `yaml:"zookeeper_tls" json:"zookeeper_tls" help:"TLS to ZooKeeper's secure client port"`
 	// ZooKeeperStartTimeout bounds how long `run` waits at start for
 	// ZooKeeper to answer (it keeps trying, with backoff, meanwhile);
 	// past it the daemon exits 1. 0 (the default) waits until ZooKeeper
@@ -107,24 +107,24 @@ type Partition struct {
 	// CommitInterval is how often acked offsets are committed.
 	CommitInterval Duration `yaml:"commit_interval" json:"commit_interval" help:"how often acked offsets are committed"`
 	// DrainTimeout bounds the wait for in-flight messages when a partition
-	// is revoked or the daemon stops; at most ShutdownTimeout.
+	// is revoked or the daemon stops; below ShutdownTimeout.
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" help:"wait for in-flight messages at revoke or stop; below shutdown_timeout"`
 	// Initial is where to start without a committed offset: oldest or newest.
-	Initial string `yaml:"initial" json:"initial" help:"where to start without a committed offset: oldest or newest"`
+	Initial string `yaml:"initial" json:"initial" help:"where to start without a committed offset"`
 }
 
 // Sink configures message delivery.
 type Sink struct {
 	// Type: stdout, exec or http.
-	Type string `yaml:"type" json:"type" help:"sink: stdout, exec or http"`
+	Type string `yaml:"type" json:"type" help:"the kind of sink"`
 	// Exec configures the exec sink.
-	Exec Exec `yaml:"exec" json:"exec"`
+	Exec Exec `yaml:"exec" json:"exec" help:"the exec sink: one process per message, the value on its stdin"`
 	// HTTP configures the http sink.
-	HTTP HTTP `yaml:"http" json:"http"`
+	HTTP HTTP `yaml:"http" json:"http" help:"the http sink: one POST per message"`
 	// Retry configures the retries of a failing exec or http sink.
-	Retry Retry `yaml:"retry" json:"retry"`
+	Retry Retry `yaml:"retry" json:"retry" help:"retries of a failing exec or http sink: the wait doubles from initial_backoff up to max_backoff"`
 	// OnFailure: stop, skip or dead-letter.
-	OnFailure string `yaml:"on_failure" json:"on_failure" help:"after the last failed attempt: stop, skip or dead-letter"`
+	OnFailure string `yaml:"on_failure" json:"on_failure" help:"what happens to a message after its last failed attempt"`
 	// DeadLetterTopic receives messages that failed, with on_failure
 	// dead-letter. It must not be matched by the subscription.
 	DeadLetterTopic string `yaml:"dead_letter_topic" json:"dead_letter_topic" help:"topic for failed messages with on_failure dead-letter"`
@@ -135,20 +135,20 @@ type Sink struct {
 type Exec struct {
 	// Command is the program and its arguments (no shell). In environment
 	// variables and flags it is split at spaces.
-	Command []string `yaml:"command" json:"command" split:"space" help:"exec sink: program and arguments, value on stdin (no shell)"`
+	Command []string `yaml:"command" json:"command" split:"space" help:"program and arguments of the exec sink, the value on its stdin (no shell)"`
 	// Timeout bounds one attempt; the process is killed after it.
-	Timeout Duration `yaml:"timeout" json:"timeout" help:"exec sink: bound of one attempt; the process is killed after it"`
+	Timeout Duration `yaml:"timeout" json:"timeout" help:"bound of one exec sink attempt; the process is killed after it"`
 }
 
 // HTTP configures the http sink: one POST per message.
 type HTTP struct {
 	// URL to POST to (http or https).
-	URL string `yaml:"url" json:"url" redact:"url" help:"http sink: URL to POST each message to"`
+	URL string `yaml:"url" json:"url" redact:"url" help:"URL the http sink POSTs each message to"`
 	// Timeout bounds one attempt.
-	Timeout Duration `yaml:"timeout" json:"timeout" help:"http sink: bound of one attempt"`
+	Timeout Duration `yaml:"timeout" json:"timeout" help:"bound of one http sink attempt"`
 	// Headers are added to every request ("k=v,k2=v2" in environment
 	// variables and flags).
-	Headers map[string]string `yaml:"headers" json:"headers" help:"http sink: headers added to every request"`
+	Headers map[string]string `yaml:"headers" json:"headers" help:"headers the http sink adds to every request"`
 }
 
 // Retry configures retries with exponential backoff.
@@ -183,9 +183,9 @@ type Admin struct {
 // Log configures logging.
 type Log struct {
 	// Format: text or json.
-	Format string `yaml:"format" json:"format" help:"log format: text or json"`
+	Format string `yaml:"format" json:"format" help:"log format"`
 	// Level: debug, info, warn or error.
-	Level string `yaml:"level" json:"level" help:"log level: debug, info, warn or error"`
+	Level string `yaml:"level" json:"level" help:"log level"`
 }
 
 // Default returns the defaults: those of manager.NewConfig for the

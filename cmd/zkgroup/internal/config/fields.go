@@ -4,19 +4,29 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/zkgroup/zkgroup/internal/partition"
+	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/manager/assign"
 )
 
 // Field describes one settable leaf of Config. A plain value, safe for
 // concurrent reads.
 type Field struct {
-	Path   string // dotted YAML path: "partition.max_unacked"
-	Env    string // ZKGROUP_PARTITION_MAX_UNACKED
-	Flag   string // partition-max-unacked
-	Usage  string // the kind of value, for flag help: "integer", "duration, e.g. 10s"
-	Help   string // what the field means, for flag help
+	Path  string // dotted YAML path: "partition.max_unacked"
+	Env   string // ZKGROUP_PARTITION_MAX_UNACKED
+	Flag  string // partition-max-unacked
+	Usage string // the kind of value, for flag help: "integer", "duration, e.g. 10s"
+	Help  string // what the field means, for flag help
+	// Values are the values the field accepts when it takes one of a
+	// list (strategy, sink.type, ...), as Validate checks them; nil for
+	// any other field. An empty value may also be accepted: the help
+	// says so.
+	Values []string
 	index  []int
 	split  string // "space" for []string split at spaces; default ","
 	redact string // "url": the password of a URL is hidden in messages
@@ -58,6 +68,7 @@ func buildFields() []Field {
 				Flag:   strings.ReplaceAll(under, "_", "-"),
 				Usage:  usage(sf.Type, sf.Tag.Get("split")),
 				Help:   sf.Tag.Get("help"),
+				Values: enumValues(path),
 				index:  idx,
 				split:  sf.Tag.Get("split"),
 				redact: sf.Tag.Get("redact"),
@@ -67,6 +78,56 @@ func buildFields() []Field {
 	}
 	walk(reflect.TypeOf(Config{}), "", nil)
 	return out
+}
+
+// enumValues returns the values accepted by the field at path when it
+// takes one of a list, from the same constants and registries Validate
+// checks against (the strategies from assign.Names); nil for any other
+// field. Pure.
+func enumValues(path string) []string {
+	switch path {
+	case "strategy":
+		return assign.Names()
+	case "offset_storage":
+		return []string{string(manager.StorageKafka), string(manager.StorageZooKeeper)}
+	case "partition.initial":
+		return []string{partition.Oldest, partition.Newest}
+	case "sink.type":
+		return []string{SinkStdout, SinkExec, SinkHTTP}
+	case "sink.on_failure":
+		return []string{OnFailureStop, OnFailureSkip, OnFailureDeadLetter}
+	case "log.format":
+		return []string{LogText, LogJSON}
+	case "log.level":
+		return []string{"debug", "info", "warn", "error"}
+	case "kafka.sasl.mechanism":
+		return []string{SASLPlain, SASLScramSHA256, SASLScramSHA512}
+	}
+	return nil
+}
+
+// oneOf formats values as `"a", "b" or "c"`, for messages. Pure.
+func oneOf(values []string) string {
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = strconv.Quote(v)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// checkOneOf checks that the field at path holds one of its Values.
+func (c *Config) checkOneOf(path string) error {
+	f, ok := fieldByPath(path)
+	if !ok {
+		return fmt.Errorf("%w: no field %q", ErrInvalid, path)
+	}
+	if slices.Contains(f.Values, f.text(c)) {
+		return nil
+	}
+	return c.bad(path, "must be "+oneOf(f.Values), nil)
 }
 
 func usage(t reflect.Type, split string) string {

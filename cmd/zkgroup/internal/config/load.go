@@ -35,7 +35,8 @@ func RegisterFlags(fs *flag.FlagSet) *Overrides {
 }
 
 // flagUsage is the help line of the field's flag: its meaning, the kind
-// of value, the YAML key, the environment variable and the default.
+// of value (the allowed values, a|b|c, for a field that takes one of a
+// list), the YAML key, the environment variable and the default.
 func (f Field) flagUsage(def *Config) string {
 	d := f.text(def)
 	if d == "" {
@@ -43,7 +44,11 @@ func (f Field) flagUsage(def *Config) string {
 	} else {
 		d = fmt.Sprintf("%q", d)
 	}
-	return fmt.Sprintf("%s\n(`%s`; YAML %s, env %s; default %s)", f.Help, placeholder(f.kind, f.split), f.Path, f.Env, d)
+	ph := placeholder(f.kind, f.split)
+	if len(f.Values) > 0 {
+		ph = strings.Join(f.Values, "|")
+	}
+	return fmt.Sprintf("%s\n(`%s`; YAML %s, env %s; default %s)", f.Help, ph, f.Path, f.Env, d)
 }
 
 // placeholder names a flag's value in -h output (flag.UnquoteUsage takes

@@ -10,7 +10,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/kafkasasl"
-	"github.com/zkgroup/zkgroup/manager"
 )
 
 // Defaults of the Kafka clients.
@@ -39,10 +38,10 @@ type Kafka struct {
 	Version string `yaml:"version" json:"version" help:"Kafka protocol version to speak (2.1.0 works with 2.1 to 4.x)"`
 	// TLS secures the connections to the brokers (SSL and SASL_SSL
 	// listeners).
-	TLS TLS `yaml:"tls" json:"tls"`
+	TLS TLS `yaml:"tls" json:"tls" help:"TLS to the brokers (SSL and SASL_SSL listeners)"`
 	// SASL authenticates to the brokers (SASL_PLAINTEXT and SASL_SSL
 	// listeners).
-	SASL SASL `yaml:"sasl" json:"sasl"`
+	SASL SASL `yaml:"sasl" json:"sasl" help:"SASL authentication to the brokers (SASL_PLAINTEXT and SASL_SSL listeners)"`
 }
 
 // TLS configures a TLS client: Kafka's SSL listeners or ZooKeeper's
@@ -70,7 +69,7 @@ type TLS struct {
 // environment variable named by PasswordEnv.
 type SASL struct {
 	// Mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: no SASL.
-	Mechanism string `yaml:"mechanism" json:"mechanism" help:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none)"`
+	Mechanism string `yaml:"mechanism" json:"mechanism" help:"SASL mechanism (empty: no SASL)"`
 	// Username to authenticate as.
 	Username string `yaml:"username" json:"username" help:"SASL user name"`
 	// PasswordFile holds the password (one line; a final newline is
@@ -154,12 +153,12 @@ func (c *Config) checkKafka() error {
 	switch s.Mechanism {
 	case "":
 		if s.Username != "" || s.PasswordFile != "" || s.PasswordEnv != "" {
-			return c.bad("kafka.sasl.mechanism", "required with kafka.sasl.username or a password (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", nil)
+			return c.bad("kafka.sasl.mechanism", "required with kafka.sasl.username or a password ("+oneOf(enumValues("kafka.sasl.mechanism"))+")", nil)
 		}
 		return nil
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 	default:
-		return c.bad("kafka.sasl.mechanism", `must be "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"`, nil)
+		return c.bad("kafka.sasl.mechanism", "must be "+oneOf(enumValues("kafka.sasl.mechanism")), nil)
 	}
 	if s.Username == "" {
 		return c.bad("kafka.sasl.username", "required with kafka.sasl.mechanism", nil)
@@ -394,10 +393,7 @@ func (c *Config) ValidateConnection() error {
 			return err
 		}
 	}
-	if manager.Storage(c.OffsetStorage) != manager.StorageKafka && manager.Storage(c.OffsetStorage) != manager.StorageZooKeeper {
-		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
-	}
-	return nil
+	return c.checkOneOf("offset_storage")
 }
 
 // SetOrigin records where a field's value came from, for a value the

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager"
@@ -94,8 +93,8 @@ func (c *Config) checkConsumer() error {
 	if _, err := assign.ByName(c.Strategy); err != nil {
 		return c.bad("strategy", "unknown strategy", err)
 	}
-	if manager.Storage(c.OffsetStorage) != manager.StorageKafka && manager.Storage(c.OffsetStorage) != manager.StorageZooKeeper {
-		return c.bad("offset_storage", `must be "kafka" or "zookeeper"`, nil)
+	if err := c.checkOneOf("offset_storage"); err != nil {
+		return err
 	}
 	return c.checkBrokers()
 }
@@ -118,14 +117,15 @@ func (c *Config) checkPartition() error {
 		return c.bad("partition.commit_interval", "must be positive", nil)
 	case p.DrainTimeout < 0:
 		return c.bad("partition.drain_timeout", "must not be negative", nil)
-	case p.Initial != partition.Oldest && p.Initial != partition.Newest:
-		return c.bad("partition.initial", `must be "oldest" or "newest"`, nil)
 	}
-	return nil
+	return c.checkOneOf("partition.initial")
 }
 
 func (c *Config) checkSink() error {
 	s := c.Sink
+	if err := c.checkOneOf("sink.type"); err != nil {
+		return err
+	}
 	switch s.Type {
 	case SinkStdout:
 	case SinkExec:
@@ -151,8 +151,6 @@ func (c *Config) checkSink() error {
 				return c.bad("sink.http.headers", fmt.Sprintf("%q is not a header name", k), nil)
 			}
 		}
-	default:
-		return c.bad("sink.type", `must be "stdout", "exec" or "http"`, nil)
 	}
 	r := s.Retry
 	switch {
@@ -162,6 +160,9 @@ func (c *Config) checkSink() error {
 		return c.bad("sink.retry.initial_backoff", "must be positive", nil)
 	case r.MaxBackoff < r.InitialBackoff:
 		return c.bad("sink.retry.max_backoff", "must be at least sink.retry.initial_backoff", nil)
+	}
+	if err := c.checkOneOf("sink.on_failure"); err != nil {
+		return err
 	}
 	switch s.OnFailure {
 	case OnFailureStop, OnFailureSkip:
@@ -175,8 +176,6 @@ func (c *Config) checkSink() error {
 		if sub, err := subscription.Parse(c.Subscription); err == nil && sub.Match(s.DeadLetterTopic) {
 			return c.bad("sink.dead_letter_topic", "is matched by the subscription: failed messages would be consumed again", nil)
 		}
-	default:
-		return c.bad("sink.on_failure", `must be "stop", "skip" or "dead-letter"`, nil)
 	}
 	return nil
 }
@@ -223,11 +222,11 @@ func checkHostPort(s string, listen bool) error {
 }
 
 func (c *Config) checkLog() error {
-	if c.Log.Format != LogText && c.Log.Format != LogJSON {
-		return c.bad("log.format", `must be "text" or "json"`, nil)
+	if err := c.checkOneOf("log.format"); err != nil {
+		return err
 	}
 	if _, err := ParseLevel(c.Log.Level); err != nil {
-		return c.bad("log.level", `must be "debug", "info", "warn" or "error"`, nil)
+		return c.bad("log.level", "must be "+oneOf(enumValues("log.level")), nil)
 	}
 	return nil
 }

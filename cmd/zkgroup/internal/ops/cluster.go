@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -23,7 +26,50 @@ var (
 	ErrActive    = errors.New("ops: the group has active members")
 	ErrNoTopic   = errors.New("ops: topic not found")
 	ErrArguments = errors.New("ops: bad arguments")
+	// ErrZooKeeperRefused: every ZooKeeper server of the connect string
+	// refused the TCP connection (nothing listens there).
+	ErrZooKeeperRefused = errors.New("ops: every ZooKeeper server refused the connection")
 )
+
+// probeTimeout bounds ProbeRefused's dial of one server.
+const probeTimeout = 2 * time.Second
+
+// ProbeRefused dials every server of the connect string once, in
+// parallel, and returns an error wrapping ErrZooKeeperRefused, naming
+// each server and its error, when every one refused the connection: then
+// a session dial would only wait out its timeout. It returns nil when a
+// server accepted, or failed in another way (no answer within 2s or
+// ctx's end, a name that does not resolve), which a session dial may
+// still wait for. It blocks for at most 2s.
+func ProbeRefused(ctx context.Context, connect string) error {
+	servers, _, err := zkconn.ParseConnect(connect)
+	if err != nil {
+		return fmt.Errorf("%w: --zookeeper: %w", ErrArguments, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, addr := range servers {
+		wg.Go(func() {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				_ = c.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	var why []string
+	for i, err := range errs {
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil
+		}
+		why = append(why, servers[i]+": connection refused")
+	}
+	return fmt.Errorf("%w (%s): is ZooKeeper running, and is the connect string %q right?", ErrZooKeeperRefused, strings.Join(why, "; "), connect)
+}
 
 // ZooKeeper says how to reach ZooKeeper. A plain value.
 type ZooKeeper struct {

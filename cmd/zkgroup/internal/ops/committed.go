@@ -24,23 +24,11 @@ func (o Offsets) set(topic string, p int32, off int64) {
 // KafkaCommitted reads every offset group committed to Kafka (an
 // OffsetFetch for all partitions). Blocks on the group coordinator.
 func KafkaCommitted(admin sarama.ClusterAdmin, group string) (Offsets, error) {
-	resp, err := admin.ListConsumerGroupOffsets(group, nil)
-	if err != nil {
-		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, err)
-	}
-	if resp.Err != sarama.ErrNoError {
-		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, resp.Err)
-	}
 	out := Offsets{}
-	for topic, ps := range resp.Blocks {
-		for p, b := range ps {
-			if b == nil || b.Err != sarama.ErrNoError || b.Offset < 0 {
-				continue
-			}
-			out.set(topic, p, b.Offset)
-		}
-	}
-	return out, nil
+	err := kafkaBlocks(admin, group, func(topic string, p int32, b *sarama.OffsetFetchResponseBlock) {
+		out.set(topic, p, b.Offset)
+	})
+	return out, err
 }
 
 // KafkaClaims reads the fencing token of every offset group committed to
@@ -48,25 +36,34 @@ func KafkaCommitted(admin sarama.ClusterAdmin, group string) (Offsets, error) {
 // of the claim the commit was written under), for the partitions whose
 // commit carries one. Blocks on the group coordinator.
 func KafkaClaims(admin sarama.ClusterAdmin, group string) (Offsets, error) {
+	out := Offsets{}
+	err := kafkaBlocks(admin, group, func(topic string, p int32, b *sarama.OffsetFetchResponseBlock) {
+		if tok, ok := offsets.ParseToken(b.Metadata); ok {
+			out.set(topic, p, tok)
+		}
+	})
+	return out, err
+}
+
+// kafkaBlocks reads group's committed offsets from Kafka and calls f for
+// each partition that has one.
+func kafkaBlocks(admin sarama.ClusterAdmin, group string, f func(topic string, p int32, b *sarama.OffsetFetchResponseBlock)) error {
 	resp, err := admin.ListConsumerGroupOffsets(group, nil)
 	if err != nil {
-		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, err)
+		return fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, err)
 	}
 	if resp.Err != sarama.ErrNoError {
-		return nil, fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, resp.Err)
+		return fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, resp.Err)
 	}
-	out := Offsets{}
 	for topic, ps := range resp.Blocks {
 		for p, b := range ps {
 			if b == nil || b.Err != sarama.ErrNoError || b.Offset < 0 {
 				continue
 			}
-			if tok, ok := offsets.ParseToken(b.Metadata); ok {
-				out.set(topic, p, tok)
-			}
+			f(topic, p, b)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // ZooKeeperCommitted reads every offset under /consumers/<group>/offsets.

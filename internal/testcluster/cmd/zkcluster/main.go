@@ -6,10 +6,13 @@
 //	                                     start detached, print the addresses;
 //	                                     -kafka 4: Kafka 4 in KRaft mode and a
 //	                                     ZooKeeper of zkgroup's own
-//	zkcluster status [-dir D]            print the addresses of a running cluster
+//	zkcluster status [-json] [-dir D]    print the addresses of a running cluster
 //	zkcluster down [-dir D]              stop it; no java process is left
-//	zkcluster topic -name T -partitions P [-replication R] [-dir D]
-//	zkcluster produce -topic T -partitions P -n N [-from I] [-dir D]
+//	zkcluster topic -name T [-partitions P] [-replication R] [-dir D]
+//	zkcluster produce -topic T [-partitions P] [-n N] [-from I] [-dir D]
+//
+// TestUsageListsEveryFlag keeps this list and usageText in step with the
+// flags each command defines.
 package main
 
 import (
@@ -52,8 +55,22 @@ func main() {
 	}
 }
 
+// usageText lists the commands with every flag they define.
+const usageText = `usage: zkcluster <command> [flags]
+
+  fetch                                  fetch the jars (cached)
+  up [-brokers N] [-kafka 3|4] [-dir D]  start detached, print the addresses
+  status [-json] [-dir D]                print the addresses of a running cluster
+  down [-dir D]                          stop it
+  topic -name T [-partitions P] [-replication R] [-dir D]
+                                         create a topic
+  produce -topic T [-partitions P] [-n N] [-from I] [-dir D]
+                                         write N messages
+
+"zkcluster <command> -h" says what each flag means.`
+
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: zkcluster fetch | up [-brokers N] [-kafka 3|4] [-dir D] | status [-dir D] | down [-dir D] | topic -name T -partitions P | produce -topic T -partitions P -n N")
+	fmt.Fprintln(os.Stderr, usageText)
 	os.Exit(2)
 }
 
