@@ -372,6 +372,49 @@ func (r *run) judge() *summary {
 	}
 	s.f("  longest: %.1f s (bound %.1f s)", worst.Seconds(), bound.Seconds())
 
+	// Every partition: the longest wait of an acked record until its first
+	// print, whatever the cause (faults of other kinds included).
+	type wait struct {
+		p        int32
+		w        int64
+		off      int64
+		at, when int64
+		by       int32
+	}
+	var waits []wait
+	firstBy := make(map[pk]int32, len(printed))
+	for _, e := range prints {
+		if _, ok := firstBy[pk{e.p, e.off}]; !ok {
+			firstBy[pk{e.p, e.off}] = e.inc
+		}
+	}
+	over := 0
+	for p, as := range ackedBy {
+		var worst wait
+		for _, a := range as {
+			fp, ok := firstPrint[pk{p, a.off}]
+			if !ok {
+				continue
+			}
+			if fp-a.t > int64(bound) {
+				over++
+			}
+			if fp-a.t > worst.w {
+				worst = wait{p: p, w: fp - a.t, off: a.off, at: a.t, when: fp, by: firstBy[pk{p, a.off}]}
+			}
+		}
+		waits = append(waits, worst)
+	}
+	sort.Slice(waits, func(i, j int) bool { return waits[i].w > waits[j].w })
+	s.f("")
+	s.f("LONGEST WAITS, any partition, any cause (acked -> first printed): %d records waited more than the bound %s; worst partitions:", over, bound)
+	for i, w := range waits {
+		if i == 8 {
+			break
+		}
+		s.f("    p%d %.1fs: offset %d acked %s (+%.1fs), printed +%.1fs by %s%s", w.p, float64(w.w)/1e9, w.off, wall(w.at), r.rel(w.at), r.rel(w.when), r.incName(w.by), r.faultNear(w.at))
+	}
+
 	// End state.
 	s.f("")
 	atEnd := 0
@@ -461,7 +504,14 @@ func (r *run) faultNear(t int64) string {
 	var out []string
 	for i, f := range r.faults {
 		if t >= f.Start && t <= f.End+int64(r.session+*flagRebalance) {
-			out = append(out, fmt.Sprintf("#%d %s d%d b%d [+%.1f..+%.1f]", i+1, f.Kind, f.Daemon, f.Broker, r.rel(f.Start), r.rel(f.End)))
+			who := fmt.Sprintf(" d%d", f.Daemon)
+			switch f.Kind {
+			case kBrokerKill:
+				who = fmt.Sprintf(" broker %d", f.Broker)
+			case kZKRestart:
+				who = ""
+			}
+			out = append(out, fmt.Sprintf("#%d %s%s [+%.1f..+%.1f]", i+1, f.Kind, who, r.rel(f.Start), r.rel(f.End)))
 		}
 	}
 	if len(out) == 0 {
