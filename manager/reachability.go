@@ -174,6 +174,16 @@ type kafkaWatch struct {
 	// changed is signalled (buffered 1) when the verdict changed.
 	changed chan struct{}
 
+	// evidence, when set, returns counters of answers the member's own
+	// traffic got from Kafka (any broker; the coordinator): a counter that
+	// grew since the previous tick counts as an answer at that tick, so a
+	// member whose probes time out only because its process is starved
+	// (a busy machine) is not taken for cut off while its fetches and
+	// commits are answered. Called by run only.
+	evidence func() (brokers, coordinator uint64)
+	lastEv   [numSides]uint64
+	lastEvAt time.Time
+
 	mu       sync.Mutex
 	tr       *reachTracker
 	phase    kafkaPhase // the loop's, under mu for Stats
@@ -268,6 +278,7 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 		case <-dying:
 			return
 		case <-tick.C:
+			w.noteEvidence(time.Now())
 			if inflight {
 				continue
 			}
@@ -294,6 +305,26 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 			evaluate(time.Now())
 		}
 	}
+}
+
+// noteEvidence notes an answer of each side whose evidence counter grew
+// since the previous call, dated at that call (the answer came after it).
+func (w *kafkaWatch) noteEvidence(now time.Time) {
+	if w.evidence == nil {
+		return
+	}
+	b, c := w.evidence()
+	cur := [numSides]uint64{b, c}
+	if !w.lastEvAt.IsZero() {
+		w.mu.Lock()
+		for s := range w.tr.sides {
+			if cur[s] != w.lastEv[s] {
+				w.tr.note(s, true, w.lastEvAt)
+			}
+		}
+		w.mu.Unlock()
+	}
+	w.lastEv, w.lastEvAt = cur, now
 }
 
 // kafkaProbe asks brokers whether they answer, on connections of its own.
@@ -454,6 +485,17 @@ func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) 
 	inKafka := c.cfg.OffsetStorage == StorageKafka
 	p := newKafkaProbe(base, probeInterval(bound), c.group, inKafka, brokers, c.log.With("component", "kafka-probe"))
 	c.kafka = newKafkaWatch(time.Now(), bound, p, c.log)
+	c.kafka.evidence = func() (uint64, uint64) {
+		var b, co uint64
+		if c.client != nil {
+			b = responses(c.client.Config())
+		}
+		if ks, ok := st.(*offsets.KafkaStore); ok {
+			s := ks.Stats()
+			co = s.Committed + s.Verified
+		}
+		return b, co
+	}
 	if !inKafka {
 		return st
 	}
@@ -656,4 +698,17 @@ func (c *Consumer) kafkaStats(s *Stats) {
 		s.KafkaUnreachableSince, s.KafkaUnreachableReason = w.leftAt, w.reason
 	}
 	s.KafkaLastAnswer, s.KafkaLeaves = w.lastSeen, w.leaves
+}
+
+// responses is the number of responses the brokers of a sarama client
+// with this config answered (sarama's "response-rate" meter; 0 without
+// metrics).
+func responses(conf *sarama.Config) uint64 {
+	if conf == nil || conf.MetricRegistry == nil {
+		return 0
+	}
+	if m, ok := conf.MetricRegistry.Get("response-rate").(metrics.Meter); ok {
+		return uint64(m.Count())
+	}
+	return 0
 }

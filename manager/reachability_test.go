@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/offsets"
 )
 
@@ -134,5 +135,37 @@ func TestKafkaBoundStore(t *testing.T) {
 	}
 	if _, _, err := s.Fetch(context.Background(), "t", 0); !errors.Is(err, ErrKafkaUnreachable) {
 		t.Fatalf("Fetch past the bound: %v", err)
+	}
+}
+
+// TestKafkaWatchEvidence: answers to the member's own traffic count like
+// probe answers (dated at the tick before they were seen), side by side:
+// a member whose probes time out while its fetches and commits are
+// answered stays in; once the counters stop, it goes out after the bound.
+func TestKafkaWatchEvidence(t *testing.T) {
+	const bound = 6 * time.Second
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", true, func() []string { return nil }, nil)
+	w := newKafkaWatch(t0, bound, p, nil)
+	var brokers, coord uint64
+	w.evidence = func() (uint64, uint64) { return brokers, coord }
+	w.noteEvidence(at(0)) // the baseline
+	for s := 1; s <= 20; s++ {
+		brokers += 5
+		coord++
+		w.noteEvidence(at(time.Duration(s) * time.Second))
+		if out, _ := w.tr.update(at(time.Duration(s) * time.Second)); out {
+			t.Fatalf("out at %ds while the member's traffic is answered: %s", s, w.tr.reason)
+		}
+	}
+	// The coordinator stops answering; the brokers still do.
+	for s := 21; s <= 28; s++ {
+		brokers += 5
+		w.noteEvidence(at(time.Duration(s) * time.Second))
+	}
+	out, _ := w.tr.update(at(28 * time.Second))
+	if !out || !strings.Contains(w.tr.reason, "coordinator") {
+		t.Fatalf("coordinator silent for 8s (bound 6s): out %v, reason %q", out, w.tr.reason)
 	}
 }
