@@ -95,6 +95,20 @@ func (e *fenceEnv) settle(t *testing.T, ms []*member) map[*member][]int32 {
 	return owned
 }
 
+// healAndDeliver heals the cut and waits until the kernel has sent
+// whatever it held of m's to ports: the retransmission a fenced commit
+// must not survive.
+func (e *fenceEnv) healAndDeliver(t *testing.T, m *member, ports []int) {
+	t.Helper()
+	e.nf.Heal()
+	healed := time.Now()
+	await(t, 40*time.Second, "the bytes the cut held delivered", func() bool {
+		n, err := testcluster.QueuedBytes(*m.user, ports...)
+		return err == nil && n == 0
+	})
+	t.Logf("%s: held bytes delivered %v after the heal", e.since(), time.Since(healed).Round(time.Millisecond))
+}
+
 // since is a duration since the test started, for timelines.
 func (e *fenceEnv) since() string {
 	return time.Since(e.start).Round(time.Millisecond).String()
@@ -227,15 +241,9 @@ func TestFencePartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.nf.Heal()
-	healed := time.Now()
-	t.Logf("%s: healed after %v; %d bytes to the brokers held; %s had printed up to %v, committed now %v",
-		e.since(), healed.Sub(cut).Round(time.Millisecond), held, a.name, aMax, e.poll.committed())
-	await(t, 40*time.Second, "the bytes the cut held delivered", func() bool {
-		n, err := testcluster.QueuedBytes(*a.user, brokers...)
-		return err == nil && n == 0
-	})
-	t.Logf("%s: held bytes delivered %v after the heal", e.since(), time.Since(healed).Round(time.Millisecond))
+	t.Logf("%s: healing after %v; %d bytes to the brokers held; %s had printed up to %v, committed now %v",
+		e.since(), time.Since(cut).Round(time.Millisecond), held, a.name, aMax, e.poll.committed())
+	e.healAndDeliver(t, a, brokers)
 	e.settle(t, e.ms) // a rejoined
 	e.poll.awaitRounds(t, 2)
 	t.Logf("%s's commit logs:\n%s", a.name, logLines(a.d, "commit", "expired", "claim lost", "suspend"))
@@ -285,14 +293,8 @@ func TestFenceKill(t *testing.T) {
 	await(t, 40*time.Second, b.name+" committing past "+a.name+"'s last printed offsets", func() bool {
 		return e.beyond(pa, aMax)
 	})
-	e.nf.Heal()
-	healed := time.Now()
-	t.Logf("%s: healed %v after the kill; committed %v", e.since(), healed.Sub(killed).Round(time.Millisecond), e.poll.committed())
-	await(t, 40*time.Second, "the bytes the cut held delivered", func() bool {
-		n, err := testcluster.QueuedBytes(*a.user, brokers...)
-		return err == nil && n == 0
-	})
-	t.Logf("%s: held bytes delivered %v after the heal", e.since(), time.Since(healed).Round(time.Millisecond))
+	t.Logf("%s: healing %v after the kill; committed %v", e.since(), time.Since(killed).Round(time.Millisecond), e.poll.committed())
+	e.healAndDeliver(t, a, brokers)
 	e.poll.awaitRounds(t, 2)
 	t.Logf("%s's commit logs:\n%s", a.name, logLines(a.d, "commit", "expired", "claim lost", "suspend"))
 	e.finish(t, []*member{b})

@@ -726,21 +726,10 @@ func offer[T any](m *Manager, v T, out chan<- T) bool {
 		default:
 		}
 		// The channel says healthy; the clock must agree (a pause ends
-		// the lease before any goroutine notices). Lease then shuts
-		// Ready, so the next round waits.
+		// the lease before any goroutine notices). Lease then shuts the
+		// fence: the next round finds Suspended closed and waits above.
 		if _, ok := m.p.Fence.Lease(); !ok {
 			m.suspended = nil
-			m.waitingReady.Store(true)
-			select {
-			case <-m.halt:
-				m.waitingReady.Store(false)
-				return false
-			case <-m.p.Fence.Ready():
-				m.waitingReady.Store(false)
-			case <-wake:
-				m.waitingReady.Store(false)
-				return false
-			}
 			continue
 		}
 		select {
