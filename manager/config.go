@@ -33,9 +33,6 @@ const (
 	// typos ("10m" for "10s"), under which a crashed member would hold its
 	// partitions for that long.
 	MaxSessionTimeout = 2 * time.Minute
-	// MaxChannelBufferSize bounds ChannelBufferSize: a buffer is
-	// allocated at once, for Messages() and for every partition stream.
-	MaxChannelBufferSize = 1 << 16
 	// MaxErrorsBufferSize bounds ErrorsBufferSize (allocated at once).
 	MaxErrorsBufferSize = 1 << 16
 	// MinKafkaUnreachableTimeout and MaxKafkaUnreachableTimeout bound a
@@ -58,29 +55,18 @@ const (
 // Mode is how the owned partitions reach the user (Config.Mode).
 type Mode string
 
-// Modes of handing out messages.
+// Modes of handing out messages. A method of the other mode returns (or
+// yields) ErrMode.
 const (
-	// ModeMerged: every partition's messages on Consumer.Messages().
+	// ModeMerged: every owned partition's messages through one loop:
+	// Consumer.Each, one message at a time, or Consumer.Poll, a batch at
+	// a time.
 	ModeMerged Mode = "merged"
-	// ModePartitions: one stream per owned partition on Consumer.Partitions().
+	// ModePartitions: one stream per owned partition, from
+	// Consumer.EachPartition, each with its own loop (PartitionStream.Each
+	// or PartitionStream.Poll), so that the partitions are processed in
+	// parallel and a slow one holds up only itself.
 	ModePartitions Mode = "partitions"
-)
-
-// Delivery is what one receive hands out (Config.Delivery).
-type Delivery string
-
-// Deliveries: how messages are handed out (Config.Delivery).
-const (
-	// DeliveryMessages: one message per receive, on Consumer.Messages()
-	// or PartitionStream.Messages().
-	DeliveryMessages Delivery = "messages"
-	// DeliveryBatches: a slice of one partition's messages per receive
-	// (*partition.Batch), on Consumer.Batches() / Consumer.Poll or
-	// PartitionStream.Batches() / PartitionStream.Poll; the Messages
-	// channels are closed from the start. Tracking and hand-off cost per
-	// batch rather than per message, with every guarantee of the
-	// unbuffered message delivery: the batch channels are unbuffered.
-	DeliveryBatches Delivery = "batches"
 )
 
 // Config configures a consumer. Build it with NewConfig and change fields.
@@ -109,8 +95,6 @@ type Config struct {
 	Strategy assign.Strategy
 	// Mode: ModeMerged (default) or ModePartitions.
 	Mode Mode
-	// Delivery: DeliveryMessages (default) or DeliveryBatches.
-	Delivery Delivery
 	// OffsetStorage: StorageKafka (default) or StorageZooKeeper.
 	OffsetStorage Storage
 	// Brokers overrides broker discovery from /brokers/ids when set
@@ -125,7 +109,7 @@ type Config struct {
 	// over SASL_SSL.
 	Sarama *sarama.Config
 	// Partition configures the partition managers.
-	Partition partition.Config
+	Partition PartitionConfig
 	// RebalanceDelay coalesces bursts of changes before a rebalance.
 	RebalanceDelay time.Duration
 	// JoinSettle delays a new member's first assignment, so that members
@@ -157,34 +141,6 @@ type Config struct {
 	// only coordinates (no Kafka cluster registered in it, Brokers set):
 	// Kafka has no watches. Jittered.
 	MetadataPoll time.Duration
-	// ChannelBufferSize (at most MaxChannelBufferSize) of Messages() and
-	// of each partition stream's Messages() (DeliveryMessages; batch
-	// channels are always unbuffered).
-	//
-	// The default, 0, is the strict setting: a message is handed out only
-	// when the user receives it, so nothing is handed out once a
-	// suspension of the ZooKeeper session is seen, and a revoke leaves
-	// nothing behind. It costs a rendezvous per message: measured on
-	// bench/throughput (1,000,000 x 100 B, 8 partitions), about half of
-	// sarama's ConsumerGroup throughput at 1.5-1.9x its CPU per message.
-	// DeliveryBatches keeps every guarantee of 0 at about sarama's CPU per
-	// message: it is the fast path.
-	//
-	// With a buffer of n, a message in the buffer has been handed out and
-	// tracked: it counts toward Partition.MaxUnacked, and a revoke's drain
-	// waits for its ack, so a clean rebalance still delivers nothing twice
-	// as long as the user reads and acks the buffered messages within
-	// Partition.DrainTimeout (a partition stream is closed after the
-	// drain; messages still in its buffer then are stale: acking them is a
-	// no-op, and the next owner delivers them again). What a buffer costs
-	// is the suspension guarantee: a suspension stops new hand-outs but not
-	// the up to n messages already buffered (per stream, or for all
-	// partitions on the merged channel); they may be received during the
-	// suspension, and if the session then expires they may be processed
-	// while the next owner starts again from the last commit. In exchange
-	// the per-message path reached about sarama's throughput at about its
-	// CPU per message with 256.
-	ChannelBufferSize int
 	// ErrorsBufferSize of Errors(), at most MaxErrorsBufferSize; when
 	// full, errors are dropped and counted.
 	ErrorsBufferSize int
@@ -247,21 +203,19 @@ type TopicPartition = offsets.TopicPartition
 // NewConfig returns the defaults.
 func NewConfig() *Config {
 	return &Config{
-		SessionTimeout:    10 * time.Second,
-		Strategy:          assign.Balanced(),
-		Mode:              ModeMerged,
-		Delivery:          DeliveryMessages,
-		OffsetStorage:     StorageKafka,
-		Partition:         partition.NewConfig(),
-		RebalanceDelay:    50 * time.Millisecond,
-		JoinSettle:        100 * time.Millisecond,
-		ClaimWaitCheck:    15 * time.Second,
-		UnownedCheck:      10 * time.Second,
-		MetadataResync:    60 * time.Second,
-		MetadataPoll:      10 * time.Second,
-		ChannelBufferSize: 0,
-		ErrorsBufferSize:  64,
-		CloseTimeout:      30 * time.Second,
+		SessionTimeout:   10 * time.Second,
+		Strategy:         assign.Balanced(),
+		Mode:             ModeMerged,
+		OffsetStorage:    StorageKafka,
+		Partition:        PartitionConfig(partition.NewConfig()),
+		RebalanceDelay:   50 * time.Millisecond,
+		JoinSettle:       100 * time.Millisecond,
+		ClaimWaitCheck:   15 * time.Second,
+		UnownedCheck:     10 * time.Second,
+		MetadataResync:   60 * time.Second,
+		MetadataPoll:     10 * time.Second,
+		ErrorsBufferSize: 64,
+		CloseTimeout:     30 * time.Second,
 	}
 }
 
@@ -290,9 +244,6 @@ func (c *Config) Validate() error {
 	if c.Mode != ModeMerged && c.Mode != ModePartitions {
 		return fmt.Errorf("%w: Mode: %q is neither %q nor %q", ErrConfig, c.Mode, ModeMerged, ModePartitions)
 	}
-	if c.Delivery != DeliveryMessages && c.Delivery != DeliveryBatches {
-		return fmt.Errorf("%w: Delivery: %q is neither %q nor %q", ErrConfig, c.Delivery, DeliveryMessages, DeliveryBatches)
-	}
 	if c.OffsetStorage != StorageKafka && c.OffsetStorage != StorageZooKeeper {
 		return fmt.Errorf("%w: OffsetStorage: %q is neither %q nor %q", ErrConfig, c.OffsetStorage, StorageKafka, StorageZooKeeper)
 	}
@@ -301,7 +252,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: Brokers[%d]: %q %w", ErrConfig, i, b, err)
 		}
 	}
-	if err := c.Partition.Validate(); err != nil {
+	if err := partition.Config(c.Partition).Validate(); err != nil {
 		return fmt.Errorf("%w: Partition: %w", ErrConfig, err)
 	}
 	if c.RebalanceDelay < 0 {
@@ -321,9 +272,6 @@ func (c *Config) Validate() error {
 	}
 	if c.MetadataPoll <= 0 {
 		return fmt.Errorf("%w: MetadataPoll: %v is not positive", ErrConfig, c.MetadataPoll)
-	}
-	if c.ChannelBufferSize < 0 || c.ChannelBufferSize > MaxChannelBufferSize {
-		return fmt.Errorf("%w: ChannelBufferSize: %d is not between 0 and %d", ErrConfig, c.ChannelBufferSize, MaxChannelBufferSize)
 	}
 	if c.ErrorsBufferSize < 0 || c.ErrorsBufferSize > MaxErrorsBufferSize {
 		return fmt.Errorf("%w: ErrorsBufferSize: %d is not between 0 and %d", ErrConfig, c.ErrorsBufferSize, MaxErrorsBufferSize)

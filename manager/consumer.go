@@ -31,14 +31,15 @@ type store interface {
 // Consumer is one member of a consumer group. Its methods are safe for
 // concurrent use. The caller must Close it.
 //
-// Messages() (ModeMerged) carries every owned partition's messages, each
-// partition's in offset order, the partitions taking turns in runs of up
-// to a fetched batch (256 messages); it is buffered
-// (Config.ChannelBufferSize) and closed by Close. While nobody
-// reads it, partitions stop fetching once their buffers fill; nothing is
-// lost. Errors() is buffered (Config.ErrorsBufferSize) and closed by Close;
-// when full, further errors are dropped, logged and counted in Stats: an
-// unread Errors() never stalls consumption.
+// In ModeMerged (the default), Each and Poll take every owned partition's
+// messages, each partition's in offset order, the partitions taking turns
+// batch by batch; in ModePartitions, EachPartition hands out a stream per
+// owned partition. Nothing is handed out until asked: while nobody asks,
+// partitions stop fetching once MaxUnacked messages or their fetch buffers
+// are outstanding, and nothing is lost. Errors() is buffered
+// (Config.ErrorsBufferSize) and closed once the consumer stopped; when
+// full, further errors are dropped, logged and counted in Stats: an unread
+// Errors() never stalls consumption.
 type Consumer struct {
 	group    string
 	id       string
@@ -62,9 +63,7 @@ type Consumer struct {
 	health       *gate
 	kafka        *kafkaWatch // Kafka reachability and the member's phase (reachability.go)
 
-	messages   chan *partition.Message
-	funnel     *partition.Funnel // hands out on messages (ModeMerged)
-	batches    chan *partition.Batch
+	batches    chan *partition.Batch // ModeMerged: every partition's batches
 	partitions chan *PartitionStream
 	errors     chan error
 	// finished is closed once everything stopped and the channels were
@@ -255,7 +254,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c := &Consumer{
 		group: group, id: id, sub: sub, cfg: cfg, log: log, strategy: strategy,
 		health:   newGate(),
-		messages: make(chan *partition.Message, cfg.ChannelBufferSize),
 		batches:  make(chan *partition.Batch),
 		errors:   make(chan error, cfg.ErrorsBufferSize),
 		finished: make(chan struct{}),
@@ -269,20 +267,8 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}
-	// The channels never fed in this mode and delivery are closed at once,
-	// so that a loop over them ends rather than hang.
-	switch {
-	case cfg.Mode == ModePartitions:
+	if cfg.Mode == ModePartitions {
 		c.partitions = make(chan *PartitionStream, 1024)
-		close(c.messages)
-		close(c.batches)
-	case cfg.Delivery == DeliveryBatches:
-		close(c.messages)
-	default:
-		close(c.batches)
-		if c.funnel, err = partition.NewFunnel(c.messages); err != nil {
-			return nil, err
-		}
 	}
 	ok := false
 	defer func() {
@@ -370,7 +356,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
 	}
 	c.store = c.newKafkaWatch(brokers, scfg, c.store) // bounded by Kafka's reachability
-	if c.commits, err = partition.NewCommitter(c.store, cfg.Partition, log); err != nil {
+	if c.commits, err = partition.NewCommitter(c.store, partition.Config(cfg.Partition), log); err != nil {
 		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
 	c.reaper = partition.NewReaper()
@@ -433,29 +419,19 @@ func (c *Consumer) ID() string { return c.id }
 // Group returns the group name.
 func (c *Consumer) Group() string { return c.group }
 
-// Messages returns the merged stream of every owned partition (ModeMerged).
-// See the Consumer doc for its contract. In ModePartitions it is closed
-// from the start (read Partitions() instead), so a loop over it ends at
-// once rather than hang.
-func (c *Consumer) Messages() <-chan *partition.Message { return c.messages }
-
-// Partitions returns the streams of newly claimed partitions
-// (ModePartitions; nil otherwise). It must be read: a claimed partition
-// does not start until its stream was taken. Closed by Close.
-func (c *Consumer) Partitions() <-chan *PartitionStream { return c.partitions }
-
-// Errors returns errors of the consumer and its partitions (*partition.Error
-// for those). See the Consumer doc for its contract.
+// Errors returns errors of the consumer and its partitions
+// (*PartitionError for those). See the Consumer doc for its contract.
 func (c *Consumer) Errors() <-chan error { return c.errors }
 
 // Ack acks a message handed out by this consumer (the same as msg.Ack()).
 // It may be called from any goroutine, in any order. Acking a message of
 // a partition this instance no longer owns (or twice) is a counted no-op
 // (Stats.StaleAcks counts stale acks however they were made).
-func (c *Consumer) Ack(msg *partition.Message) partition.AckResult { return msg.Ack() }
+func (c *Consumer) Ack(msg *Message) AckResult { return msg.Ack() }
 
 // report passes err to Errors() without blocking.
 func (c *Consumer) report(err error) {
+	err = publicErr(err)
 	select {
 	case c.errors <- err:
 	default:
@@ -466,10 +442,9 @@ func (c *Consumer) report(err error) {
 
 // Interrupt starts closing and returns at once: the consumer then drains,
 // commits and releases every partition as Close does, and its own
-// goroutine closes Messages(), Batches(), Errors(), Partitions() and every
-// stream once everything stopped, so that a loop over them ends. Keep
-// reading (and acking) until then: the drains wait for the acks of what
-// was received. Close still must be called (it returns at once then).
+// goroutine ends every loop (Each, EachPartition, each stream's) and
+// closes Errors() once everything stopped. Keep processing (and acking)
+// until then: the drains wait for the acks of what was handed out. Close still must be called (it returns at once then).
 func (c *Consumer) Interrupt() { c.t.Kill(nil) }
 
 // Done is closed once the consumer stopped (after Interrupt or Close, or
@@ -508,12 +483,7 @@ func (c *Consumer) finish() {
 	}
 	c.slotsWG.Wait()
 	c.closeResources()
-	if c.funnel != nil {
-		close(c.messages)
-	}
-	if c.cfg.Mode == ModeMerged && c.cfg.Delivery == DeliveryBatches {
-		close(c.batches)
-	}
+	close(c.batches)
 	close(c.errors)
 	if c.partitions != nil {
 		close(c.partitions)
@@ -523,9 +493,6 @@ func (c *Consumer) finish() {
 }
 
 func (c *Consumer) closeResources() {
-	if c.funnel != nil {
-		_ = c.funnel.Close()
-	}
 	if c.meta != nil {
 		_ = c.meta.Close()
 	}

@@ -13,21 +13,18 @@ import (
 // (or whose claim is not held yet).
 var ErrNotOwned = errors.New("manager: partition not owned")
 
-// Batches returns the merged stream of batches of every owned partition
-// (ModeMerged with DeliveryBatches): each a slice of one partition's
-// messages, each partition's in offset order. Unbuffered: a batch is
-// handed out only when received, so that a revoke leaves nothing behind
-// and nothing is handed out once a suspension is seen. Closed once the
-// consumer stopped (Close, Interrupt); closed from the start in other
-// modes.
-func (c *Consumer) Batches() <-chan *partition.Batch { return c.batches }
-
-// Poll returns the next batch of the merged stream (ModeMerged,
-// DeliveryBatches), waiting until one is fetched: nothing is handed out
-// until asked. It returns ErrClosed once the consumer stopped, or ctx's
-// error.
-func (c *Consumer) Poll(ctx context.Context) (*partition.Batch, error) {
-	return poll(ctx, c.batches)
+// Poll returns the next batch of the merged stream (ModeMerged), waiting
+// until one is fetched: nothing is handed out until asked. A batch is one
+// partition's messages, in offset order, checked against its ownership's
+// lease as a whole when handed out (Each checks before every message). It
+// returns ErrMode in ModePartitions, ErrClosed once the consumer stopped,
+// or ctx's error.
+func (c *Consumer) Poll(ctx context.Context) (*Batch, error) {
+	if c.cfg.Mode != ModeMerged {
+		return nil, ErrMode
+	}
+	b, err := poll(ctx, c.batches)
+	return batchOf(b), err
 }
 
 func poll(ctx context.Context, ch <-chan *partition.Batch) (*partition.Batch, error) {
@@ -47,8 +44,8 @@ func poll(ctx context.Context, ch <-chan *partition.Batch) (*partition.Batch, er
 // for the interval), and returns once the store has it (Kafka answered the
 // OffsetCommit, or ZooKeeper the transaction) or ctx ends. A partition
 // that is being revoked is left to its final commit. The error joins one
-// *partition.Error per partition that failed, or that had acks to commit
-// while the ZooKeeper session was suspended (wrapping partition.ErrLost).
+// *PartitionError per partition that failed, or that had acks to commit
+// while the ZooKeeper session was suspended (wrapping ErrLost).
 // ErrClosed once the consumer is closing.
 func (c *Consumer) Commit(ctx context.Context) error {
 	if !c.t.Alive() {
@@ -58,7 +55,7 @@ func (c *Consumer) Commit(ctx context.Context) error {
 	if errors.Is(err, partition.ErrCommitterClosed) {
 		return ErrClosed
 	}
-	return err
+	return publicErr(err)
 }
 
 // owned returns the partition manager of tp, if tp is owned and fetching.
@@ -89,7 +86,7 @@ func (c *Consumer) Seek(ctx context.Context, tp TopicPartition, offset int64) er
 	if err != nil {
 		return err
 	}
-	return pm.Seek(ctx, offset)
+	return publicErr(pm.Seek(ctx, offset))
 }
 
 // SeekTime is Seek to the first message of tp whose timestamp is at or
@@ -100,7 +97,7 @@ func (c *Consumer) SeekTime(ctx context.Context, tp TopicPartition, t time.Time)
 	if err != nil {
 		return err
 	}
-	return pm.SeekTime(ctx, t)
+	return publicErr(pm.SeekTime(ctx, t))
 }
 
 // Pause stops fetching the owned partition tp without giving it up, and
@@ -112,7 +109,7 @@ func (c *Consumer) Pause(ctx context.Context, tp TopicPartition) error {
 	if err != nil {
 		return err
 	}
-	return pm.Pause(ctx)
+	return publicErr(pm.Pause(ctx))
 }
 
 // Resume fetches the paused partition tp again. It does not wait.

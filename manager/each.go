@@ -2,53 +2,62 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"sync"
 
 	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
-// Each returns an iterator over the merged stream's messages (ModeMerged),
-// one by one, for a range loop:
+// ErrMode: a method of the other Config.Mode was called (Each, Poll in
+// ModePartitions; EachPartition in ModeMerged).
+var ErrMode = errors.New("manager: method does not apply to Config.Mode")
+
+// Each returns the consumer's loop (ModeMerged): every owned partition's
+// messages, one at a time, each partition's in offset order.
 //
-//	for m := range c.Each(ctx) {
-//		process(m)
-//		m.Ack()
+//	for msg, err := range c.Each(ctx) {
+//		if err != nil {
+//			return err // ErrMode: the consumer is in ModePartitions
+//		}
+//		process(msg)
+//		msg.Ack()
 //	}
 //
-// The loop ends when the consumer stops (Close, Interrupt) or ctx ends.
-// With DeliveryBatches it takes a batch at a time and yields its messages
-// in the caller's goroutine: one hand-off per batch instead of one
-// channel rendezvous per message, with the guarantees of the unbuffered
-// Messages() channel kept per message. Before each message it checks its
-// partition: once the partition manager stops (revoke) or loses the claim,
-// the rest of that batch is never yielded (it is abandoned, so a drain
-// does not wait for it, and goes to the next owner); while the ZooKeeper
-// session is suspended it waits. With DeliveryMessages it ranges over
-// Messages(). In ModePartitions it yields nothing (use
-// PartitionStream.Each).
+// The loop ends when ctx ends or the consumer stops (Close, Interrupt, or
+// a failure that Close then returns); in ModePartitions it yields ErrMode
+// once and ends. Messages are fetched ahead, a batch per partition at a
+// time, and handed out one by one in the caller's goroutine: before each
+// message its partition is checked, so that nothing is yielded once its
+// partition was revoked or lost (the rest of that batch is abandoned: a
+// drain does not wait for it, and it goes to the next owner) and nothing
+// while the ZooKeeper session is suspended or the ownership's lease is not
+// known to be valid (the loop waits).
 //
 // A loop left early (break, or ctx ended) keeps the rest of its batch for
 // the next Each, which yields it first; a revoke (or Close) abandons what
 // is kept of that partition before its drain, so it never waits for it.
-// Several Each loops may
-// run at once (each batch goes to one of them). Blocks only while
-// iterating.
-func (c *Consumer) Each(ctx context.Context) iter.Seq[*Message] {
-	if c.cfg.Mode == ModeMerged && c.cfg.Delivery == DeliveryBatches {
-		return eachBatch(ctx, c.batches, &c.eachRest)
+// Several Each loops may run at once (each batch goes to one of them).
+func (c *Consumer) Each(ctx context.Context) iter.Seq2[*Message, error] {
+	if c.cfg.Mode != ModeMerged {
+		return modeErr[*Message]()
 	}
-	return eachMessage(ctx, c.messages)
+	return eachBatch(ctx, c.batches, &c.eachRest)
 }
 
-// Each is Consumer.Each for this partition (ModePartitions): the loop ends
-// when the stream closes (the partition was revoked or lost, or the
-// consumer stopped) or ctx ends.
-func (s *PartitionStream) Each(ctx context.Context) iter.Seq[*Message] {
-	if s.bch != closedBatches {
-		return eachBatch(ctx, s.bch, &s.rest)
+// Each is Consumer.Each for this partition: the loop ends when ctx ends
+// or the stream ends (its partition was revoked or lost, or the consumer
+// stopped). It yields no error.
+func (s *PartitionStream) Each(ctx context.Context) iter.Seq2[*Message, error] {
+	return eachBatch(ctx, s.bch, &s.rest)
+}
+
+// modeErr yields ErrMode once.
+func modeErr[T any]() iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		yield(zero, ErrMode)
 	}
-	return eachMessage(ctx, s.ch)
 }
 
 // leftovers holds what Each loops left early: batches and the index of
@@ -92,7 +101,7 @@ func (l *leftovers) abandonOf(pm *partition.Manager) {
 	var mine []leftover
 	kept := l.rest[:0]
 	for _, x := range l.rest {
-		if x.b.Owner() == pm {
+		if batchOf(x.b).owner == pm {
 			mine = append(mine, x)
 		} else {
 			kept = append(kept, x)
@@ -108,8 +117,8 @@ func (l *leftovers) abandonOf(pm *partition.Manager) {
 	}
 }
 
-func eachBatch(ctx context.Context, src <-chan *partition.Batch, rest *leftovers) iter.Seq[*Message] {
-	return func(yield func(*Message) bool) {
+func eachBatch(ctx context.Context, src <-chan *partition.Batch, rest *leftovers) iter.Seq2[*Message, error] {
+	return func(yield func(*Message, error) bool) {
 		b, i := rest.take()
 		for {
 			if b == nil {
@@ -128,27 +137,12 @@ func eachBatch(ctx context.Context, src <-chan *partition.Batch, rest *leftovers
 					rest.put(b, i)
 					return
 				}
-				if !yield(b.Messages[i]) {
+				if !yield(messageOf(b.Messages[i]), nil) {
 					rest.put(b, i+1)
 					return
 				}
 			}
 			b = nil
-		}
-	}
-}
-
-func eachMessage(ctx context.Context, src <-chan *partition.Message) iter.Seq[*Message] {
-	return func(yield func(*Message) bool) {
-		for {
-			select {
-			case m, ok := <-src:
-				if !ok || !yield(m) {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
 		}
 	}
 }

@@ -115,27 +115,16 @@ func (c *Consumer) runSlot(sl *slot) {
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
 		Client: c.lister, Consumer: c.consumer, Store: c.store, Committer: c.commits, Reaper: c.reaper, Fence: cl,
 		// c.log: the partition manager adds the topic and partition itself.
-		Config: c.cfg.Partition, Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
+		Config: partition.Config(c.cfg.Partition), Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
 		Prefetched: sl.pre,
 	}
 	sl.pre = nil // the manager owns it now, also if Start fails
 	var stream *PartitionStream
-	switch {
-	case c.cfg.Mode == ModePartitions:
-		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition}
-		if c.cfg.Delivery == DeliveryBatches {
-			stream.ch = closedMessages
-			stream.bch = make(chan *partition.Batch)
-			params.Batches, params.CloseOut = stream.bch, true
-		} else {
-			stream.ch = make(chan *partition.Message, c.cfg.ChannelBufferSize)
-			stream.bch = closedBatches
-			params.Out, params.CloseOut = stream.ch, true
-		}
-	case c.cfg.Delivery == DeliveryBatches:
+	if c.cfg.Mode == ModePartitions {
+		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition, bch: make(chan *partition.Batch)}
+		params.Batches, params.CloseBatches = stream.bch, true
+	} else {
 		params.Batches = c.batches
-	default:
-		params.Funnel = c.funnel
 	}
 	var pmOf atomic.Pointer[partition.Manager]
 	params.BeforeDrain = func() {

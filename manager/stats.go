@@ -17,7 +17,7 @@ type Stats struct {
 	Group, Instance string
 	Members         []string
 	Assigned        []TopicPartition
-	Partitions      []partition.Stats
+	Partitions      []PartitionStats
 	// Ready: registered (and not out for Kafka unreachability), and every
 	// assigned partition is fetching.
 	Ready bool
@@ -127,7 +127,7 @@ func (c *Consumer) Stats() Stats {
 		ps := pm.Stats()
 		tot.add(ps)
 		if sl.state == running {
-			s.Partitions = append(s.Partitions, ps)
+			s.Partitions = append(s.Partitions, PartitionStats(ps))
 		}
 	}
 	c.mu.Unlock()

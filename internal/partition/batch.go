@@ -28,22 +28,20 @@ type Batch struct {
 	suspended <-chan struct{}
 }
 
-// newBatch wraps msgs (tracked, in offset order). Run goroutine only.
+// newBatch wraps msgs (tracked, in offset order) into one slab of
+// Messages: one allocation for the batch's messages and one for their
+// pointers. Run goroutine only.
 func (m *Manager) newBatch(msgs []*sarama.ConsumerMessage) *Batch {
 	vals := make([]Message, len(msgs))
 	ptrs := make([]*Message, len(msgs))
 	for i, msg := range msgs {
-		vals[i] = Message{ConsumerMessage: msg, owner: m}
+		vals[i].fill(msg, m)
 		ptrs[i] = &vals[i]
-		msgs[i] = nil // the user holds on to it, not us
+		msgs[i] = nil
 	}
 	return &Batch{Topic: m.topic, Partition: m.partition, Messages: ptrs, owner: m}
 }
 
-// Owner returns the manager that handed the batch out.
-func (b *Batch) Owner() *Manager { return b.owner }
-
-// Len returns the number of messages.
 func (b *Batch) Len() int { return len(b.Messages) }
 
 // FirstOffset and LastOffset return the offsets of the first and the last

@@ -11,13 +11,13 @@ import (
 // TestBatchAckAndStop: batches carry tracked messages in offset order;
 // AckUpTo then Ack count each message once; the watermark is committed at
 // Stop; a batch ack after Stop is stale and counted in Params.StaleAcks;
-// CloseOut closes the batch channel; Done closes.
+// CloseBatches closes the batch channel; Done closes.
 func TestBatchAckAndStop(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	cfg := NewConfig()
 	cfg.DrainTimeout = time.Second
 	var stale atomic.Uint64
-	m, store, _, out := setupBatches(t, 20, cfg, func(p *Params) { p.CloseOut, p.StaleAcks = true, &stale })
+	m, store, _, out := setupBatches(t, 20, cfg, func(p *Params) { p.CloseBatches, p.StaleAcks = true, &stale })
 	var got []*Batch
 	n := 0
 	for n < 20 {

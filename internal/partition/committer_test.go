@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/offsets"
 	"go.uber.org/goleak"
 )
@@ -42,9 +43,9 @@ func newGroup(t *testing.T, n, per int) *group {
 	feeds := feedsOf(n, per)
 	for p := range int32(n) {
 		f := newFence()
-		m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
-			Store: g.store, Committer: g.c, Fence: f, Out: g.out, Config: cfg,
-			Report: func(err error) { g.reported <- err }})
+		m, err := Start(handOffTo(t, g.out, Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+			Store: g.store, Committer: g.c, Fence: f, Config: cfg,
+			Report: func(err error) { g.reported <- err }}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,8 +265,8 @@ func TestCommitterFinalCommitWaits(t *testing.T) {
 	c := committerFor(t, store, cfg)
 	out := make(chan *Message, 10)
 	feeds := feedsOf(1, 3)
-	m, err := Start(Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
-		Store: store, Committer: c, Fence: newFence(), Out: out, Config: cfg})
+	m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+		Store: store, Committer: c, Fence: newFence(), Config: cfg}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestCommitterClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Params{Topic: "t", Client: noResolver{}, Consumer: feedConsumer{}, Store: store, Fence: newFence(),
-		Out: make(chan *Message), Config: NewConfig()}
+		Batches: make(chan *Batch), Config: NewConfig()}
 	if _, err := Start(p); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Committer") {
 		t.Fatalf("Start without a Committer = %v, want ErrConfig naming Committer", err)
 	}
@@ -407,8 +408,8 @@ func TestCommitterTicks(t *testing.T) {
 	out := make(chan *Message, 10)
 	feeds := feedsOf(2, 2)
 	for p := range int32(2) {
-		m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
-			Store: store, Committer: c, Fence: newFence(), Out: out, Config: cfg})
+		m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+			Store: store, Committer: c, Fence: newFence(), Config: cfg}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,4 +419,10 @@ func TestCommitterTicks(t *testing.T) {
 		recv(t, out).Ack()
 	}
 	waitFor(t, "both partitions committed", func() bool { return store.get(0) == 2 && store.get(1) == 2 })
+}
+
+// waitFor awaits cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testcluster.Await(t, 10*time.Second, time.Millisecond, what, cond)
 }

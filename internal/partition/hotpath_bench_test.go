@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"sync"
 	"syscall"
 	"testing"
@@ -106,16 +107,13 @@ func BenchmarkHotPath(b *testing.B) {
 			per := b.N/hotParts + 1
 			total := per * hotParts
 			out := make(chan *Message)
+			bch := make(chan *Batch)
 			batches := feedsOf(hotParts, per)
 			var stop func()
 			c0 := cpuNow()
 			b.ResetTimer()
 			if mode == "manager" {
-				// Through a funnel, as in the consumer's merged mode.
-				funnel, err := NewFunnel(out)
-				if err != nil {
-					b.Fatal(err)
-				}
+				// On one batch channel, as in the consumer's merged mode.
 				var ms []*Manager
 				store := &memStore{committed: map[int32]int64{}}
 				committer, err := NewCommitter(store, NewConfig(), nil)
@@ -129,7 +127,7 @@ func BenchmarkHotPath(b *testing.B) {
 					// Each claim has channels of its own, as in the consumer.
 					fence := newFence()
 					m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: batches},
-						Store: store, Committer: committer, Fence: fence, Funnel: funnel, Config: NewConfig()})
+						Store: store, Committer: committer, Fence: fence, Batches: bch, Config: NewConfig()})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -140,7 +138,6 @@ func BenchmarkHotPath(b *testing.B) {
 						_ = m.Stop(false)
 					}
 					_ = committer.Close()
-					_ = funnel.Close()
 				}
 			} else {
 				done := make(chan struct{})
@@ -150,7 +147,7 @@ func BenchmarkHotPath(b *testing.B) {
 				for p := range wrapped {
 					wrapped[p] = make([]Message, per)
 					for i := range wrapped[p] {
-						wrapped[p][i].ConsumerMessage = &batches[p][i]
+						wrapped[p][i].fill(&batches[p][i], nil)
 					}
 				}
 				for p := int32(0); p < hotParts; p++ {
@@ -178,14 +175,28 @@ func BenchmarkHotPath(b *testing.B) {
 				}
 			}
 			var next [hotParts]int64
-			for i := 0; i < total; i++ {
-				m := <-out
+			check := func(m *Message) {
 				if m.Offset != next[m.Partition] {
 					b.Fatalf("partition %d: offset %d, want %d", m.Partition, m.Offset, next[m.Partition])
 				}
 				next[m.Partition]++
-				if m.owner != nil {
-					m.Ack()
+			}
+			if mode == "manager" {
+				ctx := context.Background()
+				for i := 0; i < total; {
+					bt := <-bch
+					for j, m := range bt.Messages {
+						if bt.Pass(ctx, j) != PassOK {
+							b.Fatal("a batch was dropped")
+						}
+						check(m)
+						m.Ack()
+					}
+					i += bt.Len()
+				}
+			} else {
+				for i := 0; i < total; i++ {
+					check(<-out)
 				}
 			}
 			b.StopTimer()

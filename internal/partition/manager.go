@@ -61,20 +61,12 @@ type Params struct {
 	// fetch cycle; nil: the Manager waits itself.
 	Reaper *Reaper
 	Fence  Fence
-	// Out receives the messages, sent by the Manager itself: meant for a
-	// channel of this partition alone (a per-partition stream). When
-	// CloseOut is set, the Manager closes Out after Stop.
-	Out      chan<- *Message
-	CloseOut bool
-	// Funnel, instead of Out, hands the messages out on a channel shared
-	// with other Managers (see Funnel for why).
-	Funnel *Funnel
-	// Batches, instead of Out or Funnel, receives the messages as batches
-	// (see Batch): one send per batch, taken as fetched and as far as
-	// MaxUnacked allows. It may be shared by several Managers (sends per
-	// batch do not contend like sends per message), or be this
-	// partition's alone; CloseOut closes it after Stop.
-	Batches chan<- *Batch
+	// Batches receives the messages as batches (see Batch): one send per
+	// batch, taken as fetched and as far as MaxUnacked allows. It may be
+	// shared by several Managers (the merged stream), or be this
+	// partition's alone; CloseBatches closes it after Stop.
+	Batches      chan<- *Batch
+	CloseBatches bool
 	// StaleAcks, if set, counts acks of this Manager's messages made after
 	// it stopped (also counted in Stats.StaleAcks, which ends with the
 	// Manager): the consumer's total over every ownership.
@@ -125,13 +117,6 @@ type Manager struct {
 	// healthy: that channel stays open until the suspension begins. Used
 	// by the run goroutine only; nil when not cached.
 	suspended <-chan struct{}
-	// slab holds preallocated Messages handed out one by one: one
-	// allocation per batch (up to slabSize messages). Used by the run
-	// goroutine only.
-	slab []Message
-	// job is the batch handed to the funnel (nil: none yet, or the last
-	// one was withdrawn). Used by the run goroutine only.
-	job *job
 
 	// commitMu is held by a commit from taking the offset until the store
 	// answered (the Committer's batch, the final commit), so that two
@@ -192,14 +177,8 @@ func Start(p Params) (_ *Manager, err error) {
 		return nil, fmt.Errorf("%w: Committer: nil", ErrConfig)
 	case p.Fence == nil:
 		return nil, fmt.Errorf("%w: Fence: nil", ErrConfig)
-	case p.Out == nil && p.Funnel == nil && p.Batches == nil:
-		return nil, fmt.Errorf("%w: Out: nil, and no Funnel or Batches", ErrConfig)
-	case p.Out != nil && p.Funnel != nil:
-		return nil, fmt.Errorf("%w: Out: set together with Funnel", ErrConfig)
-	case p.Batches != nil && (p.Out != nil || p.Funnel != nil):
-		return nil, fmt.Errorf("%w: Batches: set together with Out or Funnel", ErrConfig)
-	case p.CloseOut && p.Out == nil && p.Batches == nil:
-		return nil, fmt.Errorf("%w: CloseOut: set without Out or Batches", ErrConfig)
+	case p.Batches == nil:
+		return nil, fmt.Errorf("%w: Batches: nil", ErrConfig)
 	}
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
@@ -246,28 +225,6 @@ func (m *Manager) kill(err error) {
 
 // closeHalt closes halt; idempotent, safe for concurrent use.
 func (m *Manager) closeHalt() { m.haltOnce.Do(func() { close(m.halt) }) }
-
-// slabSize is how many Messages are allocated at once, at most. The
-// messages of a slab are consecutive ones of one partition, which mostly
-// share sarama's fetch buffer anyway, so holding on to one message keeps
-// little more alive than it did.
-const slabSize = 64
-
-// newMessage wraps msg; more is how many messages of the batch at hand
-// follow it. A slab is sized to the batch (up to slabSize): a slab outlives
-// all but the last of its messages, and each of its messages pins the
-// fetch response it was decoded from, so a slab filled over many fetches
-// (a quiet partition gets one message per fetch) kept dozens of responses
-// alive per partition. Only the run goroutine calls it.
-func (m *Manager) newMessage(msg *sarama.ConsumerMessage, more int) *Message {
-	if len(m.slab) == 0 {
-		m.slab = make([]Message, min(1+more, slabSize))
-	}
-	w := &m.slab[0]
-	m.slab = m.slab[1:]
-	w.ConsumerMessage, w.owner = msg, m
-	return w
-}
 
 // Topic returns the partition's topic.
 func (m *Manager) Topic() string { return m.topic }
@@ -640,60 +597,34 @@ var batchPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// handOut hands out msgs (tracked, in offset order), on Out or through the
-// funnel, and moves *next past each message handed out. It returns false
-// when the manager is stopping. Run goroutine only.
+// handOut hands out msgs (tracked, in offset order) as one batch, and
+// moves *next past them. It returns false when the manager is stopping or
+// a control request interrupted it. Run goroutine only.
 func (m *Manager) handOut(msgs []*sarama.ConsumerMessage, next *int64) bool {
-	if f := m.p.Funnel; f != nil {
-		return m.viaFunnel(f, msgs, next)
-	}
-	if out := m.p.Batches; out != nil {
-		b := m.newBatch(msgs)
-		if !offer(m, b, out) {
-			return false
-		}
-		last := b.Messages[len(b.Messages)-1].Offset
-		m.lastFetched.Store(last)
-		m.delivered.Add(uint64(len(b.Messages)))
-		*next = last + 1
-		return true
-	}
-	for i, msg := range msgs {
-		msgs[i] = nil // the user holds on to it, not us
-		if !m.deliver(m.newMessage(msg, len(msgs)-1-i), m.p.Out) {
-			return false
-		}
-		*next = msg.Offset + 1
-	}
-	return true
-}
-
-// deliver hands out w, which is tracked, on out once the fence allows it
-// (see offer), and counts it. It returns false when the manager is
-// stopping or a control request interrupted it.
-//
-// It runs once per message: the run goroutine calls it, or a funnel lane
-// while the run goroutine waits for it (see viaFunnel).
-func (m *Manager) deliver(w *Message, out chan<- *Message) bool {
-	if !offer(m, w, out) {
+	b := m.newBatch(msgs)
+	if !m.offer(b) {
 		return false
 	}
-	m.handedOut(w.Offset)
+	last := b.Messages[len(b.Messages)-1].Offset
+	m.lastFetched.Store(last)
+	m.delivered.Add(uint64(len(b.Messages)))
+	*next = last + 1
 	return true
 }
 
-// offer sends v (a tracked message or batch) on out once the fence allows
-// it. A send under way is withdrawn when the session is suspended, and
-// made again once it is healthy: none is skipped, and none is handed out
-// once the suspension has been seen (a send that races with its start may
-// still complete: the session, and so the ownership, is still ours then).
-// It returns false, having sent nothing, when the manager is stopping or a
+// offer sends b (a tracked batch) on Batches once the fence allows it. A
+// send under way is withdrawn when the session is suspended, and made
+// again once it is healthy: none is skipped, and none is handed out once
+// the suspension has been seen (a send that races with its start may still
+// complete: the session, and so the ownership, is still ours then). It
+// returns false, having sent nothing, when the manager is stopping or a
 // control request (seek, pause) is waiting.
 //
 // Its common path is lean: single-channel non-blocking checks (no channel
 // lock when they pass), no call into the fence while healthy, and a
 // blocking send that watches three other channels.
-func offer[T any](m *Manager, v T, out chan<- T) bool {
+func (m *Manager) offer(b *Batch) bool {
+	out := m.p.Batches
 	for {
 		select {
 		case <-m.halt:
@@ -733,12 +664,12 @@ func offer[T any](m *Manager, v T, out chan<- T) bool {
 			continue
 		}
 		select {
-		case out <- v: // the receiver is waiting
+		case out <- b: // the receiver is waiting
 			return true
 		default:
 		}
 		select {
-		case out <- v:
+		case out <- b:
 			return true
 		case <-suspended:
 			continue // hold it until the session is healthy again
@@ -748,12 +679,6 @@ func offer[T any](m *Manager, v T, out chan<- T) bool {
 			return false
 		}
 	}
-}
-
-// handedOut counts a message the user received.
-func (m *Manager) handedOut(offset int64) {
-	m.lastFetched.Store(offset)
-	m.delivered.Add(1)
 }
 
 // beginCommit is the Committer's visit: it releases the tracker's memory
@@ -923,12 +848,8 @@ func (m *Manager) Stop(drain bool) error {
 		m.mu.Lock()
 		m.stopped = true
 		m.mu.Unlock()
-		if m.p.CloseOut {
-			if m.p.Out != nil {
-				close(m.p.Out)
-			} else {
-				close(m.p.Batches)
-			}
+		if m.p.CloseBatches {
+			close(m.p.Batches)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
 		if err := m.p.Store.Release(ctx, m.topic, m.partition); err != nil {

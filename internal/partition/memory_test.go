@@ -43,7 +43,7 @@ type idleCost struct {
 // sarama's with ChannelBufferSize 256) and feeder goroutines are counted.
 func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
 	feeds := feedsOf(n, per)
-	out := make(chan *Message, 1024)
+	out := make(chan *Batch) // shared, as the merged stream's
 	fence := newFence()
 	store := &memStore{committed: map[int32]int64{}}
 	for p := range n {
@@ -57,20 +57,23 @@ func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
 	var ms []*Manager
 	for p := range n {
 		m, err := Start(Params{Topic: "t", Partition: int32(p), Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
-			Store: store, Committer: committer, Fence: fence, Out: out, Config: cfg})
+			Store: store, Committer: committer, Fence: fence, Batches: out, Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ms = append(ms, m)
 	}
 	var late []*Message
-	for range n * per {
+	for got := 0; got < n*per; {
 		select {
-		case msg := <-out:
-			if ackLate {
-				late = append(late, msg)
-			} else if r := msg.Ack(); r != AckOK {
-				t.Fatalf("ack %d: %v", msg.Offset, r)
+		case b := <-out:
+			got += b.Len()
+			for _, msg := range b.Messages {
+				if ackLate {
+					late = append(late, msg)
+				} else if r := msg.Ack(); r != AckOK {
+					t.Fatalf("ack %d: %v", msg.Offset, r)
+				}
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("not every message was handed out")

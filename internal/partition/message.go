@@ -1,22 +1,39 @@
 package partition
 
-import "github.com/IBM/sarama"
+import (
+	"time"
 
-// Message is one Kafka message handed out by a partition manager. Its
-// fields are those of sarama's ConsumerMessage. Ack it through the
-// consumer's Ack (or Message.Ack) once processed; a message may be acked
-// from any goroutine, in any order, at most once (a second ack is a
-// counted no-op).
+	"github.com/IBM/sarama"
+)
+
+// Message is one Kafka message handed out by a partition manager, in a
+// Batch. Package manager hands it to the embedder as manager.Message, a
+// type of the same memory layout (see manager's layout test): keep the two
+// in step, field by field.
 type Message struct {
-	*sarama.ConsumerMessage
-	owner *Manager
+	Topic          string
+	Partition      int32
+	Offset         int64
+	Key, Value     []byte
+	Headers        []*sarama.RecordHeader
+	Timestamp      time.Time
+	BlockTimestamp time.Time
+	owner          *Manager
+}
+
+// fill copies what the fetcher decoded into m.
+func (m *Message) fill(msg *sarama.ConsumerMessage, owner *Manager) {
+	m.Topic, m.Partition, m.Offset = msg.Topic, msg.Partition, msg.Offset
+	m.Key, m.Value, m.Headers = msg.Key, msg.Value, msg.Headers
+	m.Timestamp, m.BlockTimestamp = msg.Timestamp, msg.BlockTimestamp
+	m.owner = owner
 }
 
 // Ack acks the message with the manager that handed it out; acking a
 // message of a partition that is no longer owned by that manager is a
 // counted no-op. Safe for concurrent use; never blocks on I/O.
 func (m *Message) Ack() AckResult {
-	if m == nil || m.owner == nil || m.ConsumerMessage == nil {
+	if m == nil || m.owner == nil {
 		return AckInvalid
 	}
 	return m.owner.ack(m.Offset)
@@ -24,10 +41,9 @@ func (m *Message) Ack() AckResult {
 
 // Abandon tells the manager that handed the message out that it will not
 // be acked: a drain (revoke, Close) then stops waiting for it. Nothing at or
-// after its offset is committed, so the next owner delivers it again. Use
-// it when processing failed for good and the consumer is being closed.
+// after its offset is committed, so the next owner delivers it again.
 func (m *Message) Abandon() {
-	if m == nil || m.owner == nil || m.ConsumerMessage == nil {
+	if m == nil || m.owner == nil {
 		return
 	}
 	m.owner.Abandon(m.Offset)
@@ -53,19 +69,3 @@ const (
 	AckUnknown                        // no such delivered offset
 	AckInvalid                        // nil message
 )
-
-func (r AckResult) String() string {
-	switch r {
-	case AckOK:
-		return "ok"
-	case AckDuplicate:
-		return "duplicate"
-	case AckStale:
-		return "stale"
-	case AckUnknown:
-		return "unknown"
-	case AckInvalid:
-		return "invalid"
-	}
-	return "AckResult(?)"
-}

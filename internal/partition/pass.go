@@ -52,12 +52,15 @@ func (b *Batch) Pass(ctx context.Context, i int) PassResult {
 			}
 			b.suspended = nil
 		}
+		m.waitingReady.Store(true)
 		select {
 		case <-m.p.Fence.Ready():
 		case <-m.halt:
 		case <-ctx.Done():
+			m.waitingReady.Store(false)
 			return PassCancelled
 		}
+		m.waitingReady.Store(false)
 	}
 }
 
