@@ -10,61 +10,67 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // The examples below run against a cluster, so they have no Output; the
-// same functions (runMerged, runPartitions, runBatches, runEach, runGraceful) are
+// same functions (runMerged, runPartitions, runBatches, runGraceful) are
 // run against the test cluster by TestExamples.
 
 // process stands for the user's work on one message.
-var process = func(*partition.Message) error { return nil }
+var process = func(*manager.Message) error { return nil }
 
-// runMerged: every owned partition on one channel; ack after processing.
-// It returns when ctx ends, after Close (drained, committed, released).
+// runMerged: the consumer's loop over every owned partition; ack after
+// processing. It returns when ctx ends, after Close (drained, committed,
+// released).
 func runMerged(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
 	c, err := manager.Join(ctx, group, sub, zk, cfg)
 	if err != nil {
 		return err
 	}
-	go func() { <-ctx.Done(); c.Interrupt() }() // the range below then ends
 	go func() {
 		for err := range c.Errors() {
 			log.Print(err)
 		}
 	}()
-	for msg := range c.Messages() {
+	for msg, err := range c.Each(ctx) {
+		if err != nil {
+			_ = c.Close()
+			return err
+		}
 		if err := process(msg); err != nil {
 			msg.Abandon() // delivered again to the next owner
 			continue
 		}
-		c.Ack(msg)
+		msg.Ack()
 	}
 	return c.Close()
 }
 
-// runPartitions: one goroutine per owned partition; a stream's channel is
-// closed when its partition is revoked.
+// runPartitions: one goroutine per owned partition; a stream's loop ends
+// when its partition is revoked.
 func runPartitions(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
 	cfg.Mode = manager.ModePartitions
 	c, err := manager.Join(ctx, group, sub, zk, cfg)
 	if err != nil {
 		return err
 	}
-	go func() { <-ctx.Done(); c.Interrupt() }()
 	go func() {
 		for err := range c.Errors() {
 			log.Print(err)
 		}
 	}()
 	var wg sync.WaitGroup
-	for stream := range c.Partitions() { // closed once the consumer stopped
+	for stream, err := range c.EachPartition(ctx) { // ends with ctx
+		if err != nil {
+			_ = c.Close()
+			return err
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for msg := range stream.Messages() {
+			for msg := range stream.Each(ctx) {
 				if process(msg) == nil {
 					msg.Ack()
 				}
@@ -79,7 +85,6 @@ func runPartitions(ctx context.Context, zk, group string, sub *subscription.Subs
 // whole; Commit(ctx) makes what was acked durable now (e.g. before
 // telling a downstream system it was done).
 func runBatches(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
-	cfg.Delivery = manager.DeliveryBatches
 	c, err := manager.Join(ctx, group, sub, zk, cfg)
 	if err != nil {
 		return err
@@ -108,30 +113,6 @@ func runBatches(ctx context.Context, zk, group string, sub *subscription.Subscri
 	return c.Close()
 }
 
-// runEach: one message at a time in a range loop, fetched and handed over
-// in batches (DeliveryBatches): the per-message loop of Messages() at the
-// cost of the batch API. The loop ends when ctx ends.
-func runEach(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
-	cfg.Delivery = manager.DeliveryBatches
-	c, err := manager.Join(ctx, group, sub, zk, cfg)
-	if err != nil {
-		return err
-	}
-	go func() {
-		for err := range c.Errors() {
-			log.Print(err)
-		}
-	}()
-	for msg := range c.Each(ctx) {
-		if err := process(msg); err != nil {
-			msg.Abandon()
-			continue
-		}
-		msg.Ack()
-	}
-	return c.Close()
-}
-
 // runGraceful: stop on SIGINT/SIGTERM; Close drains (waits for the acks of
 // what was received, bounded by Partition.DrainTimeout and CloseTimeout),
 // commits and releases every partition.
@@ -141,7 +122,7 @@ func runGraceful(zk, group string, sub *subscription.Subscription, cfg *manager.
 	return runMerged(ctx, zk, group, sub, cfg)
 }
 
-// The merged stream, ended by a context.
+// The consumer's loop, ended by a context.
 func Example_merged() {
 	sub, _ := subscription.Static("orders")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -167,16 +148,6 @@ func Example_batches() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := runBatches(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// One message at a time, handed over in batches.
-func Example_each() {
-	sub, _ := subscription.Static("orders")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := runEach(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -56,8 +56,11 @@ func ExampleJoin_secured() {
 			log.Fatal(err)
 		}
 		defer c.Close()
-		for msg := range c.Messages() {
-			c.Ack(msg)
+		for msg, err := range c.Each(context.Background()) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			msg.Ack()
 		}
 	}
 	_ = join // needs the cluster

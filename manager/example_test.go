@@ -3,53 +3,70 @@ package manager_test
 import (
 	"context"
 	"fmt"
-	"github.com/zkgroup/zkgroup/manager/assign"
 	"log"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/subscription"
 )
 
-// Join a group, consume and ack. Close drains, commits and releases.
+// The first loop: join a group, process and ack every message, and stop
+// on SIGINT or SIGTERM. Close drains (waits for the acks of what was
+// handed out, bounded by Partition.DrainTimeout), commits, releases every
+// partition and leaves the group; the program then exits 0.
 func ExampleJoin() {
-	sub, err := subscription.Static("orders")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sub, err := manager.Static("orders")
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := manager.NewConfig()
-	cfg.Strategy = assign.Sticky()
-	c, err := manager.Join(context.Background(), "billing", sub, "zk1:2181,zk2:2181/kafka", cfg)
+	c, err := manager.Join(ctx, "billing", sub, "zk1:2181,zk2:2181/kafka", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
 	go func() {
-		for err := range c.Errors() {
+		for err := range c.Errors() { // closed once the consumer stopped
 			log.Print(err)
 		}
 	}()
-	for msg := range c.Messages() {
+	for msg, err := range c.Each(ctx) { // ends on the signal
+		if err != nil {
+			log.Fatal(err)
+		}
 		fmt.Printf("%s/%d@%d: %s\n", msg.Topic, msg.Partition, msg.Offset, msg.Value)
-		c.Ack(msg)
+		msg.Ack()
+	}
+	if err := c.Close(); err != nil {
+		log.Fatal(err)
 	}
 }
 
-// Per-partition streams: one goroutine per owned partition.
-func ExampleConsumer_Partitions() {
-	sub, _ := subscription.Whitelist("orders-.*")
+// Per-partition streams: one goroutine per owned partition, so that a slow
+// partition holds up only itself.
+func ExampleConsumer_EachPartition() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sub, _ := manager.Whitelist("orders-.*")
 	cfg := manager.NewConfig()
 	cfg.Mode = manager.ModePartitions
-	c, err := manager.Join(context.Background(), "billing", sub, "zk1:2181/kafka", cfg)
+	c, err := manager.Join(ctx, "billing", sub, "zk1:2181/kafka", cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
-	for stream := range c.Partitions() {
+	for ps, err := range c.EachPartition(ctx) {
+		if err != nil {
+			log.Fatal(err)
+		}
 		go func() {
-			for msg := range stream.Messages() { // closed when the partition is revoked
-				c.Ack(msg)
+			for msg := range ps.Each(ctx) { // ends when the partition is revoked
+				msg.Ack()
 			}
 		}()
+	}
+	if err := c.Close(); err != nil {
+		log.Fatal(err)
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/notify"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/pipeline"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -201,7 +200,7 @@ func (d *daemon) run() int {
 	fatal := make(chan error, 1)
 	pl := pipeline.New(pipeline.Config{
 		Handler: d.timer.WrapHandler(handler),
-		Ack:     func(m *partition.Message) { cons.Ack(m) },
+		Ack:     func(m *manager.Message) { cons.Ack(m) },
 		Fatal: func(err error) {
 			select {
 			case fatal <- err:
@@ -213,7 +212,9 @@ func (d *daemon) run() int {
 	workersDone := make(chan struct{})
 	go func() {
 		defer close(workersDone)
-		pipeline.Run(sinkCtx, pl, cons.Partitions())
+		if err := pipeline.Run(sinkCtx, pl, cons.EachPartition(context.Background())); err != nil {
+			log.Error("partition streams failed", "error", err)
+		}
 	}()
 
 	return d.loop(cons, signals, fatal, workersDone, cancelSinks)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -35,7 +34,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 func stats() manager.Stats {
 	return manager.Stats{Group: "g", Instance: "i1", Members: []string{"i1", "i2"}, SessionID: 0xabc,
 		Assigned: []manager.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}},
-		Partitions: []partition.Stats{
+		Partitions: []manager.PartitionStats{
 			{Topic: "t", Partition: 0, Generation: 7, Committed: 10, HighWatermark: 15, Lag: 5, Delivered: 12, Acks: 11, Acked: 11,
 				Unacked: 1, OldestUnackedAge: 2 * time.Second, CommitErrors: 3, FetchErrors: 4, Resets: 1},
 			{Topic: "t", Partition: 1, Generation: 8, Committed: -1, HighWatermark: -1, Lag: -1},

@@ -1,6 +1,6 @@
 package admin
 
-import "github.com/zkgroup/zkgroup/internal/partition"
+import "github.com/zkgroup/zkgroup/manager"
 
 // Indexes of the per-partition counters in partitionTotal.
 const (
@@ -18,7 +18,7 @@ type partitionTotal struct {
 	total [numCounters]uint64
 }
 
-// partitionTotals turns partition.Stats' counters, which start from zero
+// partitionTotals turns manager.PartitionStats' counters, which start from zero
 // with each ownership, into counters that never go down: at each scrape
 // it adds what each counter grew since the last one (all of it on a new
 // ownership). What an ownership counted after the last scrape before it
@@ -27,7 +27,7 @@ type partitionTotal struct {
 type partitionTotals map[TopicPartition]*partitionTotal
 
 // observe adds p's growth and returns p's totals.
-func (pt partitionTotals) observe(p partition.Stats) [numCounters]uint64 {
+func (pt partitionTotals) observe(p manager.PartitionStats) [numCounters]uint64 {
 	tp := TopicPartition{p.Topic, p.Partition}
 	cur := [numCounters]uint64{p.CommitErrors, p.FetchErrors, p.Resets}
 	t := pt[tp]

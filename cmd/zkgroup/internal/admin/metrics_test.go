@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -60,7 +59,7 @@ func TestMetrics(t *testing.T) {
 	// partition 0 (counters from zero again) adds to the error counters,
 	// and a suspension shows.
 	src.update(func(st *manager.Stats) {
-		st.Partitions[0] = partition.Stats{Topic: "t", Partition: 0, Generation: 9, Committed: 10, HighWatermark: 15, Lag: 5,
+		st.Partitions[0] = manager.PartitionStats{Topic: "t", Partition: 0, Generation: 9, Committed: 10, HighWatermark: 15, Lag: 5,
 			CommitErrors: 2, Suspended: true}
 	})
 	_, body = get(t, s.Handler(), "/metrics")
@@ -84,7 +83,7 @@ func TestMetrics(t *testing.T) {
 
 func TestPartitionTotals(t *testing.T) {
 	pt := partitionTotals{}
-	p := partition.Stats{Topic: "t", Partition: 3, Generation: 1}
+	p := manager.PartitionStats{Topic: "t", Partition: 3, Generation: 1}
 	for _, step := range []struct {
 		gen, commit uint64
 		want        uint64

@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"github.com/zkgroup/zkgroup/manager"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 )
 
@@ -42,15 +42,15 @@ func TestPage(t *testing.T) {
 
 type fakeSink struct{ err error }
 
-func (f fakeSink) Deliver(context.Context, *sarama.ConsumerMessage) error { return f.err }
-func (f fakeSink) Close() error                                           { return nil }
+func (f fakeSink) Deliver(context.Context, *manager.Message) error { return f.err }
+func (f fakeSink) Close() error                                    { return nil }
 
 type fakeHandler struct {
 	o   sink.Outcome
 	err error
 }
 
-func (f fakeHandler) Handle(context.Context, *sarama.ConsumerMessage) (sink.Outcome, error) {
+func (f fakeHandler) Handle(context.Context, *manager.Message) (sink.Outcome, error) {
 	time.Sleep(time.Millisecond) // a sink that takes time
 	return f.o, f.err
 }

@@ -2,9 +2,9 @@ package admin
 
 import (
 	"context"
+	"github.com/zkgroup/zkgroup/manager"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/pipeline"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
@@ -61,7 +61,7 @@ type timedSink struct {
 }
 
 // Deliver delivers through the wrapped sink and observes how long it took.
-func (s timedSink) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
+func (s timedSink) Deliver(ctx context.Context, m *manager.Message) error {
 	start := time.Now()
 	err := s.Sink.Deliver(ctx, m)
 	result := "ok"
@@ -78,7 +78,7 @@ type timedHandler struct {
 }
 
 // Handle handles through the wrapped handler and observes how long it took.
-func (h timedHandler) Handle(ctx context.Context, m *sarama.ConsumerMessage) (sink.Outcome, error) {
+func (h timedHandler) Handle(ctx context.Context, m *manager.Message) (sink.Outcome, error) {
 	start := time.Now()
 	o, err := h.h.Handle(ctx, m)
 	h.t.message.WithLabelValues(outcomeLabel(o, err)).Observe(time.Since(start).Seconds())

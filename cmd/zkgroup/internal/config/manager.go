@@ -32,7 +32,6 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	}
 	m.OffsetStorage = manager.Storage(c.OffsetStorage)
 	m.Mode = manager.ModePartitions
-	m.Delivery = manager.DeliveryBatches
 	m.Brokers = append([]string(nil), c.Brokers...)
 	m.Listener = c.Listener
 	m.Partition.MaxUnacked = c.Partition.MaxUnacked

@@ -2,13 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"github.com/zkgroup/zkgroup/manager"
 	"iter"
 	"log/slog"
 	"sync"
 
-	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 // Stream is one owned partition's message stream; *manager.PartitionStream
@@ -18,20 +17,20 @@ import (
 type Stream interface {
 	Topic() string
 	Partition() int32
-	Each(ctx context.Context) iter.Seq[*partition.Message]
+	Each(ctx context.Context) iter.Seq2[*manager.Message, error]
 }
 
 // Handler decides a message's fate; *sink.Handler satisfies it. A nil
 // error means the message may be acked.
 type Handler interface {
-	Handle(ctx context.Context, m *sarama.ConsumerMessage) (sink.Outcome, error)
+	Handle(ctx context.Context, m *manager.Message) (sink.Outcome, error)
 }
 
 // Config configures a Pipeline.
 type Config struct {
 	Handler Handler
 	// Ack acks a message (the consumer's Ack).
-	Ack func(*partition.Message)
+	Ack func(*manager.Message)
 	// Fatal is called once, with the first handler error: the message was
 	// not acked and the daemon must stop. Its worker stops taking messages.
 	Fatal  func(error)
@@ -95,11 +94,15 @@ func (p *Pipeline) work(ctx context.Context, s Stream) {
 	log.Debug("partition worker started")
 	// The stream, not ctx, ends the loop: once ctx ends, Handle fails and
 	// the worker stops as below, abandoning that message.
-	for m := range s.Each(context.Background()) {
-		if m == nil || m.ConsumerMessage == nil {
+	for m, err := range s.Each(context.Background()) {
+		if err != nil {
+			log.Error("partition stream failed", "error", err)
+			return
+		}
+		if m == nil {
 			continue
 		}
-		if _, err := p.cfg.Handler.Handle(ctx, m.ConsumerMessage); err != nil {
+		if _, err := p.cfg.Handler.Handle(ctx, m); err != nil {
 			log.Error("message not delivered; not acked, partition worker stops", "offset", m.Offset, "error", err)
 			// The daemon stops: its drain need not wait for this ack.
 			// Nothing from this offset on is committed.
@@ -118,13 +121,20 @@ func (p *Pipeline) work(ctx context.Context, s Stream) {
 	log.Debug("partition worker ended")
 }
 
-// Run starts a worker for every stream from streams until it is closed,
-// then waits for every worker. Blocks until then.
-func Run[S Stream](ctx context.Context, p *Pipeline, streams <-chan S) {
-	for s := range streams {
+// Run starts a worker for every stream from streams until it ends, then
+// waits for every worker. Blocks until then. It returns the error streams
+// yielded, if any (it starts no more workers then).
+func Run[S Stream](ctx context.Context, p *Pipeline, streams iter.Seq2[S, error]) error {
+	var failed error
+	for s, err := range streams {
+		if err != nil {
+			failed = err
+			break
+		}
 		p.Start(ctx, s)
 	}
 	p.Wait()
+	return failed
 }
 
 // Wait blocks until every started worker has ended.

@@ -3,28 +3,27 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"github.com/zkgroup/zkgroup/manager"
 	"iter"
 	"runtime"
 	"sync"
 	"testing"
 
-	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
 type stream struct {
 	topic string
 	part  int32
-	ch    chan *partition.Message
+	ch    chan *manager.Message
 }
 
 func (s *stream) Topic() string    { return s.topic }
 func (s *stream) Partition() int32 { return s.part }
-func (s *stream) Each(context.Context) iter.Seq[*partition.Message] {
-	return func(yield func(*partition.Message) bool) {
+func (s *stream) Each(context.Context) iter.Seq2[*manager.Message, error] {
+	return func(yield func(*manager.Message, error) bool) {
 		for m := range s.ch {
-			if !yield(m) {
+			if !yield(m, nil) {
 				return
 			}
 		}
@@ -32,9 +31,9 @@ func (s *stream) Each(context.Context) iter.Seq[*partition.Message] {
 }
 
 func newStream(p int32, offsets ...int64) *stream {
-	s := &stream{topic: "t", part: p, ch: make(chan *partition.Message, len(offsets))}
+	s := &stream{topic: "t", part: p, ch: make(chan *manager.Message, len(offsets))}
 	for _, o := range offsets {
-		s.ch <- &partition.Message{ConsumerMessage: &sarama.ConsumerMessage{Topic: "t", Partition: p, Offset: o}}
+		s.ch <- &manager.Message{Topic: "t", Partition: p, Offset: o}
 	}
 	close(s.ch)
 	return s
@@ -49,7 +48,7 @@ type recorder struct {
 	gate    chan struct{} // when set, Handle of partition 0 waits on it
 }
 
-func (r *recorder) Handle(_ context.Context, m *sarama.ConsumerMessage) (sink.Outcome, error) {
+func (r *recorder) Handle(_ context.Context, m *manager.Message) (sink.Outcome, error) {
 	if r.gate != nil && m.Partition == 0 {
 		<-r.gate
 	}
@@ -62,7 +61,7 @@ func (r *recorder) Handle(_ context.Context, m *sarama.ConsumerMessage) (sink.Ou
 	return sink.Delivered, nil
 }
 
-func (r *recorder) ack(m *partition.Message) {
+func (r *recorder) ack(m *manager.Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.acked[m.Partition] = append(r.acked[m.Partition], m.Offset)
@@ -92,7 +91,7 @@ func TestOrderAndAck(t *testing.T) {
 		streams <- newStream(i, 0, 1, 2, 3, 4)
 	}
 	close(streams)
-	Run(context.Background(), p, streams)
+	_ = Run(context.Background(), p, seqOf(streams))
 	for i := int32(0); i < 3; i++ {
 		if want := []int64{0, 1, 2, 3, 4}; !equal(r.handled[i], want) || !equal(r.acked[i], want) {
 			t.Errorf("partition %d: handled %v acked %v", i, r.handled[i], r.acked[i])
@@ -110,7 +109,7 @@ func TestFatalStopsPartition(t *testing.T) {
 	streams <- newStream(0, 0, 1, 2, 3, 4)
 	streams <- newStream(1, 0, 1, 2, 3)
 	close(streams)
-	Run(context.Background(), p, streams)
+	_ = Run(context.Background(), p, seqOf(streams))
 	if !equal(r.acked[0], []int64{0, 1}) || !equal(r.handled[0], []int64{0, 1, 2}) {
 		t.Errorf("partition 0: handled %v acked %v", r.handled[0], r.acked[0])
 	}
@@ -142,5 +141,16 @@ func TestSamePartitionSequential(t *testing.T) {
 	p.Wait()
 	if want := []int64{10, 11, 5, 6}; !equal(r.handled[0], want) {
 		t.Fatalf("handled %v, want %v", r.handled[0], want)
+	}
+}
+
+// seqOf yields the streams sent on ch until it is closed.
+func seqOf[S any](ch <-chan S) iter.Seq2[S, error] {
+	return func(yield func(S, error) bool) {
+		for s := range ch {
+			if !yield(s, nil) {
+				return
+			}
+		}
 	}
 }

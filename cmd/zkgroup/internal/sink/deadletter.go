@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager"
 	"strconv"
 
 	"github.com/IBM/sarama"
@@ -66,7 +67,7 @@ func NewKafkaDeadLetter(brokers []string, topic, group string, cfg *sarama.Confi
 
 // Message builds the dead-letter record of m: same key, value and headers,
 // plus the source coordinates, the group and the error. Pure.
-func Message(topic, group string, m *sarama.ConsumerMessage, cause error) *sarama.ProducerMessage {
+func Message(topic, group string, m *manager.Message, cause error) *sarama.ProducerMessage {
 	pm := &sarama.ProducerMessage{Topic: topic}
 	if m.Key != nil {
 		pm.Key = sarama.ByteEncoder(m.Key)
@@ -95,7 +96,7 @@ func Message(topic, group string, m *sarama.ConsumerMessage, cause error) *saram
 
 // DeadLetter produces m to the topic. ctx is checked before sending;
 // sarama bounds the send itself (Net and Producer timeouts).
-func (k *KafkaDeadLetter) DeadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause error) error {
+func (k *KafkaDeadLetter) DeadLetter(ctx context.Context, m *manager.Message, cause error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

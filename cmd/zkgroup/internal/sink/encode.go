@@ -3,10 +3,9 @@ package sink
 import (
 	"encoding/base64"
 	"encoding/json"
+	"github.com/zkgroup/zkgroup/manager"
 	"time"
 	"unicode/utf8"
-
-	"github.com/IBM/sarama"
 )
 
 // Record is the JSON form of a message written by the stdout sink. Key and
@@ -52,7 +51,7 @@ func text(b []byte) (*string, string) {
 // NewRecord converts a message. Header keys that are not valid UTF-8 are
 // base64-encoded without a marker (they are rare and JSON needs text).
 // Pure; safe for concurrent use.
-func NewRecord(m *sarama.ConsumerMessage) Record {
+func NewRecord(m *manager.Message) Record {
 	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp.UTC(), Headers: []Header{}}
 	r.Key, r.KeyEncoding = text(m.Key)
 	r.Value, r.ValueEncoding = text(m.Value)
@@ -76,7 +75,7 @@ func NewRecord(m *sarama.ConsumerMessage) Record {
 
 // EncodeJSONLine returns the message as one JSON object and a newline.
 // Pure; safe for concurrent use.
-func EncodeJSONLine(m *sarama.ConsumerMessage) ([]byte, error) {
+func EncodeJSONLine(m *manager.Message) ([]byte, error) {
 	b, err := json.Marshal(NewRecord(m))
 	if err != nil {
 		return nil, err

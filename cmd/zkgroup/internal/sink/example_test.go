@@ -2,10 +2,10 @@ package sink_test
 
 import (
 	"context"
+	"github.com/zkgroup/zkgroup/manager"
 	"os"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 )
 
@@ -16,7 +16,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	m := &sarama.ConsumerMessage{Topic: "orders", Partition: 1, Offset: 7, Key: []byte("id-1"),
+	m := &manager.Message{Topic: "orders", Partition: 1, Offset: 7, Key: []byte("id-1"),
 		Value: []byte{0xff, 0xfe}, Timestamp: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
 	out, _ := h.Handle(context.Background(), m)
 	os.Stdout.WriteString(out.String() + "\n")

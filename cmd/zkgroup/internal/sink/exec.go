@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager"
 	"io"
 	"os/exec"
 	"strconv"
@@ -15,8 +16,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"github.com/IBM/sarama"
 )
 
 // Exec runs a command per message: the value on its stdin and the
@@ -64,7 +63,7 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 }
 
 // Env returns the variables describing m, as the child sees them. Pure.
-func Env(m *sarama.ConsumerMessage) []string {
+func Env(m *manager.Message) []string {
 	env := []string{
 		"ZKGROUP_TOPIC=" + m.Topic,
 		"ZKGROUP_PARTITION=" + strconv.FormatInt(int64(m.Partition), 10),
@@ -79,7 +78,7 @@ func Env(m *sarama.ConsumerMessage) []string {
 	default:
 		env = append(env, "ZKGROUP_KEY="+base64.StdEncoding.EncodeToString(m.Key), "ZKGROUP_KEY_ENCODING="+Base64)
 	}
-	hs := NewRecord(&sarama.ConsumerMessage{Headers: m.Headers}).Headers
+	hs := NewRecord(&manager.Message{Headers: m.Headers}).Headers
 	b, _ := json.Marshal(hs)
 	if !bytes.ContainsRune(b, 0) {
 		env = append(env, "ZKGROUP_HEADERS="+string(b))
@@ -116,7 +115,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 // Deliver runs the command once for m.
-func (e *Exec) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
+func (e *Exec) Deliver(ctx context.Context, m *manager.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.argv[0], e.argv[1:]...)
@@ -156,7 +155,7 @@ func (e *Exec) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
 func (e *Exec) Close() error { return nil }
 
 // headersSize adds up the sizes of m's header keys and values.
-func headersSize(m *sarama.ConsumerMessage) int {
+func headersSize(m *manager.Message) int {
 	n := 0
 	for _, h := range m.Headers {
 		if h != nil {

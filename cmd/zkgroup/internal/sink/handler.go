@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager"
 	"log/slog"
 	"sync/atomic"
 	"time"
-
-	"github.com/IBM/sarama"
 )
 
 // Policies after the last failed attempt (the values of the config's
@@ -45,7 +44,7 @@ func (o Outcome) String() string {
 // DeadLetterer stores a message that failed for good. Implementations are
 // safe for concurrent use.
 type DeadLetterer interface {
-	DeadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause error) error
+	DeadLetter(ctx context.Context, m *manager.Message, cause error) error
 	Close() error
 }
 
@@ -135,7 +134,7 @@ func Backoff(n int, initial, max time.Duration) time.Duration {
 
 // attempt runs f up to MaxAttempts times with backoff; it returns the last
 // error. Permanent errors and a done ctx end it early.
-func (h *Handler) attempt(ctx context.Context, what string, m *sarama.ConsumerMessage, f func(context.Context) error) error {
+func (h *Handler) attempt(ctx context.Context, what string, m *manager.Message, f func(context.Context) error) error {
 	var err error
 	for n := 1; ; n++ {
 		if n > 1 {
@@ -162,7 +161,7 @@ func (h *Handler) attempt(ctx context.Context, what string, m *sarama.ConsumerMe
 // dead-lettering failed too, or when ctx ended first, the error wraps
 // ErrStop (or ctx's error) and m must not be acked. Blocks for the
 // attempts and backoffs, bounded by ctx.
-func (h *Handler) Handle(ctx context.Context, m *sarama.ConsumerMessage) (Outcome, error) {
+func (h *Handler) Handle(ctx context.Context, m *manager.Message) (Outcome, error) {
 	err := h.attempt(ctx, "sink", m, func(ctx context.Context) error { return h.sink.Deliver(ctx, m) })
 	if err == nil {
 		h.counts.delivered.Add(1)

@@ -6,14 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/IBM/sarama"
 )
 
 // HTTP POSTs each message to a URL: the value as the body, the metadata in
@@ -91,7 +90,7 @@ func asciiJSON(b []byte) string {
 }
 
 // Deliver POSTs m once.
-func (h *HTTP) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
+func (h *HTTP) Deliver(ctx context.Context, m *manager.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	where := fmt.Sprintf("%s/%d@%d", m.Topic, m.Partition, m.Offset)
@@ -113,7 +112,7 @@ func (h *HTTP) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
 		}
 	}
 	if len(m.Headers) > 0 {
-		b, _ := json.Marshal(NewRecord(&sarama.ConsumerMessage{Headers: m.Headers}).Headers)
+		b, _ := json.Marshal(NewRecord(&manager.Message{Headers: m.Headers}).Headers)
 		req.Header.Set("X-Kafka-Headers", asciiJSON(b))
 	}
 	for k, v := range h.headers {

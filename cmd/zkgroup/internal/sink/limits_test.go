@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/zkgroup/zkgroup/manager"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,7 +26,7 @@ func TestExecOversizedKeyIsPermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, m := range map[string]*sarama.ConsumerMessage{
+	for name, m := range map[string]*manager.Message{
 		"key":     {Topic: "t", Key: bytes.Repeat([]byte("k"), 256<<10), Value: []byte("v")},
 		"headers": {Topic: "t", Key: []byte("k"), Headers: []*sarama.RecordHeader{{Key: []byte("h"), Value: bytes.Repeat([]byte("v"), 300<<10)}}},
 	} {

@@ -3,8 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
-
-	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 // Sink delivers one message at a time. Implementations are safe for
@@ -13,7 +12,7 @@ type Sink interface {
 	// Deliver delivers m; nil means it was delivered and may be acked. It
 	// blocks until delivered, failed, or ctx is done. An error wrapping
 	// ErrPermanent is not retried.
-	Deliver(ctx context.Context, m *sarama.ConsumerMessage) error
+	Deliver(ctx context.Context, m *manager.Message) error
 	// Close releases the sink's resources; idempotent.
 	Close() error
 }

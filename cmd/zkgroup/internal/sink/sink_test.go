@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/zkgroup/zkgroup/manager"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +21,8 @@ import (
 	"github.com/IBM/sarama"
 )
 
-func msg(value []byte) *sarama.ConsumerMessage {
-	return &sarama.ConsumerMessage{Topic: "t", Partition: 3, Offset: 42, Key: []byte("k1"), Value: value,
+func msg(value []byte) *manager.Message {
+	return &manager.Message{Topic: "t", Partition: 3, Offset: 42, Key: []byte("k1"), Value: value,
 		Timestamp: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
 		Headers:   []*sarama.RecordHeader{{Key: []byte("h"), Value: []byte("v")}}}
 }
@@ -62,7 +63,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add([]byte{0xff}, []byte{0xc3, 0x28})
 	f.Add([]byte(""), []byte("\x00\n\"\\"))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		b, err := EncodeJSONLine(&sarama.ConsumerMessage{Topic: "t", Key: key, Value: value})
+		b, err := EncodeJSONLine(&manager.Message{Topic: "t", Key: key, Value: value})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +233,7 @@ type flaky struct {
 	err   error
 }
 
-func (f *flaky) Deliver(_ context.Context, m *sarama.ConsumerMessage) error {
+func (f *flaky) Deliver(_ context.Context, m *manager.Message) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seen[m.Offset]++
@@ -248,7 +249,7 @@ type fakeDL struct {
 	err error
 }
 
-func (d *fakeDL) DeadLetter(_ context.Context, m *sarama.ConsumerMessage, _ error) error {
+func (d *fakeDL) DeadLetter(_ context.Context, m *manager.Message, _ error) error {
 	if d.err != nil {
 		return d.err
 	}

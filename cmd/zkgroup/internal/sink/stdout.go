@@ -3,10 +3,9 @@ package sink
 import (
 	"context"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager"
 	"io"
 	"sync"
-
-	"github.com/IBM/sarama"
 )
 
 // Stdout writes each message as a JSON line (see Record) to a writer, one
@@ -22,7 +21,7 @@ func NewStdout(w io.Writer) *Stdout { return &Stdout{w: w} }
 
 // Deliver writes the message's line; the message is delivered once the
 // write returned without error.
-func (s *Stdout) Deliver(ctx context.Context, m *sarama.ConsumerMessage) error {
+func (s *Stdout) Deliver(ctx context.Context, m *manager.Message) error {
 	line, err := EncodeJSONLine(m)
 	if err != nil {
 		return Permanent(fmt.Errorf("sink: stdout: encoding %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
