@@ -2,19 +2,33 @@
 // of a group in ZooKeeper, watches the group's members and the
 // subscription's topics and partitions, computes which partitions this
 // instance owns with an assignment strategy, claims each one with an
-// ephemeral owner node and consumes it. The common loop needs this package
-// alone:
+// ephemeral owner node and consumes it. The loop needs this package alone:
 //
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
 //	sub, _ := manager.Static("orders")
 //	c, err := manager.Join(ctx, "billing", sub, "zk1:2181/kafka", nil)
-//	...
-//	for msg := range c.Messages() { process(msg); msg.Ack() }
-//	err = c.Close()
+//	if err != nil {
+//		return err
+//	}
+//	for msg, err := range c.Each(ctx) { // ends on the signal
+//		if err != nil {
+//			return err
+//		}
+//		process(msg)
+//		msg.Ack()
+//	}
+//	return c.Close() // drains, commits, releases, leaves
 //
-// The same loop at the cost of batches (one hand-off per fetched batch
-// instead of one channel rendezvous per message, the same guarantees per
-// message): set Config.Delivery to DeliveryBatches and range over
-// c.Each(ctx) instead of c.Messages().
+// With the defaults this is the fast path: messages are fetched a batch
+// per partition at a time and handed over one by one in the caller's
+// goroutine, each checked against its partition's ownership first.
+// Other forms, where they pay for themselves: Poll hands out a batch at a
+// time (one partition's messages, acked as a whole with Batch.Ack); with
+// Config.Mode = ModePartitions, EachPartition hands out a stream per
+// owned partition, each consumed by a goroutine of its own (a slow
+// partition then holds up only itself). A method of the other mode
+// returns (or yields) ErrMode.
 //
 // The ZooKeeper layout is Kafka's own:
 //
@@ -63,13 +77,9 @@
 //
 // What no check can cover: a message already handed to the application
 // when the process froze (the application goes on processing it after the
-// pause), and, with DeliveryMessages (Messages(), and Each over it), a
-// message offered on the channel before the pause and taken by the
-// application after it (the send completes when the receiver takes it).
-// With DeliveryBatches, Each and PartitionStream.Each read the clock in
-// the receiving goroutine before every message and have no such window;
-// Poll and Batches() hand out a whole batch at once, checked when it was
-// handed out.
+// pause). Each and PartitionStream.Each read the clock in the caller's
+// goroutine before every message; Poll hands out a whole batch at once,
+// checked when it was handed out.
 //
 // Kafka reachability: a member that no broker answered for
 // Config.KafkaUnreachableTimeout (default the session timeout), or that
@@ -104,6 +114,8 @@
 // What an owned partition costs: four goroutines (its slot, which claims,
 // runs and releases it; its partition manager's fetch loop; sarama's two
 // per PartitionConsumer); no timer while idle; its claim's watch and the
-// owners view's are session hooks, not goroutines. See package
-// internal/partition for the partition manager's memory.
+// owners view's are session hooks, not goroutines. Memory: its fetch
+// buffers, and up to PartitionConfig.MaxUnacked messages handed out and
+// not yet acked (their ack tracking costs about 33 bytes each, given back
+// once the partition is idle).
 package manager

@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/kafkasasl"
+	"github.com/zkgroup/zkgroup/kafkasasl"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
 )

@@ -30,7 +30,7 @@ type KafkaConfig struct {
 	// true. CommitBatch reads back only what failed, whatever Verify says.
 	Verify bool
 	// RetryBackoff and RetryBackoffMax bound the jittered, exponentially
-	// growing waits (internal/retry) between attempts of a request that
+	// growing waits between attempts of a request that
 	// failed retriably. Defaults 100 ms and 2 s.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration

@@ -41,7 +41,7 @@ const maxCASAttempts = 1000
 
 // ZooKeeperStore keeps offsets where Kafka's old ZooKeeper consumer kept
 // them: /consumers/<group>/offsets/<topic>/<partition>, holding the next
-// offset to read as plain decimal text (see zkdata.FormatOffset).
+// offset to read as plain decimal text, as Kafka's tools write it.
 //
 // Every write is a versioned Set (compare-and-set on the node's version).
 // The store remembers, per partition it wrote, the node's version and
@@ -107,7 +107,7 @@ func (s *ZooKeeperStore) check(topic string, partition int32, next int64, checkN
 
 // Fetch reads the partition's offset node. A missing node gives ok=false;
 // a node that does not hold a non-negative decimal gives an error wrapping
-// ErrFetch and zkdata.ErrMalformed that names the path and the content.
+// ErrFetch that names the path and the content.
 // Safe for concurrent use; blocks on one ZooKeeper round trip.
 func (s *ZooKeeperStore) Fetch(ctx context.Context, topic string, partition int32) (int64, bool, error) {
 	if err := s.check(topic, partition, 0, false); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/kafkasasl"
+	"github.com/zkgroup/zkgroup/kafkasasl"
 )
 
 // Users of a Secure cluster's SASL_SSL listener. The SCRAM users are

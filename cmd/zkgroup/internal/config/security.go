@@ -9,7 +9,7 @@ import (
 	"unicode"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/kafkasasl"
+	"github.com/zkgroup/zkgroup/kafkasasl"
 )
 
 // Defaults of the Kafka clients.
