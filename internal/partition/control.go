@@ -13,7 +13,7 @@ import (
 // A control request (Seek, Pause, Resume) is applied by the run goroutine
 // between two fetch sessions: the request closes ctlWake, every wait of
 // the hand-off path (the fetch loop, the wait for MaxUnacked room, a send,
-// a funnel job, a suspension) returns without handing anything more out,
+// a suspension) returns without handing anything more out,
 // the PartitionConsumer is closed (what it fetched and was not handed out
 // is dropped, as at a stop), and the run loop applies the request and
 // fetches again from the new position (or not at all while paused).

@@ -12,10 +12,10 @@
 // and hands them to the store in one batch (one OffsetCommit request, or
 // one ZooKeeper transaction, per interval, however many partitions).
 //
-// A Manager hands out on a channel of its own (a partition stream) or,
-// when several share one channel (the merged stream), through a Funnel,
-// which takes a batch at a time from each and keeps their senders from
-// contending for that channel message by message.
+// A Manager hands out batches, on a channel of its own (a partition
+// stream) or on one shared by the consumer's Managers (the merged stream);
+// the receiver checks each message with Batch.Pass before it reaches the
+// user.
 //
 // # What an owned partition costs
 //
@@ -31,7 +31,7 @@
 // (Fence.AfterLost).
 //
 // Per consumer, not per partition: the Committer's goroutine, the
-// Funnel's two lanes (merged mode), the KafkaStore's batcher. Stop ends
+// KafkaStore's batcher. Stop ends
 // the Manager's goroutines and waits for them.
 //
 // Timers: none per idle partition. Waits with timers happen only while a
@@ -39,8 +39,7 @@
 // while Stop drains.
 //
 // Memory of an idle partition: the Manager (about 1 KB with its tomb and
-// channels), what is left of its slab of Messages (at most 64 x 16 bytes),
-// the goroutines' stacks, and sarama's PartitionConsumer (its two
+// channels), the goroutines' stacks, and sarama's PartitionConsumer (its two
 // channels of Config.ChannelBufferSize pointers, and the fetched messages
 // they hold). The Tracker's ring grows with the messages outstanding (33
 // bytes each: a backlog caught up with MaxUnacked 10,000 outstanding
@@ -48,9 +47,11 @@
 // ring shrinks when it empties after having held far more than its last
 // run needed, and the Committer releases it once the partition was idle
 // for a whole interval. The batch a Manager takes from sarama's buffer
-// comes from a pool shared by all Managers, as does the Funnel's.
+// comes from a pool shared by all Managers.
 // BenchmarkIdleMemory measures it.
 //
 // The consumer manager (package manager) creates and stops Managers; an
-// embedder normally meets this package only through Message and Stats.
+// embedder never meets this package: manager.Message and manager.Batch
+// are this package's Message and Batch seen through types of the same
+// layout, and manager's other public types are copies.
 package partition

@@ -93,7 +93,7 @@ func cpuNow() time.Duration {
 const hotParts = 8
 
 // BenchmarkHotPath compares the managers' hot path (8 partitions, a fence
-// each, through a funnel into one unbuffered channel, every message acked
+// each, on one unbuffered batch channel, every message passed and acked
 // by the receiver) with plain forwarders of the same feeders (a select on the
 // channel and a done channel, as a user would write it); b.N is the number
 // of messages. It reports process CPU time per message besides the wall

@@ -207,7 +207,7 @@ func Start(p Params) (_ *Manager, err error) {
 	// manager dies: no goroutine watches either.
 	m.unwatchLost = p.Fence.AfterLost(m.closeHalt)
 	m.t.Go(func() error {
-		// However run ends (a lost claim, a closed funnel), the manager is
+		// However run ends (a lost claim, a failed start), the manager is
 		// done: kill the tomb so that Done is closed.
 		err := m.run()
 		m.kill(err)
