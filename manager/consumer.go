@@ -118,9 +118,11 @@ type Consumer struct {
 	squatted int
 	// strategyPeers: the members publishing another strategy (id to
 	// name), as reported; strategyInForce: what the last rebalance
-	// computed with ("" none). See noteStrategiesLocked.
+	// computed with ("" none), strategyOldest the member whose strategy
+	// that is. See noteStrategiesLocked.
 	strategyPeers   map[string]string
 	strategyInForce string
+	strategyOldest  string
 
 	rebalances    atomic.Uint64
 	claimWaits    atomic.Int64
