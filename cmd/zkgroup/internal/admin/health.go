@@ -121,14 +121,23 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // readiness applies Readiness to the current stats and group view.
 func (s *Server) readiness() (bool, string) {
 	st, joined := s.stats()
+	var view *GroupView
+	var at time.Time
+	if s.cfg.View != nil {
+		v, readAt, _ := s.cfg.View.Last()
+		view, at = &v, readAt
+	}
+	return s.readinessOf(st, joined, view, at)
+}
+
+// readinessOf applies Readiness to st and to view (nil: none) when it
+// was read within three of the Viewer's intervals.
+func (s *Server) readinessOf(st manager.Stats, joined bool, view *GroupView, readAt time.Time) (bool, string) {
 	if why := s.waitingReason(); !joined && why != "" {
 		return false, why
 	}
-	var view *GroupView
-	if s.cfg.View != nil {
-		if v, ok := s.cfg.View.Fresh(); ok {
-			view = &v
-		}
+	if view != nil && !s.cfg.View.fresh(readAt) {
+		view = nil
 	}
 	return Readiness(st, joined, view)
 }
