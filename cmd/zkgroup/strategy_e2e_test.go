@@ -15,7 +15,7 @@ import (
 // balanced and then b with range. While both run, each one's /readyz
 // answers 503 naming both members and both strategies, and describe
 // (reading the ZooKeeper address, group and offset storage from a's
-// config file) shows each member's strategy and says they disagree, in
+// config file; a flag overrides it) shows each member's strategy and says they disagree, in
 // text and JSON. Once b stops, a is ready again and describe no longer
 // reports a mismatch.
 func TestStrategyMismatchSaid(t *testing.T) {
@@ -62,6 +62,11 @@ func TestStrategyMismatchSaid(t *testing.T) {
 	if sm := d.StrategyMismatch; fmt.Sprint(strategies) != "map[a:balanced b:range]" || sm == nil || sm.Oldest != "a" || sm.InForce != "balanced" ||
 		fmt.Sprint(sm.Strategies) != "map[balanced:[a] range:[b]]" {
 		t.Errorf("describe --json: members' strategies %v, mismatch %+v", strategies, sm)
+	}
+	// A flag overrides the config file's setting.
+	other := testcluster.Name(t, "other")
+	if out, stderr, code := run(t, "describe", "--config", cfgFile, "--group", other); code == 0 || !strings.Contains(out+stderr, other) {
+		t.Errorf("describe --config with --group %s: exit %d\n%s%s", other, code, out, stderr)
 	}
 	if code := b.stop(30 * time.Second); code != 0 {
 		t.Errorf("b: exit %d", code)
