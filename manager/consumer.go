@@ -14,6 +14,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/retry"
+	"github.com/zkgroup/zkgroup/internal/saramaconf"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
@@ -116,9 +117,11 @@ type Consumer struct {
 	squatted int
 	// strategyPeers: the members publishing another strategy (id to
 	// name), as reported; strategyInForce: what the last rebalance
-	// computed with ("" none). See noteStrategiesLocked.
+	// computed with ("" none), strategyOldest the member whose strategy
+	// that is. See noteStrategiesLocked.
 	strategyPeers   map[string]string
 	strategyInForce string
+	strategyOldest  string
 
 	rebalances    atomic.Uint64
 	claimWaits    atomic.Int64
@@ -399,18 +402,11 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 }
 
 func saramaConfig(cfg *Config) *sarama.Config {
-	var s sarama.Config
-	if cfg.Sarama != nil {
-		s = *cfg.Sarama
-	} else {
-		s = *sarama.NewConfig()
-		s.Version = sarama.V2_1_0_0
-		s.ClientID = "zkgroup"
-	}
+	s := saramaconf.From(cfg.Sarama, saramaconf.ClientID)
 	s.Consumer.Return.Errors = true
 	s.Consumer.Offsets.AutoCommit.Enable = false
 	s.ChannelBufferSize = max(s.ChannelBufferSize, 256)
-	return &s
+	return s
 }
 
 // ID returns this member's instance id.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/saramaconf"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
@@ -137,15 +138,7 @@ func Brokers(s *zkconn.Session, listener string) ([]string, error) {
 // version 2.1.0 and client id "zkgroup-admin") with manual commits only
 // (offsets.KafkaStore requires it).
 func SaramaConfig(base *sarama.Config) *sarama.Config {
-	var cfg *sarama.Config
-	if base != nil {
-		c := *base
-		cfg = &c
-	} else {
-		cfg = sarama.NewConfig()
-		cfg.ClientID = "zkgroup-admin"
-		cfg.Version = sarama.V2_1_0_0
-	}
+	cfg := saramaconf.From(base, "zkgroup-admin")
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	cfg.Consumer.Return.Errors = true
 	cfg.Metadata.Retry.Max = 5
