@@ -207,7 +207,7 @@ func (c *conn) close() {
 // exitFor maps an error to an exit status.
 func exitFor(err error) int {
 	switch {
-	case errors.Is(err, errUsage) || errors.Is(err, ops.ErrArguments):
+	case errors.Is(err, errUsage) || errors.Is(err, ops.ErrConfig):
 		return exitUsage
 	case errors.Is(err, errRefused):
 		return exitRefused
