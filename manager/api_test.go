@@ -261,6 +261,10 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 // were lost: no final commit). Such an attempt checks what still holds,
 // and the test tries again, with a new topic and group, up to 3 times.
 func TestBatchesSuspension(t *testing.T) {
+	if testing.Short() && !testcluster.InCI() {
+		// Each attempt would skip, and "never checked" would fail the test.
+		t.Skip("integration test: skipped with -short")
+	}
 	const attempts = 3
 	for i := 1; i <= attempts; i++ {
 		survived := false

@@ -16,8 +16,8 @@ import (
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
-// ErrClaimCanceled: the claim was no longer wanted before it was acquired.
-var ErrClaimCanceled = errors.New("manager: claim canceled")
+// errClaimCanceled: the claim was no longer wanted before it was acquired.
+var errClaimCanceled = errors.New("manager: claim canceled")
 
 // claim is this instance's ownership of one partition: its ephemeral owner
 // node, created by the current ZooKeeper session. It implements
@@ -126,13 +126,13 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 	for {
 		select {
 		case <-cancel:
-			return nil, ErrClaimCanceled
+			return nil, errClaimCanceled
 		default:
 		}
 		st, epochDone := s.Epoch()
 		if !st.HasSession {
 			if !waitOr(cancel, epochDone, nil, 200*time.Millisecond) {
-				return nil, ErrClaimCanceled
+				return nil, errClaimCanceled
 			}
 			continue
 		}
@@ -147,20 +147,20 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 				if perr := s.CreateParents(path.Dir(p)); perr != nil {
 					log.Warn("creating owner parents failed", "path", path.Dir(p), "error", perr)
 					if !bo.Wait(cancel, nil) {
-						return nil, ErrClaimCanceled
+						return nil, errClaimCanceled
 					}
 				}
 			default:
 				log.Warn("creating owner node failed", "path", p, "error", err)
 				if !bo.Wait(cancel, nil) {
-					return nil, ErrClaimCanceled
+					return nil, errClaimCanceled
 				}
 			}
 			continue
 		case err != nil:
 			log.Warn("reading owner node failed", "path", p, "error", err)
 			if !bo.Wait(cancel, nil) {
-				return nil, ErrClaimCanceled
+				return nil, errClaimCanceled
 			}
 			continue
 		}
@@ -193,7 +193,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		}
 		select {
 		case <-cancel:
-			return nil, ErrClaimCanceled
+			return nil, errClaimCanceled
 		case <-ch:
 		case <-epochDone:
 		}

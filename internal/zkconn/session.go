@@ -13,12 +13,16 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup"
 	"gopkg.in/tomb.v2"
 )
 
 // Errors of this package.
 var (
-	ErrConfig  = errors.New("zkconn: invalid config")
+	// ErrConfig (zkgroup.ErrConfig, the module's one sentinel for an
+	// invalid configuration or argument) is wrapped by Config.Validate's
+	// errors.
+	ErrConfig  = zkgroup.ErrConfig
 	ErrTimeout = errors.New("zkconn: timed out waiting for a ZooKeeper session")
 	ErrClosed  = errors.New("zkconn: session closed")
 )

@@ -338,7 +338,7 @@ func (c *Config) Sarama() (*sarama.Config, error) {
 	s.Version = v
 	needs := c.Kafka.TLS.Enable || c.Kafka.SASL.Mechanism != ""
 	if needs && !c.resolved() {
-		return nil, fmt.Errorf("%w: kafka: TLS or SASL configured but Resolve has not run", ErrInvalid)
+		return nil, fmt.Errorf("%w: kafka: TLS or SASL configured but Resolve has not run", ErrConfig)
 	}
 	if c.resolved() && c.secrets.kafkaTLS != nil {
 		s.Net.TLS.Enable = true
@@ -361,7 +361,7 @@ func (c *Config) Sarama() (*sarama.Config, error) {
 		}
 	}
 	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: kafka: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: kafka: %w", ErrConfig, err)
 	}
 	return s, nil
 }

@@ -69,7 +69,7 @@ func TestParseDatetime(t *testing.T) {
 			t.Errorf("ParseDatetime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	if _, err := ParseDatetime("yesterday"); !errors.Is(err, ErrArguments) || !strings.Contains(err.Error(), "yesterday") {
+	if _, err := ParseDatetime("yesterday"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "yesterday") {
 		t.Errorf("err = %v", err)
 	}
 }
