@@ -20,16 +20,6 @@ import (
 // "<dir>.<Name>". Delete an entry once its sentinel follows the rules; an
 // entry that matches nothing any more is only logged.
 var pending = map[string]string{
-	"internal/partition.ErrConfig": "partition's Config moves to manager",
-	"internal/partition.ErrFetch":  "same text as offsets.ErrFetch: manager's own takes a text of its own",
-	"internal/partition.ErrCommit": "becomes offsets.ErrCommit",
-	"manager.ErrFetch":             "aliases internal/partition until manager defines it",
-	"manager.ErrCommit":            "aliases internal/partition until it is offsets.ErrCommit",
-	"manager.ErrLost":              "aliases internal/partition until manager defines it",
-	"manager.ErrSuspended":         "aliases internal/partition until manager defines it",
-	"manager.ErrReset":             "aliases internal/partition until manager defines it",
-	"manager.ErrStopped":           "aliases internal/partition until manager defines it",
-	"manager.ErrDrainLate":         "aliases internal/partition until manager defines it",
 }
 
 // sentinel is one exported package-level Err* variable of the module.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -256,7 +257,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := partition.Config(c.Partition).Validate(); err != nil {
-		return fmt.Errorf("%w: Partition: %w", ErrConfig, err)
+		// The error wraps ErrConfig and names the field: prefix its struct.
+		return fmt.Errorf("%w: Partition.%s", ErrConfig, strings.TrimPrefix(err.Error(), ErrConfig.Error()+": "))
 	}
 	if c.RebalanceDelay < 0 {
 		return fmt.Errorf("%w: RebalanceDelay: %v is negative", ErrConfig, c.RebalanceDelay)
