@@ -19,8 +19,7 @@ import (
 // offsets.ErrCommit, partition's ErrConfig the shared one). Keys are
 // "<dir>.<Name>". Delete an entry once its sentinel follows the rules; an
 // entry that matches nothing any more is only logged.
-var pending = map[string]string{
-}
+var pending = map[string]string{}
 
 // sentinel is one exported package-level Err* variable of the module.
 type sentinel struct {
