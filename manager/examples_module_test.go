@@ -3,12 +3,15 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +50,10 @@ func TestExamplesOutsideModule(t *testing.T) {
 		t.Fatalf("examples found in %v: none of package manager", pkgs)
 	}
 	t.Logf("examples of %v", pkgs)
+	// The go command stops at a package's first bad import: list them all.
+	for _, bad := range internalImports(t, tmp) {
+		t.Errorf("%s: a user's module cannot import an internal package", bad)
+	}
 	gomod := "module example.com/zkgroupexamples\n\ngo 1.26.0\n\n" +
 		"require github.com/zkgroup/zkgroup v0.0.0\n\n" +
 		"replace github.com/zkgroup/zkgroup => " + root + "\n"
@@ -73,6 +80,34 @@ func TestExamplesOutsideModule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go vet ./... of the examples in a module of their own (%s): %v\n%s", tmp, err, out)
 	}
+}
+
+// internalImports returns "file imports path" for each import of an internal
+// package of this module by the Go files under dir.
+func internalImports(t *testing.T, dir string) []string {
+	t.Helper()
+	var bad []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(p, "github.com/zkgroup/zkgroup/") && slices.Contains(strings.Split(p, "/"), "internal") {
+				rel, _ := filepath.Rel(dir, path)
+				bad = append(bad, filepath.ToSlash(rel)+" imports "+p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bad
 }
 
 // goTool finds the go command: on PATH, else the one that built this test.
