@@ -34,6 +34,7 @@ type claim struct {
 	sessionID int64 // the session that created the node
 	token     int64 // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
+	lost      atomic.Bool     // set once lost, before lostCtx is canceled: Lease reads it
 	lostCtx   context.Context // canceled once lost: Lost is its Done
 	cancel    context.CancelFunc
 
@@ -63,12 +64,9 @@ func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link)
 func (c *claim) Lease() (until time.Time, ok bool) {
 	until, id, ok := c.session.Lease()
 	if ok && id == c.sessionID {
-		select {
-		case <-c.lostCtx.Done():
-			return until, false
-		default:
-			return until, true
-		}
+		// An atomic load, not a select on lostCtx.Done(): Lease is called
+		// before every message handed out.
+		return until, !c.lost.Load()
 	}
 	if !ok {
 		c.session.Status() // notices the suspension: the gate is reopened on the next answer
@@ -92,6 +90,7 @@ func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFun
 
 func (c *claim) markLost(why string) {
 	c.lostOnce.Do(func() {
+		c.lost.Store(true)
 		c.health.leave(&c.link)
 		if why == "released" {
 			c.log.Debug("partition claim released")

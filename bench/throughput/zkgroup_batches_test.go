@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -54,18 +55,25 @@ func passZkgroupEachPartitions(env *passEnv, c *counter) error {
 func passZkgroupBatches(env *passEnv, c *counter) error {
 	cfg := zkgroupConfig()
 	cfg.Delivery = manager.DeliveryBatches
-	return runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
+	var batches, messages int64
+	err := runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
 		for {
 			b, err := cons.Poll(context.Background())
 			if err != nil {
 				return // closed
 			}
+			batches++
+			messages += int64(len(b.Messages))
 			for _, m := range b.Messages {
 				c.add(m.Partition, m.Offset)
 			}
 			b.Ack()
 		}
 	})
+	if batches > 0 { // how much one hand-off carries: per-batch costs divide by it
+		benchkit.Say("   zkgroup-batches: %d batches, %.1f messages per batch", batches, float64(messages)/float64(batches))
+	}
+	return err
 }
 
 // passZkgroupBatchesPartitions: ModePartitions with DeliveryBatches, one
