@@ -32,6 +32,7 @@ type claim struct {
 	log     *slog.Logger
 
 	sessionID int64 // the session that created the node
+	epochDone <-chan struct{} // closed when that session's epoch ended
 	token     int64 // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
 	lostCtx   context.Context // canceled once lost: Lost is its Done
@@ -89,6 +90,20 @@ func (c *claim) Lost() <-chan struct{} { return c.lostCtx.Done() }
 // AfterLost runs f on its own goroutine once Lost is closed (see
 // partition.Fence).
 func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFunc(c.lostCtx, f) }
+
+// lost reports whether Lost is closed.
+func (c *claim) lost() bool { return c.lostCtx.Err() != nil }
+
+// sessionEnded reports whether the session that created the owner node
+// ended: the claim is lost, or will be at once.
+func (c *claim) sessionEnded() bool {
+	select {
+	case <-c.epochDone:
+		return true
+	default:
+		return false
+	}
+}
 
 func (c *claim) markLost(why string) {
 	c.lostOnce.Do(func() {
@@ -168,7 +183,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		holder := zkdata.ParseOwner(data)
 		if stat.EphemeralOwner == cur.SessionID && holder == owner {
 			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
-				sessionID: cur.SessionID, token: stat.Czxid, stop: make(chan struct{})}
+				sessionID: cur.SessionID, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{})}
 			c.lostCtx, c.cancel = context.WithCancel(context.Background())
 			c.hook(ch, epochDone)
 			if logged {

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -198,23 +199,36 @@ type Config struct {
 	ZooKeeperTLS *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// OnAssigned is called for each partition once its claim is held and
-	// before its first message is fetched; OnRevoked once its messages were
-	// drained and committed (or it was lost) and before its claim is
-	// released, so that the next owner's OnAssigned comes after it (unless
-	// the claim was lost with the ZooKeeper session). Both are called from
-	// the partition's own goroutine, concurrently for different partitions,
-	// and must return quickly: the partition waits for them.
-	OnAssigned func(group string, partitions []TopicPartition)
-	OnRevoked  func(group string, partitions []TopicPartition)
-	// OnLost is called instead of OnRevoked when a partition was lost
-	// rather than revoked: its claim ended with the ZooKeeper session, or
-	// its owner node was deleted or taken over. Its messages were neither
-	// drained nor committed (unacked ones will be delivered again to the
-	// next owner), and another member may own it already: stop work on
-	// it. Called from the partition's own goroutine, like OnRevoked. Nil:
-	// a lost partition calls nothing (OnRevoked is not called either).
-	OnLost func(group string, partitions []TopicPartition)
+	// OnAssigned, OnRevoked and OnLost tell the embedder which partitions
+	// it gains and gives up, as franz-go's OnPartitionsAssigned, Revoked
+	// and Lost do. See "Rebalance callbacks" in the package doc for when
+	// each is called. partitions lists the partitions by topic, sorted.
+	//
+	// They are called one at a time, never concurrently with each other,
+	// from one goroutine of the consumer, each with every partition of its
+	// event: OnAssigned with the partitions of a rebalance once this
+	// member holds their claims, before any of their messages is handed
+	// out; OnRevoked with the partitions a rebalance (or Close) took away,
+	// once every one of them is drained and its final offset committed,
+	// before their claims are released; OnLost with the partitions lost
+	// at once (the ZooKeeper session expired, the member left the group
+	// because Kafka did not answer) or one by one (an owner node deleted
+	// or taken over, a partition that failed), once they stopped, with no
+	// drain and no commit. A lost partition is not revoked: OnRevoked is
+	// not called for it, whether OnLost is set or not.
+	//
+	// The consumer waits for them: deliveries of the assigned partitions
+	// wait for OnAssigned, releases of the revoked ones for OnRevoked
+	// (and so their next owners), and claims of lost partitions taken
+	// again for OnLost; keep them short. ctx is canceled once the consumer
+	// is closing (Close or Interrupt was called): the OnRevoked of the
+	// partitions that Close stops gets a canceled ctx, so work that must
+	// be done before the partitions go must not depend on it. c is the
+	// consumer calling: Stats, ID, Group and Interrupt may be called, but
+	// not Close (it waits for the callbacks). Nil: not called.
+	OnAssigned func(ctx context.Context, c *Consumer, partitions map[string][]int32)
+	OnRevoked  func(ctx context.Context, c *Consumer, partitions map[string][]int32)
+	OnLost     func(ctx context.Context, c *Consumer, partitions map[string][]int32)
 	// CloseTimeout bounds Close (drains are bounded by Partition.DrainTimeout).
 	CloseTimeout time.Duration
 	// KafkaUnreachableTimeout: a member that no Kafka broker answered for
