@@ -31,9 +31,10 @@ type claim struct {
 	link    gateLink // this claim's channels of health
 	log     *slog.Logger
 
-	sessionID int64 // the session that created the node
+	sessionID int64           // the session that created the node
 	epochDone <-chan struct{} // closed when that session's epoch ended
-	token     int64 // the node's czxid: the fencing token of commits under this claim
+	expired   atomic.Bool     // its watch ended with the session's expiry
+	token     int64           // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
 	lostCtx   context.Context // canceled once lost: Lost is its Done
 	cancel    context.CancelFunc
@@ -95,8 +96,12 @@ func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFun
 func (c *claim) lost() bool { return c.lostCtx.Err() != nil }
 
 // sessionEnded reports whether the session that created the owner node
-// ended: the claim is lost, or will be at once.
+// ended (or the server said it expired): the claim is lost, or will be at
+// once, and so is every claim of that session.
 func (c *claim) sessionEnded() bool {
+	if c.expired.Load() {
+		return true
+	}
 	select {
 	case <-c.epochDone:
 		return true
@@ -244,6 +249,9 @@ func (c *claim) onEvent(ev zk.Event) {
 	case zk.EventNodeDeleted:
 		c.markLost("owner node deleted")
 	case zk.EventNotWatching:
+		if errors.Is(ev.Err, zk.ErrSessionExpired) {
+			c.expired.Store(true) // seen here before the session's epoch ends
+		}
 		c.markLost("watch ended: " + fmt.Sprint(ev.Err))
 	case zk.EventNodeDataChanged, zk.EventNodeCreated:
 		c.mu.Lock()
