@@ -201,31 +201,29 @@ type Config struct {
 	Logger *slog.Logger
 	// OnAssigned, OnRevoked and OnLost tell the embedder which partitions
 	// it gains and gives up, as franz-go's OnPartitionsAssigned, Revoked
-	// and Lost do. See "Rebalance callbacks" in the package doc for when
-	// each is called. partitions lists the partitions by topic, sorted.
+	// and Lost do; "Rebalance callbacks" in the package doc says exactly
+	// when. partitions lists them by topic, sorted.
 	//
-	// They are called one at a time, never concurrently with each other,
-	// from one goroutine of the consumer, each with every partition of its
-	// event: OnAssigned with the partitions of a rebalance once this
-	// member holds their claims, before any of their messages is handed
-	// out; OnRevoked with the partitions a rebalance (or Close) took away,
-	// once every one of them is drained and its final offset committed,
-	// before their claims are released; OnLost with the partitions lost
-	// at once (the ZooKeeper session expired, the member left the group
-	// because Kafka did not answer) or one by one (an owner node deleted
-	// or taken over, a partition that failed), once they stopped, with no
-	// drain and no commit. A lost partition is not revoked: OnRevoked is
-	// not called for it, whether OnLost is set or not.
+	// One goroutine of the consumer calls them, one at a time, never
+	// concurrently with each other, each with every partition of its
+	// event: OnAssigned with those of a rebalance once their claims are
+	// held, before any of their messages is handed out; OnRevoked with
+	// those a rebalance (or Close) took away once every one of them is
+	// drained and committed, before their claims are released (so the next
+	// owner's OnAssigned comes after it); OnLost with those lost at once
+	// (the ZooKeeper session expired, the member left for Kafka not
+	// answering) or on their own (an owner node deleted or taken over, a
+	// failed partition), once they stopped, with no drain and no commit.
+	// OnRevoked is never called for a lost partition, whether OnLost is
+	// set or not.
 	//
-	// The consumer waits for them: deliveries of the assigned partitions
-	// wait for OnAssigned, releases of the revoked ones for OnRevoked
-	// (and so their next owners), and claims of lost partitions taken
-	// again for OnLost; keep them short. ctx is canceled once the consumer
-	// is closing (Close or Interrupt was called): the OnRevoked of the
-	// partitions that Close stops gets a canceled ctx, so work that must
-	// be done before the partitions go must not depend on it. c is the
-	// consumer calling: Stats, ID, Group and Interrupt may be called, but
-	// not Close (it waits for the callbacks). Nil: not called.
+	// The consumer waits for them (deliveries for OnAssigned, releases and
+	// so the next owners for OnRevoked, a lost partition's new claim for
+	// OnLost): keep them short. ctx is canceled once the consumer is
+	// closing (Close or Interrupt was called), Close's OnRevoked
+	// included. c is the consumer calling: Stats, ID, Group and Interrupt
+	// may be called, Close may not (it waits for the callbacks). Nil: not
+	// called.
 	OnAssigned func(ctx context.Context, c *Consumer, partitions map[string][]int32)
 	OnRevoked  func(ctx context.Context, c *Consumer, partitions map[string][]int32)
 	OnLost     func(ctx context.Context, c *Consumer, partitions map[string][]int32)
