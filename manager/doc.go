@@ -104,8 +104,9 @@
 //
 //   - OnAssigned: the partitions a rebalance gave this member, once it
 //     holds their claims (owner nodes) and before the first message of any
-//     of them is handed out: their partitions start fetching and
-//     delivering when it returns. A claim waits for the previous owner to
+//     of them is handed out: they start delivering when it returns (the
+//     partitions' fetchers start then too, unless opened ahead at the
+//     member's first assignment). A claim waits for the previous owner to
 //     release the partition, which it does after its OnRevoked returned:
 //     the next owner's OnAssigned comes after the previous owner's
 //     OnRevoked. The partitions claimed wait at most Config.ClaimWaitCheck
@@ -131,6 +132,11 @@
 //     own them already. A lost partition is never passed to OnRevoked. If
 //     it is still this member's, it is claimed again after OnLost returned
 //     (and named in a new OnAssigned).
+//
+// The waits are only for callbacks that are set: with OnAssigned nil each
+// partition starts as soon as it is claimed, with OnRevoked nil each is
+// released as soon as it is drained and committed, as a partition lost is
+// with OnLost nil.
 //
 // Their ctx is canceled once the consumer is closing (Close or Interrupt
 // was called); it is then also canceled for the OnRevoked of the
