@@ -142,11 +142,13 @@ func (c *Consumer) stopped(sl *slot, cl *claim, lost bool) {
 		c.mu.Unlock()
 		return
 	}
+	g := sl.cb.group
 	kind := cbRevoked
-	if lost || cl.lost() {
+	if lost || cl.lost() || cl.sessionEnded() || g != nil && g.kind == cbLost {
+		// A member of a loss group is lost even if its own claim has not
+		// heard of it yet (its session ended).
 		kind = cbLost
 	}
-	g := sl.cb.group
 	if g == nil || g.kind != kind {
 		if kind == cbLost && cl.sessionEnded() {
 			g = c.sessionLossLocked(cl.sessionID)
