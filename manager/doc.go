@@ -116,11 +116,13 @@
 //     together.
 //   - OnRevoked: the partitions a rebalance took from this member, or that
 //     Close stopped, once every one of them stopped handing out, was
-//     drained (its handed-out messages acked, or Config.Partition.DrainTimeout
-//     passed) and had its final offset committed, and before any of their
-//     claims is released. Their releases, and so their next owners, wait
-//     for the slowest drain of the group and then for OnRevoked: a slow
-//     OnRevoked delays the handoff by as long as it takes.
+//     drained (its handed-out messages acked, or
+//     Config.Partition.DrainTimeout passed) and had its final offset
+//     committed (a failed final commit is reported on Errors()), and
+//     before any of their claims is released. Their releases, and so
+//     their next owners, wait for the slowest drain of the group and then
+//     for OnRevoked: a slow OnRevoked delays the handoff by as long as it
+//     takes.
 //   - OnLost: the partitions lost without a handoff: every partition held
 //     under a ZooKeeper session that expired, in one call; every
 //     partition stopped because the member left the group for Kafka not

@@ -119,11 +119,11 @@ func (c *Consumer) runSlot(sl *slot) {
 	select {
 	case <-sl.revoke: // revoked or lost while OnAssigned ran: nothing was handed out
 		c.stopped(sl, cl, sl.lose.Load())
-		c.letGo(sl, cl, log, false)
+		c.letGo(cl, log, false)
 		return
 	case <-cl.Lost():
 		c.stopped(sl, cl, true)
-		c.letGo(sl, cl, log, false)
+		c.letGo(cl, log, false)
 		return
 	default:
 	}
@@ -166,7 +166,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	if err != nil {
 		c.report(err)
 		c.stopped(sl, cl, false) // nothing was handed out; the claim is still held
-		c.letGo(sl, cl, log, false)
+		c.letGo(cl, log, false)
 		return
 	}
 	sl.pm.Store(pm)
@@ -203,12 +203,12 @@ func (c *Consumer) runSlot(sl *slot) {
 	// drained nor committed, and another member may own it already), with
 	// the rest of its group, then let go.
 	c.stopped(sl, cl, !drain)
-	c.letGo(sl, cl, log, drain)
+	c.letGo(cl, log, drain)
 }
 
 // letGo releases a stopped slot's claim, or leaves it to the session's
 // close when the consumer is closing.
-func (c *Consumer) letGo(sl *slot, cl *claim, log *slog.Logger, drained bool) {
+func (c *Consumer) letGo(cl *claim, log *slog.Logger, drained bool) {
 	if c.leaving.Load() {
 		// Close: the session's close deletes the node (shutdown).
 		cl.abandon()
