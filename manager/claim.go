@@ -31,8 +31,10 @@ type claim struct {
 	link    gateLink // this claim's channels of health
 	log     *slog.Logger
 
-	sessionID int64 // the session that created the node
-	token     int64 // the node's czxid: the fencing token of commits under this claim
+	sessionID int64           // the session that created the node
+	epochDone <-chan struct{} // closed when that session's epoch ended
+	expired   atomic.Bool     // its watch ended with the session's expiry
+	token     int64           // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
 	lost      atomic.Bool     // set once lost, before lostCtx is canceled: Lease reads it
 	lostCtx   context.Context // canceled once lost: Lost is its Done
@@ -87,6 +89,24 @@ func (c *claim) Lost() <-chan struct{} { return c.lostCtx.Done() }
 // AfterLost runs f on its own goroutine once Lost is closed (see
 // partition.Fence).
 func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFunc(c.lostCtx, f) }
+
+// lost reports whether Lost is closed.
+func (c *claim) lost() bool { return c.lostCtx.Err() != nil }
+
+// sessionEnded reports whether the session that created the owner node
+// ended (or the server said it expired): the claim is lost, or will be at
+// once, and so is every claim of that session.
+func (c *claim) sessionEnded() bool {
+	if c.expired.Load() {
+		return true
+	}
+	select {
+	case <-c.epochDone:
+		return true
+	default:
+		return false
+	}
+}
 
 func (c *claim) markLost(why string) {
 	c.lostOnce.Do(func() {
@@ -167,7 +187,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		holder := zkdata.ParseOwner(data)
 		if stat.EphemeralOwner == cur.SessionID && holder == owner {
 			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
-				sessionID: cur.SessionID, token: stat.Czxid, stop: make(chan struct{})}
+				sessionID: cur.SessionID, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{})}
 			c.lostCtx, c.cancel = context.WithCancel(context.Background())
 			c.hook(ch, epochDone)
 			if logged {
@@ -228,6 +248,9 @@ func (c *claim) onEvent(ev zk.Event) {
 	case zk.EventNodeDeleted:
 		c.markLost("owner node deleted")
 	case zk.EventNotWatching:
+		if errors.Is(ev.Err, zk.ErrSessionExpired) {
+			c.expired.Store(true) // seen here before the session's epoch ends
+		}
 		c.markLost("watch ended: " + fmt.Sprint(ev.Err))
 	case zk.EventNodeDataChanged, zk.EventNodeCreated:
 		c.mu.Lock()

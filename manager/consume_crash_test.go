@@ -52,11 +52,13 @@ func crashChild() int {
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("test", "crash-child")
 	var outMu sync.Mutex
 	out := os.Stdout
-	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
+	cfg.OnAssigned = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
 		outMu.Lock()
 		defer outMu.Unlock()
-		for _, tp := range tps {
-			fmt.Fprintf(out, "ZKG A %d\n", tp.Partition)
+		for _, ps := range parts {
+			for _, p := range ps {
+				fmt.Fprintf(out, "ZKG A %d\n", p)
+			}
 		}
 	}
 	cons, err := manager.Join(context.Background(), os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)

@@ -84,6 +84,8 @@ type Consumer struct {
 
 	mu    sync.Mutex
 	slots map[TopicPartition]*slot
+	// cb: the rebalance callbacks' state (callbacks.go).
+	cb callbacks
 	// eachRest: what Each loops left early (see Each).
 	eachRest leftovers
 	// prefetched holds the consumers opened before the first assignment
@@ -165,6 +167,7 @@ type slot struct {
 	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
 	// without a drain or a final commit, as a lost partition does.
 	lose atomic.Bool
+	cb   slotCB // under Consumer.mu (callbacks.go)
 }
 
 type slotEvent struct {
@@ -267,6 +270,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		slots:          map[TopicPartition]*slot{},
 		causes:         map[RebalanceCause]uint64{},
 		badNodes:       map[string]string{},
+		cb:             newCallbacks(),
 
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}
@@ -397,6 +401,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.t.Go(c.runKafkaWatch)
 	c.t.Go(c.watchHealth)
 	c.t.Go(func() error { return c.loop(regData) })
+	c.t.Go(c.dispatchCallbacks)
 	go c.finish()
 	return c, nil
 }

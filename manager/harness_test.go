@@ -47,32 +47,43 @@ func (r *recorder) hooks(name string, cfg *manager.Config) { r.holderHooks(name,
 // checkAssign, an assignment while another instance holds the partition
 // is a violation.
 func (r *recorder) holderHooks(name string, cfg *manager.Config, checkAssign bool) {
-	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
+	cfg.OnAssigned = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, tp := range tps {
+		for _, tp := range topicPartitions(parts) {
 			if h, ok := r.holders[tp]; checkAssign && ok && h != name {
 				r.violation("%s/%d assigned to %s while %s holds it", tp.Topic, tp.Partition, name, h)
 			}
 			r.holders[tp] = name
 		}
 	}
-	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
+	cfg.OnRevoked = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, tp := range tps {
+		for _, tp := range topicPartitions(parts) {
 			if r.holders[tp] == name {
 				delete(r.holders, tp)
 			}
 		}
 	}
 	revoked := cfg.OnRevoked
-	cfg.OnLost = func(g string, tps []manager.TopicPartition) {
-		revoked(g, tps)
+	cfg.OnLost = func(ctx context.Context, c *manager.Consumer, parts map[string][]int32) {
+		revoked(ctx, c, parts)
 		r.mu.Lock()
-		r.lost[name] += len(tps)
+		r.lost[name] += len(topicPartitions(parts))
 		r.mu.Unlock()
 	}
+}
+
+// topicPartitions lists a rebalance callback's partitions.
+func topicPartitions(parts map[string][]int32) []manager.TopicPartition {
+	var out []manager.TopicPartition
+	for t, ps := range parts {
+		for _, p := range ps {
+			out = append(out, manager.TopicPartition{Topic: t, Partition: p})
+		}
+	}
+	return out
 }
 
 // receive records m; with strict, a message of a partition that name does

@@ -361,11 +361,11 @@ func TestKafkaCutAllStayOut(t *testing.T) {
 	via := func(cfg *manager.Config) {
 		cfg.Sarama = bc.saramaVia()
 		assigned := cfg.OnAssigned
-		cfg.OnAssigned = func(g string, tps []manager.TopicPartition) {
+		cfg.OnAssigned = func(ctx context.Context, c *manager.Consumer, parts map[string][]int32) {
 			if cutting.Load() {
-				claimedWhileCut.Add(int64(len(tps)))
+				claimedWhileCut.Add(int64(len(topicPartitions(parts))))
 			}
-			assigned(g, tps)
+			assigned(ctx, c, parts)
 		}
 	}
 	a := runMember(t, c, group, sub, "a", rec, log, via)

@@ -110,18 +110,14 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 		}
 		cfg.Strategy = s
 	}
-	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
-		for _, tp := range tps {
-			if tp.Topic == env.topic {
-				env.tr.assign(idx, tp.Partition)
-			}
+	cfg.OnAssigned = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
+		for _, p := range parts[env.topic] {
+			env.tr.assign(idx, p)
 		}
 	}
-	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
-		for _, tp := range tps {
-			if tp.Topic == env.topic {
-				env.tr.revoke(idx, tp.Partition)
-			}
+	cfg.OnRevoked = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
+		for _, p := range parts[env.topic] {
+			env.tr.revoke(idx, p)
 		}
 	}
 	c, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
