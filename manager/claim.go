@@ -36,7 +36,7 @@ type claim struct {
 	expired   atomic.Bool     // its watch ended with the session's expiry
 	token     int64           // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
-	lost      atomic.Bool     // set once lost, before lostCtx is canceled: Lease reads it
+	isLost    atomic.Bool     // set once lost, before lostCtx is canceled: Lease reads it
 	lostCtx   context.Context // canceled once lost: Lost is its Done
 	cancel    context.CancelFunc
 
@@ -68,7 +68,7 @@ func (c *claim) Lease() (until time.Time, ok bool) {
 	if ok && id == c.sessionID {
 		// An atomic load, not a select on lostCtx.Done(): Lease is called
 		// before every message handed out.
-		return until, !c.lost.Load()
+		return until, !c.isLost.Load()
 	}
 	if !ok {
 		c.session.Status() // notices the suspension: the gate is reopened on the next answer
@@ -110,7 +110,7 @@ func (c *claim) sessionEnded() bool {
 
 func (c *claim) markLost(why string) {
 	c.lostOnce.Do(func() {
-		c.lost.Store(true)
+		c.isLost.Store(true)
 		c.health.leave(&c.link)
 		if why == "released" {
 			c.log.Debug("partition claim released")
