@@ -31,8 +31,8 @@ func apiConfig(t *testing.T) *manager.Config {
 
 // TestCloseTimeoutClosesChannels: a message received and never acked, and
 // nobody reading any more: Close gives up waiting after CloseTimeout, cuts
-// the drain short, still commits what was acked, closes every channel, and
-// leaves no goroutine behind.
+// the drain short, still commits what was acked, ends every loop (Each,
+// Poll: ErrClosed) and closes Errors(), and leaves no goroutine behind.
 func TestCloseTimeoutClosesChannels(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
@@ -701,7 +701,6 @@ func TestExamples(t *testing.T) {
 		{"merged", runMerged},
 		{"partitions", runPartitions},
 		{"batches", runBatches},
-		{"each", runEach},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 3)

@@ -17,8 +17,9 @@ import (
 )
 
 // TestCloseLeavesNothing: after Close every goroutine Join started has
-// ended, the member's ids node and owner nodes are gone, the channels are
-// closed, and a second Close returns at once.
+// ended, the member's ids node and owner nodes are gone, Each ends, Poll
+// returns ErrClosed, Errors() is closed, and a second Close returns at
+// once.
 func TestCloseLeavesNothing(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
