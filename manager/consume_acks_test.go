@@ -194,10 +194,10 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 
 // TestConsumeMaxUnackedBackpressure: with MaxUnacked = 10, a partition
 // whose messages are not acked hands out exactly 10 and stops, while the
-// other partitions, acked, are consumed to the end through the same merged
-// loop (Each). Acks of the stuck partition then free exactly as many slots as
-// the watermark moves: acking a message above the oldest unacked frees
-// nothing; acking the oldest frees one.
+// other partitions, acked, are consumed to the end through the same
+// merged loop (Each). Acks of the stuck partition then free exactly as
+// many slots as the watermark moves: acking a message above the oldest
+// unacked frees nothing; acking the oldest frees one.
 func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, per = 4, 100

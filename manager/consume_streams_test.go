@@ -206,15 +206,15 @@ func tpsOf(m map[manager.TopicPartition]uint64) []int32 {
 
 // TestConsumePartitionStreams: in ModePartitions each owned partition gets
 // a stream when it is claimed (from EachPartition), and the stream's Each
-// loop ends when the partition is revoked. With a producer writing, a owns all 8
-// partitions (8 streams open); b joins (a's 4 revoked streams close, b
-// opens 4, each instance's open streams are exactly the partitions it
-// fetches, with the same generation); b leaves (its 4 streams close, a
-// opens 4 new ones with new generations); after Close every stream is
-// closed and EachPartition ends by itself. Each stream hands out only its own
-// partition's messages, in offset order, of its own generation; every
-// message is consumed exactly once; the committed offsets end at the
-// log-end offsets.
+// loop ends when the partition is revoked. With a producer writing, a
+// owns all 8 partitions (8 streams open); b joins (a's 4 revoked streams
+// close, b opens 4, each instance's open streams are exactly the
+// partitions it fetches, with the same generation); b leaves (its 4
+// streams close, a opens 4 new ones with new generations); after Close
+// every stream is closed and EachPartition ends by itself. Each stream
+// hands out only its own partition's messages, in offset order, of its
+// own generation; every message is consumed exactly once; the committed
+// offsets end at the log-end offsets.
 func TestConsumePartitionStreams(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 8
