@@ -61,7 +61,11 @@ func TestForeignNodesReported(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for m := range cons.Messages() {
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("Each: %v", err)
+				return
+			}
 			cons.Ack(m)
 		}
 	}()

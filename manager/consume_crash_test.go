@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -71,8 +70,12 @@ func crashChild() int {
 			fmt.Fprintf(os.Stderr, "child error: %v\n", err)
 		}
 	}()
-	var window []*partition.Message
-	for m := range cons.Messages() {
+	var window []*manager.Message
+	for m, err := range cons.Each(context.Background()) {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crash child: Each:", err)
+			return 2
+		}
 		outMu.Lock()
 		// Printed (an unbuffered write) before it is acked: whatever the
 		// child acked, the parent has seen.

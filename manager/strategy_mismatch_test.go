@@ -48,7 +48,11 @@ func joinWithStrategy(t *testing.T, c *testcluster.Cluster, group string, sub *s
 	}()
 	go func() {
 		defer m.wg.Done()
-		for msg := range cons.Messages() {
+		for msg, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("%s: Each: %v", name, err)
+				return
+			}
 			led.add(name, msg.Partition, msg.Offset, string(msg.Value))
 			cons.Ack(msg)
 		}
