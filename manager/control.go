@@ -76,7 +76,8 @@ func (c *Consumer) owned(tp TopicPartition) (*partition.Manager, error) {
 // Seek moves the position of the owned partition tp to offset (>= 0, or
 // sarama.OffsetOldest / sarama.OffsetNewest) and returns once it is in
 // effect: tp's next message handed out is the one at offset (an offset
-// out of range is reset by Partition.Initial). Messages of tp handed out
+// out of range is reset by Partition.Initial; what an Each loop kept of a
+// batch from before is dropped). Messages of tp handed out
 // before and not acked are forgotten (their acks are no-ops); the new
 // position is committed at once, even below what was committed. The
 // position holds for this ownership only: a revoke commits what is acked
@@ -101,9 +102,11 @@ func (c *Consumer) SeekTime(ctx context.Context, tp TopicPartition, t time.Time)
 }
 
 // Pause stops fetching the owned partition tp without giving it up, and
-// returns once nothing more of it is handed out (what was fetched and not
-// handed out is fetched again on Resume). Acks, commits and a revoke's
-// drain go on; a revoked and reclaimed partition starts unpaused.
+// returns once no more batches of it are handed out (what was fetched and
+// not handed out is fetched again on Resume). A batch of it that an Each
+// loop already took is still yielded to the end (at most one batch per
+// loop); use Seek to drop it. Acks, commits and a revoke's drain go on; a
+// revoked and reclaimed partition starts unpaused.
 func (c *Consumer) Pause(ctx context.Context, tp TopicPartition) error {
 	pm, err := c.owned(tp)
 	if err != nil {

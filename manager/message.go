@@ -78,6 +78,7 @@ type Batch struct {
 	owner     *partition.Manager
 	acked     int
 	suspended <-chan struct{}
+	seeks     uint64
 }
 
 // Len returns the number of messages.

@@ -26,6 +26,8 @@ type Batch struct {
 	acked int
 	// suspended caches Fence.Suspended() for Pass (its caller only).
 	suspended <-chan struct{}
+	// seeks is owner.seeks when the batch was made.
+	seeks uint64
 }
 
 // newBatch wraps msgs (tracked, in offset order) into one slab of
@@ -38,7 +40,7 @@ func (m *Manager) newBatch(msgs []*sarama.ConsumerMessage) *Batch {
 		vals[i].fill(msg, m)
 		ptrs[i] = &vals[i]
 	}
-	return &Batch{Topic: m.topic, Partition: m.partition, Messages: ptrs, owner: m}
+	return &Batch{Topic: m.topic, Partition: m.partition, Messages: ptrs, owner: m, seeks: m.seeks.Load()}
 }
 
 func (b *Batch) Len() int { return len(b.Messages) }

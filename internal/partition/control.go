@@ -111,6 +111,9 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 		committed = target
 	}
 	m.mu.Lock()
+	// Batches handed out before are dropped by Pass from now on: the next
+	// message handed out is the one at target.
+	m.seeks.Add(1)
 	if m.tracker == nil {
 		m.tracker = tracker.NewTracker(target)
 	} else {

@@ -123,6 +123,10 @@ type Manager struct {
 	// commits of the partition never race and so never move it backwards.
 	commitMu sync.Mutex
 
+	// seeks counts the seeks applied: a batch handed out under an earlier
+	// count is dropped by Pass (its messages were forgotten).
+	seeks atomic.Uint64
+
 	lastFetched   atomic.Int64
 	highWatermark atomic.Int64
 	delivered     atomic.Uint64

@@ -11,7 +11,9 @@ const (
 	// PassDropped: the manager stopped or lost the partition; the message
 	// and the rest of its batch were abandoned (see Message.Abandon): the
 	// user never sees them, a drain does not wait for them, and the next
-	// owner gets them.
+	// owner gets them. Or a seek was applied since the batch was handed
+	// out: its messages were forgotten, and the next ones come from the
+	// new position.
 	PassDropped
 	// PassCancelled: ctx ended while the session was suspended; nothing
 	// was decided, so the same message may be asked about again.
@@ -36,6 +38,9 @@ func (b *Batch) Pass(ctx context.Context, i int) PassResult {
 			b.abandonFrom(i)
 			return PassDropped
 		default:
+		}
+		if m.seeks.Load() != b.seeks {
+			return PassDropped // forgotten by the seek: nothing to abandon
 		}
 		if b.suspended == nil {
 			b.suspended = m.p.Fence.Suspended()
