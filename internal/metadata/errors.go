@@ -20,9 +20,6 @@ var (
 	ErrNoCluster = errors.New("metadata: no kafka cluster registered")
 	// ErrMalformed is wrapped by every *MalformedError.
 	ErrMalformed = errors.New("metadata: malformed znode")
-	// ErrStuck is returned by Close when the ZooKeeper client did not stop
-	// in time; its goroutines are then left running.
-	ErrStuck = errors.New("metadata: zookeeper client did not stop")
 )
 
 // ConfigError names a Config field whose value is out of range. It unwraps

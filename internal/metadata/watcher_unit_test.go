@@ -27,7 +27,7 @@ func eventsOnly() Config {
 	return cfg
 }
 
-// fireFake fires a fake watch as the kazoo store's forwarder would.
+// fireFake fires a fake watch as the session store's node-event hook would.
 func fireFake(w *Watcher, f *fakeStore, k watchKey) {
 	for _, k := range f.fire(k) {
 		w.onFire(k)
