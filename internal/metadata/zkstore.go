@@ -49,8 +49,9 @@ func (z *zkStore) hook(k watchKey, path string) {
 		return
 	}
 	z.hooks[k] = z.s.OnNodeEvent(path, func(ev zk.Event) {
-		// Runs on go-zookeeper's receive goroutine: fire does not block.
-		if fires(k, ev.Type) {
+		// Runs on go-zookeeper's receive goroutine (or its closing one):
+		// fire does not block.
+		if fires(k, ev) {
 			z.fire(k)
 		}
 	})
@@ -67,13 +68,16 @@ func (z *zkStore) unhook(k watchKey) {
 	}
 }
 
-// fires reports whether an event of type t ends the watch of k: a child
-// watch on the topic list, a data watch on a topic node, or any watch
-// dropped by the client.
-func fires(k watchKey, t zk.EventType) bool {
-	switch t {
-	case zk.EventNodeDeleted, zk.EventNotWatching:
+// fires reports whether ev ends the watch of k: a child watch on the
+// topic list, a data watch on a topic node, or any watch dropped by the
+// client because the session expired. Watches dropped because the
+// session's owner closed it need no new read: the Watcher is closed next.
+func fires(k watchKey, ev zk.Event) bool {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
 		return true
+	case zk.EventNotWatching:
+		return !errors.Is(ev.Err, zk.ErrClosing)
 	case zk.EventNodeChildrenChanged:
 		return k.root
 	case zk.EventNodeDataChanged:
