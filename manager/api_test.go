@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/faultproxy"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/offsets"
@@ -31,8 +31,8 @@ func apiConfig(t *testing.T) *manager.Config {
 
 // TestCloseTimeoutClosesChannels: a message received and never acked, and
 // nobody reading any more: Close gives up waiting after CloseTimeout, cuts
-// the drain short, still commits what was acked, closes every channel, and
-// leaves no goroutine behind.
+// the drain short, still commits what was acked, ends every loop (Each,
+// Poll: ErrClosed) and closes Errors(), and leaves no goroutine behind.
 func TestCloseTimeoutClosesChannels(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
@@ -48,10 +48,10 @@ func TestCloseTimeoutClosesChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 10; i++ {
-		m := <-cons.Messages()
+		m := mustNext(t, cons.Each, 30*time.Second)
 		if i < 9 {
 			cons.Ack(m)
-		} // the 10th stays unacked; Messages() is not read again
+		} // the 10th stays unacked; nothing is read any more
 	}
 	start := time.Now()
 	err = cons.Close()
@@ -62,7 +62,13 @@ func TestCloseTimeoutClosesChannels(t *testing.T) {
 	if took > cfg.CloseTimeout+cfg.Partition.CommitTimeout {
 		t.Errorf("Close took %v with CloseTimeout %v", took, cfg.CloseTimeout)
 	}
-	for range cons.Messages() { // closed: the loop ends
+	// Stopped: the loops end at once, the rest of the batch Each kept
+	// abandoned (not yielded).
+	if m, err := next(cons.Each, 10*time.Second); !errors.Is(err, errEnded) {
+		t.Errorf("Each after Close: %v, %v; want the loop to end by itself", m, err)
+	}
+	if b, err := cons.Poll(t.Context()); !errors.Is(err, manager.ErrClosed) {
+		t.Errorf("Poll after Close: %v, %v; want ErrClosed", b, err)
 	}
 	for range cons.Errors() {
 	}
@@ -76,8 +82,8 @@ func TestCloseTimeoutClosesChannels(t *testing.T) {
 	}
 }
 
-// TestInterruptEndsRange: Interrupt makes a range over Messages() end,
-// with the channels closed by the consumer itself; Close then returns at
+// TestInterruptEndsRange: Interrupt makes a range over Each end, the
+// consumer stopping by itself; Close then returns at
 // once. Everything acked is committed (a clean stop).
 func TestInterruptEndsRange(t *testing.T) {
 	c := testcluster.Shared(t)
@@ -95,7 +101,11 @@ func TestInterruptEndsRange(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for m := range cons.Messages() {
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("Each: %v", err)
+				return
+			}
 			cons.Ack(m)
 			recv[m.Partition]++
 			if n++; n == 50 {
@@ -106,7 +116,7 @@ func TestInterruptEndsRange(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(60 * time.Second):
-		t.Fatal("the range over Messages() did not end after Interrupt")
+		t.Fatal("the range over Each did not end after Interrupt")
 	}
 	for range cons.Errors() {
 	}
@@ -145,7 +155,7 @@ func TestCommitNow(t *testing.T) {
 	}
 	want := map[int32]int64{}
 	for i := 0; i < 40; i++ {
-		m := <-cons.Messages()
+		m := mustNext(t, cons.Each, 30*time.Second)
 		cons.Ack(m)
 		want[m.Partition] = m.Offset + 1
 	}
@@ -161,6 +171,126 @@ func TestCommitNow(t *testing.T) {
 	}
 }
 
+// TestModeMismatch: a loop of the other Config.Mode yields ErrMode once
+// and ends (Poll returns it), also after Close, and takes nothing; after
+// Close the loops of the consumer's own mode end without yielding and
+// Poll returns ErrClosed.
+func TestModeMismatch(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 1)
+	if _, err := c.Produce(topic, 1, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	// errs collects what a loop yields; ctx never ends, so a loop that
+	// does not end by itself shows as a timeout.
+	errs := func(seq func(context.Context) iter.Seq2[any, error]) (got []error, ended bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for v, err := range seq(ctx) {
+			if v != nil {
+				t.Errorf("yielded %v", v)
+			}
+			got = append(got, err)
+		}
+		return got, ctx.Err() == nil
+	}
+	eachOf := func(cons *manager.Consumer) func(context.Context) iter.Seq2[any, error] {
+		return func(ctx context.Context) iter.Seq2[any, error] { return anySeq(cons.Each(ctx)) }
+	}
+	partitionsOf := func(cons *manager.Consumer) func(context.Context) iter.Seq2[any, error] {
+		return func(ctx context.Context) iter.Seq2[any, error] { return anySeq(cons.EachPartition(ctx)) }
+	}
+	wantMode := func(what string, seq func(context.Context) iter.Seq2[any, error]) {
+		t.Helper()
+		got, ended := errs(seq)
+		if len(got) != 1 || !errors.Is(got[0], manager.ErrMode) || !ended {
+			t.Errorf("%s: yielded %v (ended by itself: %v); want ErrMode once", what, got, ended)
+		}
+	}
+	wantEnded := func(what string, seq func(context.Context) iter.Seq2[any, error]) {
+		t.Helper()
+		if got, ended := errs(seq); len(got) != 0 || !ended {
+			t.Errorf("%s: yielded %v (ended by itself: %v); want nothing", what, got, ended)
+		}
+	}
+	join := func(mode manager.Mode, group string) *manager.Consumer {
+		cfg := apiConfig(t)
+		cfg.Mode = mode
+		cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cons.Close() })
+		return cons
+	}
+
+	merged := join(manager.ModeMerged, group)
+	wantMode("merged: EachPartition", partitionsOf(merged))
+	// Nothing was taken by the mismatched loop: every message comes.
+	for i := int64(0); i < 10; i++ {
+		if m := mustNext(t, merged.Each, 30*time.Second); m.Offset != i {
+			t.Fatalf("merged: offset %d; want %d", m.Offset, i)
+		} else {
+			m.Ack()
+		}
+	}
+
+	parts := join(manager.ModePartitions, testcluster.Name(t, "g2"))
+	wantMode("partitions: Each", eachOf(parts))
+	if b, err := parts.Poll(t.Context()); !errors.Is(err, manager.ErrMode) {
+		t.Errorf("partitions: Poll: %v, %v; want ErrMode", b, err)
+	}
+	var s *manager.PartitionStream
+	for ps, err := range parts.EachPartition(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = ps
+		break
+	}
+	if m := mustNext(t, s.Each, 30*time.Second); m.Offset != 0 {
+		t.Errorf("partitions: first offset %d; want 0", m.Offset)
+	} else {
+		m.Ack()
+	}
+
+	for _, cons := range []*manager.Consumer{merged, parts} {
+		if err := cons.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantMode("merged, closed: EachPartition", partitionsOf(merged))
+	wantEnded("merged, closed: Each", eachOf(merged))
+	if b, err := merged.Poll(t.Context()); !errors.Is(err, manager.ErrClosed) {
+		t.Errorf("merged, closed: Poll: %v, %v; want ErrClosed", b, err)
+	}
+	wantMode("partitions, closed: Each", eachOf(parts))
+	if b, err := parts.Poll(t.Context()); !errors.Is(err, manager.ErrMode) {
+		t.Errorf("partitions, closed: Poll: %v, %v; want ErrMode", b, err)
+	}
+	wantEnded("partitions, closed: EachPartition", partitionsOf(parts))
+	wantEnded("partitions, closed: the stream's Each", func(ctx context.Context) iter.Seq2[any, error] { return anySeq(s.Each(ctx)) })
+	if b, err := s.Poll(t.Context()); !errors.Is(err, manager.ErrClosed) {
+		t.Errorf("partitions, closed: the stream's Poll: %v, %v; want ErrClosed", b, err)
+	}
+}
+
+// anySeq is seq with its values as any (nil for a nil pointer).
+func anySeq[T comparable](seq iter.Seq2[T, error]) iter.Seq2[any, error] {
+	return func(yield func(any, error) bool) {
+		var zero T
+		for v, err := range seq {
+			var a any
+			if v != zero {
+				a = v
+			}
+			if !yield(a, err) {
+				return
+			}
+		}
+	}
+}
+
 // TestBatchesRebalanceExactlyOnce: merged batches, acked as a whole or up
 // to an offset, with a member joining and one leaving while a producer
 // writes: every message exactly once, never two holders.
@@ -173,7 +303,6 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		cfg := apiConfig(t)
 		cfg.InstanceID = name
 		cfg.Mode = mode
-		cfg.Delivery = manager.DeliveryBatches
 		rec.hooks(name, cfg)
 		cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 		if err != nil {
@@ -182,7 +311,7 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		logErrors(t, name, cons, &wg)
-		handle := func(b *partition.Batch) {
+		handle := func(b *manager.Batch) {
 			if b.Len() == 0 || b.Topic != topic {
 				t.Errorf("bad batch %+v", b)
 			}
@@ -191,11 +320,11 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 			}
 			if b.Len() > 1 { // half, then the rest
 				mid := b.Messages[b.Len()/2-1].Offset // below the last
-				if r := b.AckUpTo(mid); r != partition.AckOK {
+				if r := b.AckUpTo(mid); r != manager.AckOK {
 					t.Errorf("AckUpTo: %v", r)
 				}
 			}
-			if r := b.Ack(); r != partition.AckOK {
+			if r := b.Ack(); r != manager.AckOK {
 				t.Errorf("Ack: %v", r)
 			}
 		}
@@ -203,7 +332,11 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				var sw sync.WaitGroup
-				for s := range cons.Partitions() {
+				for s, err := range cons.EachPartition(context.Background()) {
+					if err != nil {
+						t.Errorf("%s: EachPartition: %v", name, err)
+						break
+					}
 					sw.Add(1)
 					go func() {
 						defer sw.Done()
@@ -221,7 +354,14 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		} else {
 			go func() {
 				defer wg.Done()
-				for b := range cons.Batches() {
+				for {
+					b, err := cons.Poll(context.Background())
+					if err != nil {
+						if !errors.Is(err, manager.ErrClosed) {
+							t.Errorf("%s: Poll: %v", name, err)
+						}
+						return
+					}
 					handle(b)
 				}
 			}()
@@ -261,6 +401,10 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 // were lost: no final commit). Such an attempt checks what still holds,
 // and the test tries again, with a new topic and group, up to 3 times.
 func TestBatchesSuspension(t *testing.T) {
+	if testing.Short() && !testcluster.InCI() {
+		// Each attempt would skip, and "never checked" would fail the test.
+		t.Skip("integration test: skipped with -short")
+	}
 	const attempts = 3
 	for i := 1; i <= attempts; i++ {
 		survived := false
@@ -288,7 +432,6 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	cfg.InstanceID = "s"
 	// The test ZooKeeper grants at most 10 s (20 ticks).
 	cfg.SessionTimeout = 10 * time.Second
-	cfg.Delivery = manager.DeliveryBatches
 	rec.hooks("s", cfg)
 	cons, err := manager.Join(context.Background(), group, sub, p.Addr()+c.Chroot(), cfg)
 	if err != nil {
@@ -301,7 +444,14 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for b := range cons.Batches() {
+		for {
+			b, err := cons.Poll(context.Background())
+			if err != nil {
+				if !errors.Is(err, manager.ErrClosed) {
+					t.Errorf("Poll: %v", err)
+				}
+				return
+			}
 			for _, m := range b.Messages {
 				rec.receive("s", m, true)
 			}
@@ -377,35 +527,48 @@ func TestSeekAndPause(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	logErrors(t, "a", cons, &wg)
-	s := <-cons.Partitions()
-	recv := func() *partition.Message {
-		t.Helper()
-		select {
-		case m := <-s.Messages():
-			return m
-		case <-time.After(30 * time.Second):
-			t.Fatal("no message")
-			return nil
+	var s *manager.PartitionStream
+	for ps, err := range cons.EachPartition(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
 		}
+		s = ps
+		break
 	}
-	for i := 0; i < 60; i++ {
-		cons.Ack(recv())
+	// The stream's hand-off is Poll: a Seek or Pause takes effect at the
+	// next batch handed out.
+	poll := func(what string) *manager.Batch {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		b, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatalf("%s: no batch: %v", what, err)
+		}
+		return b
+	}
+	for n := 0; n < 60; {
+		b := poll("reading")
+		if r := b.Ack(); r != manager.AckOK {
+			t.Fatalf("ack of a batch: %v", r)
+		}
+		n += b.Len()
 	}
 	ctx := t.Context()
 	if err := s.Seek(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	if m := recv(); m.Offset != 10 {
-		t.Fatalf("after Seek(10): offset %d", m.Offset)
+	if b := poll("after Seek(10)"); b.FirstOffset() != 10 {
+		t.Fatalf("after Seek(10): offset %d", b.FirstOffset())
 	}
 	tp := s.TopicPartition()
 	if err := cons.Seek(ctx, tp, sarama.OffsetOldest); err != nil {
 		t.Fatal(err)
 	}
-	if m := recv(); m.Offset != 0 {
-		t.Fatalf("after Seek(oldest): offset %d", m.Offset)
-	} else {
-		cons.Ack(m)
+	if b := poll("after Seek(oldest)"); b.FirstOffset() != 0 {
+		t.Fatalf("after Seek(oldest): offset %d", b.FirstOffset())
+	} else if r := b.AckUpTo(0); r != manager.AckOK {
+		t.Fatalf("ack of offset 0: %v", r)
 	}
 	// The seek committed its position, below what was committed; the
 	// ack of 0 moves it to 1.
@@ -428,25 +591,30 @@ func TestSeekAndPause(t *testing.T) {
 	if _, err := c.Produce(topic, 1, 100, 10); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case m := <-s.Messages():
-		t.Fatalf("offset %d handed out while paused", m.Offset)
-	case <-time.After(2 * time.Second):
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if b, err := s.Poll(pctx); err == nil {
+		t.Fatalf("offset %d handed out while paused", b.FirstOffset())
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Poll while paused: %v; want nothing until the timeout", err)
 	}
+	cancel()
 	if err := cons.Resume(tp); err != nil {
 		t.Fatal(err)
 	}
-	if m := recv(); m.Offset != 100 {
-		t.Fatalf("after Resume: offset %d; want 100", m.Offset)
+	if b := poll("after Resume"); b.FirstOffset() != 100 {
+		t.Fatalf("after Resume: offset %d; want 100", b.FirstOffset())
 	} else {
-		cons.Ack(m)
+		b.Ack()
 	}
 	if err := cons.Seek(ctx, manager.TopicPartition{Topic: topic, Partition: 7}, 0); !errors.Is(err, manager.ErrNotOwned) {
 		t.Errorf("Seek of a partition not owned: %v", err)
 	}
 	cons.Close()
-	if err := s.Seek(ctx, 0); !errors.Is(err, partition.ErrStopped) {
+	if err := s.Seek(ctx, 0); !errors.Is(err, manager.ErrStopped) {
 		t.Errorf("Seek after Close: %v; want ErrStopped", err)
+	}
+	if b, err := s.Poll(ctx); !errors.Is(err, manager.ErrClosed) {
+		t.Errorf("stream Poll after Close: %v, %v; want ErrClosed", b, err)
 	}
 	wg.Wait()
 }
@@ -461,7 +629,7 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := apiConfig(t)
-	cfg.Partition.Initial = partition.Newest
+	cfg.Partition.Initial = manager.InitialNewest
 	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -474,7 +642,7 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	if _, err := c.Produce(topic, 1, 20, 5); err != nil {
 		t.Fatal(err)
 	}
-	m := <-cons.Messages()
+	m := mustNext(t, cons.Each, 30*time.Second)
 	if m.Offset != 20 {
 		t.Errorf("Initial newest: first offset %d; want 20", m.Offset)
 	}
@@ -506,7 +674,7 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cons.Close()
-	m = <-cons.Messages()
+	m = mustNext(t, cons.Each, 30*time.Second)
 	if m.Offset != 0 {
 		t.Errorf("after an out-of-range committed offset: first offset %d; want 0 (oldest)", m.Offset)
 	}
@@ -515,7 +683,7 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	await(t, 10*time.Second, "the reset reported", func() bool {
 		select {
 		case err := <-cons.Errors():
-			reported = reported || errors.Is(err, partition.ErrReset)
+			reported = reported || errors.Is(err, manager.ErrReset)
 		default:
 		}
 		return reported
@@ -537,7 +705,6 @@ func TestExamples(t *testing.T) {
 		{"merged", runMerged},
 		{"partitions", runPartitions},
 		{"batches", runBatches},
-		{"each", runEach},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 3)

@@ -14,9 +14,11 @@ import (
 	"github.com/zkgroup/zkgroup/manager"
 )
 
-// TestForeignNodesReported: a registration that is not JSON under ids/
-// and an owner node held by a non-member (a squat) reach Errors() as
-// *manager.NodeError (ErrBadRegistration, ErrSquatted) and Stats, once;
+// TestForeignNodesReported: a registration that is not JSON under ids/,
+// one whose subscription does not parse, and an owner node held by a
+// non-member (a squat) reach Errors() as *manager.NodeError
+// (ErrBadRegistration, ErrSquatted) and Stats, once; a peer's bad
+// subscription is not reported as this member's ErrConfig;
 // when the squatter's session ends, the partition is claimed and the count
 // drops to zero.
 func TestForeignNodesReported(t *testing.T) {
@@ -38,6 +40,10 @@ func TestForeignNodesReported(t *testing.T) {
 	if _, err := foreign.Create(root+"/ids/phantom", []byte("not json"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
+	badSub := []byte(`{"version":1,"pattern":"bogus","subscription":{"t":1}}`)
+	if _, err := foreign.Create(root+"/ids/phantom2", badSub, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	squat := root + "/owners/" + topic + "/0"
 	if _, err := foreign.Create(squat, []byte("squatter"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -55,7 +61,11 @@ func TestForeignNodesReported(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for m := range cons.Messages() {
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("Each: %v", err)
+				return
+			}
 			cons.Ack(m)
 		}
 	}()
@@ -78,13 +88,16 @@ func TestForeignNodesReported(t *testing.T) {
 	}()
 	await(t, 30*time.Second, "both nodes reported", func() bool {
 		st := cons.Stats()
-		return st.BadRegistrations == 1 && st.SquattedPartitions == 1 && len(st.Partitions) == 3
+		return st.BadRegistrations == 2 && st.SquattedPartitions == 1 && len(st.Partitions) == 3
 	})
 	mu.Lock()
 	var bad, squatted int
 	for _, ne := range got {
 		switch {
 		case errors.Is(ne, manager.ErrBadRegistration) && path.Base(ne.Path) == "phantom":
+			bad++
+		case errors.Is(ne, manager.ErrBadRegistration) && path.Base(ne.Path) == "phantom2" &&
+			!errors.Is(ne, manager.ErrConfig) && strings.Contains(ne.Error(), "bogus"):
 			bad++
 		case errors.Is(ne, manager.ErrSquatted) && ne.Path == "/consumers/"+group+"/owners/"+topic+"/0":
 			squatted++
@@ -93,8 +106,8 @@ func TestForeignNodesReported(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	if bad != 1 || squatted != 1 {
-		t.Errorf("reported %d bad registrations and %d squats, want 1 and 1 (each once)", bad, squatted)
+	if bad != 2 || squatted != 1 {
+		t.Errorf("reported %d bad registrations and %d squats, want 2 and 1 (each once)", bad, squatted)
 	}
 	foreign.Close() // the squatter's session ends: its nodes go
 	await(t, 30*time.Second, "partition 0 claimed after the squatter left", func() bool {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -142,18 +143,20 @@ func (pc *passCounter) add(p int32, off int64) {
 }
 
 // BenchmarkConsume reads a pre-filled topic (8 partitions, 1,000,000
-// messages of 100 bytes) to its end through zkgroup (Join, Messages, Ack,
-// commits; a fresh group each pass, so from the oldest offset) and through
-// plain sarama partition consumers merged into one channel.
+// messages of 100 bytes) to its end through zkgroup, in its two loops
+// (Each, acking message by message; Poll, acking each batch whole; Join,
+// commits; a fresh group each pass, so from the oldest offset), and
+// through plain sarama partition consumers merged into one channel.
 //
-// Each of the b.N iterations is a pair of passes, one of each, in
-// alternating order (zkgroup first, then sarama first, ...): both sides of
-// a pair see the same state of the machine and the brokers, which drift
-// over a run (they get faster as they warm up, and other work comes and
-// goes). A pair's ratio is zkgroup's rate over sarama's; the reported
-// ratio is the median of the pairs' ratios. The throughput and CPU time
-// per message are those of the steady state: from the 100,000th message to
-// the 900,000th (received and, for zkgroup, acked); "whole" rates run from
+// Each of the b.N iterations is a round of passes, one of each side, the
+// order rotating from round to round (zkgroup Each first, then Poll
+// first, then sarama first, ...): the sides of a round see the same state
+// of the machine and the brokers, which drift over a run (they get faster
+// as they warm up, and other work comes and goes). A round's ratios are
+// each zkgroup side's rate over sarama's; the reported ratios are the
+// medians of the rounds' ratios. The throughput and CPU time per message
+// are those of the steady state: from the 100,000th message to the
+// 900,000th (received and, for zkgroup, acked); "whole" rates run from
 // the first message to the last, e2e rates from the start (Join or
 // NewConsumer) to the last message; closing is not timed. Run it as
 //
@@ -172,29 +175,39 @@ func BenchmarkConsume(b *testing.B) {
 		b.Fatal(err)
 	}
 	sides := []side{
-		{name: "zkgroup", pass: func(pc *passCounter, k *clock) error { return passZkgroup(b, c, sub, pc, k) }},
+		{name: "zkgroup-each", pass: func(pc *passCounter, k *clock) error { return passZkgroup(b, c, sub, pc, k, readEach) }},
+		{name: "zkgroup-poll", pass: func(pc *passCounter, k *clock) error { return passZkgroup(b, c, sub, pc, k, readPoll) }},
 		{name: "sarama", pass: func(pc *passCounter, k *clock) error { return passSarama(c, topic, pc, k) }},
 	}
-	var rateRatios, cpuRatios, wholeRatios []float64
+	const base = 2 // sarama: the ratios' denominator
+	ratios := make([]struct{ rate, cpu, whole []float64 }, base)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var got [2]passFigures
+		var got [3]passFigures
 		for j := range sides {
-			k := (j + i) % len(sides) // alternate which side goes first
+			k := (j + i) % len(sides) // rotate which side goes first
 			f, err := sides[k].run()
 			if err != nil {
-				b.Fatalf("pair %d, %s: %v", i, sides[k].name, err)
+				b.Fatalf("round %d, %s: %v", i, sides[k].name, err)
 			}
 			got[k] = f
 			sides[k].add(f)
 		}
-		rateRatios = append(rateRatios, got[0].rate/got[1].rate)
-		cpuRatios = append(cpuRatios, got[0].cpuPer/got[1].cpuPer)
-		wholeRatios = append(wholeRatios, got[0].whole/got[1].whole)
+		line := fmt.Sprintf("BenchmarkConsume round %d of %d:", i+1, b.N)
+		for k := range sides {
+			line += fmt.Sprintf(" %s %.0f msgs/s %.0f cpu-ns/msg", sides[k].name, got[k].rate, got[k].cpuPer)
+			if k < base {
+				r := &ratios[k]
+				r.rate = append(r.rate, got[k].rate/got[base].rate)
+				r.cpu = append(r.cpu, got[k].cpuPer/got[base].cpuPer)
+				r.whole = append(r.whole, got[k].whole/got[base].whole)
+				line += fmt.Sprintf(" (throughput ratio %.3f, first to last message %.3f)", r.rate[i], r.whole[i])
+			}
+			line += ","
+		}
 		// Straight to stderr as it happens: the benchmark's own log keeps
 		// only 10 lines, which the summary below needs.
-		fmt.Fprintf(os.Stderr, "BenchmarkConsume pair %d of %d: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg: throughput ratio %.3f (first to last message: %.3f)\n",
-			i+1, b.N, got[0].rate, got[0].cpuPer, got[1].rate, got[1].cpuPer, rateRatios[i], wholeRatios[i])
+		fmt.Fprintln(os.Stderr, strings.TrimSuffix(line, ","))
 	}
 	b.StopTimer()
 	for _, sd := range sides {
@@ -204,14 +217,18 @@ func BenchmarkConsume(b *testing.B) {
 		b.ReportMetric(median(sd.e2e), sd.name+"-e2e-msgs/s")
 		b.ReportMetric(median(sd.startup), sd.name+"-startup-ms")
 	}
-	b.ReportMetric(median(rateRatios), "throughput-ratio")
-	b.ReportMetric(median(cpuRatios), "cpu-ratio")
-	b.ReportMetric(median(wholeRatios), "whole-ratio")
-	if b.N > 1 {
-		b.Logf("medians over %d pairs: zkgroup %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg; zkgroup/sarama: throughput ratio %.3f (pairs %.3f..%.3f), cpu per message ratio %.3f; first to last message: ratio %.3f; start to last message: zkgroup %.0f, sarama %.0f msgs/s",
-			b.N, median(sides[0].rates), median(sides[0].cpus), median(sides[1].rates), median(sides[1].cpus),
-			median(rateRatios), slices.Min(rateRatios), slices.Max(rateRatios), median(cpuRatios),
-			median(wholeRatios), median(sides[0].e2e), median(sides[1].e2e))
+	for k := range base {
+		r := ratios[k]
+		loop := strings.TrimPrefix(sides[k].name, "zkgroup-")
+		b.ReportMetric(median(r.rate), loop+"-throughput-ratio")
+		b.ReportMetric(median(r.cpu), loop+"-cpu-ratio")
+		b.ReportMetric(median(r.whole), loop+"-whole-ratio")
+		if b.N > 1 {
+			b.Logf("medians over %d rounds: %s %.0f msgs/s %.0f cpu-ns/msg, sarama %.0f msgs/s %.0f cpu-ns/msg; %s/sarama: throughput ratio %.3f (rounds %.3f..%.3f), cpu per message ratio %.3f; first to last message: ratio %.3f; start to last message: %s %.0f, sarama %.0f msgs/s",
+				b.N, sides[k].name, median(sides[k].rates), median(sides[k].cpus), median(sides[base].rates), median(sides[base].cpus),
+				sides[k].name, median(r.rate), slices.Min(r.rate), slices.Max(r.rate), median(r.cpu),
+				median(r.whole), sides[k].name, median(sides[k].e2e), median(sides[base].e2e))
+		}
 	}
 }
 
@@ -306,9 +323,10 @@ func (k *clock) message(n int) {
 func (k *clock) stop() { k.end, k.cpuEnd = time.Now(), cpuTime() }
 
 // passZkgroup consumes the topic to its end with one zkgroup instance
-// (default config: unbuffered Messages(), commits every second) and a
-// fresh group, then closes it (not timed).
-func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscription, pc *passCounter, k *clock) error {
+// (default config: commits every second) and a fresh group, reading with
+// read, then closes it (not timed).
+func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscription, pc *passCounter, k *clock,
+	read func(*manager.Consumer, *passCounter, *clock) error) error {
 	cfg := manager.NewConfig()
 	cfg.InstanceID = "bench"
 	cfg.Logger = testLogger(nil)
@@ -325,18 +343,46 @@ func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscri
 			b.Logf("zkgroup: %v", err)
 		}
 	}()
-	for m := range cons.Messages() {
-		pc.add(m.Partition, m.Offset)
-		cons.Ack(m)
-		k.message(pc.total)
-		if pc.total == benchMessages {
-			break
-		}
-	}
+	err = read(cons, pc, k)
 	k.stop()
-	err = cons.Close()
+	if cerr := cons.Close(); err == nil {
+		err = cerr
+	}
 	<-errsDone
 	return err
+}
+
+// readEach reads every message with Each, acking each.
+func readEach(cons *manager.Consumer, pc *passCounter, k *clock) error {
+	for m, err := range cons.Each(context.Background()) {
+		if err != nil {
+			return err
+		}
+		pc.add(m.Partition, m.Offset)
+		m.Ack()
+		k.message(pc.total)
+		if pc.total == benchMessages {
+			return nil
+		}
+	}
+	return fmt.Errorf("Each ended after %d messages", pc.total)
+}
+
+// readPoll reads every message with Poll, acking each batch whole once
+// its messages are counted.
+func readPoll(cons *manager.Consumer, pc *passCounter, k *clock) error {
+	for pc.total < benchMessages {
+		b, err := cons.Poll(context.Background())
+		if err != nil {
+			return fmt.Errorf("after %d messages: %w", pc.total, err)
+		}
+		for _, m := range b.Messages {
+			pc.add(m.Partition, m.Offset)
+			k.message(pc.total)
+		}
+		b.Ack()
+	}
+	return nil
 }
 
 // passSarama consumes the topic to its end with one sarama partition
@@ -352,7 +398,7 @@ func passSarama(c *testcluster.Cluster, topic string, pc *passCounter, k *clock)
 	if err != nil {
 		return err
 	}
-	merged := make(chan *sarama.ConsumerMessage) // unbuffered, as zkgroup's default Messages()
+	merged := make(chan *sarama.ConsumerMessage) // unbuffered: one hand-off per message
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var pcs []sarama.PartitionConsumer

@@ -16,8 +16,8 @@ import (
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
-// ErrClaimCanceled: the claim was no longer wanted before it was acquired.
-var ErrClaimCanceled = errors.New("manager: claim canceled")
+// errClaimCanceled: the claim was no longer wanted before it was acquired.
+var errClaimCanceled = errors.New("manager: claim canceled")
 
 // claim is this instance's ownership of one partition: its ephemeral owner
 // node, created by the current ZooKeeper session. It implements
@@ -31,9 +31,12 @@ type claim struct {
 	link    gateLink // this claim's channels of health
 	log     *slog.Logger
 
-	sessionID int64 // the session that created the node
-	token     int64 // the node's czxid: the fencing token of commits under this claim
+	sessionID int64           // the session that created the node
+	epochDone <-chan struct{} // closed when that session's epoch ended
+	expired   atomic.Bool     // its watch ended with the session's expiry
+	token     int64           // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
+	isLost    atomic.Bool     // set once lost, before lostCtx is canceled: Lease reads it
 	lostCtx   context.Context // canceled once lost: Lost is its Done
 	cancel    context.CancelFunc
 
@@ -63,12 +66,9 @@ func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link)
 func (c *claim) Lease() (until time.Time, ok bool) {
 	until, id, ok := c.session.Lease()
 	if ok && id == c.sessionID {
-		select {
-		case <-c.lostCtx.Done():
-			return until, false
-		default:
-			return until, true
-		}
+		// An atomic load, not a select on lostCtx.Done(): Lease is called
+		// before every message handed out.
+		return until, !c.isLost.Load()
 	}
 	if !ok {
 		c.session.Status() // notices the suspension: the gate is reopened on the next answer
@@ -90,8 +90,27 @@ func (c *claim) Lost() <-chan struct{} { return c.lostCtx.Done() }
 // partition.Fence).
 func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFunc(c.lostCtx, f) }
 
+// lost reports whether Lost is closed.
+func (c *claim) lost() bool { return c.lostCtx.Err() != nil }
+
+// sessionEnded reports whether the session that created the owner node
+// ended (or the server said it expired): the claim is lost, or will be at
+// once, and so is every claim of that session.
+func (c *claim) sessionEnded() bool {
+	if c.expired.Load() {
+		return true
+	}
+	select {
+	case <-c.epochDone:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *claim) markLost(why string) {
 	c.lostOnce.Do(func() {
+		c.isLost.Store(true)
 		c.health.leave(&c.link)
 		if why == "released" {
 			c.log.Debug("partition claim released")
@@ -126,13 +145,13 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 	for {
 		select {
 		case <-cancel:
-			return nil, ErrClaimCanceled
+			return nil, errClaimCanceled
 		default:
 		}
 		st, epochDone := s.Epoch()
 		if !st.HasSession {
 			if !waitOr(cancel, epochDone, nil, 200*time.Millisecond) {
-				return nil, ErrClaimCanceled
+				return nil, errClaimCanceled
 			}
 			continue
 		}
@@ -147,20 +166,20 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 				if perr := s.CreateParents(path.Dir(p)); perr != nil {
 					log.Warn("creating owner parents failed", "path", path.Dir(p), "error", perr)
 					if !bo.Wait(cancel, nil) {
-						return nil, ErrClaimCanceled
+						return nil, errClaimCanceled
 					}
 				}
 			default:
 				log.Warn("creating owner node failed", "path", p, "error", err)
 				if !bo.Wait(cancel, nil) {
-					return nil, ErrClaimCanceled
+					return nil, errClaimCanceled
 				}
 			}
 			continue
 		case err != nil:
 			log.Warn("reading owner node failed", "path", p, "error", err)
 			if !bo.Wait(cancel, nil) {
-				return nil, ErrClaimCanceled
+				return nil, errClaimCanceled
 			}
 			continue
 		}
@@ -168,7 +187,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		holder := zkdata.ParseOwner(data)
 		if stat.EphemeralOwner == cur.SessionID && holder == owner {
 			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
-				sessionID: cur.SessionID, token: stat.Czxid, stop: make(chan struct{})}
+				sessionID: cur.SessionID, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{})}
 			c.lostCtx, c.cancel = context.WithCancel(context.Background())
 			c.hook(ch, epochDone)
 			if logged {
@@ -193,7 +212,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		}
 		select {
 		case <-cancel:
-			return nil, ErrClaimCanceled
+			return nil, errClaimCanceled
 		case <-ch:
 		case <-epochDone:
 		}
@@ -229,6 +248,9 @@ func (c *claim) onEvent(ev zk.Event) {
 	case zk.EventNodeDeleted:
 		c.markLost("owner node deleted")
 	case zk.EventNotWatching:
+		if errors.Is(ev.Err, zk.ErrSessionExpired) {
+			c.expired.Store(true) // seen here before the session's epoch ends
+		}
 		c.markLost("watch ended: " + fmt.Sprint(ev.Err))
 	case zk.EventNodeDataChanged, zk.EventNodeCreated:
 		c.mu.Lock()

@@ -30,7 +30,6 @@ func commitChild() int {
 	cfg := manager.NewConfig()
 	cfg.SessionTimeout = 6 * time.Second
 	cfg.Partition.CommitInterval = time.Hour
-	cfg.Delivery = manager.DeliveryBatches
 	cons, err := manager.Join(context.Background(), os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "commit child:", err)

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
@@ -18,8 +21,10 @@ import (
 )
 
 // ErrConfig reports an invalid Config or Join argument; the message names
-// the field.
-var ErrConfig = errors.New("manager: invalid config")
+// the field. It is zkgroup.ErrConfig, the module's one sentinel for an
+// invalid configuration or argument: offsets.ErrConfig,
+// subscription.ErrConfig and assign.ErrConfig are the same value.
+var ErrConfig = zkgroup.ErrConfig
 
 // Bounds checked by Validate.
 const (
@@ -154,23 +159,34 @@ type Config struct {
 	ZooKeeperTLS *tls.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// OnAssigned is called for each partition once its claim is held and
-	// before its first message is fetched; OnRevoked once its messages were
-	// drained and committed (or it was lost) and before its claim is
-	// released, so that the next owner's OnAssigned comes after it (unless
-	// the claim was lost with the ZooKeeper session). Both are called from
-	// the partition's own goroutine, concurrently for different partitions,
-	// and must return quickly: the partition waits for them.
-	OnAssigned func(group string, partitions []TopicPartition)
-	OnRevoked  func(group string, partitions []TopicPartition)
-	// OnLost is called instead of OnRevoked when a partition was lost
-	// rather than revoked: its claim ended with the ZooKeeper session, or
-	// its owner node was deleted or taken over. Its messages were neither
-	// drained nor committed (unacked ones will be delivered again to the
-	// next owner), and another member may own it already: stop work on
-	// it. Called from the partition's own goroutine, like OnRevoked. Nil:
-	// a lost partition calls nothing (OnRevoked is not called either).
-	OnLost func(group string, partitions []TopicPartition)
+	// OnAssigned, OnRevoked and OnLost tell the embedder which partitions
+	// it gains and gives up, as franz-go's OnPartitionsAssigned, Revoked
+	// and Lost do; "Rebalance callbacks" in the package doc says exactly
+	// when. partitions lists them by topic, sorted.
+	//
+	// One goroutine of the consumer calls them, one at a time, never
+	// concurrently with each other, each with every partition of its
+	// event: OnAssigned with those of a rebalance once their claims are
+	// held, before any of their messages is handed out; OnRevoked with
+	// those a rebalance (or Close) took away once every one of them is
+	// drained and committed, before their claims are released (so the next
+	// owner's OnAssigned comes after it); OnLost with those lost at once
+	// (the ZooKeeper session expired, the member left for Kafka not
+	// answering) or on their own (an owner node deleted or taken over, a
+	// failed partition), once they stopped, with no drain and no commit.
+	// OnRevoked is never called for a lost partition, whether OnLost is
+	// set or not.
+	//
+	// The consumer waits for them (deliveries for OnAssigned, releases and
+	// so the next owners for OnRevoked, a lost partition's new claim for
+	// OnLost): keep them short. ctx is canceled once the consumer is
+	// closing (Close or Interrupt was called), Close's OnRevoked
+	// included. c is the consumer calling: Stats, ID, Group and Interrupt
+	// may be called, Close may not (it waits for the callbacks). Nil: not
+	// called.
+	OnAssigned func(ctx context.Context, c *Consumer, partitions map[string][]int32)
+	OnRevoked  func(ctx context.Context, c *Consumer, partitions map[string][]int32)
+	OnLost     func(ctx context.Context, c *Consumer, partitions map[string][]int32)
 	// CloseTimeout bounds Close (drains are bounded by Partition.DrainTimeout).
 	CloseTimeout time.Duration
 	// KafkaUnreachableTimeout: a member that no Kafka broker answered for
@@ -253,7 +269,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := partition.Config(c.Partition).Validate(); err != nil {
-		return fmt.Errorf("%w: Partition: %w", ErrConfig, err)
+		// The error wraps ErrConfig and names the field: prefix its struct.
+		return fmt.Errorf("%w: Partition.%s", ErrConfig, strings.TrimPrefix(err.Error(), ErrConfig.Error()+": "))
 	}
 	if c.RebalanceDelay < 0 {
 		return fmt.Errorf("%w: RebalanceDelay: %v is negative", ErrConfig, c.RebalanceDelay)

@@ -11,8 +11,8 @@ import (
 	"github.com/zkgroup/zkgroup/manager/assign"
 )
 
-// TestValidateBounds: values that once panicked in Join (a channel of
-// MaxInt), ran it out of memory (an errors buffer of 1<<40), or that
+// TestValidateBounds: values that would panic in Join (a channel of
+// MaxInt), run it out of memory (an errors buffer of 1<<40), or that
 // ZooKeeper would silently cut are refused, naming the field.
 func TestValidateBounds(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,9 +21,7 @@ func TestValidateBounds(t *testing.T) {
 		field string // "" : valid
 	}{
 		{"defaults", func(*manager.Config) {}, ""},
-		{"channel buffer max", func(c *manager.Config) { c.ChannelBufferSize = manager.MaxChannelBufferSize }, ""},
-		{"channel buffer MaxInt", func(c *manager.Config) { c.ChannelBufferSize = math.MaxInt }, "ChannelBufferSize"},
-		{"channel buffer negative", func(c *manager.Config) { c.ChannelBufferSize = -1 }, "ChannelBufferSize"},
+		{"errors buffer MaxInt", func(c *manager.Config) { c.ErrorsBufferSize = math.MaxInt }, "ErrorsBufferSize"},
 		{"errors buffer 1<<40", func(c *manager.Config) { c.ErrorsBufferSize = 1 << 40 }, "ErrorsBufferSize"},
 		{"errors buffer max", func(c *manager.Config) { c.ErrorsBufferSize = manager.MaxErrorsBufferSize }, ""},
 		{"errors buffer negative", func(c *manager.Config) { c.ErrorsBufferSize = -1 }, "ErrorsBufferSize"},

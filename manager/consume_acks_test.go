@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 )
@@ -32,28 +31,13 @@ func joinManual(t *testing.T, c *testcluster.Cluster, group, topic, name string,
 	return cons
 }
 
-// receive reads one message or fails t after timeout.
-func receive(t *testing.T, cons *manager.Consumer, timeout time.Duration) *partition.Message {
-	t.Helper()
-	select {
-	case m, ok := <-cons.Messages():
-		if !ok {
-			t.Fatal("Messages() closed")
-		}
-		return m
-	case <-time.After(timeout):
-		t.Fatalf("no message within %v", timeout)
-	}
-	return nil
-}
-
-func partStats(cons *manager.Consumer, p int32) (partition.Stats, bool) {
+func partStats(cons *manager.Consumer, p int32) (manager.PartitionStats, bool) {
 	for _, s := range cons.Stats().Partitions {
 		if s.Partition == p {
 			return s, true
 		}
 	}
-	return partition.Stats{}, false
+	return manager.PartitionStats{}, false
 }
 
 // TestConsumeAckEdgeCases acks the wrong things through a real consumer;
@@ -76,11 +60,11 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	}
 	a := joinManual(t, c, group, topic, "a", func(cfg *manager.Config) { cfg.Partition.DrainTimeout = time.Second })
 
-	for _, m := range []*partition.Message{nil, {}} {
-		if r := a.Ack(m); r != partition.AckInvalid {
+	for _, m := range []*manager.Message{nil, {}} {
+		if r := a.Ack(m); r != manager.AckInvalid {
 			t.Errorf("Ack(%v) = %v, want invalid", m, r)
 		}
-		if r := m.Ack(); r != partition.AckInvalid {
+		if r := m.Ack(); r != manager.AckInvalid {
 			t.Errorf("(%v).Ack() = %v, want invalid", m, r)
 		}
 		if g := m.Generation(); g != 0 {
@@ -89,7 +73,7 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	}
 
 	// Hold at least two messages of every partition, acking none.
-	held := map[int32][]*partition.Message{}
+	held := map[int32][]*manager.Message{}
 	enough := func() bool {
 		for p := int32(0); p < parts; p++ {
 			if len(held[p]) < 2 {
@@ -99,7 +83,7 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 		return true
 	}
 	for !enough() {
-		m := receive(t, a, 60*time.Second)
+		m := mustNext(t, a.Each, 60*time.Second)
 		if k := len(held[m.Partition]); k > 0 && m.Offset != held[m.Partition][k-1].Offset+1 {
 			t.Fatalf("partition %d: offset %d after %d", m.Partition, m.Offset, held[m.Partition][k-1].Offset)
 		}
@@ -109,9 +93,9 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	// Twice, out of order: m2 then m1 of partition 0.
 	m1, m2 := held[0][0], held[0][1]
 	for i, step := range []struct {
-		m    *partition.Message
-		want partition.AckResult
-	}{{m2, partition.AckOK}, {m2, partition.AckDuplicate}, {m1, partition.AckOK}, {m1, partition.AckUnknown}, {m2, partition.AckUnknown}} {
+		m    *manager.Message
+		want manager.AckResult
+	}{{m2, manager.AckOK}, {m2, manager.AckDuplicate}, {m1, manager.AckOK}, {m1, manager.AckUnknown}, {m2, manager.AckUnknown}} {
 		if r := a.Ack(step.m); r != step.want {
 			t.Errorf("step %d: ack of offset %d = %v, want %v", i, step.m.Offset, r, step.want)
 		}
@@ -137,9 +121,9 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	redeliverable := map[string]bool{}
 	for p, ms := range held {
 		for _, m := range ms {
-			want := partition.AckOK
+			want := manager.AckOK
 			if !kept[p] {
-				want = partition.AckStale
+				want = manager.AckStale
 				stale++
 				redeliverable[string(m.Value)] = true
 			}
@@ -157,7 +141,11 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for m := range a.Messages() {
+		for m, err := range a.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("Each: %v", err)
+				return
+			}
 			led.add("a", m.Partition, m.Offset, string(m.Value))
 			a.Ack(m)
 		}
@@ -198,7 +186,7 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	if len(dups) != len(redeliverable) {
 		t.Errorf("%d messages delivered twice, want the %d held unacked at the revoke", len(dups), len(redeliverable))
 	}
-	if r := a.Ack(m2); r != partition.AckStale {
+	if r := a.Ack(m2); r != manager.AckStale {
 		t.Errorf("ack after Close = %v, want stale", r)
 	}
 	rec.checkViolations(t)
@@ -206,10 +194,10 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 
 // TestConsumeMaxUnackedBackpressure: with MaxUnacked = 10, a partition
 // whose messages are not acked hands out exactly 10 and stops, while the
-// other partitions, acked, are consumed to the end through the same merged
-// channel. Acks of the stuck partition then free exactly as many slots as
-// the watermark moves: acking a message above the oldest unacked frees
-// nothing; acking the oldest frees one.
+// other partitions, acked, are consumed to the end through the same
+// merged loop (Each). Acks of the stuck partition then free exactly as
+// many slots as the watermark moves: acking a message above the oldest
+// unacked frees nothing; acking the oldest frees one.
 func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, per = 4, 100
@@ -221,11 +209,15 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 
 	var mu sync.Mutex
 	count := map[int32]int{}
-	var stuck []*partition.Message // partition 0, never acked by the reader
+	var stuck []*manager.Message // partition 0, never acked by the reader
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for m := range a.Messages() {
+		for m, err := range a.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("Each: %v", err)
+				return
+			}
 			mu.Lock()
 			count[m.Partition]++
 			if m.Partition == 0 {
@@ -273,7 +265,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 	mu.Lock()
 	m := stuck[4]
 	mu.Unlock()
-	if r := a.Ack(m); r != partition.AckOK {
+	if r := a.Ack(m); r != manager.AckOK {
 		t.Fatalf("ack of offset %d: %v", m.Offset, r)
 	}
 	holds("the 5th acked", 10)
@@ -287,7 +279,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 
 	// Acking the 2nd to 4th moves the watermark past the 5th: 4 more.
 	mu.Lock()
-	ms := append([]*partition.Message(nil), stuck[1:4]...)
+	ms := append([]*manager.Message(nil), stuck[1:4]...)
 	mu.Unlock()
 	for _, m := range ms {
 		a.Ack(m)
@@ -297,7 +289,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 
 	// Ack everything from now on: partition 0 reaches its end.
 	mu.Lock()
-	rest := append([]*partition.Message(nil), stuck[5:]...)
+	rest := append([]*manager.Message(nil), stuck[5:]...)
 	mu.Unlock()
 	for _, m := range rest {
 		a.Ack(m)

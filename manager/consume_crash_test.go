@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -52,11 +51,13 @@ func crashChild() int {
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("test", "crash-child")
 	var outMu sync.Mutex
 	out := os.Stdout
-	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
+	cfg.OnAssigned = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
 		outMu.Lock()
 		defer outMu.Unlock()
-		for _, tp := range tps {
-			fmt.Fprintf(out, "ZKG A %d\n", tp.Partition)
+		for _, ps := range parts {
+			for _, p := range ps {
+				fmt.Fprintf(out, "ZKG A %d\n", p)
+			}
 		}
 	}
 	cons, err := manager.Join(context.Background(), os.Getenv(crashGroupEnv), sub, os.Getenv(crashZKEnv), cfg)
@@ -69,8 +70,12 @@ func crashChild() int {
 			fmt.Fprintf(os.Stderr, "child error: %v\n", err)
 		}
 	}()
-	var window []*partition.Message
-	for m := range cons.Messages() {
+	var window []*manager.Message
+	for m, err := range cons.Each(context.Background()) {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crash child: Each:", err)
+			return 2
+		}
 		outMu.Lock()
 		// Printed (an unbuffered write) before it is acked: whatever the
 		// child acked, the parent has seen.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -127,7 +126,7 @@ type poolInstance struct {
 	once sync.Once
 	acks struct {
 		sync.Mutex
-		results map[partition.AckResult]int
+		results map[manager.AckResult]int
 	}
 }
 
@@ -172,18 +171,22 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 		t.Fatalf("join %s: %v", name, err)
 	}
 	in := &poolInstance{name: name, c: cons}
-	in.acks.results = map[partition.AckResult]int{}
+	in.acks.results = map[manager.AckResult]int{}
 	workers := o.workers
 	if workers <= 0 {
 		workers = 4
 	}
-	work := make(chan *partition.Message, workers)
+	work := make(chan *manager.Message, workers)
 	in.wg.Add(2 + workers)
 	logErrors(t, name, cons, &in.wg)
 	go func() {
 		defer in.wg.Done()
 		defer close(work)
-		for m := range cons.Messages() {
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("%s: Each: %v", name, err)
+				return
+			}
 			if rec != nil {
 				receiveOwned(rec, name, m, o.strict)
 			}
@@ -199,7 +202,7 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 			rng := rand.New(rand.NewPCG(uint64(w)+1, uint64(len(name))))
 			h := &heldAcks{rng: rng, ack: in.ack}
 			for {
-				m, ok := h.next(work)
+				m, ok := h.next(chanSource(work))
 				if !ok {
 					break
 				}
@@ -218,7 +221,7 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 	return in
 }
 
-func (in *poolInstance) ack(m *partition.Message) {
+func (in *poolInstance) ack(m *manager.Message) {
 	r := in.c.Ack(m)
 	in.acks.Lock()
 	in.acks.results[r]++
@@ -226,10 +229,10 @@ func (in *poolInstance) ack(m *partition.Message) {
 }
 
 // ackResults returns how many acks had each result.
-func (in *poolInstance) ackResults() map[partition.AckResult]int {
+func (in *poolInstance) ackResults() map[manager.AckResult]int {
 	in.acks.Lock()
 	defer in.acks.Unlock()
-	out := map[partition.AckResult]int{}
+	out := map[manager.AckResult]int{}
 	for k, v := range in.acks.results {
 		out[k] = v
 	}
@@ -357,7 +360,7 @@ func ownerHooks(r *recorder, name string, cfg *manager.Config) { r.holderHooks(n
 // released, so an earlier owner's message never meets a later holder. (A
 // message met with no holder is allowed: OnAssigned runs once fetching
 // started.)
-func receiveOwned(r *recorder, name string, m *partition.Message, strict bool) {
+func receiveOwned(r *recorder, name string, m *manager.Message, strict bool) {
 	r.record(name, m, strict, true)
 }
 

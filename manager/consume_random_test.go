@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 // TestConsume100kRandomAcks: 100,000 messages over 12 partitions, consumed
@@ -68,7 +68,7 @@ func TestConsume100kRandomAcks(t *testing.T) {
 		res := in.ackResults()
 		t.Logf("%s: acks %v", in.name, res)
 		for r, k := range res {
-			if r != partition.AckOK && len(lost) == 0 {
+			if r != manager.AckOK && len(lost) == 0 {
 				t.Errorf("%s: %d acks were %v (every message is acked once, by its owner, before the drain ends)", in.name, k, r)
 			}
 		}

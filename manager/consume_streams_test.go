@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -29,7 +28,7 @@ type streamInstance struct {
 	once sync.Once
 
 	mu       sync.Mutex
-	open     map[streamKey]bool // streams whose Messages() is not closed yet
+	open     map[streamKey]bool // streams whose loop has not ended yet
 	opened   int
 	closed   int
 	problems []string
@@ -45,15 +44,16 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 	if err != nil {
 		t.Fatalf("join %s: %v", name, err)
 	}
-	if cons.Partitions() == nil {
-		t.Fatal("Partitions() is nil in ModePartitions")
-	}
 	in := &streamInstance{name: name, c: cons, open: map[streamKey]bool{}}
 	in.wg.Add(2)
 	logErrors(t, name, cons, &in.wg)
 	go func() {
 		defer in.wg.Done()
-		for s := range cons.Partitions() {
+		for s, err := range cons.EachPartition(context.Background()) {
+			if err != nil {
+				t.Errorf("%s: EachPartition: %v", name, err)
+				return
+			}
 			key := streamKey{manager.TopicPartition{Topic: s.Topic(), Partition: s.Partition()}, s.Generation()}
 			in.mu.Lock()
 			if in.open[key] {
@@ -68,7 +68,7 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 			in.opened++
 			in.mu.Unlock()
 			in.wg.Add(1)
-			go in.read(s, key, rec, led)
+			go in.read(t, s, key, rec, led)
 		}
 	}()
 	t.Cleanup(func() { in.close(t) })
@@ -80,20 +80,20 @@ func (in *streamInstance) problem(format string, args ...any) {
 	in.problems = append(in.problems, fmt.Sprintf(format, args...))
 }
 
-func (in *streamInstance) read(s *manager.PartitionStream, key streamKey, rec *recorder, led *ledger) {
+func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder, led *ledger) {
 	defer in.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
-	h := &heldAcks{rng: rng, ack: func(m *partition.Message) {
-		if r := in.c.Ack(m); r != partition.AckOK {
+	h := &heldAcks{rng: rng, ack: func(m *manager.Message) {
+		if r := in.c.Ack(m); r != manager.AckOK {
 			in.mu.Lock()
 			in.problem("%v: ack of offset %d: %v", key, m.Offset, r)
 			in.mu.Unlock()
 		}
 	}}
 	last := int64(-1)
-	msgs := s.Messages()
+	src := eachSource(t, s.Each)
 	for {
-		m, ok := h.next(msgs)
+		m, ok := h.next(src)
 		if !ok {
 			break
 		}
@@ -205,16 +205,16 @@ func tpsOf(m map[manager.TopicPartition]uint64) []int32 {
 }
 
 // TestConsumePartitionStreams: in ModePartitions each owned partition gets
-// a stream when it is claimed, and the stream's Messages() is closed when
-// the partition is revoked. With a producer writing, a owns all 8
-// partitions (8 streams open); b joins (a's 4 revoked streams close, b
-// opens 4, each instance's open streams are exactly the partitions it
-// fetches, with the same generation); b leaves (its 4 streams close, a
-// opens 4 new ones with new generations); after Close every stream is
-// closed and Partitions() is closed. Each stream hands out only its own
-// partition's messages, in offset order, of its own generation; every
-// message is consumed exactly once; the committed offsets end at the
-// log-end offsets.
+// a stream when it is claimed (from EachPartition), and the stream's Each
+// loop ends when the partition is revoked. With a producer writing, a
+// owns all 8 partitions (8 streams open); b joins (a's 4 revoked streams
+// close, b opens 4, each instance's open streams are exactly the
+// partitions it fetches, with the same generation); b leaves (its 4
+// streams close, a opens 4 new ones with new generations); after Close
+// every stream is closed and EachPartition ends by itself. Each stream
+// hands out only its own partition's messages, in offset order, of its
+// own generation; every message is consumed exactly once; the committed
+// offsets end at the log-end offsets.
 func TestConsumePartitionStreams(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 8
@@ -231,14 +231,6 @@ func TestConsumePartitionStreams(t *testing.T) {
 		t.Errorf("a alone: %d streams opened, %d closed; want %d, 0", o, cl, parts)
 	}
 	first := a.openStreams()
-	select {
-	case m, ok := <-a.c.Messages():
-		if ok {
-			t.Errorf("Messages() carried %s/%d@%d in partitions mode", m.Topic, m.Partition, m.Offset)
-		}
-	default:
-		t.Error("Messages() is open in partitions mode: a loop over it would hang")
-	}
 
 	b := joinStreams(t, c, group, sub, "b", rec, led)
 	await(t, 60*time.Second, "a, b balanced with matching streams", func() bool { return streamsBalanced(parts, a, b) })
@@ -273,14 +265,16 @@ func TestConsumePartitionStreams(t *testing.T) {
 	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
 	hwm := awaitCommittedAtEnd(t, c, group, topic, parts)
 	a.close(t)
-	select {
-	case _, ok := <-a.c.Partitions():
-		if ok {
-			t.Error("a stream arrived after Close")
-		}
-	default:
-		t.Error("Partitions() not closed by Close")
+	// EachPartition ends by itself after Close (its context never ends
+	// here: a loop that waited would hang the test, hence the timeout).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	for s, err := range a.c.EachPartition(ctx) {
+		t.Errorf("EachPartition after Close yielded %v, %v", s, err)
 	}
+	if ctx.Err() != nil {
+		t.Error("EachPartition did not end after Close")
+	}
+	cancel()
 	led.checkExactlyOnce(t, topic, n)
 	checkContiguous(t, led, hwm)
 	rec.checkViolations(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/retry"
+	"github.com/zkgroup/zkgroup/internal/saramaconf"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
@@ -83,6 +84,8 @@ type Consumer struct {
 
 	mu    sync.Mutex
 	slots map[TopicPartition]*slot
+	// cb: the rebalance callbacks' state (callbacks.go).
+	cb callbacks
 	// eachRest: what Each loops left early (see Each).
 	eachRest leftovers
 	// prefetched holds the consumers opened before the first assignment
@@ -116,9 +119,11 @@ type Consumer struct {
 	squatted int
 	// strategyPeers: the members publishing another strategy (id to
 	// name), as reported; strategyInForce: what the last rebalance
-	// computed with ("" none). See noteStrategiesLocked.
+	// computed with ("" none), strategyOldest the member whose strategy
+	// that is. See noteStrategiesLocked.
 	strategyPeers   map[string]string
 	strategyInForce string
+	strategyOldest  string
 
 	rebalances    atomic.Uint64
 	claimWaits    atomic.Int64
@@ -162,6 +167,7 @@ type slot struct {
 	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
 	// without a drain or a final commit, as a lost partition does.
 	lose atomic.Bool
+	cb   slotCB // under Consumer.mu (callbacks.go)
 }
 
 type slotEvent struct {
@@ -264,6 +270,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		slots:          map[TopicPartition]*slot{},
 		causes:         map[RebalanceCause]uint64{},
 		badNodes:       map[string]string{},
+		cb:             newCallbacks(),
 
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}
@@ -387,23 +394,17 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.t.Go(c.runKafkaWatch)
 	c.t.Go(c.watchHealth)
 	c.t.Go(func() error { return c.loop(regData) })
+	c.t.Go(c.dispatchCallbacks)
 	go c.finish()
 	return c, nil
 }
 
 func saramaConfig(cfg *Config) *sarama.Config {
-	var s sarama.Config
-	if cfg.Sarama != nil {
-		s = *cfg.Sarama
-	} else {
-		s = *sarama.NewConfig()
-		s.Version = sarama.V2_1_0_0
-		s.ClientID = "zkgroup"
-	}
+	s := saramaconf.From(cfg.Sarama, saramaconf.ClientID)
 	s.Consumer.Return.Errors = true
 	s.Consumer.Offsets.AutoCommit.Enable = false
 	s.ChannelBufferSize = max(s.ChannelBufferSize, 256)
-	return &s
+	return s
 }
 
 // ID returns this member's instance id.

@@ -106,6 +106,55 @@
 // coordinator carries the acked offsets of every owned partition; the
 // final commit before a partition is released is read back.
 //
+// Rebalance callbacks. Config.OnAssigned, OnRevoked and OnLost have the
+// shape of franz-go's OnPartitionsAssigned, Revoked and Lost: each gets a
+// context, the consumer and the partitions by topic (sorted). One
+// goroutine of the consumer calls them, one call at a time, never two at
+// once; each call carries every partition of its event:
+//
+//   - OnAssigned: the partitions a rebalance gave this member, once it
+//     holds their claims (owner nodes) and before the first message of any
+//     of them is handed out: they start delivering when it returns (the
+//     partitions' fetchers start then too, unless opened ahead at the
+//     member's first assignment). A claim waits for the previous owner to
+//     release the partition, which it does after its OnRevoked returned:
+//     the next owner's OnAssigned comes after the previous owner's
+//     OnRevoked. The partitions claimed wait at most Config.ClaimWaitCheck
+//     for the claims still under way: a claim that takes longer (its holder
+//     does not let go) is named in a later call. Claims that overlap (a
+//     later rebalance, partitions claimed again after a loss) are named
+//     together.
+//   - OnRevoked: the partitions a rebalance took from this member, or that
+//     Close stopped, once every one of them stopped handing out, was
+//     drained (its handed-out messages acked, or
+//     Config.Partition.DrainTimeout passed) and had its final offset
+//     committed (a failed final commit is reported on Errors()), and
+//     before any of their claims is released. Their releases, and so
+//     their next owners, wait for the slowest drain of the group and then
+//     for OnRevoked: a slow OnRevoked delays the handoff by as long as it
+//     takes.
+//   - OnLost: the partitions lost without a handoff: every partition held
+//     under a ZooKeeper session that expired, in one call; every
+//     partition stopped because the member left the group for Kafka not
+//     answering (Config.KafkaUnreachableTimeout), in one call; a partition
+//     whose owner node was deleted or taken over, or whose partition
+//     manager failed, on its own. Called once they stopped handing out and
+//     committing, with no drain and no final commit: what was handed out
+//     and not committed is delivered again to the next owner, which may
+//     own them already. A lost partition is never passed to OnRevoked. If
+//     it is still this member's, it is claimed again after OnLost returned
+//     (and named in a new OnAssigned).
+//
+// The waits are only for callbacks that are set: with OnAssigned nil each
+// partition starts as soon as it is claimed, with OnRevoked nil each is
+// released as soon as it is drained and committed, as a partition lost is
+// with OnLost nil.
+//
+// Their ctx is canceled once the consumer is closing (Close or Interrupt
+// was called); it is then also canceled for the OnRevoked of the
+// partitions that Close stops. A callback may call the consumer's Stats,
+// ID, Group and Interrupt, but not Close, which waits for it.
+//
 // Leaving: Close stops every partition (drain, final commit), then closes
 // the ZooKeeper session, which deletes the registration and every owner
 // node in one transaction; the peers see the member and its claims go

@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,6 @@ func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, p
 	t.Helper()
 	_, _, sub := topicSub(t, topic)
 	cfg := baseConfig(t, name)
-	cfg.Delivery = manager.DeliveryBatches
 	// A revoke that waited for what an Each loop kept would take this
 	// long, past the test's deadline.
 	cfg.Partition.DrainTimeout = 60 * time.Second
@@ -44,9 +44,13 @@ func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, p
 			t.Logf("%s: %v", name, err)
 		}
 	}()
-	read := func(seq func(func(*manager.Message) bool)) (broke bool) {
+	read := func(seq iter.Seq2[*manager.Message, error]) (broke bool) {
 		n := 0
-		for m := range seq {
+		for m, err := range seq {
+			if err != nil {
+				t.Errorf("%s: Each: %v", name, err)
+				return false
+			}
 			led.add(name, m.Partition, m.Offset, string(m.Value))
 			m.Ack()
 			if n++; breakEvery > 0 && n%breakEvery == 0 {
@@ -60,7 +64,11 @@ func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, p
 		go func() {
 			defer em.wg.Done()
 			var streams sync.WaitGroup
-			for s := range cons.Partitions() {
+			for s, err := range cons.EachPartition(ctx) {
+				if err != nil {
+					t.Errorf("%s: EachPartition: %v", name, err)
+					break
+				}
 				streams.Go(func() {
 					for read(s.Each(ctx)) {
 					}

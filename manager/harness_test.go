@@ -2,7 +2,9 @@ package manager_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -13,7 +15,6 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/logcheck"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -47,44 +48,55 @@ func (r *recorder) hooks(name string, cfg *manager.Config) { r.holderHooks(name,
 // checkAssign, an assignment while another instance holds the partition
 // is a violation.
 func (r *recorder) holderHooks(name string, cfg *manager.Config, checkAssign bool) {
-	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
+	cfg.OnAssigned = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, tp := range tps {
+		for _, tp := range topicPartitions(parts) {
 			if h, ok := r.holders[tp]; checkAssign && ok && h != name {
 				r.violation("%s/%d assigned to %s while %s holds it", tp.Topic, tp.Partition, name, h)
 			}
 			r.holders[tp] = name
 		}
 	}
-	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
+	cfg.OnRevoked = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, tp := range tps {
+		for _, tp := range topicPartitions(parts) {
 			if r.holders[tp] == name {
 				delete(r.holders, tp)
 			}
 		}
 	}
 	revoked := cfg.OnRevoked
-	cfg.OnLost = func(g string, tps []manager.TopicPartition) {
-		revoked(g, tps)
+	cfg.OnLost = func(ctx context.Context, c *manager.Consumer, parts map[string][]int32) {
+		revoked(ctx, c, parts)
 		r.mu.Lock()
-		r.lost[name] += len(tps)
+		r.lost[name] += len(topicPartitions(parts))
 		r.mu.Unlock()
 	}
 }
 
+// topicPartitions lists a rebalance callback's partitions.
+func topicPartitions(parts map[string][]int32) []manager.TopicPartition {
+	var out []manager.TopicPartition
+	for t, ps := range parts {
+		for _, p := range ps {
+			out = append(out, manager.TopicPartition{Topic: t, Partition: p})
+		}
+	}
+	return out
+}
+
 // receive records m; with strict, a message of a partition that name does
 // not hold is a violation.
-func (r *recorder) receive(name string, m *partition.Message, strict bool) {
+func (r *recorder) receive(name string, m *manager.Message, strict bool) {
 	r.record(name, m, strict, false)
 }
 
 // record records m; with strict, a message of a partition another instance
 // holds is a violation, and so is one of an unheld partition unless
 // unheldOK.
-func (r *recorder) record(name string, m *partition.Message, strict, unheldOK bool) {
+func (r *recorder) record(name string, m *manager.Message, strict, unheldOK bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tp := manager.TopicPartition{Topic: m.Topic, Partition: m.Partition}
@@ -100,12 +112,12 @@ func (r *recorder) record(name string, m *partition.Message, strict, unheldOK bo
 // order, as a user acking out of order would. Not safe for concurrent use.
 type heldAcks struct {
 	rng  *rand.Rand
-	held []*partition.Message
-	ack  func(*partition.Message)
+	held []*manager.Message
+	ack  func(*manager.Message)
 }
 
 // add holds m and acks the batch once it reaches a random size up to max.
-func (h *heldAcks) add(m *partition.Message, max int) {
+func (h *heldAcks) add(m *manager.Message, max int) {
 	h.held = append(h.held, m)
 	if len(h.held) >= 1+h.rng.IntN(max) {
 		h.flush()
@@ -121,17 +133,104 @@ func (h *heldAcks) flush() {
 	h.held = h.held[:0]
 }
 
-// next receives from msgs; when nothing is waiting it first acks what it
-// holds: a user that sits on acks while idle would stall every drain.
-func (h *heldAcks) next(msgs <-chan *partition.Message) (*partition.Message, bool) {
-	select {
-	case m, ok := <-msgs:
-		return m, ok
-	default:
-		h.flush()
-		m, ok := <-msgs
+// next returns the next message of src; when none is waiting it first
+// acks what it holds: a user that sits on acks while idle would stall
+// every drain. ok is false once src ended.
+func (h *heldAcks) next(src source) (*manager.Message, bool) {
+	if m, ok := src(false); m != nil || !ok {
 		return m, ok
 	}
+	h.flush()
+	return src(true)
+}
+
+// A source hands out messages one at a time: (m, true), or (nil, false)
+// once it ended. Without wait it returns (nil, true) at once when no
+// message is waiting.
+type source func(wait bool) (m *manager.Message, ok bool)
+
+// eachSource is the source of an Each loop (a Consumer's or a
+// PartitionStream's), pulled one message at a time; see next.
+func eachSource(t *testing.T, each eachFunc) source {
+	return func(wait bool) (*manager.Message, bool) {
+		timeout := time.Duration(0)
+		if !wait {
+			timeout = -1
+		}
+		m, err := next(each, timeout)
+		switch {
+		case err == nil:
+			return m, true
+		case errors.Is(err, errEnded):
+			return nil, false
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			return nil, true
+		}
+		t.Errorf("Each: %v", err)
+		return nil, false
+	}
+}
+
+// chanSource is the source of a channel of messages.
+func chanSource(ch <-chan *manager.Message) source {
+	return func(wait bool) (*manager.Message, bool) {
+		if !wait {
+			select {
+			case m, ok := <-ch:
+				return m, ok
+			default:
+				return nil, true
+			}
+		}
+		m, ok := <-ch
+		return m, ok
+	}
+}
+
+// eachFunc is Consumer.Each or PartitionStream.Each.
+type eachFunc func(context.Context) iter.Seq2[*manager.Message, error]
+
+// errEnded: an Each loop ended by itself (the consumer stopped, or the
+// stream ended), not by its context.
+var errEnded = errors.New("the loop ended")
+
+// next returns the next message of each, waiting up to timeout (0: until
+// the loop ends; < 0: not at all, only what is waiting): the loop is left
+// after its first message, which keeps the rest of its batch for the next
+// Each: pulling one message at a time this way is what a receive from an
+// unbuffered channel of messages was (each message's partition is checked
+// when the message is asked for). The error is errEnded when the loop ended
+// by itself, ctx's error when the timeout passed first, or what the loop
+// yielded (ErrMode).
+func next(each eachFunc, timeout time.Duration) (*manager.Message, error) {
+	ctx := context.Background()
+	switch {
+	case timeout > 0:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	case timeout < 0:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		cancel()
+	}
+	for m, err := range each(ctx) {
+		return m, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errEnded
+}
+
+// mustNext is next that fails t unless a message came within timeout.
+func mustNext(t *testing.T, each eachFunc, timeout time.Duration) *manager.Message {
+	t.Helper()
+	m, err := next(each, timeout)
+	if err != nil {
+		t.Fatalf("no message within %v: %v", timeout, err)
+	}
+	return m
 }
 
 // await polls cond every 5 ms until it holds or the timeout passes.
@@ -189,9 +288,10 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 	go func() {
 		defer in.wg.Done()
 		rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
-		h := &heldAcks{rng: rng, ack: func(m *partition.Message) { cons.Ack(m) }}
+		h := &heldAcks{rng: rng, ack: func(m *manager.Message) { cons.Ack(m) }}
+		src := eachSource(t, cons.Each)
 		for {
-			m, ok := h.next(cons.Messages())
+			m, ok := h.next(src)
 			if !ok {
 				break
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/faultproxy"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager"
@@ -101,7 +100,7 @@ func newDeliveryLog() *deliveryLog {
 	return &deliveryLog{byV: map[string][]handOut{}, last: map[string]map[int32]time.Time{}, firstAfter: map[string]map[int32]time.Time{}}
 }
 
-func (l *deliveryLog) add(by string, m *partition.Message) {
+func (l *deliveryLog) add(by string, m *manager.Message) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -162,7 +161,11 @@ func runMember(t *testing.T, c *testcluster.Cluster, group string, sub *subscrip
 	logErrors(t, name, cons, &in.wg)
 	go func() {
 		defer in.wg.Done()
-		for m := range cons.Messages() {
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("%s: Each: %v", name, err)
+				return
+			}
 			rec.receive(name, m, true)
 			log.add(name, m)
 			cons.Ack(m)
@@ -361,11 +364,11 @@ func TestKafkaCutAllStayOut(t *testing.T) {
 	via := func(cfg *manager.Config) {
 		cfg.Sarama = bc.saramaVia()
 		assigned := cfg.OnAssigned
-		cfg.OnAssigned = func(g string, tps []manager.TopicPartition) {
+		cfg.OnAssigned = func(ctx context.Context, c *manager.Consumer, parts map[string][]int32) {
 			if cutting.Load() {
-				claimedWhileCut.Add(int64(len(tps)))
+				claimedWhileCut.Add(int64(len(topicPartitions(parts))))
 			}
-			assigned(g, tps)
+			assigned(ctx, c, parts)
 		}
 	}
 	a := runMember(t, c, group, sub, "a", rec, log, via)

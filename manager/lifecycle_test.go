@@ -17,8 +17,9 @@ import (
 )
 
 // TestCloseLeavesNothing: after Close every goroutine Join started has
-// ended, the member's ids node and owner nodes are gone, the channels are
-// closed, and a second Close returns at once.
+// ended, the member's ids node and owner nodes are gone, Each ends, Poll
+// returns ErrClosed, Errors() is closed, and a second Close returns at
+// once.
 func TestCloseLeavesNothing(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
@@ -40,7 +41,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	await(t, 30*time.Second, "ready", func() bool { s := cons.Stats(); return s.Ready && len(s.Partitions) == 4 })
 	got := 0
 	for got < 100 {
-		m := <-cons.Messages()
+		m := mustNext(t, cons.Each, 30*time.Second)
 		cons.Ack(m)
 		got++
 	}
@@ -76,8 +77,11 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("second Close took %v", d)
 	}
-	if _, ok := <-cons.Messages(); ok {
-		t.Error("Messages() not closed after Close")
+	if m, err := next(cons.Each, 10*time.Second); !errors.Is(err, errEnded) {
+		t.Errorf("Each after Close: %v, %v; want the loop to end by itself", m, err)
+	}
+	if b, err := cons.Poll(t.Context()); !errors.Is(err, manager.ErrClosed) {
+		t.Errorf("Poll after Close: %v, %v; want ErrClosed", b, err)
 	}
 	if _, ok := <-cons.Errors(); ok {
 		t.Error("Errors() not closed after Close")

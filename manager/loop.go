@@ -249,10 +249,10 @@ func (c *Consumer) markDirty() {
 func (c *Consumer) shutdown() error {
 	c.leaving.Store(true)
 	c.mu.Lock()
+	g := c.newGroupLocked(cbRevoked) // Close's OnRevoked
 	for _, sl := range c.slots {
 		if sl.state != stopping {
-			sl.state = stopping
-			close(sl.revoke)
+			c.stopSlotLocked(sl, g)
 		}
 	}
 	c.mu.Unlock()
@@ -275,6 +275,7 @@ func (c *Consumer) shutdown() error {
 	case <-time.After(c.cfg.CloseTimeout):
 		err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
 		c.log.Error("close timed out", "error", err)
+		c.cutDrainsNow() // here: the consumer's tomb waits for the slots (dispatchCallbacks)
 	}
 	close(done)
 	if err == nil {
@@ -287,6 +288,19 @@ func (c *Consumer) shutdown() error {
 	}
 	c.log.Info("left group")
 	return err
+}
+
+// cutDrainsNow cuts short the drains under way, and those of partitions
+// starting after it (runSlot checks cutDrains).
+func (c *Consumer) cutDrainsNow() {
+	c.cutDrains.Store(true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, sl := range c.slots {
+		if pm := sl.pm.Load(); pm != nil {
+			pm.CutDrain()
+		}
+	}
 }
 
 // watchHealth opens and shuts the partitions' gate as the session's health

@@ -49,7 +49,9 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, er
 		}
 		sub, err := subscription.FromRegistration(reg.Pattern, reg.Subscription)
 		if err != nil {
-			out = append(out, member{id: id, err: fmt.Errorf("%w: subscription: %w", ErrBadRegistration, err)})
+			// %v: the cause wraps ErrConfig, and a peer's unreadable
+			// registration is not this member's bad config.
+			out = append(out, member{id: id, err: fmt.Errorf("%w: subscription: %v", ErrBadRegistration, err)})
 			continue
 		}
 		out = append(out, member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid})

@@ -14,7 +14,7 @@ import (
 
 // publicPackages are the packages an embedder imports, relative to this
 // package's directory.
-var publicPackages = []string{".", "assign", "../offsets", "../subscription", "../kafkasasl"}
+var publicPackages = []string{"..", ".", "assign", "../offsets", "../subscription", "../kafkasasl"}
 
 // TestPublicAPINamesNoInternal: no exported declaration of a public
 // package (a function's or method's signature, an exported type's

@@ -622,11 +622,11 @@ func (c *Consumer) leaveForKafka() {
 	c.mu.Lock()
 	stopped := 0
 	c.assigned, c.assignedTopics = nil, nil
+	g := c.newGroupLocked(cbLost) // this leave's OnLost
 	for tp, sl := range c.slots {
 		sl.lose.Store(true)
 		if sl.state != stopping {
-			sl.state = stopping
-			close(sl.revoke)
+			c.stopSlotLocked(sl, g)
 			stopped++
 		}
 		delete(c.restartBackoff, tp)

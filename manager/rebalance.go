@@ -48,10 +48,13 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	c.assigned = sortedTPs(mine)
 	c.assignedTopics = withParts
 	var revoked, added []TopicPartition
+	var g *cbGroup // this rebalance's OnRevoked
 	for tp, sl := range c.slots {
 		if !mine[tp] && sl.state != stopping {
-			sl.state = stopping
-			close(sl.revoke)
+			if g == nil {
+				g = c.newGroupLocked(cbRevoked)
+			}
+			c.stopSlotLocked(sl, g)
 			revoked = append(revoked, tp)
 			delete(c.restartBackoff, tp)
 		}

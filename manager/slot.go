@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -61,7 +62,7 @@ func (c *Consumer) startSlotLocked(tp TopicPartition, delay time.Duration) {
 func (c *Consumer) send(ev slotEvent) {
 	select {
 	case c.events <- ev:
-	case <-c.t.Dead():
+	case <-c.loopDone: // nobody reads them any more
 	}
 }
 
@@ -107,9 +108,24 @@ func (c *Consumer) runSlot(sl *slot) {
 		return
 	default:
 	}
-	// Claimed, not yet fetching: tell the embedder first.
-	if c.cfg.OnAssigned != nil {
-		c.cfg.OnAssigned(c.group, []TopicPartition{sl.tp})
+	// Claimed, not yet fetching: the embedder is told first (OnAssigned),
+	// with the rest of this rebalance's partitions.
+	if !c.awaitAssigned(sl, cl) {
+		if err := cl.release(); err != nil {
+			log.Warn("releasing the claim failed", "error", err)
+		}
+		return
+	}
+	select {
+	case <-sl.revoke: // revoked or lost while OnAssigned ran: nothing was handed out
+		c.stopped(sl, cl, sl.lose.Load())
+		c.letGo(cl, log, false)
+		return
+	case <-cl.Lost():
+		c.stopped(sl, cl, true)
+		c.letGo(cl, log, false)
+		return
+	default:
 	}
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
@@ -138,10 +154,8 @@ func (c *Consumer) runSlot(sl *slot) {
 	pm, err := partition.Start(params)
 	if err != nil {
 		c.report(err)
-		if c.cfg.OnRevoked != nil {
-			c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
-		}
-		_ = cl.release()
+		c.stopped(sl, cl, false) // nothing was handed out; the claim is still held
+		c.letGo(cl, log, false)
 		return
 	}
 	sl.pm.Store(pm)
@@ -173,23 +187,25 @@ func (c *Consumer) runSlot(sl *slot) {
 		// Already reported on Errors() by the partition manager.
 		log.Warn("partition stopped with an error", "error", err)
 	}
-	// Stopped and committed, still claimed: tell the embedder, then let
-	// go. A lost partition was neither drained nor committed, and another
-	// member may own it already: OnLost says so.
-	switch {
-	case !drain && c.cfg.OnLost != nil:
-		c.cfg.OnLost(c.group, []TopicPartition{sl.tp})
-	case drain && c.cfg.OnRevoked != nil:
-		c.cfg.OnRevoked(c.group, []TopicPartition{sl.tp})
-	}
+	// Stopped (drained and committed unless lost), still claimed: tell
+	// the embedder (OnRevoked, or OnLost: a lost partition was neither
+	// drained nor committed, and another member may own it already), with
+	// the rest of its group, then let go.
+	c.stopped(sl, cl, !drain)
+	c.letGo(cl, log, drain)
+}
+
+// letGo releases a stopped slot's claim, or leaves it to the session's
+// close when the consumer is closing.
+func (c *Consumer) letGo(cl *claim, log *slog.Logger, drained bool) {
 	if c.leaving.Load() {
 		// Close: the session's close deletes the node (shutdown).
 		cl.abandon()
-		log.Debug("partition stopped; its claim goes with the session", "drained", drain)
+		log.Debug("partition stopped; its claim goes with the session", "drained", drained)
 		return
 	}
 	if err := cl.release(); err != nil {
 		log.Warn("releasing the claim failed", "error", err)
 	}
-	log.Debug("partition released", "drained", drain)
+	log.Debug("partition released", "drained", drained)
 }

@@ -66,6 +66,11 @@ type Stats struct {
 	// nothing (and before the first rebalance).
 	StrategyMismatches []string
 	Strategy           string
+	// StrategyConflicts has one entry per member of StrategyMismatches,
+	// in the same order: what was reported on Errors() for it (both
+	// members and strategies, the oldest member and the strategy in
+	// force).
+	StrategyConflicts []StrategyMismatchError
 	// MalformedTopics counts the topic nodes the metadata reader skipped
 	// as malformed (each reported on Errors() too).
 	MalformedTopics   uint64
@@ -113,6 +118,7 @@ func (c *Consumer) Stats() Stats {
 	}
 	s.SquattedPartitions = c.squatted
 	s.StrategyMismatches, s.Strategy = c.strategyMismatchesLocked(), c.strategyInForce
+	s.StrategyConflicts = c.strategyConflictsLocked()
 	s.LoopAt = time.Unix(0, c.loopAt.Load())
 	s.MalformedTopics = c.malformedTopics.Load()
 	if n := len(c.history); n > 0 {

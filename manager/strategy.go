@@ -125,7 +125,7 @@ func (c *Consumer) noteStrategiesLocked(ch strategyChoice) {
 	if ch.use != nil {
 		inForce = ch.use.Name()
 	}
-	c.strategyInForce = inForce
+	c.strategyInForce, c.strategyOldest = inForce, ch.oldest
 	for id := range c.strategyPeers {
 		if _, ok := ch.peers[id]; !ok {
 			delete(c.strategyPeers, id)
@@ -164,5 +164,21 @@ func (c *Consumer) strategyMismatchesLocked() []string {
 		out = append(out, id)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// strategyConflictsLocked returns one *StrategyMismatchError per peer
+// publishing another strategy, sorted by peer, as they were reported.
+// c.mu must be held.
+func (c *Consumer) strategyConflictsLocked() []StrategyMismatchError {
+	ids := c.strategyMismatchesLocked()
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]StrategyMismatchError, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, StrategyMismatchError{Member: c.id, Strategy: c.strategy.Name(), Peer: id,
+			PeerStrategy: c.strategyPeers[id], Oldest: c.strategyOldest, InForce: c.strategyInForce})
+	}
 	return out
 }

@@ -48,7 +48,11 @@ func joinWithStrategy(t *testing.T, c *testcluster.Cluster, group string, sub *s
 	}()
 	go func() {
 		defer m.wg.Done()
-		for msg := range cons.Messages() {
+		for msg, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("%s: Each: %v", name, err)
+				return
+			}
 			led.add(name, msg.Partition, msg.Offset, string(msg.Value))
 			cons.Ack(msg)
 		}
@@ -163,8 +167,12 @@ func TestStrategyMismatch(t *testing.T) {
 		peers []string
 		uses  string
 	}{{a, []string{"b"}, "mine"}, {b, []string{"a"}, ""}} {
-		if st := w.m.c.Stats(); !slices.Equal(st.StrategyMismatches, w.peers) || st.Strategy != w.uses {
+		st := w.m.c.Stats()
+		if !slices.Equal(st.StrategyMismatches, w.peers) || st.Strategy != w.uses {
 			t.Errorf("%s: Stats.StrategyMismatches %v, Strategy %q; want %v, %q", w.m.name, st.StrategyMismatches, st.Strategy, w.peers, w.uses)
+		}
+		if se, _ := w.m.mismatchFrom(w.peers[0]); len(st.StrategyConflicts) != 1 || se == nil || st.StrategyConflicts[0] != *se {
+			t.Errorf("%s: Stats.StrategyConflicts %+v; want what Errors() said, %+v", w.m.name, st.StrategyConflicts, se)
 		}
 	}
 	if _, err := c.Produce(topic, parts, 800, 800); err != nil {

@@ -92,9 +92,9 @@ type PartitionStats struct {
 
 // PartitionError is the error of one partition, on Errors() or returned
 // by a call on it: its topic, partition and operation, unwrapping to the
-// cause. The cause wraps one of ErrFetch, ErrCommit, ErrStart, ErrLost,
-// ErrSuspended, ErrReset, ErrStopped or ErrDrainLate, or a sentinel of
-// package offsets.
+// cause. The cause wraps one of ErrFetch, ErrCommit (offsets.ErrCommit),
+// offsets.ErrFetch, ErrLost, ErrSuspended, ErrReset, ErrStopped,
+// ErrDrainLate or ErrConfig (see Op).
 type PartitionError struct {
 	Topic     string
 	Partition int32
@@ -112,15 +112,15 @@ func (e *PartitionError) Unwrap() error { return e.Err }
 
 // PartitionError.Op values.
 const (
-	// OpFetch: fetching from Kafka failed (wraps ErrFetch); the fetch is
-	// retried.
+	// OpFetch: fetching messages from Kafka failed (wraps ErrFetch); the
+	// fetch is retried.
 	OpFetch = "fetch"
-	// OpCommit: a commit failed or was refused (wraps ErrCommit, or
-	// ErrLost / ErrSuspended when the ownership did not allow it); a
-	// routine commit is retried at the next interval.
+	// OpCommit: a commit failed or was refused (wraps ErrCommit, which is
+	// offsets.ErrCommit, and ErrLost / ErrSuspended when the ownership did
+	// not allow it); a routine commit is retried at the next interval.
 	OpCommit = "commit"
-	// OpStart: reading the committed offset or starting the fetch failed
-	// (wraps ErrStart); retried with a backoff.
+	// OpStart: reading the committed offset failed (wraps
+	// offsets.ErrFetch); retried with a backoff.
 	OpStart = "start"
 	// OpReset: the position was out of range and was reset after
 	// PartitionConfig.Initial (wraps ErrReset); messages may have been
@@ -129,8 +129,9 @@ const (
 	// OpDrain: a revoke's drain ended with messages unacked (wraps
 	// ErrDrainLate) or lost the partition (ErrLost).
 	OpDrain = "drain"
-	// OpSeek: Seek or SeekTime failed (wraps the cause: ErrStopped,
-	// ErrLost, ErrSuspended, or a read or commit error).
+	// OpSeek: Seek or SeekTime failed (wraps the cause: ErrConfig for a
+	// negative offset or a zero time, ErrStopped, ErrLost, ErrSuspended,
+	// or a read or commit error).
 	OpSeek = "seek"
 	// OpControl: Pause, Resume, Seek or SeekTime on an ownership that
 	// ended (wraps ErrStopped).
@@ -140,12 +141,11 @@ const (
 // Partition errors, wrapped by the *PartitionError values on Errors() and
 // returned by calls on a partition.
 var (
-	// ErrFetch: a fetch failed.
+	// ErrFetch: fetching messages from Kafka failed (reading a committed
+	// offset is offsets.ErrFetch).
 	ErrFetch error = errFetch
-	// ErrCommit: a commit failed.
+	// ErrCommit: a commit failed: offsets.ErrCommit, the same value.
 	ErrCommit error = errCommit
-	// ErrStart: reading the committed offset or starting the fetch failed.
-	ErrStart error = errStart
 	// ErrLost: the partition's ownership was lost (the ZooKeeper session
 	// expired, or its owner node was deleted or taken).
 	ErrLost error = errLost
@@ -155,7 +155,8 @@ var (
 	// ErrReset: the committed offset was out of range and reset.
 	ErrReset error = errReset
 	// ErrStopped: the ownership of the partition ended (revoked, lost, or
-	// the consumer closed).
+	// the consumer closed) before or during a call on it (ErrNotOwned: the
+	// partition was not owned here when the call began).
 	ErrStopped error = errStopped
 	// ErrDrainLate: the drain deadline passed with unacked messages.
 	ErrDrainLate error = errDrainLate
@@ -166,7 +167,6 @@ var (
 var (
 	errFetch     = partition.ErrFetch
 	errCommit    = partition.ErrCommit
-	errStart     = partition.ErrStart
 	errLost      = partition.ErrLost
 	errSuspended = partition.ErrSuspended
 	errReset     = partition.ErrReset
@@ -177,6 +177,9 @@ var (
 // publicErr turns the partition managers' *partition.Error values in err
 // (itself, or joined) into *PartitionError, the same fields.
 func publicErr(err error) error {
+	if errors.Is(err, partition.ErrCommitterClosed) && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
 	switch e := err.(type) {
 	case *partition.Error:
 		return (*PartitionError)(e)

@@ -46,18 +46,18 @@ func NewKafkaConfig() KafkaConfig {
 	}
 }
 
-// Validate returns an error wrapping ErrInvalid that names the first bad
+// Validate returns an error wrapping ErrConfig that names the first bad
 // field. Pure; does not block.
 func (c KafkaConfig) Validate() error {
 	switch {
 	case c.CommitTimeout <= 0:
-		return fmt.Errorf("%w: KafkaConfig.CommitTimeout %v must be positive", ErrInvalid, c.CommitTimeout)
+		return fmt.Errorf("%w: KafkaConfig.CommitTimeout %v must be positive", ErrConfig, c.CommitTimeout)
 	case c.CloseTimeout <= 0:
-		return fmt.Errorf("%w: KafkaConfig.CloseTimeout %v must be positive", ErrInvalid, c.CloseTimeout)
+		return fmt.Errorf("%w: KafkaConfig.CloseTimeout %v must be positive", ErrConfig, c.CloseTimeout)
 	case c.RetryBackoff <= 0:
-		return fmt.Errorf("%w: KafkaConfig.RetryBackoff %v must be positive", ErrInvalid, c.RetryBackoff)
+		return fmt.Errorf("%w: KafkaConfig.RetryBackoff %v must be positive", ErrConfig, c.RetryBackoff)
 	case c.RetryBackoffMax < c.RetryBackoff:
-		return fmt.Errorf("%w: KafkaConfig.RetryBackoffMax %v must be at least RetryBackoff %v", ErrInvalid, c.RetryBackoffMax, c.RetryBackoff)
+		return fmt.Errorf("%w: KafkaConfig.RetryBackoffMax %v must be at least RetryBackoff %v", ErrConfig, c.RetryBackoffMax, c.RetryBackoff)
 	}
 	return nil
 }
@@ -181,13 +181,13 @@ type kafkaCounters struct {
 // retries of non-coordinator errors.
 func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *slog.Logger) (*KafkaStore, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: sarama client is nil", ErrInvalid)
+		return nil, fmt.Errorf("%w: sarama client is nil", ErrConfig)
 	}
 	if client.Closed() {
-		return nil, fmt.Errorf("%w: sarama client is closed", ErrInvalid)
+		return nil, fmt.Errorf("%w: sarama client is closed", ErrConfig)
 	}
 	if group == "" {
-		return nil, fmt.Errorf("%w: group is empty", ErrInvalid)
+		return nil, fmt.Errorf("%w: group is empty", ErrConfig)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -289,7 +289,7 @@ func (s *KafkaStore) writeErr(op string, tp TopicPartition, next int64, err erro
 // OffsetCommit request (besides retries), without reading them back unless
 // a write failed. Each entry is treated as by Commit: it starts managing
 // the partition, is skipped below this instance's floor, and fails alone
-// with an error wrapping ErrCommit (or ErrInvalid, ErrClosed) that names
+// with an error wrapping ErrCommit (or ErrConfig, ErrClosed) that names
 // it. See Store.CommitBatch. Safe for concurrent use; blocks until done,
 // CommitTimeout or ctx.
 func (s *KafkaStore) CommitBatch(ctx context.Context, batch []Offset) []error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -104,8 +105,17 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 		return nil
 	default:
 	}
+	// A write abandoned unanswered may still land: worth a warning. A
+	// read is only a read: its caller gets ctx's error and says what it
+	// means (a prefetch bounded by the join settle gives up on a
+	// coordinator still loading, a normal condition on a first start; a
+	// partition's start warns and retries).
+	level := slog.LevelWarn
+	if o.kind == kopFetch {
+		level = slog.LevelDebug
+	}
 	tp := o.items[0].tp
-	s.log.Warn(o.kind.String()+" abandoned while the coordinator has not answered",
+	s.log.Log(context.Background(), level, o.kind.String()+" abandoned while the coordinator has not answered",
 		"topic", tp.Topic, "partition", tp.Partition, "partitions", len(o.items), "error", ctx.Err())
 	return ctx.Err()
 }

@@ -60,8 +60,8 @@ func TestKafkaConfigValidate(t *testing.T) {
 	} {
 		c := NewKafkaConfig()
 		tc.change(&c)
-		if err := c.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("Validate() = %v, want ErrInvalid naming %s", err, tc.field)
+		if err := c.Validate(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Validate() = %v, want ErrConfig naming %s", err, tc.field)
 		}
 	}
 }
@@ -205,17 +205,17 @@ func TestNewKafkaStoreRejects(t *testing.T) {
 	}
 	bad := NewKafkaConfig()
 	bad.CloseTimeout = 0
-	if _, err := NewKafkaStore(client, "g", bad, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "KafkaConfig.CloseTimeout") {
+	if _, err := NewKafkaStore(client, "g", bad, nil); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "KafkaConfig.CloseTimeout") {
 		t.Fatalf("bad config: %v", err)
 	}
-	if _, err := NewKafkaStore(nil, "g", NewKafkaConfig(), nil); !errors.Is(err, ErrInvalid) {
+	if _, err := NewKafkaStore(nil, "g", NewKafkaConfig(), nil); !errors.Is(err, ErrConfig) {
 		t.Fatalf("nil client: %v", err)
 	}
-	if _, err := NewKafkaStore(client, "", NewKafkaConfig(), nil); !errors.Is(err, ErrInvalid) {
+	if _, err := NewKafkaStore(client, "", NewKafkaConfig(), nil); !errors.Is(err, ErrConfig) {
 		t.Fatalf("empty group: %v", err)
 	}
 	client.Close()
-	if _, err := NewKafkaStore(client, "g", NewKafkaConfig(), nil); !errors.Is(err, ErrInvalid) {
+	if _, err := NewKafkaStore(client, "g", NewKafkaConfig(), nil); !errors.Is(err, ErrConfig) {
 		t.Fatalf("closed client: %v", err)
 	}
 }
@@ -406,8 +406,8 @@ func TestKafkaStoreMockBatchOneRequest(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil || errs[2] != nil {
 		t.Fatalf("entries below the floor: %v", errs[:3])
 	}
-	if !errors.Is(errs[3], ErrInvalid) || !errors.Is(errs[4], ErrInvalid) {
-		t.Fatalf("repeated and bad entries: %v, %v; want ErrInvalid", errs[3], errs[4])
+	if !errors.Is(errs[3], ErrConfig) || !errors.Is(errs[4], ErrConfig) {
+		t.Fatalf("repeated and bad entries: %v, %v; want ErrConfig", errs[3], errs[4])
 	}
 	if reqs := m.commitRequests(t); len(reqs) != 2 {
 		t.Fatalf("a batch of skipped entries sent a request")
@@ -571,19 +571,19 @@ func TestKafkaStoreInvalidArgs(t *testing.T) {
 	defer client.Close()
 	defer s.Close()
 	ctx := context.Background()
-	if err := s.Commit(ctx, "", 0, 1); !errors.Is(err, ErrInvalid) {
+	if err := s.Commit(ctx, "", 0, 1); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, "t", -1, 1); !errors.Is(err, ErrInvalid) {
+	if err := s.Commit(ctx, "t", -1, 1); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
-	if err := s.Reset(ctx, "t", 0, -2); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "-2") {
+	if err := s.Reset(ctx, "t", 0, -2); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "-2") {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Fetch(ctx, "", 0); !errors.Is(err, ErrInvalid) {
+	if _, _, err := s.Fetch(ctx, "", 0); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, "t", -3); !errors.Is(err, ErrInvalid) {
+	if err := s.Release(ctx, "t", -3); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
 	if len(m.commits(t)) != 0 {

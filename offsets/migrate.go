@@ -50,7 +50,7 @@ type Migration struct {
 // stores.
 func Migrate(ctx context.Context, from, to Store, parts []TopicPartition, opts MigrateOptions) ([]Migration, error) {
 	if from == nil || to == nil {
-		return nil, fmt.Errorf("%w: migrate: source and destination stores must not be nil", ErrInvalid)
+		return nil, fmt.Errorf("%w: migrate: source and destination stores must not be nil", ErrConfig)
 	}
 	out := make([]Migration, 0, len(parts))
 	for _, tp := range parts {

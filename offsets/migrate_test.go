@@ -170,7 +170,7 @@ func TestMigrateErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Migrate(context.Background(), nil, newMemStore(), nil, MigrateOptions{}); !errors.Is(err, ErrInvalid) {
+	if _, err := Migrate(context.Background(), nil, newMemStore(), nil, MigrateOptions{}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("nil source: %v", err)
 	}
 	got, err := Migrate(context.Background(), newMemStore(), newMemStore(), nil, MigrateOptions{})

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zkgroup/zkgroup"
 )
 
 // Store holds a consumer group's committed offsets. Every offset a Store
@@ -46,7 +48,7 @@ type Store interface {
 	// It returns one error per entry, in batch order (nil: stored, or
 	// skipped as below an offset this instance committed); an entry fails
 	// alone, with an error like Commit's. A partition may appear once; a
-	// repeated one fails with ErrInvalid. Blocks until every entry is
+	// repeated one fails with ErrConfig. Blocks until every entry is
 	// done or ctx ends.
 	CommitBatch(ctx context.Context, batch []Offset) []error
 
@@ -102,9 +104,11 @@ var (
 	ErrClosed = errors.New("offsets: store closed")
 	// ErrRelease is wrapped by a Release that could not finish in time.
 	ErrRelease = errors.New("offsets: release failed")
-	// ErrInvalid is wrapped by errors about bad arguments or configuration
-	// (empty names, negative offsets, zero timeouts).
-	ErrInvalid = errors.New("offsets: invalid argument")
+	// ErrConfig is wrapped by errors about bad arguments or configuration
+	// (empty names, negative offsets, zero timeouts). It is
+	// zkgroup.ErrConfig, the module's one sentinel for that meaning
+	// (manager.ErrConfig and subscription.ErrConfig are the same value).
+	ErrConfig = zkgroup.ErrConfig
 	// ErrLeaseExpired is wrapped by a write that was not sent, or was cut,
 	// because its deadline passed: a write's ctx deadline is the end of the
 	// lease under which the caller may write (see Store), and nothing is
@@ -114,7 +118,7 @@ var (
 
 // PartitionError is the error of one store operation on one partition. It
 // unwraps to Err, which wraps ErrCommit, ErrFetch, ErrRelease, ErrClosed or
-// ErrInvalid and the underlying cause. It is a plain value, safe for
+// ErrConfig and the underlying cause. It is a plain value, safe for
 // concurrent reads.
 type PartitionError struct {
 	Topic     string
@@ -152,7 +156,7 @@ func checkBatch(batch []Offset, check func(topic string, partition int32, next i
 		err := check(o.Topic, o.Partition, o.Next)
 		if err == nil {
 			if _, dup := seen[o.TopicPartition]; dup {
-				err = fmt.Errorf("%w: %s appears twice in one batch", ErrInvalid, o.TopicPartition)
+				err = fmt.Errorf("%w: %s appears twice in one batch", ErrConfig, o.TopicPartition)
 			}
 			seen[o.TopicPartition] = struct{}{}
 		}
@@ -170,11 +174,11 @@ func checkBatch(batch []Offset, check func(topic string, partition int32, next i
 func checkArgs(topic string, partition int32, next int64, checkNext bool) error {
 	switch {
 	case topic == "":
-		return fmt.Errorf("%w: topic is empty", ErrInvalid)
+		return fmt.Errorf("%w: topic is empty", ErrConfig)
 	case partition < 0:
-		return fmt.Errorf("%w: partition %d is negative", ErrInvalid, partition)
+		return fmt.Errorf("%w: partition %d is negative", ErrConfig, partition)
 	case checkNext && next < 0:
-		return fmt.Errorf("%w: offset %d is negative", ErrInvalid, next)
+		return fmt.Errorf("%w: offset %d is negative", ErrConfig, next)
 	}
 	return nil
 }

@@ -80,10 +80,10 @@ var _ Store = (*ZooKeeperStore)(nil)
 // nodes.
 func NewZooKeeperStore(nodes ZNodes, group string, acl []zk.ACL) (*ZooKeeperStore, error) {
 	if nodes == nil {
-		return nil, fmt.Errorf("%w: ZooKeeper nodes are nil", ErrInvalid)
+		return nil, fmt.Errorf("%w: ZooKeeper nodes are nil", ErrConfig)
 	}
 	if err := zkdata.ValidateNodeName("group", group); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if len(acl) == 0 {
 		acl = zk.WorldACL(zk.PermAll)
@@ -100,7 +100,7 @@ func (s *ZooKeeperStore) check(topic string, partition int32, next int64, checkN
 		return err
 	}
 	if err := zkdata.ValidateNodeName("topic", topic); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }

@@ -409,11 +409,11 @@ func checkBadDataErr(t *testing.T, err, sentinel error, path, content string) {
 
 func TestZooKeeperStoreErrors(t *testing.T) {
 	ctx := context.Background()
-	if _, err := NewZooKeeperStore(nil, "g", nil); !errors.Is(err, ErrInvalid) {
+	if _, err := NewZooKeeperStore(nil, "g", nil); !errors.Is(err, ErrConfig) {
 		t.Fatalf("nil nodes: %v", err)
 	}
 	for _, g := range []string{"", "a/b", ".."} {
-		if _, err := NewZooKeeperStore(newFakeZK(), g, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "group") {
+		if _, err := NewZooKeeperStore(newFakeZK(), g, nil); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "group") {
 			t.Fatalf("group %q: %v", g, err)
 		}
 	}
@@ -425,8 +425,8 @@ func TestZooKeeperStoreErrors(t *testing.T) {
 		what  string
 	}{{"", 0, 0, "topic is empty"}, {"t", -1, 0, "partition -1"}, {"t", 0, -5, "offset -5"}, {"a/b", 0, 0, "topic"}} {
 		err := s.Commit(ctx, tc.topic, tc.p, tc.next)
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.what) {
-			t.Errorf("commit(%q, %d, %d) = %v, want ErrInvalid naming %q", tc.topic, tc.p, tc.next, err, tc.what)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.what) {
+			t.Errorf("commit(%q, %d, %d) = %v, want ErrConfig naming %q", tc.topic, tc.p, tc.next, err, tc.what)
 		}
 	}
 
@@ -624,8 +624,8 @@ func TestZooKeeperStoreCommitBatch(t *testing.T) {
 	}
 	for _, i := range []int{2, 3, 4} {
 		var pe *PartitionError
-		if !errors.Is(errs[i], ErrInvalid) || !errors.As(errs[i], &pe) || pe.Op != "commit" {
-			t.Errorf("entry %d (%v): %v, want a commit PartitionError wrapping ErrInvalid", i, bad[i], errs[i])
+		if !errors.Is(errs[i], ErrConfig) || !errors.As(errs[i], &pe) || pe.Op != "commit" {
+			t.Errorf("entry %d (%v): %v, want a commit PartitionError wrapping ErrConfig", i, bad[i], errs[i])
 		}
 	}
 	want(0, "23", "5", "10", "20", "21", "22", "23")

@@ -1,8 +1,11 @@
 package subscription
 
-import "errors"
+import "github.com/zkgroup/zkgroup"
 
-// ErrInvalid is wrapped by every error this package returns for a bad topic
-// name, expression, specification or registration. Test for it with
-// errors.Is. It is a read-only value and safe for concurrent use.
-var ErrInvalid = errors.New("subscription: invalid")
+// ErrConfig is wrapped by every error this package returns for a bad topic
+// name, expression, specification or registration. It is
+// zkgroup.ErrConfig, the module's one sentinel for an invalid
+// configuration or argument (manager.ErrConfig is the same value). Test
+// for it with errors.Is. It is a read-only value and safe for concurrent
+// use.
+var ErrConfig = zkgroup.ErrConfig

@@ -27,13 +27,13 @@ const (
 // The kind is case-insensitive; "white_list" and "black_list" are accepted as
 // synonyms. Spaces around the specification, the kind and each static topic
 // are ignored. Since topic names cannot contain ':', a specification with a
-// ':' must start with a known kind. Errors wrap ErrInvalid and quote the
+// ':' must start with a known kind. Errors wrap ErrConfig and quote the
 // offending part. It is a pure function, safe for concurrent use, and does
 // not block.
 func Parse(spec string) (*Subscription, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
-		return nil, fmt.Errorf("%w: empty subscription specification", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty subscription specification", ErrConfig)
 	}
 	kind, rest, found := strings.Cut(spec, ":")
 	if !found {
@@ -52,7 +52,7 @@ func Parse(spec string) (*Subscription, error) {
 	case kindStatic:
 		if internal {
 			return nil, fmt.Errorf("%w: specification %q: %q applies only to wildcards",
-				ErrInvalid, spec, internalSuffix)
+				ErrConfig, spec, internalSuffix)
 		}
 		return staticList(rest)
 	case kindWhitelist, string(WhiteList):
@@ -61,7 +61,7 @@ func Parse(spec string) (*Subscription, error) {
 		s, err = Blacklist(rest)
 	default:
 		return nil, fmt.Errorf("%w: specification %q: unknown kind %q (want static, whitelist or blacklist)",
-			ErrInvalid, spec, kind)
+			ErrConfig, spec, kind)
 	}
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func staticList(list string) (*Subscription, error) {
 // "subscription" fields of another member's ids node; it is the inverse of
 // Registration. Stream counts are ignored (read them from the registration
 // itself). A wildcard registration must hold exactly one expression, which is
-// used as written (the writer already normalised it). Errors wrap ErrInvalid.
+// used as written (the writer already normalised it). Errors wrap ErrConfig.
 // The result never includes internal topics beyond those a static list names.
 // It is a pure function, safe for concurrent use, and does not block.
 func FromRegistration(pattern string, sub map[string]int) (*Subscription, error) {
@@ -100,12 +100,12 @@ func FromRegistration(pattern string, sub map[string]int) (*Subscription, error)
 	case WhiteList, BlackList:
 		if len(sub) != 1 {
 			return nil, fmt.Errorf("%w: %s registration has %d expressions, want 1",
-				ErrInvalid, pattern, len(sub))
+				ErrConfig, pattern, len(sub))
 		}
 		for expr := range sub {
 			return wildcard(Pattern(pattern), expr, expr)
 		}
 	}
 	return nil, fmt.Errorf("%w: registration pattern %q (want %q, %q or %q)",
-		ErrInvalid, pattern, StaticPattern, WhiteList, BlackList)
+		ErrConfig, pattern, StaticPattern, WhiteList, BlackList)
 }

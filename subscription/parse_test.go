@@ -64,8 +64,8 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s, err := Parse(tt.spec)
-		if s != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("Parse(%q) = %v, %v; want ErrInvalid containing %q", tt.spec, s, err, tt.want)
+		if s != nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, %v; want ErrConfig containing %q", tt.spec, s, err, tt.want)
 		}
 	}
 }
@@ -112,8 +112,8 @@ func TestFromRegistrationErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s, err := FromRegistration(tt.pattern, tt.sub)
-		if s != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("FromRegistration(%q, %v) = %v, %v; want ErrInvalid containing %q",
+		if s != nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("FromRegistration(%q, %v) = %v, %v; want ErrConfig containing %q",
 				tt.pattern, tt.sub, s, err, tt.want)
 		}
 	}

@@ -22,11 +22,11 @@ type Subscription struct {
 
 // Static returns a subscription to exactly the named topics, deduplicated and
 // sorted. Every name must satisfy ValidateTopic and at least one is required;
-// otherwise the error wraps ErrInvalid and names the bad topic. Internal
+// otherwise the error wraps ErrConfig and names the bad topic. Internal
 // topics named explicitly are included. It does not block.
 func Static(topics ...string) (*Subscription, error) {
 	if len(topics) == 0 {
-		return nil, fmt.Errorf("%w: static subscription with no topics", ErrInvalid)
+		return nil, fmt.Errorf("%w: static subscription with no topics", ErrConfig)
 	}
 	set := make(map[string]struct{}, len(topics))
 	for _, t := range topics {
@@ -47,7 +47,7 @@ func Static(topics ...string) (*Subscription, error) {
 // name matches expr. The expression is first normalised as Kafka's
 // TopicFilter does (trimmed, ',' replaced by '|', spaces removed, surrounding
 // quotes stripped); an empty result or an expression Go's regexp package
-// rejects gives an error wrapping ErrInvalid that quotes the expression.
+// rejects gives an error wrapping ErrConfig that quotes the expression.
 // It does not block.
 func Whitelist(expr string) (*Subscription, error) {
 	return wildcard(WhiteList, normalise(expr), expr)
@@ -64,16 +64,16 @@ func Blacklist(expr string) (*Subscription, error) {
 // normalised expression; raw is the caller's text, used in error messages.
 func wildcard(p Pattern, expr, raw string) (*Subscription, error) {
 	if expr == "" {
-		return nil, fmt.Errorf("%w: %s expression %q is empty", ErrInvalid, p, raw)
+		return nil, fmt.Errorf("%w: %s expression %q is empty", ErrConfig, p, raw)
 	}
 	// Compile the bare expression first: "a)|(b" must be rejected, not
 	// silently become a valid pattern once wrapped in a group.
 	if _, err := regexp.Compile(expr); err != nil {
-		return nil, fmt.Errorf("%w: %s expression %q: %v", ErrInvalid, p, expr, err)
+		return nil, fmt.Errorf("%w: %s expression %q: %v", ErrConfig, p, expr, err)
 	}
 	re, err := regexp.Compile(`\A(?:` + expr + `)\z`)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s expression %q: %v", ErrInvalid, p, expr, err)
+		return nil, fmt.Errorf("%w: %s expression %q: %v", ErrConfig, p, expr, err)
 	}
 	return &Subscription{pattern: p, expr: expr, re: re}, nil
 }

@@ -34,8 +34,8 @@ func TestValidateTopic(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("ValidateTopic(%q) = %v, want ErrInvalid containing %q", tt.name, err, tt.wantErr)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("ValidateTopic(%q) = %v, want ErrConfig containing %q", tt.name, err, tt.wantErr)
 		}
 	}
 }
@@ -83,8 +83,8 @@ func TestStaticErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s, err := Static(tt.topics...)
-		if s != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("Static(%q) = %v, %v; want ErrInvalid containing %q", tt.topics, s, err, tt.want)
+		if s != nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Static(%q) = %v, %v; want ErrConfig containing %q", tt.topics, s, err, tt.want)
 		}
 	}
 }
@@ -129,8 +129,8 @@ func TestWildcardErrors(t *testing.T) {
 	for _, tt := range tests {
 		for _, ctor := range []func(string) (*Subscription, error){Whitelist, Blacklist} {
 			s, err := ctor(tt.expr)
-			if s != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("(%q) = %v, %v; want ErrInvalid containing %q", tt.expr, s, err, tt.want)
+			if s != nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("(%q) = %v, %v; want ErrConfig containing %q", tt.expr, s, err, tt.want)
 			}
 		}
 	}

@@ -20,22 +20,22 @@ func IsInternal(topic string) bool {
 
 // ValidateTopic returns nil if name is a legal Kafka topic name: 1 to 249
 // characters from [a-zA-Z0-9._-], and neither "." nor "..". Otherwise it
-// returns an error wrapping ErrInvalid that names the topic and the reason.
+// returns an error wrapping ErrConfig that names the topic and the reason.
 // It is a pure function, safe for concurrent use, and does not block.
 func ValidateTopic(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: topic %q: empty name", ErrInvalid, name)
+		return fmt.Errorf("%w: topic %q: empty name", ErrConfig, name)
 	case len(name) > MaxTopicLength:
 		return fmt.Errorf("%w: topic %q: %d characters, the maximum is %d",
-			ErrInvalid, name, len(name), MaxTopicLength)
+			ErrConfig, name, len(name), MaxTopicLength)
 	case name == "." || name == "..":
-		return fmt.Errorf("%w: topic %q: reserved name", ErrInvalid, name)
+		return fmt.Errorf("%w: topic %q: reserved name", ErrConfig, name)
 	}
 	for i := 0; i < len(name); i++ {
 		if !topicByte(name[i]) {
 			return fmt.Errorf("%w: topic %q: character %q at byte %d not in [a-zA-Z0-9._-]",
-				ErrInvalid, name, name[i], i)
+				ErrConfig, name, name[i], i)
 		}
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -93,7 +92,7 @@ func clientConfig(env *runEnv, clientID string) *sarama.Config {
 
 // zkMember is a zkgroup member: Join with the library's defaults (merged
 // mode, its default strategy unless -zkgroup-strategy), starting from the
-// newest offset as sarama does, reading Messages() and acking each one.
+// newest offset as sarama does, ranging over Each and acking each message.
 type zkMember struct {
 	c    *manager.Consumer
 	read sync.WaitGroup
@@ -102,7 +101,7 @@ type zkMember struct {
 func joinZkgroup(env *runEnv, idx int) (member, error) {
 	cfg := manager.NewConfig()
 	cfg.Sarama = clientConfig(env, fmt.Sprintf("bench-zkgroup-%d", idx))
-	cfg.Partition.Initial = partition.Newest
+	cfg.Partition.Initial = manager.InitialNewest
 	if *flagZkStrategy != "" {
 		s, err := assign.ByName(*flagZkStrategy)
 		if err != nil {
@@ -110,18 +109,14 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 		}
 		cfg.Strategy = s
 	}
-	cfg.OnAssigned = func(_ string, tps []manager.TopicPartition) {
-		for _, tp := range tps {
-			if tp.Topic == env.topic {
-				env.tr.assign(idx, tp.Partition)
-			}
+	cfg.OnAssigned = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
+		for _, p := range parts[env.topic] {
+			env.tr.assign(idx, p)
 		}
 	}
-	cfg.OnRevoked = func(_ string, tps []manager.TopicPartition) {
-		for _, tp := range tps {
-			if tp.Topic == env.topic {
-				env.tr.revoke(idx, tp.Partition)
-			}
+	cfg.OnRevoked = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
+		for _, p := range parts[env.topic] {
+			env.tr.revoke(idx, p)
 		}
 	}
 	c, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
@@ -132,9 +127,12 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 	m.read.Add(2)
 	go func() {
 		defer m.read.Done()
-		for msg := range c.Messages() {
+		for msg, err := range c.Each(context.Background()) {
+			if err != nil {
+				return
+			}
 			env.tr.deliver(idx, msg.Partition, benchkit.ProducedAt(msg.Value))
-			c.Ack(msg)
+			msg.Ack()
 		}
 	}()
 	go func() {

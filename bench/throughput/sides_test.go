@@ -34,7 +34,7 @@ type sideSpec struct {
 
 // builtinSides are run in this order in the first round.
 var builtinSides = []sideSpec{
-	{"zkgroup-merged", passZkgroupMerged},
+	{"zkgroup-each", passZkgroupEach},
 	{"zkgroup-partitions", passZkgroupPartitions},
 	{"sarama", passSarama},
 	{"franz-go", passFranz},
@@ -58,18 +58,15 @@ func awaitDone(c *counter) error {
 	}
 }
 
-// zkgroupConfig is the library's defaults (unbuffered Messages(), commits
-// every second, oldest offset first) with Kafka 3.9 set in sarama's config,
-// as on the other sarama side.
+// zkgroupConfig is the library's defaults (commits every second, oldest
+// offset first) with Kafka 3.9 set in sarama's config, as on the other
+// sarama side.
 func zkgroupConfig() *manager.Config {
 	cfg := manager.NewConfig()
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V3_9_0_0
 	sc.ClientID = "bench-zkgroup"
 	cfg.Sarama = sc
-	if bufferOverride >= 0 { // the -buf256 sides (zkgroup_batches_test.go)
-		cfg.ChannelBufferSize = bufferOverride
-	}
 	return cfg
 }
 
@@ -114,22 +111,30 @@ func runZkgroup(env *passEnv, c *counter, cfg *manager.Config, read func(cons *m
 }
 
 // eachStream runs per on every partition stream, one goroutine each, and
-// returns once Partitions() closed and every stream's goroutine ended.
+// returns once EachPartition ended (the consumer closed) and every
+// stream's goroutine ended.
 func eachStream(cons *manager.Consumer, per func(s *manager.PartitionStream)) {
 	var wg sync.WaitGroup
-	for s := range cons.Partitions() {
+	for s, err := range cons.EachPartition(context.Background()) {
+		if err != nil {
+			break
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); per(s) }()
 	}
 	wg.Wait()
 }
 
-// passZkgroupMerged: Join, Messages(), Ack each message.
-func passZkgroupMerged(env *passEnv, c *counter) error {
+// passZkgroupEach: the consumer's loop (Each), acking each message, with
+// Kafka 3.9 set as on the sarama side.
+func passZkgroupEach(env *passEnv, c *counter) error {
 	return runZkgroup(env, c, zkgroupConfig(), func(cons *manager.Consumer) {
-		for m := range cons.Messages() {
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				return
+			}
 			c.add(m.Partition, m.Offset)
-			cons.Ack(m)
+			m.Ack()
 		}
 	})
 }
@@ -141,9 +146,9 @@ func passZkgroupPartitions(env *passEnv, c *counter) error {
 	cfg.Mode = manager.ModePartitions
 	return runZkgroup(env, c, cfg, func(cons *manager.Consumer) {
 		eachStream(cons, func(s *manager.PartitionStream) {
-			for m := range s.Messages() {
+			for m := range s.Each(context.Background()) {
 				c.add(m.Partition, m.Offset)
-				cons.Ack(m)
+				m.Ack()
 			}
 		})
 	})

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,6 +25,7 @@ var (
 	flagPartitions = flag.Int("partitions", 8, "partitions of the topic")
 	flagTopic      = flag.String("topic", "", "topic to read (empty: bench-throughput-<partitions>x<messages>); reused when it holds exactly -messages messages")
 	flagWarmup     = flag.Bool("warmup", true, "read the topic once, untimed, before the rounds")
+	flagProfile    = flag.String("profile", "", "folder: write a CPU profile of each timed pass there (<side>-r<round>.pprof)")
 )
 
 const valueLen = 100
@@ -147,8 +150,15 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	seq := 0
-	pass := func(sd sideSpec) (figures, error) {
+	pass := func(sd sideSpec, round int) (figures, error) {
 		seq++
+		if *flagProfile != "" && round > 0 {
+			stop, err := startProfile(filepath.Join(*flagProfile, fmt.Sprintf("%s-r%d.pprof", sd.name, round)))
+			if err != nil {
+				return figures{}, err
+			}
+			defer stop()
+		}
 		env := &passEnv{c: cl, topic: topic, sub: sub,
 			group: fmt.Sprintf("bench-tp-%s-%d-%d", sd.name, os.Getpid(), seq)}
 		c := newCounter(*flagPartitions, *flagMessages)
@@ -163,26 +173,26 @@ func BenchmarkThroughput(b *testing.B) {
 	if *flagWarmup {
 		for _, sd := range allSides() {
 			if sd.name == "sarama" {
-				if _, err := pass(sd); err != nil {
+				if _, err := pass(sd, 0); err != nil {
 					b.Fatalf("warm-up: %v", err)
 				}
 			}
 		}
 	}
-	benchkit.Say("BenchmarkThroughput: topic %s: %d messages of %d B over %d partitions; %d round(s); sides %v", topic, *flagMessages, valueLen, *flagPartitions, *flagRounds, names(sds))
+	benchkit.Say("BenchmarkThroughput: topic %s: %d messages of %d B over %d partitions; %d round(s); sides %v; load average %s", topic, *flagMessages, valueLen, *flagPartitions, *flagRounds, names(sds), loadAvg())
 	got := map[string][]figures{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < *flagRounds; r++ {
 			for j := range sds {
 				sd := sds[(j+r)%len(sds)]
-				f, err := pass(sd)
+				f, err := pass(sd, r+1)
 				if err != nil {
 					b.Fatalf("round %d, %s: %v", r+1, sd.name, err)
 				}
 				got[sd.name] = append(got[sd.name], f)
-				benchkit.Say("   round %d %-20s start->last %9.0f msgs/s  steady %9.0f msgs/s  cpu %6.0f ns/msg (steady %6.0f)  first message after %7.1f ms",
-					r+1, sd.name, f.e2e, f.steady, f.cpuPer, f.cpuSteady, f.firstMs)
+				benchkit.Say("   round %d %-20s start->last %9.0f msgs/s  steady %9.0f msgs/s  cpu %6.0f ns/msg (steady %6.0f)  first message after %7.1f ms  load %s",
+					r+1, sd.name, f.e2e, f.steady, f.cpuPer, f.cpuSteady, f.firstMs, loadAvg())
 			}
 		}
 	}
@@ -203,7 +213,7 @@ func names(sds []sideSpec) []string {
 func summarize(b *testing.B, sds []sideSpec, got map[string][]figures) {
 	base := got["sarama"]
 	benchkit.Say("== BenchmarkThroughput summary: medians over %d round(s); ratios to sarama's ConsumerGroup are the median of each round's ratio", *flagRounds)
-	benchkit.Say("   %-20s %12s %8s %12s %8s %10s %8s %10s %10s", "side", "start->last", "ratio", "steady", "ratio", "cpu ns/msg", "ratio", "steady cpu", "first ms")
+	benchkit.Say("   %-26s %12s %8s %12s %8s %10s %8s %10s %8s %10s", "side", "start->last", "ratio", "steady", "ratio", "cpu ns/msg", "ratio", "steady cpu", "ratio", "first ms")
 	for _, sd := range sds {
 		fs := got[sd.name]
 		col := func(get func(figures) float64) (float64, float64) {
@@ -219,9 +229,39 @@ func summarize(b *testing.B, sds []sideSpec, got map[string][]figures) {
 		e2e, e2eR := col(func(f figures) float64 { return f.e2e })
 		st, stR := col(func(f figures) float64 { return f.steady })
 		cpu, cpuR := col(func(f figures) float64 { return f.cpuPer })
-		cpuS, _ := col(func(f figures) float64 { return f.cpuSteady })
+		cpuS, cpuSR := col(func(f figures) float64 { return f.cpuSteady })
 		first, _ := col(func(f figures) float64 { return f.firstMs })
-		benchkit.Say("   %-20s %12.0f %8.3f %12.0f %8.3f %10.0f %8.3f %10.0f %10.1f", sd.name, e2e, e2eR, st, stR, cpu, cpuR, cpuS, first)
+		benchkit.Say("   %-26s %12.0f %8.3f %12.0f %8.3f %10.0f %8.3f %10.0f %8.3f %10.1f", sd.name, e2e, e2eR, st, stR, cpu, cpuR, cpuS, cpuSR, first)
 		b.ReportMetric(st, sd.name+"-steady-msgs/s")
 	}
+	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", loadAvg())
+}
+
+// startProfile starts a CPU profile of the process into path.
+func startProfile(path string) (stop func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("?" if unreadable).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -13,7 +13,10 @@ import (
 // kafka-consumer-groups --describe, then its members. HOST is the host a
 // member runs on, from its registration ("host") or from a member id of
 // the JVM shape <group>_<host>-<ms>-<uuid8> (zkgroup's default ids);
-// CLIENT-ID is the registration's "client_id"; "-" when unknown. The table
+// CLIENT-ID is the registration's "client_id"; "-" when unknown. STRATEGY
+// is the assignment strategy a member publishes ("zkgroup_strategy"); while
+// members publish different ones a STRATEGY MISMATCH line (--json:
+// "strategy_mismatch") names them and the strategy in force. The table
 // keeps Kafka's columns, for tools that parse it; --json adds
 // "claim_token", the fencing token the committed offset was written under
 // (Kafka storage: the czxid of that claim's owner node). Topics

@@ -5,10 +5,10 @@
 //
 //	zkgroup run --config FILE [--<field> value ...]   the daemon
 //	zkgroup validate --config FILE [--json]           check a config, exit 2 if bad
-//	zkgroup describe [--config FILE] --zookeeper ZK --group G [--json]
-//	zkgroup offsets reset [--config FILE] --zookeeper ZK --group G --topic T --to-earliest|--to-latest|
+//	zkgroup describe [--config FILE | --zookeeper ZK --group G] [--json]
+//	zkgroup offsets reset [--config FILE | --zookeeper ZK --group G] --topic T --to-earliest|--to-latest|
 //	        --to-offset N|--to-datetime T|--shift-by N [--execute] [--json]
-//	zkgroup offsets migrate [--config FILE] --zookeeper ZK --group G --from zookeeper --to kafka [--execute] [--json]
+//	zkgroup offsets migrate [--config FILE | --zookeeper ZK --group G] --from zookeeper --to kafka [--execute] [--json]
 //	zkgroup healthcheck [--url http://127.0.0.1:9779/healthz]
 //	zkgroup version [--json]
 //
@@ -22,9 +22,16 @@
 //     certificate, or the server's certificate did not verify
 //
 // Started while ZooKeeper does not answer, run keeps trying (jittered
-// backoff, a log line per attempt) with its admin server up (/readyz 503
-// says why) until ZooKeeper answers, a signal stops it (exit 0), or
+// backoff, a log line per attempt, and one at once when every server
+// refuses the connection) with its admin server up (/readyz 503 says why)
+// until ZooKeeper answers, a signal stops it (exit 0), or
 // zookeeper_start_timeout passes (exit 1; 0, the default, waits forever).
+//
+// The operator commands read the ZooKeeper address, group, offset storage,
+// brokers and the Kafka and ZooKeeper security settings from the daemon's
+// config file (--config), their flags overriding it. describe shows each
+// member's assignment strategy and says when members disagree (the
+// daemon's /readyz then answers 503 naming them).
 //
 // The operator commands (describe, offsets) fail at once, with exit 1,
 // when every ZooKeeper server refuses the connection; when ZooKeeper is

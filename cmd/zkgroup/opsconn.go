@@ -204,10 +204,12 @@ func (c *conn) close() {
 	}
 }
 
-// exitFor maps an error to an exit status.
+// exitFor maps an error to an exit status: a usage error, or anything
+// wrapping ErrConfig (zkgroup.ErrConfig, whichever package found the bad
+// argument or setting), exits 2; a refusal 3; anything else 1.
 func exitFor(err error) int {
 	switch {
-	case errors.Is(err, errUsage) || errors.Is(err, ops.ErrArguments):
+	case errors.Is(err, errUsage) || errors.Is(err, ops.ErrConfig):
 		return exitUsage
 	case errors.Is(err, errRefused):
 		return exitRefused

@@ -64,8 +64,8 @@ func firstRunBlocks(t *testing.T) []readmeBlock {
 // instead of `make cluster-up`, with bin/ in a temporary folder and the
 // admin server on a free port), its yaml block is applied to the copied
 // config. The daemon must print every message, describe must show every
-// partition owned and consumed, /readyz must answer 200, and Ctrl-C must
-// stop it with status 0. A step it does not know fails the test, so that
+// partition owned and consumed, /readyz must answer 200, Ctrl-C must
+// stop it with status 0, and it must log no warning or error. A step it does not know fails the test, so that
 // README and test change together.
 func TestReadmeFirstRun(t *testing.T) {
 	t.Parallel()
@@ -206,6 +206,16 @@ func TestReadmeFirstRun(t *testing.T) {
 	if code := daemon.ProcessState.ExitCode(); code != 0 || !strings.Contains(daemonErr.String(), "stopped cleanly") {
 		t.Errorf("Ctrl-C: exit %d\n%s", code, tail(daemonErr.String(), 5))
 	}
+	// A clean first start and stop warns about nothing, and says each
+	// attribute once per line.
+	for _, l := range strings.Split(daemonErr.String(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			t.Errorf("a clean first run logged: %s", l)
+		}
+		if dup := repeatedTextKeys(l); len(dup) > 0 {
+			t.Errorf("log line repeats %v: %s", dup, l)
+		}
+	}
 	// What the walkthrough leaves in the working tree is git-ignored.
 	left := []string{"bin/zkgroup", "bin/zkgroup.yaml", "bin/orders.jsonl", ".cluster/cluster.json"}
 	out, err := exec.Command("git", append([]string{"-C", root, "check-ignore"}, left...)...).CombinedOutput()
@@ -255,4 +265,49 @@ func describeDone(out, group, topic string, parts int) bool {
 		}
 	}
 	return n == parts && strings.Contains(out, group)
+}
+
+// repeatedTextKeys returns the keys a slog text line carries more than
+// once (values quoted by slog may hold spaces and '=').
+func repeatedTextKeys(line string) []string {
+	seen := map[string]int{}
+	var dup []string
+	for i := 0; i < len(line); {
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		eq := strings.IndexByte(line[i:], '=')
+		if eq < 0 {
+			break
+		}
+		key := line[i : i+eq]
+		i += eq + 1
+		if seen[key]++; seen[key] == 2 {
+			dup = append(dup, key)
+		}
+		if i < len(line) && line[i] == '"' {
+			for i++; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' {
+					i++
+				}
+			}
+			i++
+			continue
+		}
+		for i < len(line) && line[i] != ' ' {
+			i++
+		}
+	}
+	return dup
+}
+
+func TestRepeatedTextKeys(t *testing.T) {
+	for line, want := range map[string]string{
+		`time=x level=WARN msg="a b=c group=d" group=g store=kafka group=g`: "[group]",
+		`time=x level=INFO msg="x=\"y\" z" group=g error="a group=b"`:       "[]",
+	} {
+		if got := fmt.Sprint(repeatedTextKeys(line)); got != want {
+			t.Errorf("repeatedTextKeys(%s) = %s, want %s", line, got, want)
+		}
+	}
 }

@@ -28,7 +28,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	cfg, path, err := load()
 	if err != nil {
 		fmt.Fprintf(stderr, "zkgroup run: bad configuration: %v\n", err)
-		if path == "" && errors.Is(err, config.ErrInvalid) {
+		if path == "" && errors.Is(err, config.ErrConfig) {
 			fmt.Fprintln(stderr, "zkgroup run: (no --config given: settings come from defaults, ZKGROUP_* variables and flags)")
 		}
 		return exitUsage

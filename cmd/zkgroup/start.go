@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/admin"
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
@@ -79,6 +80,9 @@ func (d *daemon) startWait(signals <-chan os.Signal, srv *admin.Server, attempt 
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- attempt(ctx) }()
+		if n == 1 {
+			go d.noteRefused(ctx)
+		}
 		var aerr error
 	running:
 		for {
@@ -145,6 +149,19 @@ func (d *daemon) startWait(signals <-chan os.Signal, srv *admin.Server, attempt 
 				return startFailed, d.startTimedOut(bound, n, aerr)
 			}
 		}
+	}
+}
+
+// noteRefused says at once, when every ZooKeeper server refuses the
+// connection, what the first attempt waits for (a session, up to the
+// session timeout) instead of leaving the log silent until it fails.
+// Nothing is said once ctx ends (the attempt ended) or when a server
+// accepts. It blocks for up to 2s.
+func (d *daemon) noteRefused(ctx context.Context) {
+	err := ops.ProbeRefused(ctx, d.cfg.ZooKeeper)
+	if errors.Is(err, ops.ErrZooKeeperRefused) && ctx.Err() == nil {
+		d.log.Warn("ZooKeeper refuses connections; waiting for a session", "zookeeper", d.cfg.ZooKeeper,
+			"wait", d.cfg.SessionTimeout.D(), "error", err)
 	}
 }
 

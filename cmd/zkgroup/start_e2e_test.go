@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -146,4 +147,28 @@ func getURL(url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestStartZooKeeperRefusedSaidAtOnce: a daemon whose ZooKeeper refuses
+// connections says so, naming the connect string and what it waits for,
+// within 3 s of its start rather than after the session timeout; SIGTERM
+// then stops it with status 0. No cluster needed.
+func TestStartZooKeeperRefusedSaidAtOnce(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := l.Addr().String() + "/kafka"
+	_ = l.Close() // nothing listens there now: connections are refused
+	d := startDaemon(t, runOpts{config: fmt.Sprintf("group: g\nzookeeper: %q\nsubscription: \"static:t\"\nsession_timeout: 6s\nadmin:\n  listen: \"\"\n", connect)})
+	const msg = "ZooKeeper refuses connections; waiting for a session"
+	await(t, 3*time.Second, "the refusal said", func() bool { return len(logRecords(d.stderr.String(), msg)) > 0 })
+	r := logRecords(d.stderr.String(), msg)[0]
+	if r["zookeeper"] != connect || r["wait"] != float64(6*time.Second) || !strings.Contains(fmt.Sprint(r["error"]), "connection refused") {
+		t.Errorf("refusal line: %v", r)
+	}
+	if code := d.stop(10 * time.Second); code != 0 {
+		t.Errorf("SIGTERM while waiting: exit %d", code)
+	}
 }

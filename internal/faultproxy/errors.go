@@ -1,10 +1,15 @@
 package faultproxy
 
-import "errors"
+import (
+	"errors"
 
-// ErrInvalidUpstream is returned (wrapped) by New when the upstream address
-// is not a "host:port" string.
-var ErrInvalidUpstream = errors.New("faultproxy: invalid upstream address")
+	"github.com/zkgroup/zkgroup"
+)
+
+// ErrConfig is wrapped by New's error when the upstream address is not a
+// "host:port" string. It is zkgroup.ErrConfig, the module's one sentinel
+// for an invalid configuration or argument.
+var ErrConfig = zkgroup.ErrConfig
 
 // ErrListen is returned (wrapped) by New when the loopback listener cannot
 // be opened.

@@ -38,7 +38,7 @@ type Proxy struct {
 // New validates upstream ("host:port"), listens on 127.0.0.1 with a
 // kernel-chosen port and starts accepting connections in a goroutine before
 // returning. It does not contact upstream; each accepted connection dials it
-// separately. Errors wrap ErrInvalidUpstream or ErrListen. Safe for
+// separately. Errors wrap ErrConfig or ErrListen. Safe for
 // concurrent use; blocks only on the listen system call.
 func New(upstream string) (*Proxy, error) {
 	if err := validateUpstream(upstream); err != nil {
@@ -66,10 +66,10 @@ func New(upstream string) (*Proxy, error) {
 func validateUpstream(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%w: upstream %q: %w", ErrInvalidUpstream, addr, err)
+		return fmt.Errorf("%w: upstream %q: %w", ErrConfig, addr, err)
 	}
 	if port == "" {
-		return fmt.Errorf("%w: upstream %q: empty port", ErrInvalidUpstream, addr)
+		return fmt.Errorf("%w: upstream %q: empty port", ErrConfig, addr)
 	}
 	return nil
 }

@@ -31,8 +31,8 @@ func TestNewRejectsInvalidUpstream(t *testing.T) {
 				_ = p.Close()
 				t.Fatalf("New(%q) succeeded, want error", tt.upstream)
 			}
-			if !errors.Is(err, ErrInvalidUpstream) {
-				t.Fatalf("New(%q) = %v, want ErrInvalidUpstream", tt.upstream, err)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("New(%q) = %v, want ErrConfig", tt.upstream, err)
 			}
 			if !strings.Contains(err.Error(), tt.upstream) {
 				t.Fatalf("error %q does not name the upstream %q", err, tt.upstream)

@@ -47,7 +47,7 @@ func NewConfig() Config {
 }
 
 // Validate reports every field out of range as a *ConfigError (joined with
-// errors.Join), each wrapping ErrInvalidConfig. It is safe for concurrent
+// errors.Join), each wrapping ErrConfig. It is safe for concurrent
 // use and does not block.
 func (c Config) Validate() error {
 	var errs []error

@@ -33,8 +33,8 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("Validate() = %v, want ErrInvalidConfig", err)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("Validate() = %v, want ErrConfig", err)
 			}
 			var ce *ConfigError
 			if !errors.As(err, &ce) {

@@ -39,7 +39,7 @@ func TestParseConnect(t *testing.T) {
 			continue
 		}
 		var ce *ConnectError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConnect) {
+		if !errors.As(err, &ce) || !errors.Is(err, ErrConfig) {
 			t.Errorf("parseConnect(%q) = %v; want a *ConnectError", tt.in, err)
 			continue
 		}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/zkgroup/zkgroup"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
 // Sentinel errors, read-only and safe for concurrent use; test with
@@ -11,19 +14,21 @@ import (
 var (
 	// ErrClosed is returned by Err after Close.
 	ErrClosed = errors.New("metadata: watcher closed")
-	// ErrInvalidConfig is wrapped by every *ConfigError.
-	ErrInvalidConfig = errors.New("metadata: invalid config")
-	// ErrInvalidConnect is wrapped by every *ConnectError.
-	ErrInvalidConnect = errors.New("metadata: invalid zookeeper connect string")
+	// ErrConfig is wrapped by every *ConfigError and *ConnectError: it is
+	// zkgroup.ErrConfig, the module's one sentinel for an invalid
+	// configuration or argument.
+	ErrConfig = zkgroup.ErrConfig
 	// ErrNoCluster is wrapped when <chroot>/brokers/topics does not exist:
 	// no Kafka cluster is registered under the chroot.
 	ErrNoCluster = errors.New("metadata: no kafka cluster registered")
-	// ErrMalformed is wrapped by every *MalformedError.
-	ErrMalformed = errors.New("metadata: malformed znode")
+	// ErrMalformed is wrapped by every *MalformedError: it is
+	// zkdata.ErrMalformed, the module's one sentinel for node data that
+	// cannot be decoded.
+	ErrMalformed = zkdata.ErrMalformed
 )
 
 // ConfigError names a Config field whose value is out of range. It unwraps
-// to ErrInvalidConfig. It is a plain value, safe for concurrent reads.
+// to ErrConfig. It is a plain value, safe for concurrent reads.
 type ConfigError struct {
 	Field  string        // e.g. "SessionTimeout"
 	Value  time.Duration // the offending value
@@ -35,11 +40,11 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("metadata: invalid config: %s %v: %s", e.Field, e.Value, e.Reason)
 }
 
-// Unwrap returns ErrInvalidConfig.
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+// Unwrap returns ErrConfig.
+func (e *ConfigError) Unwrap() error { return ErrConfig }
 
 // ConnectError describes a ZooKeeper connect string that cannot be used. It
-// unwraps to ErrInvalidConnect. It is a plain value, safe for concurrent
+// unwraps to ErrConfig. It is a plain value, safe for concurrent
 // reads.
 type ConnectError struct {
 	Connect string // the whole connect string
@@ -50,13 +55,13 @@ type ConnectError struct {
 // Error formats the error as `metadata: invalid zookeeper connect string "<s>": <part> "<v>": <reason>`.
 func (e *ConnectError) Error() string {
 	if e.Part == "" {
-		return fmt.Sprintf("%v %q: %s", ErrInvalidConnect, e.Connect, e.Reason)
+		return fmt.Sprintf("metadata: invalid zookeeper connect string %q: %s", e.Connect, e.Reason)
 	}
-	return fmt.Sprintf("%v %q: %q: %s", ErrInvalidConnect, e.Connect, e.Part, e.Reason)
+	return fmt.Sprintf("metadata: invalid zookeeper connect string %q: %q: %s", e.Connect, e.Part, e.Reason)
 }
 
-// Unwrap returns ErrInvalidConnect.
-func (e *ConnectError) Unwrap() error { return ErrInvalidConnect }
+// Unwrap returns ErrConfig.
+func (e *ConnectError) Unwrap() error { return ErrConfig }
 
 // MalformedError describes a znode whose data could not be decoded (a topic
 // node). The Watcher logs and skips such nodes;
@@ -69,7 +74,7 @@ type MalformedError struct {
 
 // Error formats the error as "metadata: malformed znode <path>: <err>".
 func (e *MalformedError) Error() string {
-	return fmt.Sprintf("%v %s: %v", ErrMalformed, e.Path, e.Err)
+	return fmt.Sprintf("metadata: malformed znode %s: %v", e.Path, e.Err)
 }
 
 // Unwrap returns ErrMalformed and the decoding error.

@@ -16,7 +16,7 @@ func FuzzParseConnect(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		servers, chroot, err := parseConnect(s)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidConnect) || servers != nil || chroot != "" {
+			if !errors.Is(err, ErrConfig) || servers != nil || chroot != "" {
 				t.Fatalf("parseConnect(%q) = %q, %q, %v", s, servers, chroot, err)
 			}
 			return

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-
-	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
 // errNoNode stands for a missing znode. zkStore translates go-zookeeper's
@@ -20,5 +18,5 @@ func isMalformed(err error) bool {
 		ne *strconv.NumError
 	)
 	return errors.As(err, &se) || errors.As(err, &te) || errors.As(err, &ne) ||
-		errors.Is(err, zkdata.ErrMalformed) || errors.Is(err, ErrMalformed)
+		errors.Is(err, ErrMalformed) // zkdata.ErrMalformed
 }

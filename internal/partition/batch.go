@@ -30,14 +30,13 @@ type Batch struct {
 
 // newBatch wraps msgs (tracked, in offset order) into one slab of
 // Messages: one allocation for the batch's messages and one for their
-// pointers. Run goroutine only.
+// pointers. The caller clears msgs afterwards. Run goroutine only.
 func (m *Manager) newBatch(msgs []*sarama.ConsumerMessage) *Batch {
 	vals := make([]Message, len(msgs))
 	ptrs := make([]*Message, len(msgs))
 	for i, msg := range msgs {
 		vals[i].fill(msg, m)
 		ptrs[i] = &vals[i]
-		msgs[i] = nil
 	}
 	return &Batch{Topic: m.topic, Partition: m.partition, Messages: ptrs, owner: m}
 }

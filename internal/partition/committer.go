@@ -251,7 +251,7 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 		if err != nil {
 			failed++
 			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit",
-				Err: fmt.Errorf("%w: offset %d: %w", ErrCommit, r.batch[i].Next, err)})
+				Err: commitError(r.batch[i].Next, err)})
 		}
 		m.endCommit(r.batch[i].Next, err)
 	}

@@ -1,15 +1,16 @@
 package partition
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup"
 )
 
-// ErrConfig reports an invalid Config; the message names the field.
-var ErrConfig = errors.New("partition: invalid config")
+// ErrConfig reports an invalid Config; the message names the field. It is
+// the module's one value for a bad config (zkgroup.ErrConfig).
+var ErrConfig = zkgroup.ErrConfig
 
 // Initial positions, when a partition has no committed offset or its
 // committed offset is out of range.

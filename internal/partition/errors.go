@@ -3,13 +3,18 @@ package partition
 import (
 	"errors"
 	"fmt"
+
+	"github.com/zkgroup/zkgroup/offsets"
 )
 
-// Sentinel errors, wrapped in *Error.
+// Sentinel errors, wrapped in *Error. Package manager exports them (the
+// same values) for its embedders.
 var (
-	ErrFetch  = errors.New("partition: fetch failed")
-	ErrCommit = errors.New("partition: commit failed")
-	ErrStart  = errors.New("partition: start failed")
+	// ErrFetch: fetching messages from Kafka failed (reading a committed
+	// offset is offsets.ErrFetch).
+	ErrFetch = errors.New("partition: fetching messages failed")
+	// ErrCommit is the offset stores' own: one value for a failed commit.
+	ErrCommit = offsets.ErrCommit
 	ErrLost   = errors.New("partition: ownership lost")
 	// ErrSuspended: the ZooKeeper session is suspended (no reply within
 	// 2/3 of its timeout); commits and hand-outs are held back until it is
@@ -25,7 +30,7 @@ var (
 type Error struct {
 	Topic     string
 	Partition int32
-	Op        string // "fetch", "commit", "start", "reset", "drain"
+	Op        string // "fetch", "commit", "start", "reset", "drain", "seek", "control"
 	Err       error
 }
 
@@ -35,3 +40,12 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// commitError wraps err, the failure to commit offset next, in ErrCommit
+// unless it wraps it already (the stores' errors do).
+func commitError(next int64, err error) error {
+	if errors.Is(err, ErrCommit) {
+		return fmt.Errorf("offset %d: %w", next, err)
+	}
+	return fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err)
+}

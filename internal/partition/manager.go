@@ -310,7 +310,10 @@ func (m *Manager) startPosition() (int64, bool) {
 			}
 			return m.cfg.initialOffset(), true
 		}
-		m.report("start", fmt.Errorf("%w: reading the committed offset: %w", ErrStart, err))
+		if !errors.Is(err, offsets.ErrFetch) {
+			err = fmt.Errorf("%w: %w", offsets.ErrFetch, err)
+		}
+		m.report("start", fmt.Errorf("reading the committed offset: %w", err))
 		m.log.Warn("reading the committed offset failed; retrying", "error", err)
 		if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
 			return 0, false
@@ -727,7 +730,7 @@ func (m *Manager) endCommit(next int64, err error) {
 	defer m.commitMu.Unlock()
 	if err != nil {
 		m.commitErrors.Add(1)
-		m.report("commit", fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err))
+		m.report("commit", commitError(next, err))
 		m.log.Warn("commit failed", "offset", next, "error", err)
 		return
 	}
@@ -768,7 +771,7 @@ func (m *Manager) finalCommit() error {
 	defer cancel()
 	if err := m.p.Store.Commit(ctx, m.topic, m.partition, next); err != nil {
 		m.commitErrors.Add(1)
-		err = fmt.Errorf("%w: offset %d: %w", ErrCommit, next, err)
+		err = commitError(next, err)
 		m.report("commit", err)
 		return err
 	}

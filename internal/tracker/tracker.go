@@ -18,25 +18,25 @@ var (
 	// ErrOutOfOrder reports an offset that is below the start offset or not
 	// above the last delivered offset.
 	ErrOutOfOrder = errors.New("tracker: offset out of order")
-	// ErrInvalidOffset reports an offset above MaxOffset.
-	ErrInvalidOffset = errors.New("tracker: invalid offset")
+	// ErrAboveMax reports an offset above MaxOffset.
+	ErrAboveMax = errors.New("tracker: offset above MaxOffset")
 )
 
 // DeliverError describes a delivery rejected by [Tracker.Deliver]. It wraps
-// ErrOutOfOrder or ErrInvalidOffset. It is an immutable value once returned
+// ErrOutOfOrder or ErrAboveMax. It is an immutable value once returned
 // and safe for concurrent reads.
 type DeliverError struct {
 	Offset  int64 // the rejected offset
 	Start   int64 // the tracker's start offset
 	Last    int64 // the last delivered offset; meaningful only if HasLast
 	HasLast bool  // whether anything had been delivered
-	Err     error // ErrOutOfOrder or ErrInvalidOffset
+	Err     error // ErrOutOfOrder or ErrAboveMax
 }
 
 // Error names the rejected offset and the bound it violated.
 func (e *DeliverError) Error() string {
 	switch {
-	case errors.Is(e.Err, ErrInvalidOffset):
+	case errors.Is(e.Err, ErrAboveMax):
 		return fmt.Sprintf("%v: deliver offset %d above max offset %d", e.Err, e.Offset, MaxOffset)
 	case e.HasLast:
 		return fmt.Sprintf("%v: deliver offset %d not above last delivered offset %d", e.Err, e.Offset, e.Last)
@@ -45,7 +45,7 @@ func (e *DeliverError) Error() string {
 	}
 }
 
-// Unwrap returns the sentinel error (ErrOutOfOrder or ErrInvalidOffset).
+// Unwrap returns the sentinel error (ErrOutOfOrder or ErrAboveMax).
 func (e *DeliverError) Unwrap() error { return e.Err }
 
 // AckResult is the outcome of [Tracker.Ack]. The zero value is not a valid
@@ -187,12 +187,12 @@ func (t *Tracker) emptied() {
 // Deliver records that the message at offset was handed to the application at
 // time at. offset must be >= the start offset, greater than the last delivered
 // offset, and <= MaxOffset. Otherwise Deliver returns a *DeliverError wrapping
-// ErrOutOfOrder or ErrInvalidOffset and changes nothing. Amortised O(1); does
+// ErrOutOfOrder or ErrAboveMax and changes nothing. Amortised O(1); does
 // not allocate unless the ring must grow. Not safe for concurrent use; never
 // blocks.
 func (t *Tracker) Deliver(offset int64, at time.Time) error {
 	if offset > MaxOffset {
-		return t.deliverError(offset, ErrInvalidOffset)
+		return t.deliverError(offset, ErrAboveMax)
 	}
 	if offset < t.next {
 		return t.deliverError(offset, ErrOutOfOrder)

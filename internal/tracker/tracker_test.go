@@ -104,17 +104,17 @@ func TestTrackerTable(t *testing.T) {
 		{name: "deliver errors change nothing", start: 10, steps: []step{
 			deliverErr(9, ErrOutOfOrder, 10), deliverErr(-5, ErrOutOfOrder, 10), deliver(10, 10), deliver(12, 10),
 			deliverErr(12, ErrOutOfOrder, 10), deliverErr(11, ErrOutOfOrder, 10), deliverErr(math.MinInt64, ErrOutOfOrder, 10),
-			deliverErr(math.MaxInt64, ErrInvalidOffset, 10), ack(10, AckOK, 12),
+			deliverErr(math.MaxInt64, ErrAboveMax, 10), ack(10, AckOK, 12),
 		}, want: final{pending: 1, outstanding: 1, last: 12, hasLast: true, oldest: 12, hasOldest: true}},
 		{name: "large offsets", start: MaxOffset - 2, steps: []step{
 			deliver(MaxOffset-2, MaxOffset-2), deliver(MaxOffset, MaxOffset-2),
-			deliverErr(math.MaxInt64, ErrInvalidOffset, MaxOffset-2),
+			deliverErr(math.MaxInt64, ErrAboveMax, MaxOffset-2),
 			ack(MaxOffset-1, AckUnknown, MaxOffset-2), ack(MaxOffset, AckOK, MaxOffset-2),
 			ack(MaxOffset-2, AckOK, math.MaxInt64), ack(MaxOffset, AckUnknown, math.MaxInt64),
 			deliverErr(MaxOffset, ErrOutOfOrder, math.MaxInt64),
 		}, want: final{last: MaxOffset, hasLast: true}},
 		{name: "start at max", start: math.MaxInt64, steps: []step{
-			deliverErr(math.MaxInt64, ErrInvalidOffset, math.MaxInt64), deliverErr(MaxOffset, ErrOutOfOrder, math.MaxInt64),
+			deliverErr(math.MaxInt64, ErrAboveMax, math.MaxInt64), deliverErr(MaxOffset, ErrOutOfOrder, math.MaxInt64),
 		}, want: final{}},
 	}
 	for _, tc := range tests {
@@ -203,9 +203,9 @@ func TestDeliverError(t *testing.T) {
 		{name: "repeat last", start: 0, deliver: []int64{4}, off: 4, sentinel: ErrOutOfOrder,
 			want:     DeliverError{Offset: 4, Start: 0, Last: 4, HasLast: true, Err: ErrOutOfOrder},
 			contains: []string{"offset 4", "last delivered offset 4"}},
-		{name: "above max", start: 0, deliver: []int64{1}, off: math.MaxInt64, sentinel: ErrInvalidOffset,
-			want:     DeliverError{Offset: math.MaxInt64, Start: 0, Last: 1, HasLast: true, Err: ErrInvalidOffset},
-			contains: []string{"invalid offset", "9223372036854775807", "max offset 9223372036854775806"}},
+		{name: "above max", start: 0, deliver: []int64{1}, off: math.MaxInt64, sentinel: ErrAboveMax,
+			want:     DeliverError{Offset: math.MaxInt64, Start: 0, Last: 1, HasLast: true, Err: ErrAboveMax},
+			contains: []string{"offset above MaxOffset", "9223372036854775807", "max offset 9223372036854775806"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -497,7 +497,7 @@ func (c *checker) deliver(off int64, t time.Time) {
 	}
 	if err != nil {
 		var de *DeliverError
-		if !errors.As(err, &de) || !(errors.Is(err, ErrOutOfOrder) || errors.Is(err, ErrInvalidOffset)) || de.Offset != off {
+		if !errors.As(err, &de) || !(errors.Is(err, ErrOutOfOrder) || errors.Is(err, ErrAboveMax)) || de.Offset != off {
 			c.tb.Fatalf("op %d: Deliver(%d) returned unexpected error %#v", c.ops, off, err)
 		}
 	}

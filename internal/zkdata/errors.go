@@ -15,8 +15,6 @@ var (
 	// ErrNoListener is wrapped by the error Broker.Address returns when the
 	// broker has no usable endpoint for the requested listener.
 	ErrNoListener = errors.New("zkdata: no such listener")
-	// ErrInvalidName is wrapped by ValidateNodeName errors.
-	ErrInvalidName = errors.New("zkdata: invalid node name")
 )
 
 // maxValue bounds how much of an offending value an error message quotes.

@@ -106,7 +106,7 @@ func TestValidateNodeName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := ValidateNodeName("group", tt.name)
-		if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tt.want) {
+		if err == nil || !strings.HasPrefix(err.Error(), "group ") || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ValidateNodeName(%q) = %v, want error containing %q", tt.name, err, tt.want)
 		}
 	}

@@ -1,11 +1,12 @@
 package assign
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/zkgroup/zkgroup"
 )
 
 // Strategy names accepted by ByName.
@@ -19,12 +20,15 @@ const (
 	DefaultName = NameBalanced
 )
 
-// ErrUnknownStrategy is wrapped by the error ByName returns for a name it
-// does not know.
-var ErrUnknownStrategy = errors.New("assign: unknown strategy")
+// ErrConfig is wrapped by the error ByName returns for a name it does not
+// know (an *UnknownStrategyError, for errors.As). It is zkgroup.ErrConfig,
+// the module's one sentinel for an invalid configuration or argument
+// (manager.ErrConfig is the same value). Read-only; safe for concurrent
+// use.
+var ErrConfig = zkgroup.ErrConfig
 
 // UnknownStrategyError reports a strategy name ByName does not know. It
-// unwraps to ErrUnknownStrategy.
+// unwraps to ErrConfig.
 type UnknownStrategyError struct {
 	// Name is the offending value as given.
 	Name string
@@ -32,17 +36,17 @@ type UnknownStrategyError struct {
 
 // Error names the offending value and lists the valid names.
 func (e *UnknownStrategyError) Error() string {
-	return fmt.Sprintf("%v %q (valid: %s)", ErrUnknownStrategy, e.Name,
+	return fmt.Sprintf("assign: unknown strategy %q (valid: %s)", e.Name,
 		strings.Join(Names(), ", "))
 }
 
-// Unwrap returns ErrUnknownStrategy.
-func (e *UnknownStrategyError) Unwrap() error { return ErrUnknownStrategy }
+// Unwrap returns ErrConfig.
+func (e *UnknownStrategyError) Unwrap() error { return ErrConfig }
 
 // ByName returns the strategy of this package named name (exact,
 // case-sensitive match of one of Names()); its Name() is name. For any other
 // name it returns a nil Strategy and an *UnknownStrategyError wrapping
-// ErrUnknownStrategy. ByName never blocks and is safe for concurrent use.
+// ErrConfig. ByName never blocks and is safe for concurrent use.
 func ByName(name string) (Strategy, error) {
 	switch name {
 	case NameRange:

@@ -31,8 +31,8 @@ func TestByName(t *testing.T) {
 	}
 	for _, bad := range []string{"", "Range", "round-robin", "leader_aware"} {
 		fn, err := ByName(bad)
-		if fn != nil || !errors.Is(err, ErrUnknownStrategy) {
-			t.Fatalf("ByName(%q) = %v, %v; want nil, ErrUnknownStrategy", bad, fn, err)
+		if fn != nil || !errors.Is(err, ErrConfig) {
+			t.Fatalf("ByName(%q) = %v, %v; want nil, ErrConfig", bad, fn, err)
 		}
 		var ue *UnknownStrategyError
 		if !errors.As(err, &ue) || ue.Name != bad {

@@ -141,8 +141,13 @@ func (v *Viewer) Last() (view GroupView, readAt time.Time, err error) {
 // Fresh returns the last view if it was read within three intervals.
 func (v *Viewer) Fresh() (GroupView, bool) {
 	view, at, _ := v.Last()
-	if at.IsZero() || time.Since(at) > 3*v.every {
+	if !v.fresh(at) {
 		return GroupView{}, false
 	}
 	return view, true
+}
+
+// fresh reports whether a view read at readAt is within three intervals.
+func (v *Viewer) fresh(readAt time.Time) bool {
+	return !readAt.IsZero() && time.Since(readAt) <= 3*v.every
 }

@@ -128,6 +128,9 @@ func TestReadiness(t *testing.T) {
 	out.Ready, out.Assigned, out.Partitions = false, nil, nil
 	out.KafkaUnreachable, out.KafkaUnreachableSince = true, time.Date(2026, 12, 1, 14, 5, 39, 0, time.UTC)
 	out.KafkaUnreachableReason = "no Kafka broker answered for 6.002s (bound 6s)"
+	mismatch := stats()
+	mismatch.StrategyMismatches = []string{"b"}
+	mismatch.StrategyConflicts = []manager.StrategyMismatchError{{Member: "a", Strategy: "balanced", Peer: "b", PeerStrategy: "range", Oldest: "b", InForce: "range"}}
 	for _, tc := range []struct {
 		name   string
 		st     manager.Stats
@@ -141,6 +144,7 @@ func TestReadiness(t *testing.T) {
 		{"suspended", suspended, true, nil, false, "1 partitions suspended (waiting for the zookeeper session): t/1"},
 		{"rebalancing", rebalancing, true, nil, false, "rebalancing: 1 of 2 assigned partitions not fetching yet: t/1"},
 		{"out for kafka", out, true, some, false, "out of the group since 2026-12-01T14:05:39Z: no Kafka broker answered for 6.002s (bound 6s); partitions stopped without a commit, joining again once Kafka answers"},
+		{"strategy mismatch", mismatch, true, some, false, `strategy mismatch: this member a is configured with "balanced", b publishes "range"; every member computes with "range", the strategy of the oldest member b; configure every member with one strategy`},
 		{"no topic", idle, true, none, false, "subscription matches no topic (static:nope)"},
 		{"idle member", idle, true, some, true, "ready: no partition assigned (2 members share the partitions)"},
 		{"idle, view unknown", idle, true, nil, true, "ready: no partition assigned"},

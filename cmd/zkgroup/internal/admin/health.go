@@ -10,7 +10,8 @@ import (
 )
 
 // Readiness decides /readyz: ready when the member joined, its ZooKeeper
-// session is healthy, every assigned partition is fetching and none is
+// session is healthy, no member of the group publishes another assignment
+// strategy, every assigned partition is fetching and none is
 // suspended, and (when the group view is known) its subscription matches
 // at least one topic. reason says why not, or what it serves. view is nil
 // when unknown. Pure.
@@ -24,6 +25,9 @@ func Readiness(st manager.Stats, joined bool, view *GroupView) (ready bool, reas
 	if st.KafkaUnreachable {
 		return false, fmt.Sprintf("out of the group since %s: %s; partitions stopped without a commit, joining again once Kafka answers",
 			st.KafkaUnreachableSince.UTC().Format(time.RFC3339), st.KafkaUnreachableReason)
+	}
+	if len(st.StrategyConflicts) > 0 {
+		return false, strategyMismatch(st.StrategyConflicts)
 	}
 	var suspended []string
 	for _, p := range st.Partitions {
@@ -57,6 +61,23 @@ func Readiness(st manager.Stats, joined bool, view *GroupView) (ready bool, reas
 		return true, fmt.Sprintf("ready: no partition assigned (%d members share the partitions)", len(st.Members))
 	}
 	return true, fmt.Sprintf("ready: %d partitions fetching", len(st.Partitions))
+}
+
+// strategyMismatch says why a member is not ready while members publish
+// other strategies: every member and strategy, and what the group
+// computes with. cs is not empty. Pure.
+func strategyMismatch(cs []manager.StrategyMismatchError) string {
+	c := cs[0]
+	peers := make([]string, 0, len(cs))
+	for _, x := range cs {
+		peers = append(peers, fmt.Sprintf("%s publishes %q", x.Peer, x.PeerStrategy))
+	}
+	what := fmt.Sprintf("every member computes with %q, the strategy of the oldest member %s", c.InForce, c.Oldest)
+	if c.InForce == "" {
+		what = fmt.Sprintf("this member claims nothing: the strategy of the oldest member %s is unknown here", c.Oldest)
+	}
+	return fmt.Sprintf("strategy mismatch: this member %s is configured with %q, %s; %s; configure every member with one strategy",
+		c.Member, c.Strategy, list(peers), what)
 }
 
 // list joins up to 5 names, then says how many more.
@@ -100,14 +121,23 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // readiness applies Readiness to the current stats and group view.
 func (s *Server) readiness() (bool, string) {
 	st, joined := s.stats()
+	var view *GroupView
+	var at time.Time
+	if s.cfg.View != nil {
+		v, readAt, _ := s.cfg.View.Last()
+		view, at = &v, readAt
+	}
+	return s.readinessOf(st, joined, view, at)
+}
+
+// readinessOf applies Readiness to st and to view (nil: none) when it
+// was read within three of the Viewer's intervals.
+func (s *Server) readinessOf(st manager.Stats, joined bool, view *GroupView, readAt time.Time) (bool, string) {
 	if why := s.waitingReason(); !joined && why != "" {
 		return false, why
 	}
-	var view *GroupView
-	if s.cfg.View != nil {
-		if v, ok := s.cfg.View.Fresh(); ok {
-			view = &v
-		}
+	if view != nil && !s.cfg.View.fresh(readAt) {
+		view = nil
 	}
 	return Readiness(st, joined, view)
 }

@@ -143,14 +143,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.sinkErrors, float64(ss.Errors))
 		counter(c.sinkRetries, float64(ss.Retries))
 	}
+	st, ok := c.s.stats()
 	if c.s.cfg.View != nil {
-		if v, ok := c.s.cfg.View.Fresh(); ok {
+		if v, fresh := c.s.cfg.View.Fresh(); fresh {
+			if ok {
+				v = withOwn(v, st) // agrees with owned_partitions
+			}
 			gauge(c.subTopics, float64(len(v.Topics)))
 			gauge(c.subPartitions, float64(len(v.Partitions)))
 			gauge(c.unowned, float64(len(v.Unowned())))
 		}
 	}
-	st, ok := c.s.stats()
 	gauge(c.up, b2f(ok))
 	if !ok {
 		return

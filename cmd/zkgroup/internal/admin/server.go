@@ -74,14 +74,16 @@ type Server struct {
 	reg     *prometheus.Registry
 	source  atomic.Pointer[sourceBox]
 	waiting atomic.Pointer[string] // why the member has not joined yet; nil: joining
-	lags    *lagHistory
-	handler http.Handler
-	srv     *http.Server
-	served  chan error
-	stop    chan struct{}
-	stopped sync.Once
-	stopErr error
-	wg      sync.WaitGroup
+	// viewAttempt: when /status last read the group view (unix ns).
+	viewAttempt atomic.Int64
+	lags        *lagHistory
+	handler     http.Handler
+	srv         *http.Server
+	served      chan error
+	stop        chan struct{}
+	stopped     sync.Once
+	stopErr     error
+	wg          sync.WaitGroup
 }
 
 // New builds a server with its own Prometheus registry (the consumer's
@@ -262,19 +264,20 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 	_, _ = fmt.Fprintln(w, msg)
 }
 
-func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
-	st, joined := s.stats()
+// status answers /status: the member's stats, its readiness and the
+// group view from one snapshot (see snapshot), so that they agree.
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st, joined, view, readAt, viewErr := s.snapshot(r.Context())
 	out := NewStatus(s.cfg.Group, s.cfg.Version, st, joined)
-	out.Ready, out.Readiness = s.readiness()
+	out.Ready, out.Readiness = s.readinessOf(st, joined, view, readAt)
 	out.Alive, out.Liveness = true, "alive"
 	if s.cfg.Liveness != nil {
 		if err := s.cfg.Liveness.Check(); err != nil {
 			out.Alive, out.Liveness = false, err.Error()
 		}
 	}
-	if s.cfg.View != nil {
-		v, at, err := s.cfg.View.Last()
-		out.GroupView = NewGroupViewStatus(v, at, err, st.Instance)
+	if view != nil {
+		out.GroupView = NewGroupViewStatus(*view, readAt, viewErr, st.Instance)
 	}
 	out.LagHistory = s.lags.list()
 	if s.cfg.SinkStats != nil {

@@ -113,8 +113,8 @@ func TestLoadErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !errors.Is(err, ErrInvalid) {
-				t.Errorf("%v does not wrap ErrInvalid", err)
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("%v does not wrap ErrConfig", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -127,7 +127,7 @@ func TestLoadErrors(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(Sources{File: filepath.Join(t.TempDir(), "nope.yaml")})
-	if !errors.Is(err, ErrInvalid) || !errors.Is(err, os.ErrNotExist) {
+	if !errors.Is(err, ErrConfig) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -197,7 +197,7 @@ func TestValidate(t *testing.T) {
 			if fe.Field != tc.field {
 				t.Errorf("field %q, want %q (%v)", fe.Field, tc.field, err)
 			}
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("error %q", err)
 			}
 		})
@@ -239,7 +239,7 @@ func TestUnknownEnv(t *testing.T) {
 
 func TestOverridesSet(t *testing.T) {
 	var ov Overrides
-	if err := ov.Set("nope", "x"); !errors.Is(err, ErrInvalid) {
+	if err := ov.Set("nope", "x"); !errors.Is(err, ErrConfig) {
 		t.Fatalf("Set unknown = %v", err)
 	}
 	if err := ov.Set("group", "g"); err != nil {
@@ -252,7 +252,7 @@ func TestOverridesSet(t *testing.T) {
 }
 
 // FuzzLoadYAML: no input makes the loader panic; an accepted document
-// re-validates without panicking and errors wrap ErrInvalid.
+// re-validates without panicking and errors wrap ErrConfig.
 func FuzzLoadYAML(f *testing.F) {
 	f.Add([]byte(validYAML))
 	f.Add([]byte("group: [\n"))
@@ -270,13 +270,13 @@ func FuzzLoadYAML(f *testing.F) {
 		c.origins = map[string]string{}
 		err := c.applyYAML("f.yaml", data)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error %v does not wrap ErrConfig", err)
 			}
 			return
 		}
-		if err := c.Validate(); err != nil && !errors.Is(err, ErrInvalid) {
-			t.Fatalf("Validate error %v does not wrap ErrInvalid", err)
+		if err := c.Validate(); err != nil && !errors.Is(err, ErrConfig) {
+			t.Fatalf("Validate error %v does not wrap ErrConfig", err)
 		}
 	})
 }

@@ -1,19 +1,22 @@
 package config
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/zkgroup/zkgroup"
 )
 
-// ErrInvalid is wrapped by every error about a bad configuration: a bad
+// ErrConfig is wrapped by every error about a bad configuration: a bad
 // file, an unknown key, a value that does not parse or does not validate.
+// It is zkgroup.ErrConfig, the module's one sentinel for an invalid
+// configuration or argument (manager.ErrConfig is the same value).
 // Read-only; safe for concurrent use.
-var ErrInvalid = errors.New("config: invalid")
+var ErrConfig = zkgroup.ErrConfig
 
 // FieldError reports one bad field. Field is its dotted YAML path
 // ("partition.max_unacked"), Value the offending value as text, Origin
 // where it was set ("zkgroup.yaml line 7", "env ZKGROUP_GROUP", "flag
-// --group" or "default"). It unwraps to ErrInvalid and Err. A plain value,
+// --group" or "default"). It unwraps to ErrConfig and Err. A plain value,
 // safe for concurrent reads.
 type FieldError struct {
 	Field  string
@@ -39,10 +42,10 @@ func (e *FieldError) Error() string {
 	return msg
 }
 
-// Unwrap returns ErrInvalid and the cause.
+// Unwrap returns ErrConfig and the cause.
 func (e *FieldError) Unwrap() []error {
 	if e.Err == nil {
-		return []error{ErrInvalid}
+		return []error{ErrConfig}
 	}
-	return []error{ErrInvalid, e.Err}
+	return []error{ErrConfig, e.Err}
 }

@@ -147,7 +147,7 @@ at once. Keep systemd's TimeoutStopSec above it.`},
 func AnnotatedExample() ([]byte, error) {
 	for _, n := range assign.Names() {
 		if strategyNotes[n] == "" {
-			return nil, fmt.Errorf("%w: strategy %q has no description in strategyNotes", ErrInvalid, n)
+			return nil, fmt.Errorf("%w: strategy %q has no description in strategyNotes", ErrConfig, n)
 		}
 	}
 	var b strings.Builder

@@ -122,7 +122,7 @@ func oneOf(values []string) string {
 func (c *Config) checkOneOf(path string) error {
 	f, ok := fieldByPath(path)
 	if !ok {
-		return fmt.Errorf("%w: no field %q", ErrInvalid, path)
+		return fmt.Errorf("%w: no field %q", ErrConfig, path)
 	}
 	if slices.Contains(f.Values, f.text(c)) {
 		return nil

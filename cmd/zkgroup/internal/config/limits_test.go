@@ -14,7 +14,7 @@ import (
 func TestIntegerFieldsRefuseFractions(t *testing.T) {
 	for _, v := range []string{"1.5", "2.0", "1e3", ".inf", "true"} {
 		_, err := Load(Sources{File: writeFile(t, "partition:\n  max_unacked: "+v+"\n")})
-		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "partition.max_unacked") || !strings.Contains(err.Error(), "line 2") {
+		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "partition.max_unacked") || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("max_unacked: %s: got %v, want an error naming the field and line", v, err)
 		}
 	}

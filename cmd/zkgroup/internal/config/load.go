@@ -75,7 +75,7 @@ func placeholder(t reflect.Type, split string) string {
 // for an unknown path. Does not block.
 func (o *Overrides) Set(path, value string) error {
 	if _, ok := fieldByPath(path); !ok {
-		return fmt.Errorf("%w: unknown field %q", ErrInvalid, path)
+		return fmt.Errorf("%w: unknown field %q", ErrConfig, path)
 	}
 	if o.vals == nil {
 		o.vals = map[string]string{}
@@ -95,7 +95,7 @@ type Sources struct {
 }
 
 // Load builds a Config: Default, then the file, then the environment, then
-// the flags. It does not validate (call Validate). Errors wrap ErrInvalid
+// the flags. It does not validate (call Validate). Errors wrap ErrConfig
 // and name the file and line, or the variable or flag, and the field. It
 // blocks only on reading the file.
 func Load(src Sources) (*Config, error) {
@@ -190,12 +190,12 @@ const MaxFileSize = 1 << 20
 func readLimited(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the config file: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: reading the config file: %w", ErrConfig, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the config file: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: reading the config file: %w", ErrConfig, err)
 	}
 	if len(data) > MaxFileSize {
 		return nil, &FileError{File: filepath.Base(path), Msg: fmt.Sprintf("larger than %d bytes: not a zkgroup configuration", MaxFileSize)}

@@ -21,14 +21,14 @@ import (
 func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Subscription, error) {
 	sub, err := subscription.Parse(c.Subscription)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: subscription: %w", ErrInvalid, err)
+		return nil, nil, fmt.Errorf("subscription: %w", err) // wraps ErrConfig
 	}
 	m := manager.NewConfig()
 	m.InstanceID = c.InstanceID
 	m.SessionTimeout = c.SessionTimeout.D()
 	m.KafkaUnreachableTimeout = c.KafkaUnreachableTimeout.D()
 	if m.Strategy, err = assign.ByName(c.Strategy); err != nil {
-		return nil, nil, fmt.Errorf("%w: strategy: %w", ErrInvalid, err)
+		return nil, nil, fmt.Errorf("strategy: %w", err) // wraps ErrConfig
 	}
 	m.OffsetStorage = manager.Storage(c.OffsetStorage)
 	m.Mode = manager.ModePartitions
@@ -51,7 +51,7 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	}
 	m.ZooKeeperTLS = c.ZooKeeperTLSConfig()
 	if err := m.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, nil, err // wraps ErrConfig
 	}
 	return m, sub, nil
 }
@@ -69,5 +69,5 @@ func ParseLevel(s string) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, fmt.Errorf("%w: log level %q", ErrInvalid, s)
+	return 0, fmt.Errorf("%w: log level %q", ErrConfig, s)
 }

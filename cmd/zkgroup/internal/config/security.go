@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/saramaconf"
 	"github.com/zkgroup/zkgroup/kafkasasl"
 )
 
@@ -16,7 +17,7 @@ import (
 const (
 	// DefaultClientID is the Kafka client id of every client the daemon
 	// and the operator commands open.
-	DefaultClientID = "zkgroup"
+	DefaultClientID = saramaconf.ClientID
 	// DefaultKafkaVersion is the protocol version spoken: 2.1.0 is the
 	// oldest that Kafka 4 still serves (KIP-896) and is served by every
 	// broker since 2.1, ZooKeeper mode or KRaft.
@@ -329,8 +330,7 @@ func (c *Config) buildTLS(prefix string, t TLS) (*tls.Config, error) {
 // SASL is on). Callers add their own settings to the copy they get. It
 // fails when Resolve has not run but is needed. Does not block.
 func (c *Config) Sarama() (*sarama.Config, error) {
-	s := sarama.NewConfig()
-	s.ClientID = c.Kafka.ClientID
+	s := saramaconf.New(c.Kafka.ClientID)
 	v, err := sarama.ParseKafkaVersion(c.Kafka.Version)
 	if err != nil {
 		return nil, c.bad("kafka.version", `not a Kafka version such as "2.1.0"`, nil)
@@ -338,7 +338,7 @@ func (c *Config) Sarama() (*sarama.Config, error) {
 	s.Version = v
 	needs := c.Kafka.TLS.Enable || c.Kafka.SASL.Mechanism != ""
 	if needs && !c.resolved() {
-		return nil, fmt.Errorf("%w: kafka: TLS or SASL configured but Resolve has not run", ErrInvalid)
+		return nil, fmt.Errorf("%w: kafka: TLS or SASL configured but Resolve has not run", ErrConfig)
 	}
 	if c.resolved() && c.secrets.kafkaTLS != nil {
 		s.Net.TLS.Enable = true
@@ -361,7 +361,7 @@ func (c *Config) Sarama() (*sarama.Config, error) {
 		}
 	}
 	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: kafka: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: kafka: %w", ErrConfig, err)
 	}
 	return s, nil
 }

@@ -177,7 +177,7 @@ func TestResolveErrors(t *testing.T) {
 			}
 			err = c.Resolve(env(map[string]string{"EMPTY_PW": ""}))
 			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig) {
 				t.Fatalf("Resolve = %v, want %s: %s", err, tc.field, tc.want)
 			}
 		})

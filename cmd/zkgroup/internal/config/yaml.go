@@ -15,7 +15,7 @@ import (
 
 // FileError reports a problem in the config file: a syntax error, an
 // unknown key, a value of the wrong type. Key is the dotted path of the key
-// on Line when known. It unwraps to ErrInvalid. A plain value, safe for
+// on Line when known. It unwraps to ErrConfig. A plain value, safe for
 // concurrent reads.
 type FileError struct {
 	File string
@@ -40,8 +40,8 @@ func (e *FileError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns ErrInvalid.
-func (e *FileError) Unwrap() error { return ErrInvalid }
+// Unwrap returns ErrConfig.
+func (e *FileError) Unwrap() error { return ErrConfig }
 
 var (
 	lineRE    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)

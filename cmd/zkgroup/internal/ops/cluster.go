@@ -15,17 +15,21 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup"
+	"github.com/zkgroup/zkgroup/internal/saramaconf"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
 // Sentinel errors. Read-only; safe for concurrent use.
 var (
-	ErrNoBroker  = errors.New("ops: no usable Kafka broker")
-	ErrNoGroup   = errors.New("ops: group not found")
-	ErrActive    = errors.New("ops: the group has active members")
-	ErrNoTopic   = errors.New("ops: topic not found")
-	ErrArguments = errors.New("ops: bad arguments")
+	ErrNoGroup = errors.New("ops: group not found")
+	ErrActive  = errors.New("ops: the group has active members")
+	ErrNoTopic = errors.New("ops: topic not found")
+	// ErrConfig is wrapped by every error about a bad argument. It is
+	// zkgroup.ErrConfig, the module's one sentinel for an invalid
+	// configuration or argument.
+	ErrConfig = zkgroup.ErrConfig
 	// ErrZooKeeperRefused: every ZooKeeper server of the connect string
 	// refused the TCP connection (nothing listens there).
 	ErrZooKeeperRefused = errors.New("ops: every ZooKeeper server refused the connection")
@@ -44,7 +48,7 @@ const probeTimeout = 2 * time.Second
 func ProbeRefused(ctx context.Context, connect string) error {
 	servers, _, err := zkconn.ParseConnect(connect)
 	if err != nil {
-		return fmt.Errorf("%w: --zookeeper: %w", ErrArguments, err)
+		return fmt.Errorf("%w: --zookeeper: %w", ErrConfig, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -125,9 +129,9 @@ func Brokers(s *zkconn.Session, listener string) ([]string, error) {
 		if errors.Is(lerr, zk.ErrNoNode) || (lerr == nil && len(ids) == 0) {
 			return nil, fmt.Errorf("%w: no Kafka brokers known: none are registered under %s%s in ZooKeeper "+
 				"(Kafka 4 and other KRaft clusters register none; or the chroot is wrong): "+
-				"give them with --brokers host:port,... or brokers: in the config file", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath)
+				"give them with --brokers host:port,... or brokers: in the config file", zkconn.ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath)
 		}
-		return nil, fmt.Errorf("%w: %w", ErrNoBroker, err)
+		return nil, err // wraps zkconn.ErrNoBroker
 	}
 	return addrs, nil
 }
@@ -137,15 +141,7 @@ func Brokers(s *zkconn.Session, listener string) ([]string, error) {
 // version 2.1.0 and client id "zkgroup-admin") with manual commits only
 // (offsets.KafkaStore requires it).
 func SaramaConfig(base *sarama.Config) *sarama.Config {
-	var cfg *sarama.Config
-	if base != nil {
-		c := *base
-		cfg = &c
-	} else {
-		cfg = sarama.NewConfig()
-		cfg.ClientID = "zkgroup-admin"
-		cfg.Version = sarama.V2_1_0_0
-	}
+	cfg := saramaconf.From(base, "zkgroup-admin")
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	cfg.Consumer.Return.Errors = true
 	cfg.Metadata.Retry.Max = 5

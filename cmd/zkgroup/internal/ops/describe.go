@@ -26,7 +26,26 @@ type Member struct {
 	// unknown).
 	Host     string `json:"host"`
 	ClientID string `json:"client_id"`
+	// Strategy is the assignment strategy the member publishes in its
+	// registration ("zkgroup_strategy"); "" for a member that publishes
+	// none (a JVM consumer, an older zkgroup).
+	Strategy string `json:"strategy"`
 	Error    string `json:"error,omitempty"` // unreadable registration
+	czxid    int64  // of the registration: the oldest member's rules
+}
+
+// StrategyMismatch says that the members publish different assignment
+// strategies: they then compute with the strategy of the oldest member
+// publishing one (see manager.StrategyMismatchError), and a member that
+// does not know it claims nothing.
+type StrategyMismatch struct {
+	// Strategies maps each strategy published to the members publishing
+	// it, sorted.
+	Strategies map[string][]string `json:"strategies"`
+	// Oldest is the oldest member publishing a strategy, and InForce its
+	// strategy, which the members compute with.
+	Oldest  string `json:"oldest"`
+	InForce string `json:"in_force"`
 }
 
 // Row is one partition, with the columns of kafka-consumer-groups
@@ -54,6 +73,9 @@ type Description struct {
 	OffsetStorage string   `json:"offset_storage"`
 	Members       []Member `json:"members"`
 	Partitions    []Row    `json:"partitions"`
+	// StrategyMismatch is set while the members publish different
+	// assignment strategies.
+	StrategyMismatch *StrategyMismatch `json:"strategy_mismatch,omitempty"`
 }
 
 // DescribeInput is what Describe reads from.
@@ -118,7 +140,7 @@ func Describe(in DescribeInput) (*Description, error) {
 	members := map[string]Member{}
 	for _, id := range ids {
 		m := Member{ID: id, Subscription: []string{}, Host: MemberHost(group, id, nil), ClientID: "-"}
-		data, _, err := s.Get(zkdata.IDPath(group, id))
+		data, stat, err := s.Get(zkdata.IDPath(group, id))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile
 		}
@@ -132,7 +154,7 @@ func Describe(in DescribeInput) (*Description, error) {
 			continue
 		}
 		m.Host, m.ClientID = MemberHost(group, id, data), MemberClientID(data)
-		m.Pattern = reg.Pattern
+		m.Pattern, m.Strategy, m.czxid = reg.Pattern, reg.Strategy, stat.Czxid
 		for k := range reg.Subscription {
 			m.Subscription = append(m.Subscription, k)
 		}
@@ -149,6 +171,7 @@ func Describe(in DescribeInput) (*Description, error) {
 		d.Members = append(d.Members, m)
 		members[id] = m
 	}
+	d.StrategyMismatch = strategyMismatch(d.Members)
 	topicsOf, partitionsOf := in.Topics, in.Partitions
 	if topicsOf == nil {
 		topicsOf = func() ([]string, error) { return Topics(s) }
@@ -212,6 +235,32 @@ func Describe(in DescribeInput) (*Description, error) {
 		return a.Partition < b.Partition
 	})
 	return d, nil
+}
+
+// strategyMismatch returns what the members publishing a strategy
+// disagree on, or nil when they agree (members publishing none do not
+// count). The oldest is the one whose registration was created first
+// (then the smallest id), as the members decide. Pure.
+func strategyMismatch(members []Member) *StrategyMismatch {
+	by := map[string][]string{}
+	var oldest *Member
+	for i := range members {
+		m := &members[i]
+		if m.Strategy == "" {
+			continue
+		}
+		by[m.Strategy] = append(by[m.Strategy], m.ID)
+		if oldest == nil || m.czxid < oldest.czxid || (m.czxid == oldest.czxid && m.ID < oldest.ID) {
+			oldest = m
+		}
+	}
+	if len(by) < 2 {
+		return nil
+	}
+	for _, ids := range by {
+		sort.Strings(ids)
+	}
+	return &StrategyMismatch{Strategies: by, Oldest: oldest.ID, InForce: oldest.Strategy}
 }
 
 // Lag is logEnd - committed when both are known (>= 0), else -1; never
@@ -286,9 +335,22 @@ func (d *Description) Text() string {
 			if m.Error != "" {
 				sub = "unreadable: " + m.Error
 			}
-			mrows = append(mrows, []string{m.ID, orDash(m.Host), orDash(m.ClientID), sub, fmt.Sprint(m.Partitions)})
+			mrows = append(mrows, []string{m.ID, orDash(m.Host), orDash(m.ClientID), sub, orDash(m.Strategy), fmt.Sprint(m.Partitions)})
 		}
-		b.WriteString(Table([]string{"MEMBER", "HOST", "CLIENT-ID", "SUBSCRIPTION", "PARTITIONS"}, mrows))
+		b.WriteString(Table([]string{"MEMBER", "HOST", "CLIENT-ID", "SUBSCRIPTION", "STRATEGY", "PARTITIONS"}, mrows))
+	}
+	if sm := d.StrategyMismatch; sm != nil {
+		names := make([]string, 0, len(sm.Strategies))
+		for n := range sm.Strategies {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%q by %s", n, strings.Join(sm.Strategies[n], ", ")))
+		}
+		fmt.Fprintf(&b, "\nSTRATEGY MISMATCH: the members publish different assignment strategies (%s); they compute with %q, the strategy of the oldest member %s, and a member that does not know it claims nothing. Configure every member with one strategy.\n",
+			strings.Join(parts, "; "), sm.InForce, sm.Oldest)
 	}
 	fmt.Fprintf(&b, "\n(offsets from %s storage)\n", d.OffsetStorage)
 	return b.String()

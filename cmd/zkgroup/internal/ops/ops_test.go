@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func TestParseDatetime(t *testing.T) {
 			t.Errorf("ParseDatetime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	if _, err := ParseDatetime("yesterday"); !errors.Is(err, ErrArguments) || !strings.Contains(err.Error(), "yesterday") {
+	if _, err := ParseDatetime("yesterday"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "yesterday") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -91,8 +92,29 @@ func TestDescriptionText(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
 	}
-	d.Members = []Member{{ID: "m1", Pattern: "static", Subscription: []string{"t"}, Partitions: 1}}
-	if out := d.Text(); !strings.Contains(out, "m1      -     -          static:t      1") || strings.Contains(out, "no active members") {
+	d.Members = []Member{{ID: "m1", Pattern: "static", Subscription: []string{"t"}, Strategy: "balanced", Partitions: 1}}
+	if out := d.Text(); !strings.Contains(out, "m1      -     -          static:t      balanced  1") || strings.Contains(out, "no active members") ||
+		strings.Contains(out, "MISMATCH") {
 		t.Errorf("members:\n%s", out)
+	}
+}
+
+func TestStrategyMismatch(t *testing.T) {
+	ms := []Member{{ID: "a", Strategy: "range", czxid: 9}, {ID: "b", Strategy: "balanced", czxid: 7},
+		{ID: "c", Strategy: "range", czxid: 8}, {ID: "jvm", czxid: 1}}
+	sm := strategyMismatch(ms)
+	if sm == nil || sm.Oldest != "b" || sm.InForce != "balanced" || fmt.Sprint(sm.Strategies) != "map[balanced:[b] range:[a c]]" {
+		t.Fatalf("strategyMismatch = %+v", sm)
+	}
+	if sm := strategyMismatch(ms[:1]); sm != nil {
+		t.Errorf("one strategy: %+v", sm)
+	}
+	if sm := strategyMismatch([]Member{ms[0], ms[2], ms[3]}); sm != nil {
+		t.Errorf("one strategy and a member publishing none: %+v", sm)
+	}
+	d := &Description{Group: "g", Members: ms, StrategyMismatch: sm}
+	want := `STRATEGY MISMATCH: the members publish different assignment strategies ("balanced" by b; "range" by a, c); they compute with "balanced", the strategy of the oldest member b`
+	if out := d.Text(); !strings.Contains(out, want) || !strings.Contains(out, "jvm     -     -          :             -         0") {
+		t.Errorf("text lacks %q or jvm's row:\n%s", want, out)
 	}
 }

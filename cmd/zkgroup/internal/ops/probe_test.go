@@ -41,7 +41,7 @@ func TestProbeRefused(t *testing.T) {
 	if err := ProbeRefused(context.Background(), a+","+l.Addr().String()); err != nil {
 		t.Errorf("one server listening: %v", err)
 	}
-	if err := ProbeRefused(context.Background(), ""); !errors.Is(err, ErrArguments) {
+	if err := ProbeRefused(context.Background(), ""); !errors.Is(err, ErrConfig) {
 		t.Errorf("empty connect string: %v", err)
 	}
 }

@@ -98,7 +98,7 @@ func ParseDatetime(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%w: --to-datetime %q: want RFC 3339 such as 2024-05-01T10:00:00Z", ErrArguments, s)
+	return time.Time{}, fmt.Errorf("%w: --to-datetime %q: want RFC 3339 such as 2024-05-01T10:00:00Z", ErrConfig, s)
 }
 
 // PlanReset reads the committed offset (from store) and the log bounds of

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/saramaconf"
 )
 
 // Headers added to a dead-lettered message, beside its own headers.
@@ -32,15 +33,7 @@ type KafkaDeadLetter struct {
 // daemon shares; nil: sarama's defaults with version 2.1.0 and client id
 // "zkgroup") with acks from all in-sync replicas and three retries.
 func ProducerConfig(base *sarama.Config) *sarama.Config {
-	var cfg *sarama.Config
-	if base != nil {
-		c := *base
-		cfg = &c
-	} else {
-		cfg = sarama.NewConfig()
-		cfg.ClientID = "zkgroup"
-		cfg.Version = sarama.V2_1_0_0
-	}
+	cfg := saramaconf.From(base, saramaconf.ClientID)
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Retry.Max = 3

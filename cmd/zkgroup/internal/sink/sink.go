@@ -3,6 +3,8 @@ package sink
 import (
 	"context"
 	"errors"
+
+	"github.com/zkgroup/zkgroup"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -24,8 +26,10 @@ var (
 	// ErrStop is wrapped by Handle when a message failed for good under
 	// the stop policy: it must not be acked and the daemon must stop.
 	ErrStop = errors.New("sink: message failed; stopping")
-	// ErrConfig reports a bad sink setting; the message names it.
-	ErrConfig = errors.New("sink: invalid config")
+	// ErrConfig reports a bad sink setting; the message names it. It is
+	// zkgroup.ErrConfig, the module's one sentinel for an invalid
+	// configuration or argument.
+	ErrConfig = zkgroup.ErrConfig
 	// ErrTooLarge marks a message that cannot be handed to the sink at all
 	// (its key and headers exceed a process's environment limit); it comes
 	// wrapped in a PermanentError.
