@@ -329,7 +329,7 @@ func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscri
 	read func(*manager.Consumer, *passCounter, *clock) error) error {
 	cfg := manager.NewConfig()
 	cfg.InstanceID = "bench"
-	cfg.Logger = testLogger(nil)
+	cfg.Logger = testLogger(b)
 	group := fmt.Sprintf("bench-consume-%d-%d", time.Now().UnixNano()%1e6, benchTopic.runs.Add(1))
 	k.start()
 	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)

@@ -254,7 +254,7 @@ type joinOpts struct {
 	zk        string // connect string to use instead of the cluster's (a fault proxy)
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	level := slog.LevelWarn
 	if os.Getenv("ZKGROUP_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
