@@ -10,8 +10,6 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9
-	github.com/samuel/go-zookeeper v0.0.0-20190923202752-2cc03de413da
-	github.com/wvanbergen/kazoo-go v0.0.0-20180202103751-f72d8611297a
 	github.com/xdg-go/scram v1.4.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6

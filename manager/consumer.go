@@ -198,7 +198,7 @@ func Join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		err error
 	}
 	// join runs in a goroutine of its own so that Join can return when ctx
-	// ends while a client without a context (sarama, kazoo-go) connects;
+	// ends while a client without a context (sarama) connects;
 	// ctx ends every wait that can watch it.
 	jctx, cancel := context.WithCancel(ctx)
 	done := make(chan result, 1)
@@ -310,7 +310,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	}
 	scfg := saramaConfig(cfg)
 	mcfg := metadata.NewConfig()
-	mcfg.SessionTimeout = cfg.SessionTimeout
 	mcfg.Resync = cfg.MetadataResync
 	mcfg.OnMalformed = c.noteMalformedTopic
 	// The fetching client, a second client for what must not queue with
@@ -324,7 +323,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		wg                 sync.WaitGroup
 		offsetErr, metaErr error
 		watcher            *metadata.Watcher
-		zkMeta             = cfg.ZooKeeperTLS == nil // kazoo-go dials plain TCP only
 	)
 	wg.Go(func() { c.client, err = sarama.NewClient(brokers, scfg) })
 	// The offsets client asks only for the coordinator and the leaders of
@@ -333,9 +331,9 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	ocfg := *scfg
 	ocfg.Metadata.Full = false
 	wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, &ocfg) })
-	if zkMeta {
-		wg.Go(func() { watcher, metaErr = metadata.Open(zookeeper, sub.Match, mcfg, log) })
-	}
+	// The metadata reader reads and watches through the member's own
+	// session (TLS and credentials included): one ZooKeeper connection.
+	wg.Go(func() { watcher, metaErr = metadata.OpenSession(c.session, sub.Match, mcfg, log) })
 	wg.Wait()
 	if watcher != nil {
 		c.meta = watcher // closed with the rest should Join fail
@@ -367,16 +365,11 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
 	c.reaper = partition.NewReaper()
-	fromKafka := !zkMeta || errors.Is(metaErr, metadata.ErrNoCluster) && len(cfg.Brokers) > 0
+	fromKafka := errors.Is(metaErr, metadata.ErrNoCluster) && len(cfg.Brokers) > 0
 	switch {
 	case fromKafka:
-		// ZooKeeper coordinates only, or is reached over TLS, which the
-		// metadata reader cannot do: learn the topics from Kafka.
-		if cfg.ZooKeeperTLS != nil {
-			log.Info("ZooKeeper over TLS: reading cluster metadata from the brokers", "brokers", brokers)
-		} else {
-			log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
-		}
+		// ZooKeeper coordinates only: learn the topics from Kafka.
+		log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
 		if c.meta, err = newKafkaMeta(c.client, sub.Match, cfg.MetadataPoll, log); err != nil {
 			return nil, fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
 		}

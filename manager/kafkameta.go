@@ -15,9 +15,9 @@ import (
 )
 
 // metaSource is where the consumer learns topics, partitions and their
-// preferred leaders: ZooKeeper through kazoo-go (metadata.Watcher), or Kafka
-// itself when ZooKeeper only coordinates (no /brokers in it; Config.Brokers
-// set). Either way a partition's Leader is its preferred leader (the first
+// preferred leaders: ZooKeeper through the member's own session
+// (metadata.Watcher), or Kafka itself when ZooKeeper only coordinates (no
+// /brokers in it; Config.Brokers set). Either way a partition's Leader is its preferred leader (the first
 // replica of its assignment), and Changes fires only when the topic set, a
 // selected topic's partition count or its replica assignment changed: never
 // on a live leader change.

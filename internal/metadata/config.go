@@ -14,8 +14,9 @@ const (
 // Config tunes a Watcher. It is a plain value: copy it freely; safe for
 // concurrent reads.
 type Config struct {
-	// SessionTimeout is the ZooKeeper session timeout of the watcher's own
-	// read-only session. Default 10s, at least 2s.
+	// SessionTimeout is the ZooKeeper session timeout of the session Open
+	// dials for the watcher; OpenSession, over a session the caller holds,
+	// does not use it. Default 10s, at least 2s.
 	SessionTimeout time.Duration
 	// Resync is the mean interval of the safety resync, which reads the
 	// topic list and every selected topic node again (never the partition

@@ -3,9 +3,11 @@
 // partitions, replica assignments and preferred leaders of the topics a
 // filter selects.
 //
-// A Watcher reads them through kazoo-go on its own read-only ZooKeeper
-// session (kazoo-go's samuel client; none of its types leave this package).
-// It reads two kinds of znode, and watches both:
+// A Watcher reads them through a go-zookeeper session (internal/zkconn):
+// a consumer group member's own coordination session (OpenSession), so that
+// a member holds one ZooKeeper connection, over TLS when its session is;
+// or, for a Watcher alone, a session Open dials for it. It reads two kinds
+// of znode, and watches both:
 //
 //   - a child watch on /brokers/topics sees topics created and deleted;
 //   - a data watch on each selected /brokers/topics/<topic> sees its
@@ -29,17 +31,18 @@
 //
 // Watches fire once; each is armed again by the read that follows, and at
 // most one is pending per node. Events are coalesced (Config.Debounce).
-// When the session is lost the client reconnects by itself and restores
-// its watches; when it expired every watch fires and everything is read and
-// armed again. Failed reads are retried with a jittered exponential backoff
+// When the connection is lost the client reconnects by itself and sets its
+// watches again (the server fires those whose node changed meanwhile); when
+// the session expired every watch fires and everything is read and armed
+// again on the new session. Failed reads are retried with a jittered exponential backoff
 // (internal/retry, 250ms growing to 10s) while Snapshot keeps serving the
 // last good view and Err says why; a node that could not be read stays
 // stale until it is read. Malformed topic nodes are logged once and skipped
 // (the topic stays listed, without partitions) until their watch fires; a
 // topic deleted mid-read drops out.
 //
-// Goroutines: one loop per Watcher (a tomb), one short-lived forwarder per
-// pending watch, the client's own, and up to eight readers during a
-// refresh. Close stops them all and returns once the client has released
-// every watch.
+// Goroutines: one loop per Watcher (a tomb) and up to eight readers
+// during a refresh; none per watch (a node-event hook of the session
+// follows each watched node), and the session's own. Close stops them
+// all, and with Open closes the session.
 package metadata

@@ -25,9 +25,6 @@ var (
 	// zkdata.ErrMalformed, the module's one sentinel for node data that
 	// cannot be decoded.
 	ErrMalformed = zkdata.ErrMalformed
-	// ErrStuck is returned by Close when the ZooKeeper client did not stop
-	// in time; its goroutines are then left running.
-	ErrStuck = errors.New("metadata: zookeeper client did not stop")
 )
 
 // ConfigError names a Config field whose value is out of range. It unwraps

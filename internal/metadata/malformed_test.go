@@ -43,7 +43,7 @@ func (f fakeLayout) put(path, data string) {
 }
 
 // TestMalformedNodesSkipped covers broken topic nodes (not JSON; partition
-// ids that make kazoo-go's decoder panic) and the repair of a broken topic
+// ids that are not 0..n-1) and the repair of a broken topic
 // node, seen through its re-armed watch. State nodes, broken or missing,
 // are never read: leaders come from the assignment.
 func TestMalformedNodesSkipped(t *testing.T) {

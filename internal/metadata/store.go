@@ -13,8 +13,8 @@ type partMeta struct {
 	Replicas []int32
 }
 
-// store is the watcher's access to ZooKeeper. The kazoo-go implementation is
-// kazooStore; tests use a fake. Methods other than close are safe for
+// store is the watcher's access to ZooKeeper. The implementation is
+// zkStore, over a zkconn.Session; tests use a fake. Methods other than close are safe for
 // concurrent use and block on one or two ZooKeeper round trips. It reads
 // the topic list and topic nodes only: never a partition state node.
 type store interface {
@@ -25,7 +25,7 @@ type store interface {
 	// on it and reports whether it did (a watch may be armed even when the
 	// data turns out malformed).
 	partitions(topic string, watch bool) (parts []partMeta, armed bool, err error)
-	// close ends the session and blocks until every watch the store armed
-	// has been released, which the client does after its goroutines stop.
+	// close stops reporting fired watches and, when the store owns its
+	// session, closes it and blocks until its goroutines have stopped.
 	close() error
 }

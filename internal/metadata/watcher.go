@@ -7,14 +7,17 @@ import (
 	"sync/atomic"
 
 	"gopkg.in/tomb.v2"
+
+	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
 // Watcher keeps a current view of the cluster's topics and of the
 // partitions, replica assignments and preferred leaders of the topics
-// selected by a filter, read through kazoo-go on its own read-only
-// ZooKeeper session. It never reads partition state nodes, so a live
-// leader change costs it nothing and never changes its view. All its
-// methods are safe for concurrent use.
+// selected by a filter, read and watched through a go-zookeeper session:
+// the member's own coordination session (OpenSession), or one of its own
+// (Open). It never reads partition state nodes, so a live leader change
+// costs it nothing and never changes its view. All its methods are safe
+// for concurrent use.
 type Watcher struct {
 	cfg     Config
 	log     *slog.Logger
@@ -37,12 +40,15 @@ type Watcher struct {
 	closeErr  error
 }
 
-// Open connects to ZooKeeper with kazoo-go (zkConnect is
-// "h1:2181,h2:2181/chroot"), reads an initial snapshot and starts watching.
-// filter selects the topics whose partitions are read; nil selects all. logger may be nil. Open blocks until it has the snapshot or
-// fails: on a bad argument, when ZooKeeper cannot be reached (the client
-// gives up after one round over the servers) or when no Kafka cluster is
-// registered under the chroot (ErrNoCluster). Close the Watcher when done.
+// Open connects to ZooKeeper on a session of its own (zkConnect is
+// "h1:2181,h2:2181/chroot"; plain TCP, no credentials), reads an initial
+// snapshot and starts watching. filter selects the topics whose partitions
+// are read; nil selects all. logger may be nil. Open blocks until it has
+// the snapshot or fails: on a bad argument, when no session comes up within
+// cfg.SessionTimeout, or when no Kafka cluster is registered under the
+// chroot (ErrNoCluster). Close the Watcher when done; it closes the
+// session. A consumer group member uses OpenSession instead, over the
+// session it already holds.
 func Open(zkConnect string, filter func(topic string) bool, cfg Config, logger *slog.Logger) (*Watcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -55,13 +61,35 @@ func Open(zkConnect string, filter func(topic string) bool, cfg Config, logger *
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("zookeeper", zkConnect)
-	w := newWatcher(cfg, filter, logger)
-	st, err := newKazooStore(servers, chroot, cfg, w.onFire, logger)
+	s, err := zkconn.Dial(zkconn.Config{Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout, Logger: logger})
 	if err != nil {
+		return nil, fmt.Errorf("metadata: connect zookeeper %v: %w", servers, err)
+	}
+	w := newWatcher(cfg, filter, logger)
+	if err := w.start(newZKStore(s, true, w.onFire)); err != nil {
+		return nil, fmt.Errorf("metadata: initial snapshot from %s: %w", zkConnect, err)
+	}
+	return w, nil
+}
+
+// OpenSession is Open over s, a session the caller holds and closes (the
+// member's coordination session, whatever its transport, TLS included, and
+// credentials): the Watcher reads and watches the topics through it, so
+// that the member needs no second ZooKeeper connection. Paths are relative
+// to s's chroot; cfg.SessionTimeout is not used. It blocks until it has the
+// snapshot or fails (ErrNoCluster when s's chroot holds no Kafka cluster).
+// Close the Watcher before s (it leaves s open); the watches it set stay
+// with s until they fire or the session ends, a few bytes each.
+func OpenSession(s *zkconn.Session, filter func(topic string) bool, cfg Config, logger *slog.Logger) (*Watcher, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := w.start(st); err != nil {
-		return nil, fmt.Errorf("metadata: initial snapshot from %s: %w", zkConnect, err)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	w := newWatcher(cfg, filter, logger)
+	if err := w.start(newZKStore(s, false, w.onFire)); err != nil {
+		return nil, fmt.Errorf("metadata: initial snapshot: %w", err)
 	}
 	return w, nil
 }
@@ -142,11 +170,10 @@ func (w *Watcher) Err() error {
 	return w.err
 }
 
-// Close stops watching and closes the ZooKeeper session. It blocks until
-// the watcher's goroutines have stopped and the client has released its
-// watches (normally well under a second, at most about twice the session
-// timeout; then it returns an error wrapping ErrStuck). It is idempotent:
-// later calls return the first call's result.
+// Close stops watching and closes the ZooKeeper session Open dialled (not
+// the one given to OpenSession). It blocks until the watcher's goroutines
+// have stopped and, with Open, the session's. It is idempotent: later
+// calls return the first call's result.
 func (w *Watcher) Close() error {
 	w.closeOnce.Do(func() {
 		w.t.Kill(nil)

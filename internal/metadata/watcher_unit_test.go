@@ -5,6 +5,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // startFake starts a Watcher over a fake store. cfg is not validated, so
@@ -27,7 +29,7 @@ func eventsOnly() Config {
 	return cfg
 }
 
-// fireFake fires a fake watch as the kazoo store's forwarder would.
+// fireFake fires a fake watch as the session store's node-event hook would.
 func fireFake(w *Watcher, f *fakeStore, k watchKey) {
 	for _, k := range f.fire(k) {
 		w.onFire(k)
@@ -256,5 +258,31 @@ func TestOpenRejectsBadArguments(t *testing.T) {
 	}
 	if _, err := Open("zk:2181/a/", nil, NewConfig(), nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("bad chroot: %v", err)
+	}
+}
+
+// TestZKStoreFires: which session events end which of the store's watches.
+func TestZKStoreFires(t *testing.T) {
+	root, topic := watchKey{root: true}, watchKey{topic: "t"}
+	cases := []struct {
+		k    watchKey
+		ev   zk.Event
+		want bool
+	}{
+		{root, zk.Event{Type: zk.EventNodeChildrenChanged}, true},
+		{root, zk.Event{Type: zk.EventNodeDataChanged}, false}, // someone's data watch on the list node
+		{root, zk.Event{Type: zk.EventNodeDeleted}, true},
+		{topic, zk.Event{Type: zk.EventNodeDataChanged}, true},
+		{topic, zk.Event{Type: zk.EventNodeChildrenChanged}, false},
+		{topic, zk.Event{Type: zk.EventNodeDeleted}, true},
+		{topic, zk.Event{Type: zk.EventNodeCreated}, false},
+		{topic, zk.Event{Type: zk.EventNotWatching, Err: zk.ErrSessionExpired}, true},
+		{root, zk.Event{Type: zk.EventNotWatching, Err: zk.ErrSessionExpired}, true},
+		{root, zk.Event{Type: zk.EventNotWatching, Err: zk.ErrClosing}, false},
+	}
+	for _, c := range cases {
+		if got := fires(c.k, c.ev); got != c.want {
+			t.Errorf("fires(%+v, %v %v) = %v, want %v", c.k, c.ev.Type, c.ev.Err, got, c.want)
+		}
 	}
 }

@@ -13,3 +13,15 @@ func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) 
 	s.note(sent, err)
 	return d, st, ch, err
 }
+
+// ChildrenWFull lists a node's children and sets a child watch like
+// ChildrenW, but hands out go-zookeeper's own watch channel (event paths
+// keep the chroot) and so costs no goroutine per watch. A caller that
+// follows the node with OnNodeEvent may drop the channel: go-zookeeper
+// sends it one event into its buffer and closes it.
+func (s *Session) ChildrenWFull(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	sent := s.await()
+	c, st, ch, err := s.conn.ChildrenW(s.full(p))
+	s.note(sent, err)
+	return c, st, ch, err
+}

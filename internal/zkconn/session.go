@@ -145,12 +145,21 @@ type Session struct {
 // long keeps responses from arriving while the watches are re-sent.
 const settleTime = 100 * time.Millisecond
 
-// packetLimit bounds a request or response on the session, and is the
-// size of each of its two buffers: ZooKeeper's own limit (jute.maxbuffer,
-// 1 MiB by default), which the Java client enforces too. The Go client's
-// default is 1.5 MiB per buffer, held for the session's life; every byte
-// of them counts as live heap and so raises the GC's heap goal.
-const packetLimit = 1 << 20
+// The session's buffers; see the package doc for the figures.
+const (
+	// juteMaxBuffer is ZooKeeper's jute.maxbuffer default (0xfffff): the
+	// server refuses a request longer than that (NIOServerCnxn and
+	// NettyServerCnxn, "Len error"), so no node can hold more data.
+	juteMaxBuffer = 0xfffff
+	// sendLimit is the send buffer: the 4-byte length and the longest
+	// request ZooKeeper accepts.
+	sendLimit = 4 + juteMaxBuffer
+	// recvLimit caps a reply: 4 MiB, what Kafka's brokers accept from
+	// their own ZooKeeper (KafkaZkClient sets jute.maxbuffer to 4194304
+	// unless configured), so that the member reads whatever topic list the
+	// brokers themselves can.
+	recvLimit = 4 << 20
+)
 
 // Dial connects and waits up to cfg.ConnectTimeout (default: the session
 // timeout) for a session. On failure nothing is left running.
@@ -197,7 +206,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{log, negotiated}), zk.WithLogInfo(true), zk.WithDialer(rec.dialer),
 		zk.WithEventCallback(callback),
-		zk.WithMaxBufferSize(packetLimit), zk.WithMaxConnBufferSize(packetLimit))
+		zk.WithMaxBufferSize(recvLimit), zk.WithMaxConnBufferSize(sendLimit))
 	if err != nil {
 		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
 	}
