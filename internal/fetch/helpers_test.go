@@ -78,6 +78,7 @@ type reader struct {
 	recs    []got
 	takes   int
 	reports []error
+	last    *fetch.Records // the latest taken
 }
 
 // readN takes until n records in all were read (or fails the test after
@@ -96,6 +97,7 @@ func (r *reader) readN(n int, timeout time.Duration) {
 			r.t.Fatalf("%s/%d: after %d records: %v", r.p.Topic(), r.p.ID(), len(r.recs), err)
 		}
 		r.takes++
+		r.last = recs
 		if recs.Len() == 0 {
 			r.t.Fatalf("%s/%d: an empty Records", r.p.Topic(), r.p.ID())
 		}
