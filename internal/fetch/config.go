@@ -56,6 +56,12 @@ type Config struct {
 	// or ReadCommitted (up to the last stable offset, records of aborted
 	// transactions dropped).
 	Isolation sarama.IsolationLevel
+	// PartitionBuffer is how many Records a partition holds for its
+	// consumer before it is left out of fetch requests (at least 1). With
+	// 2, the default, the next share is fetched while the consumer works
+	// on one and another waits: a partition holds at most PartitionBuffer
+	// responses' shares beside the one its consumer took.
+	PartitionBuffer int
 	// RetryBackoff is how long a partition waits before it is routed again
 	// after its leader could not be found or its broker failed.
 	RetryBackoff time.Duration
@@ -63,7 +69,7 @@ type Config struct {
 
 // NewConfig returns Kafka's consumer defaults: MinBytes 1, MaxWait
 // 500 ms, PartitionMaxBytes 1 MiB (no growth limit), MaxResponseSize
-// 50 MiB, read_uncommitted, RetryBackoff 250 ms.
+// 50 MiB, read_uncommitted, PartitionBuffer 2, RetryBackoff 250 ms.
 func NewConfig() Config {
 	return Config{
 		MinBytes:          1,
@@ -71,6 +77,7 @@ func NewConfig() Config {
 		PartitionMaxBytes: 1 << 20,
 		MaxResponseSize:   50 << 20,
 		Isolation:         sarama.ReadUncommitted,
+		PartitionBuffer:   2,
 		RetryBackoff:      250 * time.Millisecond,
 	}
 }
@@ -109,6 +116,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxResponseSize: %d is not positive", ErrConfig, c.MaxResponseSize)
 	case c.Isolation != sarama.ReadUncommitted && c.Isolation != sarama.ReadCommitted:
 		return fmt.Errorf("%w: Isolation: %d is neither ReadUncommitted nor ReadCommitted", ErrConfig, c.Isolation)
+	case c.PartitionBuffer < 1:
+		return fmt.Errorf("%w: PartitionBuffer: %d is below 1", ErrConfig, c.PartitionBuffer)
 	case c.RetryBackoff <= 0:
 		return fmt.Errorf("%w: RetryBackoff: %v is not positive", ErrConfig, c.RetryBackoff)
 	}

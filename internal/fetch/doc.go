@@ -31,11 +31,12 @@
 // partitions can be fetched, a timer only while the broker throttles).
 // A partition costs no goroutine and no timer.
 //
-// Flow control: a partition buffers at most one Records (its share of one
-// response, at most PartitionMaxBytes unless a larger batch made it grow).
-// While it is buffered the partition is left out of its broker's requests,
-// so a consumer that does not take stops its partition only; the take
-// puts it back into the next request. A request made while some partition
+// Flow control: a partition buffers at most PartitionBuffer (default 2)
+// Records (each its share of one response, at most PartitionMaxBytes
+// unless a larger batch made it grow). While its buffer is full the
+// partition is left out of its broker's requests, so a consumer that does
+// not take stops its partition only; a take puts it back into the next
+// request. With 2, the next share is in flight while the consumer works. A request made while some partition
 // is held so has a short MaxWait (5 ms, doubling per request to MaxWait),
 // so that the take is not kept waiting behind a long poll for the others.
 //

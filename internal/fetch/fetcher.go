@@ -23,8 +23,8 @@ import (
 //
 // Cost: per broker fetched from, one goroutine and one TCP connection;
 // per fetcher, one router goroutine; per added partition, no goroutine and
-// no timer, a Partition and, while its consumer does not take it, one
-// buffered Records. An idle fetcher holds no timer: a loop with nothing to
+// no timer, a Partition and, while its consumer does not take, up to
+// Config.PartitionBuffer buffered Records. An idle fetcher holds no timer: a loop with nothing to
 // fetch waits on a channel, the router too. Adding, seeking or closing a
 // partition applies from its broker's next request; no other partition
 // waits for it.
@@ -95,6 +95,7 @@ func (f *Fetcher) Add(topic string, partition int32, offset int64) (*Partition, 
 	p := &Partition{
 		f: f, topic: topic, partition: partition, ready: make(chan struct{}, 1),
 		offset: offset, size: f.cfg.PartitionMaxBytes,
+		buf: make([]*Records, 0, f.cfg.PartitionBuffer),
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

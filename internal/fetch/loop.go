@@ -12,8 +12,8 @@ import (
 )
 
 // heldWaitBase is the MaxWait of a request made while a partition of the
-// broker is left out only because its consumer has not taken its buffered
-// Records yet: the take usually follows within microseconds, and a long
+// broker is left out only because its consumer has not taken from its
+// full buffer yet: the take usually follows within microseconds, and a long
 // poll for the others would keep the partition out for up to MaxWait. It
 // doubles with each such request up to MaxWait, so that a consumer that
 // never takes costs a few short requests, then the usual long polls.
@@ -135,8 +135,8 @@ func (l *brokerLoop) run() error {
 }
 
 // build makes the next request from the partitions' state: closed ones
-// leave the loop, stopped ones and those whose buffered Records is not
-// taken are left out (the latter shorten the request's MaxWait, see
+// leave the loop, stopped ones and those whose buffer is full (the
+// consumer has not taken) are left out (the latter shorten the request's MaxWait, see
 // heldWaitBase). When some partition went without data for two responses
 // though it had some (starved), only the starved ones are asked for. It
 // returns nil when there is nothing to fetch.
@@ -151,7 +151,7 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	var gone []*Partition
 	for _, p := range l.snap {
 		p.mu.Lock()
-		if p.starved >= 2 && !p.closed && p.stop == nil && p.buf == nil {
+		if p.starved >= 2 && !p.closed && p.stop == nil && len(p.buf) < cap(p.buf) {
 			starvedOnly = true
 		}
 		p.mu.Unlock()
@@ -162,7 +162,7 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		case p.closed || p.loop != l:
 			gone = append(gone, p)
 		case p.stop != nil:
-		case p.buf != nil:
+		case len(p.buf) == cap(p.buf):
 			p.held = true
 			w := heldWaitBase << min(p.heldRounds, 16)
 			p.heldRounds++
@@ -247,7 +247,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		var tooLarge bool
 		switch {
 		case out.recs != nil:
-			p.buf = out.recs
+			p.buf = append(p.buf, out.recs)
 			p.offset = out.next
 			p.size = l.f.cfg.PartitionMaxBytes
 			p.starved = 0

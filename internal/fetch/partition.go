@@ -14,10 +14,11 @@ import (
 // Contracts:
 //   - Ordering: Records come in offset order, each one starting where the
 //     previous one's NextOffset left off (after SetOffset: at the new offset).
-//   - Bound: at most one Records is buffered. While it is not taken the
-//     partition is left out of fetch requests (no memory grows, no other
-//     partition waits); it is fetched again from the request after the
-//     take. Nobody taking costs nothing but that one buffered Records.
+//   - Bound: at most Config.PartitionBuffer Records are buffered. While
+//     the buffer is full the partition is left out of fetch requests (no
+//     memory grows, no other partition waits); it is fetched again from
+//     the request after a take. Nobody taking costs nothing but the
+//     buffered Records.
 //   - Errors: ErrOffsetOutOfRange and ErrMessageTooLarge stop the
 //     partition until SetOffset (every Take returns the error until then);
 //     errors wrapping ErrFetch are reports (a leader move, a broker lost):
@@ -33,7 +34,7 @@ type Partition struct {
 	offset int64  // next offset to fetch
 	seq    uint64 // bumped by SetOffset: a response to an older request is dropped
 	size   int32  // bytes asked for this partition (grows for large batches)
-	buf    *Records
+	buf    []*Records // cap Config.PartitionBuffer, oldest first
 	report error // a transient error, returned once
 	stop   error // ErrOffsetOutOfRange / ErrMessageTooLarge until SetOffset
 	closed bool
@@ -75,9 +76,11 @@ func (p *Partition) Poll() (*Records, error) {
 		err := p.report
 		p.report = nil
 		return nil, err
-	case p.buf != nil:
-		r := p.buf
-		p.buf = nil
+	case len(p.buf) > 0:
+		r := p.buf[0]
+		n := copy(p.buf, p.buf[1:])
+		p.buf[n] = nil
+		p.buf = p.buf[:n]
 		if p.held {
 			p.held = false
 			if p.loop != nil {
@@ -123,7 +126,9 @@ func (p *Partition) SetOffset(offset int64) error {
 	}
 	p.offset = offset
 	p.seq++
-	p.buf, p.report, p.stop = nil, nil, nil
+	clear(p.buf)
+	p.buf = p.buf[:0]
+	p.report, p.stop = nil, nil
 	p.size = p.f.cfg.PartitionMaxBytes
 	p.starved, p.held, p.heldRounds = 0, false, 0
 	l := p.loop
@@ -145,7 +150,7 @@ func (p *Partition) Close() {
 		return
 	}
 	p.closed = true
-	p.buf, p.report = nil, nil
+	p.buf, p.report = nil, nil // (cap 0: never fetched again)
 	l := p.loop
 	p.mu.Unlock()
 	p.f.forget(p)
