@@ -31,12 +31,12 @@ type Partition struct {
 	ready     chan struct{} // cap 1: something to take, or closed
 
 	mu     sync.Mutex
-	offset int64  // next offset to fetch
-	seq    uint64 // bumped by SetOffset: a response to an older request is dropped
-	size   int32  // bytes asked for this partition (grows for large batches)
+	offset int64      // next offset to fetch
+	seq    uint64     // bumped by SetOffset: a response to an older request is dropped
+	size   int32      // bytes asked for this partition (grows for large batches)
 	buf    []*Records // cap Config.PartitionBuffer, oldest first
-	report error // a transient error, returned once
-	stop   error // ErrOffsetOutOfRange / ErrMessageTooLarge until SetOffset
+	report error      // a transient error, returned once
+	stop   error      // ErrOffsetOutOfRange / ErrMessageTooLarge until SetOffset
 	closed bool
 	loop   *brokerLoop // the loop fetching it, nil while routed
 	// held: left out of a request because buf was full; the take wakes
