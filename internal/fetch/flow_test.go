@@ -263,3 +263,37 @@ func TestAddCloseWhileFetching(t *testing.T) {
 		}
 	}
 }
+
+// TestOversized: messages of 200 KB, partitions asked for 16 KB each (two
+// partitions on one broker, so that one of them is not first in the
+// response and gets only the start of its batch): everything is read,
+// each message whole.
+func TestOversized(t *testing.T) {
+	c := testcluster.Shared(t)
+	checkLeaks(t)
+	client := newClient(t, c)
+	topic := testcluster.Name(t, "")
+	const N, size = 6, 200 << 10
+	createTopicOn(t, c, topic, 2, c.BrokerIDs()[0])
+	produceSized(t, c, topic, []int32{0, 1}, N, size, 1, sarama.CompressionNone)
+	cfg := fetch.NewConfig()
+	cfg.PartitionMaxBytes = 16 << 10
+	f := newFetcher(t, client, cfg)
+	var wg sync.WaitGroup
+	for part := range int32(2) {
+		p, err := f.Add(topic, part, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &reader{t: t, p: p}
+		wg.Go(func() {
+			r.readN(N, time.Minute)
+			for i, g := range r.recs {
+				if g.offset != int64(i) || len(g.value) != size {
+					t.Errorf("partition %d record %d: offset %d, %d bytes", part, i, g.offset, len(g.value))
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
