@@ -297,3 +297,49 @@ func TestOversized(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestHeldNotBehindLongPoll: partitions A (200 KB to read, in 16 KB
+// shares, buffer of one) and B (caught up) on one broker, MaxWait 5 s. A's
+// consumer takes a little after each share arrives, so that A is often
+// held (full) when the loop builds a request, which then long-polls for B
+// alone; the short wait of such requests keeps A from waiting 5 s per
+// share: A is read in well under two long polls.
+func TestHeldNotBehindLongPoll(t *testing.T) {
+	c := testcluster.Shared(t)
+	checkLeaks(t)
+	client := newClient(t, c)
+	topic := testcluster.Name(t, "")
+	const N, size = 1000, 200
+	createTopicOn(t, c, topic, 2, c.BrokerIDs()[1])
+	produceSized(t, c, topic, []int32{0}, N, size, 50, sarama.CompressionNone)
+	cfg := fetch.NewConfig()
+	cfg.PartitionMaxBytes = 16 << 10
+	cfg.PartitionBuffer = 1
+	cfg.MaxWait = 5 * time.Second
+	f := newFetcher(t, client, cfg)
+	if _, err := f.Add(topic, 1, 0); err != nil { // B: empty, long-polled
+		t.Fatal(err)
+	}
+	a, err := f.Add(topic, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	n, takes := 0, 0
+	for n < N {
+		recs, err := a.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += recs.Len()
+		takes++
+		time.Sleep(2 * time.Millisecond) // the consumer's work on a share
+	}
+	d := time.Since(start)
+	t.Logf("A: %d records in %d takes in %v with B long-polled (MaxWait %v)", n, takes, d, cfg.MaxWait)
+	if d > 2*cfg.MaxWait {
+		t.Fatalf("A took %v: its shares waited behind long polls", d)
+	}
+}
