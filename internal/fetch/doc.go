@@ -47,6 +47,17 @@
 // first. A partition that still went without data twice while it had
 // some is asked for alone (with the other starved ones) next.
 //
+// Latency of a change: Add, SetOffset and a take of a full partition apply
+// from the broker's next request. A request under way is not cut short:
+// while every other partition of the broker is caught up it is a long
+// poll, and the change waits for it, up to MaxWait (the take of a full
+// partition excepted, see above). Choose MaxWait with that in mind.
+//
+// Memory: a record's Key and Value are slices of sarama's decoded
+// response (no copy, as with sarama's Consumer), so a buffered or kept
+// Records of an uncompressed batch keeps its whole response buffer (up to
+// MaxResponseSize) alive, however few of its records it holds.
+//
 // Errors per partition: leader moves (NotLeaderOrFollower,
 // UnknownTopicOrPartition, LeaderNotAvailable, ...) and lost broker
 // connections are reported (ErrFetch) and the partition is routed to its

@@ -196,7 +196,7 @@ func (f *Fetcher) route() error {
 func (f *Fetcher) routeDue(due []routeReq) {
 	refreshed := map[string]error{}
 	for _, r := range due {
-		if f.t.Alive() == false {
+		if !f.t.Alive() {
 			return
 		}
 		p := r.p

@@ -210,6 +210,9 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 	var moved []*Partition
 	var movedErr error
 	alone := len(l.inReq) == 1
+	// A throttled response may come back empty: it says nothing of the
+	// partitions' logs.
+	throttled := resp.ThrottleTime > 0
 	for _, rp := range l.inReq {
 		p := rp.p
 		block := resp.GetBlock(p.topic, p.partition)
@@ -256,6 +259,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		case out.next > rp.offset:
 			p.offset = out.next // only control or aborted batches
 			p.starved = 0
+		case throttled:
 		case bound > rp.offset && alone && p.starved > 0:
 			// Asked alone and still nothing below the bound: the batch
 			// there holds no record (sarama drops empty batches when
