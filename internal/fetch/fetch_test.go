@@ -95,7 +95,8 @@ func TestCodecs(t *testing.T) {
 
 // TestOffsetOutOfRange: a fetch beyond the log end stops the partition
 // with ErrOffsetOutOfRange (again on every Take) until SetOffset, after
-// which it is read from there.
+// which it is read from there; so does a fetch below the log start after
+// records were deleted (as retention does).
 func TestOffsetOutOfRange(t *testing.T) {
 	c := testcluster.Shared(t)
 	checkLeaks(t)
@@ -130,6 +131,29 @@ func TestOffsetOutOfRange(t *testing.T) {
 	r.readN(7, 30*time.Second)
 	if r.recs[0].offset != 3 || r.recs[0].value != testcluster.Value(topic, 3) {
 		t.Fatalf("after SetOffset(3): %+v", r.recs[0])
+	}
+	// Below the log start, as after retention: records before 6 deleted.
+	admin, err := sarama.NewClusterAdmin(c.Addrs(), testcluster.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.DeleteRecords(topic, map[int32]int64{0: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetOffset(2); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := p.Take(ctx); !errors.Is(err, fetch.ErrOffsetOutOfRange) {
+		t.Fatalf("Take below the log start: %v, %v; want ErrOffsetOutOfRange", recs, err)
+	}
+	if err := p.SetOffset(6); err != nil {
+		t.Fatal(err)
+	}
+	r = &reader{t: t, p: p}
+	r.readN(4, 30*time.Second)
+	if r.recs[0].offset != 6 || r.last.LogStartOffset != 6 {
+		t.Fatalf("from the new log start: first offset %d, log start %d", r.recs[0].offset, r.last.LogStartOffset)
 	}
 }
 
