@@ -2,6 +2,7 @@ package fetch_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -341,5 +342,43 @@ func TestHeldNotBehindLongPoll(t *testing.T) {
 	t.Logf("A: %d records in %d takes in %v with B long-polled (MaxWait %v)", n, takes, d, cfg.MaxWait)
 	if d > 2*cfg.MaxWait {
 		t.Fatalf("A took %v: its shares waited behind long polls", d)
+	}
+}
+
+// TestGoroutines: 64 partitions spread over the 3 brokers, each read once:
+// the fetcher runs its router, one loop per broker and sarama's receiver
+// of each loop's connection, whatever the number of partitions (no
+// goroutine per partition).
+func TestGoroutines(t *testing.T) {
+	c := testcluster.Shared(t)
+	checkLeaks(t)
+	client := newClient(t, c)
+	topic := testcluster.Name(t, "")
+	const P = 64
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(topic, P, 0, 2*P); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Partitions(topic); err != nil { // the client's own connections
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	f := newFetcher(t, client, fetch.NewConfig())
+	for part := range int32(P) {
+		p, err := f.Add(topic, part, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		(&reader{t: t, p: p}).readN(2, 30*time.Second)
+	}
+	brokers := len(c.BrokerIDs())
+	extra := runtime.NumGoroutine() - before
+	t.Logf("%d partitions over %d brokers: %d goroutines more", P, brokers, extra)
+	if extra > 1+2*brokers+2 {
+		t.Fatalf("%d goroutines for %d partitions over %d brokers; want at most %d", extra, P, brokers, 1+2*brokers+2)
 	}
 }
