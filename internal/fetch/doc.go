@@ -37,7 +37,8 @@
 // partition is left out of its broker's requests, so a consumer that does
 // not take stops its partition only; a take puts it back into the next
 // request. With 2, the next share is in flight while the consumer works. A request made while some partition
-// is held so has a short MaxWait (5 ms, doubling per request to MaxWait),
+// is held so has a short MaxWait (5 ms, growing by a quarter per request
+// to MaxWait),
 // so that the take is not kept waiting behind a long poll for the others.
 //
 // Fair share: each response is limited to MaxResponseSize and each

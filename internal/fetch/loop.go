@@ -15,8 +15,10 @@ import (
 // broker is left out only because its consumer has not taken from its
 // full buffer yet: the take usually follows within microseconds, and a long
 // poll for the others would keep the partition out for up to MaxWait. It
-// doubles with each such request up to MaxWait, so that a consumer that
-// never takes costs a few short requests, then the usual long polls.
+// grows by a quarter with each such request up to MaxWait, so that a
+// consumer that never takes costs about twenty short requests, then the
+// usual long polls, while a take waits at most about a quarter of the
+// time the partition was held.
 const heldWaitBase = 5 * time.Millisecond
 
 // brokerLoop is the fetch loop of one broker: one goroutine (run) and one
@@ -164,9 +166,12 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		case p.stop != nil:
 		case len(p.buf) == cap(p.buf):
 			p.held = true
-			w := heldWaitBase << min(p.heldRounds, 16)
-			p.heldRounds++
-			wait = min(wait, w)
+			if p.heldWait == 0 {
+				p.heldWait = heldWaitBase
+			} else {
+				p.heldWait = min(p.heldWait+p.heldWait/4, cfg.MaxWait)
+			}
+			wait = min(wait, p.heldWait)
 		case starvedOnly && p.starved == 0:
 		default:
 			l.inReq = append(l.inReq, reqPart{p: p, offset: p.offset, seq: p.seq})

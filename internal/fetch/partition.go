@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Partition is one assigned partition of a Fetcher: its consumer takes
@@ -40,9 +41,10 @@ type Partition struct {
 	closed bool
 	loop   *brokerLoop // the loop fetching it, nil while routed
 	// held: left out of a request because buf was full; the take wakes
-	// the loop. heldRounds counts such requests (see brokerLoop.build).
-	held       bool
-	heldRounds int
+	// the loop. heldWait is the MaxWait of the latest request made while
+	// it was held (see brokerLoop.build).
+	held     bool
+	heldWait time.Duration
 	// starved counts responses that brought nothing though the partition
 	// had data (another partition filled the response).
 	starved int
@@ -87,7 +89,7 @@ func (p *Partition) Poll() (*Records, error) {
 				p.loop.poke()
 			}
 		}
-		p.heldRounds = 0
+		p.heldWait = 0
 		return r, nil
 	}
 	return nil, nil
@@ -130,7 +132,7 @@ func (p *Partition) SetOffset(offset int64) error {
 	p.buf = p.buf[:0]
 	p.report, p.stop = nil, nil
 	p.size = p.f.cfg.PartitionMaxBytes
-	p.starved, p.held, p.heldRounds = 0, false, 0
+	p.starved, p.held, p.heldWait = 0, false, 0
 	l := p.loop
 	p.mu.Unlock()
 	if l != nil {
