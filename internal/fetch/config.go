@@ -62,8 +62,10 @@ type Config struct {
 	// on one and another waits: a partition holds at most PartitionBuffer
 	// responses' shares beside the one its consumer took.
 	PartitionBuffer int
-	// RetryBackoff is how long a partition waits before it is routed again
-	// after its leader could not be found or its broker failed.
+	// RetryBackoff is how long a partition waits before it is routed
+	// again after its leader moved, could not be found, or its broker
+	// failed (ConfigFromSarama takes sarama's Consumer.Retry.Backoff,
+	// 2 s by default, as sarama's Consumer waits).
 	RetryBackoff time.Duration
 }
 

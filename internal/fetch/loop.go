@@ -287,7 +287,9 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 	if len(moved) > 0 {
 		l.f.log.Info("partitions moved away from broker; routing them again", "broker", l.id, "partitions", len(moved), "error", movedErr)
 		l.release(moved...)
-		l.f.reroute(true, false, moved...)
+		// After RetryBackoff: the metadata may still name this broker for
+		// a while, and an immediate reroute would bounce between the two.
+		l.f.reroute(true, true, moved...)
 	}
 }
 
@@ -320,7 +322,7 @@ func (l *brokerLoop) stop(rp reqPart, err error) {
 }
 
 // leaderMoved reports the errors after which the partition is routed
-// again at once, after a metadata refresh.
+// again, after RetryBackoff and a metadata refresh.
 func leaderMoved(err sarama.KError) bool {
 	switch err {
 	case sarama.ErrNotLeaderForPartition, sarama.ErrUnknownTopicOrPartition,
