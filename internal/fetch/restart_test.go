@@ -3,6 +3,7 @@ package fetch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,8 +132,21 @@ func TestBrokerRestart(t *testing.T) {
 			}
 		})
 	}
+	progress := func() string {
+		s := fmt.Sprintf("%d acknowledged; read", produced.Load())
+		for part, st := range states {
+			st.mu.Lock()
+			s += fmt.Sprintf(" %d:%d", part, len(st.recs))
+			st.mu.Unlock()
+		}
+		return s
+	}
 	waitProduced := func(n int64) {
-		testcluster.Await(t, 3*time.Minute, 20*time.Millisecond, "produced messages", func() bool { return produced.Load() >= n })
+		t.Helper()
+		if !testcluster.Poll(3*time.Minute, 20*time.Millisecond, func() bool { return produced.Load() >= n }) {
+			t.Fatalf("timed out waiting for %d acknowledged messages: %s", n, progress())
+		}
+		t.Logf("progress: %s", progress())
 	}
 	waitProduced(200)
 	t.Log("stopping broker 1")
@@ -159,7 +173,7 @@ func TestBrokerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testcluster.Await(t, 2*time.Minute, 20*time.Millisecond, "every partition read to its high watermark", func() bool {
+	caughtUp := testcluster.Poll(2*time.Minute, 20*time.Millisecond, func() bool {
 		for part, st := range states {
 			st.mu.Lock()
 			n := len(st.recs)
@@ -171,6 +185,9 @@ func TestBrokerRestart(t *testing.T) {
 		}
 		return true
 	})
+	if !caughtUp {
+		t.Fatalf("timed out waiting for every partition read to its high watermark %v: %s", hwm, progress())
+	}
 	stopRead()
 	rwg.Wait()
 	var reports int64
