@@ -1,0 +1,188 @@
+package fetch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"go.uber.org/goleak"
+
+	"github.com/zkgroup/zkgroup/internal/fetch"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+var leakOpts = []goleak.Option{
+	goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+}
+
+// checkLeaks verifies at the end of the test that no goroutine started
+// during it is left (register it first: cleanups run last in, first out).
+func checkLeaks(t *testing.T) {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, append(leakOpts, ignore)...) })
+}
+
+func testLog(t *testing.T) *slog.Logger {
+	if os.Getenv("FETCH_DEBUG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return nil
+}
+
+// newClient returns a sarama client of c, closed at the end of the test.
+func newClient(t *testing.T, c *testcluster.Cluster) sarama.Client {
+	t.Helper()
+	cfg := testcluster.SaramaConfig()
+	cl, err := sarama.NewClient(c.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// newFetcher returns a Fetcher over client, closed at the end of the test.
+func newFetcher(t *testing.T, client sarama.Client, cfg fetch.Config) *fetch.Fetcher {
+	t.Helper()
+	f, err := fetch.New(client, cfg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("fetcher close: %v", err)
+		}
+	})
+	return f
+}
+
+// got is one record as read.
+type got struct {
+	offset     int64
+	key, value string
+	headers    []*sarama.RecordHeader
+	ts         time.Time
+}
+
+// reader reads one partition, checking order as it goes.
+type reader struct {
+	t       *testing.T
+	p       *fetch.Partition
+	recs    []got
+	takes   int
+	reports []error
+	last    *fetch.Records // the latest taken
+}
+
+// readN takes until n records in all were read (or fails the test after
+// timeout). Offsets must increase strictly.
+func (r *reader) readN(n int, timeout time.Duration) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for len(r.recs) < n {
+		recs, err := r.p.Take(ctx)
+		if errors.Is(err, fetch.ErrFetch) {
+			r.reports = append(r.reports, err)
+			continue
+		}
+		if err != nil {
+			r.t.Fatalf("%s/%d: after %d records: %v", r.p.Topic(), r.p.ID(), len(r.recs), err)
+		}
+		r.takes++
+		r.last = recs
+		if recs.Len() == 0 {
+			r.t.Fatalf("%s/%d: an empty Records", r.p.Topic(), r.p.ID())
+		}
+		k := 0
+		for rec := range recs.All() {
+			if l := len(r.recs); l > 0 && rec.Offset <= r.recs[l-1].offset {
+				r.t.Fatalf("%s/%d: offset %d after %d", r.p.Topic(), r.p.ID(), rec.Offset, r.recs[l-1].offset)
+			}
+			r.recs = append(r.recs, got{rec.Offset, string(rec.Key), string(rec.Value), rec.Headers, rec.Timestamp})
+			k++
+		}
+		if k != recs.Len() {
+			r.t.Fatalf("%s/%d: Len %d, iterated %d", r.p.Topic(), r.p.ID(), recs.Len(), k)
+		}
+		if last := r.recs[len(r.recs)-1].offset; recs.NextOffset <= last {
+			r.t.Fatalf("%s/%d: NextOffset %d not after the last record %d", r.p.Topic(), r.p.ID(), recs.NextOffset, last)
+		}
+	}
+}
+
+// createTopicOn creates topic with its partitions all led by broker
+// (replication 1), so that one fetch loop serves them all.
+func createTopicOn(t *testing.T, c *testcluster.Cluster, topic string, partitions int32, broker int32) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdmin(c.Addrs(), testcluster.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	assign := map[int32][]int32{}
+	for p := range partitions {
+		assign[p] = []int32{broker}
+	}
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1, ReplicaAssignment: assign}, false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for p := range partitions {
+		if _, err := c.WaitLeader(ctx, topic, p, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// produceSized writes n messages of size bytes to each of partitions,
+// value "<partition>-<i>" padded, in batches of batch messages per
+// request (codec compressed). It blocks until all are acknowledged.
+func produceSized(t testing.TB, c *testcluster.Cluster, topic string, partitions []int32, n, size, batch int, codec sarama.CompressionCodec) {
+	t.Helper()
+	cfg := testcluster.SaramaConfig()
+	cfg.Producer.Compression = codec
+	cfg.Producer.Idempotent = false
+	cfg.Net.MaxOpenRequests = 5
+	cfg.Producer.Return.Successes = false
+	cfg.Producer.Flush.Messages = batch
+	cfg.Producer.Flush.MaxMessages = batch
+	cfg.Producer.Flush.Frequency = 20 * time.Millisecond
+	cfg.Producer.MaxMessageBytes = 8 << 20
+	p, err := sarama.NewAsyncProducer(c.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 1)
+	go func() {
+		for e := range p.Errors() {
+			select {
+			case errs <- e:
+			default:
+			}
+		}
+	}()
+	for i := range n {
+		for _, part := range partitions {
+			v := make([]byte, size)
+			copy(v, fmt.Sprintf("%d-%d", part, i))
+			p.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: part, Key: sarama.StringEncoder(strconv.Itoa(i)), Value: sarama.ByteEncoder(v)}
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-errs:
+		t.Fatal(e)
+	default:
+	}
+}

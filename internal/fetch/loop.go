@@ -1,0 +1,436 @@
+package fetch
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// heldWaitBase is the MaxWait of a request made while a partition of the
+// broker is left out only because its consumer has not taken from its
+// full buffer yet: the take usually follows within microseconds, and a long
+// poll for the others would keep the partition out for up to MaxWait. It
+// grows by a quarter with each such request up to MaxWait, so that a
+// consumer that never takes costs about twenty short requests, then the
+// usual long polls, while a take waits at most about a quarter of the
+// time the partition was held.
+const heldWaitBase = 5 * time.Millisecond
+
+// brokerLoop is the fetch loop of one broker: one goroutine (run) and one
+// connection of its own, fetching every partition the broker leads that
+// is added to the fetcher.
+type brokerLoop struct {
+	f    *Fetcher
+	id   int32
+	addr string
+	wake chan struct{} // cap 1: the partition set or a partition's state changed
+
+	mu     sync.Mutex
+	parts  []*Partition
+	conn   *sarama.Broker
+	raw    net.Conn // conn's socket, closed to cut a fetch short at Close
+	closed bool
+
+	// run goroutine only
+	throttleUntil time.Time
+	inReq         []reqPart
+	snap          []*Partition
+}
+
+// reqPart is a partition as a request asked for it.
+type reqPart struct {
+	p      *Partition
+	offset int64
+	seq    uint64
+}
+
+func newBrokerLoop(f *Fetcher, id int32, addr string) *brokerLoop {
+	return &brokerLoop{f: f, id: id, addr: addr, wake: make(chan struct{}, 1)}
+}
+
+func (l *brokerLoop) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// add makes the loop fetch p from its next request.
+func (l *brokerLoop) add(p *Partition) {
+	p.mu.Lock()
+	p.loop = l
+	p.mu.Unlock()
+	l.mu.Lock()
+	l.parts = append(l.parts, p)
+	l.mu.Unlock()
+	l.poke()
+}
+
+// release takes ps out of the loop (for rerouting).
+func (l *brokerLoop) release(ps ...*Partition) {
+	l.mu.Lock()
+	l.parts = slices.DeleteFunc(l.parts, func(q *Partition) bool { return slices.Contains(ps, q) })
+	l.mu.Unlock()
+	for _, p := range ps {
+		p.mu.Lock()
+		if p.loop == l {
+			p.loop = nil
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (l *brokerLoop) run() error {
+	defer l.dropConn()
+	dying := l.f.t.Dying()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-dying:
+			return nil
+		default:
+		}
+		req := l.build()
+		if req == nil {
+			select {
+			case <-l.wake:
+			case <-dying:
+				return nil
+			}
+			continue
+		}
+		if d := time.Until(l.throttleUntil); d > 0 {
+			// The broker asked us to hold back: wait, then build afresh.
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			select {
+			case <-timer.C:
+			case <-dying:
+				return nil
+			}
+			continue
+		}
+		conn, err := l.connect()
+		var resp *sarama.FetchResponse
+		if err == nil {
+			resp, err = conn.Fetch(req)
+		}
+		if err != nil {
+			l.fail(err)
+			continue
+		}
+		l.handle(resp)
+	}
+}
+
+// build makes the next request from the partitions' state: closed ones
+// leave the loop, stopped ones and those whose buffer is full (the
+// consumer has not taken) are left out (the latter shorten the request's MaxWait, see
+// heldWaitBase). When some partition went without data for two responses
+// though it had some (starved), only the starved ones are asked for. It
+// returns nil when there is nothing to fetch.
+func (l *brokerLoop) build() *sarama.FetchRequest {
+	l.mu.Lock()
+	l.snap = append(l.snap[:0], l.parts...)
+	l.mu.Unlock()
+	cfg := &l.f.cfg
+	l.inReq = l.inReq[:0]
+	wait := cfg.MaxWait
+	starvedOnly := false
+	var gone []*Partition
+	for _, p := range l.snap {
+		p.mu.Lock()
+		if p.starved >= 2 && !p.closed && p.stop == nil && len(p.buf) < cap(p.buf) {
+			starvedOnly = true
+		}
+		p.mu.Unlock()
+	}
+	for _, p := range l.snap {
+		p.mu.Lock()
+		switch {
+		case p.closed || p.loop != l:
+			gone = append(gone, p)
+		case p.stop != nil:
+		case len(p.buf) == cap(p.buf):
+			p.held = true
+			if p.heldWait == 0 {
+				p.heldWait = heldWaitBase
+			} else {
+				p.heldWait = min(p.heldWait+p.heldWait/4, cfg.MaxWait)
+			}
+			wait = min(wait, p.heldWait)
+		case starvedOnly && p.starved == 0:
+		default:
+			l.inReq = append(l.inReq, reqPart{p: p, offset: p.offset, seq: p.seq})
+		}
+		p.mu.Unlock()
+	}
+	if len(gone) > 0 {
+		l.mu.Lock()
+		l.parts = slices.DeleteFunc(l.parts, func(q *Partition) bool { return slices.Contains(gone, q) })
+		l.mu.Unlock()
+	}
+	if len(l.inReq) == 0 {
+		return nil
+	}
+	req := &sarama.FetchRequest{
+		Version:      l.f.version,
+		MinBytes:     cfg.MinBytes,
+		MaxWaitTime:  int32(max(wait/time.Millisecond, 1)),
+		MaxBytes:     cfg.MaxResponseSize,
+		Isolation:    cfg.Isolation,
+		SessionID:    0,  // no fetch session (KIP-227):
+		SessionEpoch: -1, // every request is complete
+	}
+	for _, rp := range l.inReq {
+		rp.p.mu.Lock()
+		size := rp.p.size
+		rp.p.mu.Unlock()
+		// sarama encodes the blocks from a map, whose iteration order Go
+		// randomises per request: the partition order rotates by itself.
+		req.AddBlock(rp.p.topic, rp.p.partition, rp.offset, size, -1)
+	}
+	return req
+}
+
+// handle applies a response to the partitions asked for.
+func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
+	if resp.ThrottleTime > 0 {
+		l.throttleUntil = time.Now().Add(resp.ThrottleTime)
+	}
+	committed := l.f.cfg.Isolation == sarama.ReadCommitted
+	var moved []*Partition
+	var movedErr error
+	alone := len(l.inReq) == 1
+	// A throttled response may come back empty: it says nothing of the
+	// partitions' logs.
+	throttled := resp.ThrottleTime > 0
+	for _, rp := range l.inReq {
+		p := rp.p
+		block := resp.GetBlock(p.topic, p.partition)
+		if block == nil {
+			continue // not answered (a throttled empty response): asked again
+		}
+		switch {
+		case errors.Is(block.Err, sarama.ErrNoError):
+		case errors.Is(block.Err, sarama.ErrOffsetOutOfRange):
+			l.stop(rp, fmt.Errorf("%w: %s/%d at offset %d (log start %d, high watermark %d)", ErrOffsetOutOfRange,
+				p.topic, p.partition, rp.offset, block.LogStartOffset, block.HighWaterMarkOffset))
+			continue
+		case leaderMoved(block.Err):
+			moved = append(moved, p)
+			movedErr = block.Err
+			p.setReport(fmt.Errorf("%w: %s/%d: broker %d: %w", ErrFetch, p.topic, p.partition, l.id, block.Err))
+			continue
+		default:
+			// Unexpected: report, and route again after a pause.
+			p.setReport(fmt.Errorf("%w: %s/%d: broker %d: %w", ErrFetch, p.topic, p.partition, l.id, block.Err))
+			l.release(p)
+			l.f.reroute(true, true, p)
+			continue
+		}
+		out := parseBlock(p.topic, p.partition, block, rp.offset, committed)
+		bound := block.HighWaterMarkOffset
+		if committed {
+			bound = block.LastStableOffset
+		}
+		p.mu.Lock()
+		if p.closed || p.seq != rp.seq || p.loop != l {
+			p.mu.Unlock()
+			continue // sought, closed or moved since the request
+		}
+		var tooLarge bool
+		switch {
+		case out.recs != nil:
+			p.buf = append(p.buf, out.recs)
+			p.offset = out.next
+			p.size = l.f.cfg.PartitionMaxBytes
+			p.starved = 0
+		case out.partial:
+			tooLarge = !p.grow(l.f.cfg.PartitionMaxBytesLimit)
+		case out.next > rp.offset:
+			p.offset = out.next // only control or aborted batches
+			p.starved = 0
+		case throttled:
+		case bound > rp.offset && alone && p.starved > 0:
+			// Asked alone and still nothing below the bound: the batch
+			// there holds no record (sarama drops empty batches when
+			// decoding, and with them their end). Step over it.
+			p.offset++
+			p.starved = 0
+		case bound > rp.offset:
+			p.starved++
+		default:
+			p.starved = 0
+		}
+		p.mu.Unlock()
+		if tooLarge {
+			l.stop(rp, fmt.Errorf("%w: %s/%d at offset %d: limit %d bytes", ErrMessageTooLarge,
+				p.topic, p.partition, rp.offset, l.f.cfg.PartitionMaxBytesLimit))
+		} else if out.recs != nil {
+			p.signal()
+		}
+	}
+	if len(moved) > 0 {
+		l.f.log.Info("partitions moved away from broker; routing them again", "broker", l.id, "partitions", len(moved), "error", movedErr)
+		l.release(moved...)
+		// After RetryBackoff: the metadata may still name this broker for
+		// a while, and an immediate reroute would bounce between the two.
+		l.f.reroute(true, true, moved...)
+	}
+}
+
+// grow raises the partition's fetch size for a batch that did not fit
+// (doubling, within limit when set). It returns false when it cannot.
+// Under p.mu.
+func (p *Partition) grow(limit int32) bool {
+	if limit > 0 && p.size >= limit {
+		return false
+	}
+	n := int64(p.size) * 2
+	if limit > 0 {
+		n = min(n, int64(limit))
+	}
+	p.size = int32(min(n, int64(1<<31-1)))
+	return true
+}
+
+// stop stops p with err until SetOffset, unless it was sought since rp.
+func (l *brokerLoop) stop(rp reqPart, err error) {
+	p := rp.p
+	p.mu.Lock()
+	if p.closed || p.seq != rp.seq {
+		p.mu.Unlock()
+		return
+	}
+	p.stop = err
+	p.mu.Unlock()
+	p.signal()
+}
+
+// leaderMoved reports the errors after which the partition is routed
+// again, after RetryBackoff and a metadata refresh.
+func leaderMoved(err sarama.KError) bool {
+	switch err {
+	case sarama.ErrNotLeaderForPartition, sarama.ErrUnknownTopicOrPartition,
+		sarama.ErrLeaderNotAvailable, sarama.ErrReplicaNotAvailable,
+		sarama.ErrFencedLeaderEpoch, sarama.ErrUnknownLeaderEpoch,
+		sarama.ErrKafkaStorageError, sarama.ErrNotCoordinatorForConsumer:
+		return true
+	}
+	return false
+}
+
+// fail handles a failed request (the connection, most likely): the
+// connection is dropped, every partition of the loop hears of it and goes
+// back to the router, which finds their leaders again after RetryBackoff.
+func (l *brokerLoop) fail(err error) {
+	l.dropConn()
+	select {
+	case <-l.f.t.Dying():
+		return
+	default:
+	}
+	l.mu.Lock()
+	ps := l.parts
+	l.parts = nil
+	l.mu.Unlock()
+	var live []*Partition
+	for _, p := range ps {
+		p.mu.Lock()
+		mine := p.loop == l && !p.closed
+		if mine {
+			p.loop = nil
+		}
+		p.mu.Unlock()
+		if mine {
+			live = append(live, p)
+			p.setReport(fmt.Errorf("%w: %s/%d: broker %d: %w", ErrFetch, p.topic, p.partition, l.id, err))
+		}
+	}
+	l.f.log.Warn("fetch from broker failed; routing its partitions again", "broker", l.id, "addr", l.addr, "partitions", len(live), "error", err)
+	l.f.reroute(true, true, live...)
+}
+
+// connect returns the loop's connection, opening it on first use (with the
+// client's config: TLS, SASL, version, client id).
+func (l *brokerLoop) connect() (*sarama.Broker, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if l.conn != nil {
+		return l.conn, nil
+	}
+	cfg := *l.f.client.Config()
+	inner := cfg.Net.Proxy.Dialer
+	if !cfg.Net.Proxy.Enable || inner == nil {
+		inner = &net.Dialer{Timeout: cfg.Net.DialTimeout, KeepAlive: cfg.Net.KeepAlive, LocalAddr: cfg.Net.LocalAddr}
+	}
+	cfg.Net.Proxy.Enable = true
+	cfg.Net.Proxy.Dialer = dialFunc(func(network, addr string) (net.Conn, error) {
+		c, err := inner.Dial(network, addr)
+		if err == nil {
+			l.mu.Lock()
+			if l.closed {
+				l.mu.Unlock()
+				_ = c.Close()
+				return nil, ErrClosed
+			}
+			l.raw = c
+			l.mu.Unlock()
+		}
+		return c, err
+	})
+	b := sarama.NewBroker(l.addr)
+	if err := b.Open(&cfg); err != nil {
+		return nil, err
+	}
+	l.conn = b
+	return b, nil
+}
+
+// dialFunc is a dialer (sarama's Net.Proxy.Dialer) that keeps the socket,
+// so that Close can cut a long poll short: sarama's Broker.Close waits for
+// the request in flight.
+type dialFunc func(network, addr string) (net.Conn, error)
+
+func (d dialFunc) Dial(network, addr string) (net.Conn, error) { return d(network, addr) }
+
+// dropConn closes the loop's connection (a new one is opened at the next
+// request).
+func (l *brokerLoop) dropConn() {
+	l.mu.Lock()
+	conn := l.conn
+	l.conn, l.raw = nil, nil
+	l.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close()
+	}
+}
+
+// closeConn is the fetcher's Close: no connection is opened any more and
+// the socket of a request in flight is closed, which ends the request.
+func (l *brokerLoop) closeConn() {
+	l.mu.Lock()
+	l.closed = true
+	raw := l.raw
+	l.mu.Unlock()
+	if raw != nil {
+		_ = raw.Close()
+	}
+}

@@ -1,0 +1,241 @@
+package fetch
+
+import (
+	"encoding/binary"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Record is one record of a Records, as the iterator yields it. Its fields
+// are those of sarama's ConsumerMessage (Topic and Partition are the
+// Records'): Key, Value and Headers are the decoded response's own memory
+// (no copy), Timestamp is the record's (the batch's max timestamp under
+// LogAppendTime), BlockTimestamp is the wrapper's timestamp of a legacy
+// (v0/v1) compressed message set and zero for record batches, as sarama
+// sets it.
+type Record struct {
+	Offset         int64
+	Key, Value     []byte
+	Headers        []*sarama.RecordHeader
+	Timestamp      time.Time
+	BlockTimestamp time.Time
+}
+
+// Records is one partition's share of one fetch response, handed over
+// whole by Partition.Take or Poll: the records at or after the offset that
+// was fetched, in offset order (not necessarily contiguous: compaction,
+// control records and aborted transactions leave gaps), without control
+// records and, under ReadCommitted, without records of aborted
+// transactions. It holds at least one record.
+//
+// Memory: the Records and the memory its records point into (the decoded
+// sarama record batches, and through them the response's buffer) belong
+// to the caller once taken; the fetcher keeps no reference. A record's
+// Key, Value and Headers stay valid as long as the caller keeps them: they
+// keep that memory alive (a whole response buffer for uncompressed
+// batches, as with sarama's Consumer). A Records is not safe for
+// concurrent use while iterated; iterating it again yields the same
+// records.
+type Records struct {
+	Topic     string
+	Partition int32
+	// HighWaterMark, LastStableOffset and LogStartOffset are the broker's
+	// as of the response.
+	HighWaterMark, LastStableOffset, LogStartOffset int64
+	// NextOffset is where fetching continues: after the last record, or
+	// after the control or aborted batches that followed it.
+	NextOffset int64
+
+	n    int
+	segs []segment
+}
+
+// segment is a run of records to yield: batch.Records[from:] of a record
+// batch, or the messages from index from of a legacy message block.
+type segment struct {
+	batch  *sarama.RecordBatch
+	legacy *sarama.MessageBlock
+	from   int
+}
+
+// Len returns how many records the iterator yields.
+func (r *Records) Len() int { return r.n }
+
+// All yields the records in offset order. The *Record is reused between
+// yields: copy what you keep (the fields themselves, slices included, may
+// be kept). Cost per record: one call of yield, no allocation.
+func (r *Records) All() iter.Seq[*Record] {
+	return func(yield func(*Record) bool) {
+		var rec Record
+		for _, s := range r.segs {
+			if b := s.batch; b != nil {
+				rec.BlockTimestamp = time.Time{}
+				for _, x := range b.Records[s.from:] {
+					rec.Offset = b.FirstOffset + x.OffsetDelta
+					rec.Key, rec.Value, rec.Headers = x.Key, x.Value, x.Headers
+					if b.LogAppendTime {
+						rec.Timestamp = b.MaxTimestamp
+					} else {
+						rec.Timestamp = b.FirstTimestamp.Add(x.TimestampDelta)
+					}
+					if !yield(&rec) {
+						return
+					}
+				}
+				continue
+			}
+			outer := s.legacy
+			inner := outer.Messages()
+			base := legacyBase(outer, inner)
+			rec.Headers = nil
+			rec.BlockTimestamp = outer.Msg.Timestamp
+			for _, m := range inner[s.from:] {
+				rec.Offset = m.Offset + base
+				rec.Key, rec.Value = m.Msg.Key, m.Msg.Value
+				rec.Timestamp = m.Msg.Timestamp
+				if m.Msg.Version >= 1 && m.Msg.LogAppendTime {
+					rec.Timestamp = outer.Msg.Timestamp
+				}
+				if !yield(&rec) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// legacyBase is what turns the offsets of a legacy message block's inner
+// messages into absolute ones: v1 wrappers carry relative inner offsets
+// and the absolute offset of the last inner message.
+func legacyBase(outer *sarama.MessageBlock, inner []*sarama.MessageBlock) int64 {
+	if outer.Msg.Version >= 1 && outer.Msg.Set != nil && len(inner) > 0 {
+		return outer.Offset - inner[len(inner)-1].Offset
+	}
+	return 0
+}
+
+// parsed is what the broker loop learns from a partition's response block.
+type parsed struct {
+	recs *Records // nil when no record is to be handed over
+	next int64    // the offset to fetch next
+	// partial: nothing whole came, only the start of a batch larger than
+	// what was asked for.
+	partial bool
+}
+
+// parseBlock walks a partition's response block fetched at offset from:
+// batches wholly before from are skipped, as are the records before from
+// in the first batch (a compressed batch is returned whole), control
+// batches, and under read_committed the transactional batches of aborted
+// transactions (by producer id, from each aborted transaction's first
+// offset up to its abort marker). Nothing is copied: the Records refer to
+// the decoded batches.
+func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock, from int64, committed bool) parsed {
+	out := parsed{next: from}
+	var recs *Records
+	var aborted []*sarama.AbortedTransaction
+	var active map[int64]struct{}
+	if committed && len(block.AbortedTransactions) > 0 {
+		aborted = slices.Clone(block.AbortedTransactions)
+		slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int {
+			switch {
+			case a.FirstOffset < b.FirstOffset:
+				return -1
+			case a.FirstOffset > b.FirstOffset:
+				return 1
+			}
+			return 0
+		})
+		active = make(map[int64]struct{}, len(aborted))
+	}
+	add := func(s segment, n int) {
+		if recs == nil {
+			recs = &Records{
+				Topic: topic, Partition: partition,
+				HighWaterMark: block.HighWaterMarkOffset, LastStableOffset: block.LastStableOffset,
+				LogStartOffset: block.LogStartOffset,
+				segs:           make([]segment, 0, len(block.RecordsSet)),
+			}
+		}
+		recs.segs = append(recs.segs, s)
+		recs.n += n
+	}
+	whole := false // a whole batch or message came
+	for _, rs := range block.RecordsSet {
+		if b := rs.RecordBatch; b != nil {
+			if b.PartialTrailingRecord {
+				break
+			}
+			whole = true
+			last := b.LastOffset()
+			if last < out.next {
+				continue
+			}
+			for len(aborted) > 0 && aborted[0].FirstOffset <= last {
+				active[aborted[0].ProducerID] = struct{}{}
+				aborted = aborted[1:]
+			}
+			switch {
+			case b.Control:
+				if active != nil && isAbortMarker(b) {
+					delete(active, b.ProducerID)
+				}
+			case active != nil && b.IsTransactional && hasKey(active, b.ProducerID):
+				// a batch of an aborted transaction
+			default:
+				i := 0
+				for i < len(b.Records) && b.FirstOffset+b.Records[i].OffsetDelta < out.next {
+					i++
+				}
+				if i < len(b.Records) {
+					add(segment{batch: b, from: i}, len(b.Records)-i)
+				}
+			}
+			out.next = last + 1
+			continue
+		}
+		ms := rs.MsgSet
+		if ms == nil {
+			continue
+		}
+		for _, outer := range ms.Messages {
+			whole = true
+			inner := outer.Messages()
+			base := legacyBase(outer, inner)
+			i := 0
+			for i < len(inner) && inner[i].Offset+base < out.next {
+				i++
+			}
+			if i < len(inner) {
+				add(segment{legacy: outer, from: i}, len(inner)-i)
+				out.next = inner[len(inner)-1].Offset + base + 1
+			}
+		}
+		if ms.PartialTrailingMessage {
+			break
+		}
+	}
+	if recs != nil {
+		recs.NextOffset = out.next
+	}
+	out.recs = recs
+	out.partial = !whole && (block.Partial || len(block.RecordsSet) > 0)
+	return out
+}
+
+func hasKey(m map[int64]struct{}, k int64) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// isAbortMarker reports whether a control batch holds an abort marker: its
+// record's key is version (int16) and type (int16, 0 = abort).
+func isAbortMarker(b *sarama.RecordBatch) bool {
+	if len(b.Records) == 0 || len(b.Records[0].Key) < 4 {
+		return false
+	}
+	return binary.BigEndian.Uint16(b.Records[0].Key[2:4]) == uint16(sarama.ControlRecordAbort)
+}
