@@ -512,29 +512,10 @@ func batchesSuspension(t *testing.T) (survived bool) {
 // newest, time) takes effect before it returns, and Pause stops the
 // hand-out until Resume.
 func TestSeekAndPause(t *testing.T) {
-	c := testcluster.Shared(t)
-	topic, group, sub := newTopic(t, c, 1)
-	if _, err := c.Produce(topic, 1, 0, 100); err != nil {
-		t.Fatal(err)
-	}
-	cfg := apiConfig(t)
-	cfg.Mode = manager.ModePartitions
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
+	c, topic, group, cons, s := oneStream(t)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	logErrors(t, "a", cons, &wg)
-	var s *manager.PartitionStream
-	for ps, err := range cons.EachPartition(t.Context()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		s = ps
-		break
-	}
 	// The stream's hand-off is Poll: a Seek or Pause takes effect at the
 	// next batch handed out.
 	poll := func(what string) *manager.Batch {

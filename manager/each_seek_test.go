@@ -15,23 +15,7 @@ import (
 // rest of the batch it holds, nothing more until Resume, and then goes on
 // without a gap.
 func TestEachAfterSeekAndPause(t *testing.T) {
-	c := testcluster.Shared(t)
-	topic, group, sub := newTopic(t, c, 1)
-	if _, err := c.Produce(topic, 1, 0, 100); err != nil {
-		t.Fatal(err)
-	}
-	cfg := apiConfig(t)
-	cfg.Mode = manager.ModePartitions
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	var s *manager.PartitionStream
-	for ps := range cons.EachPartition(t.Context()) {
-		s = ps
-		break
-	}
+	c, topic, _, _, s := oneStream(t)
 	ctx := t.Context()
 	// A loop left early, then Seek.
 	for range 5 {
@@ -87,4 +71,31 @@ func TestEachAfterSeekAndPause(t *testing.T) {
 	if m := mustNext(t, s.Each, 30*time.Second); m.Offset != last+1 {
 		t.Errorf("after Resume: offset %d, want %d (no gap)", m.Offset, last+1)
 	}
+}
+
+// oneStream joins a ModePartitions consumer (closed at the test's end) to
+// a new one-partition topic holding offsets 0-99 and returns the cluster,
+// the topic, the group, the consumer and the partition's stream.
+func oneStream(t *testing.T) (*testcluster.Cluster, string, string, *manager.Consumer, *manager.PartitionStream) {
+	t.Helper()
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 1)
+	if _, err := c.Produce(topic, 1, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	cfg := apiConfig(t)
+	cfg.Mode = manager.ModePartitions
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cons.Close() })
+	for ps, err := range cons.EachPartition(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, topic, group, cons, ps
+	}
+	t.Fatal("EachPartition ended without a stream")
+	return nil, "", "", nil, nil
 }

@@ -3,6 +3,7 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -12,8 +13,9 @@ import (
 // ErrMessageTooLarge wrapped (errors.Is matches); reports of transient
 // trouble wrap ErrFetch and the cause.
 var (
-	// ErrConfig: a Config field is invalid (the message names it).
-	ErrConfig = errors.New("fetch: invalid config")
+	// ErrConfig: a Config field or an argument is invalid (the message
+	// names it): the module's one value for it, zkgroup.ErrConfig.
+	ErrConfig = zkgroup.ErrConfig
 	// ErrClosed: the Partition or the Fetcher was closed.
 	ErrClosed = errors.New("fetch: closed")
 	// ErrExists: the partition is already added (and not closed).
