@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/fetch"
 	"github.com/zkgroup/zkgroup/internal/listoffsets"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/partition"
@@ -42,18 +43,18 @@ type store interface {
 // full, further errors are dropped, logged and counted in Stats: an unread
 // Errors() never stalls consumption.
 type Consumer struct {
-	group    string
-	id       string
-	sub      *subscription.Subscription
-	cfg      *Config
-	log      *slog.Logger
-	session  *zkconn.Session
-	meta     metaSource
-	client   sarama.Client
-	consumer sarama.Consumer
-	store    store
-	commits  *partition.Committer // the partitions' routine commits
-	reaper   *partition.Reaper    // closes the partitions' sarama fetchers
+	group   string
+	id      string
+	sub     *subscription.Subscription
+	cfg     *Config
+	log     *slog.Logger
+	session *zkconn.Session
+	meta    metaSource
+	client  sarama.Client
+	fetcher *fetch.Fetcher // fetches every owned partition
+	store   store
+	commits *partition.Committer // the partitions' routine commits
+	reaper  *partition.Reaper    // closes the partitions' sarama fetchers
 	// offsetClient is the client of commits and offset queries (ListOffsets),
 	// kept off the fetch connections; lister is client with its GetOffset
 	// answered over offsetClient, the client of consumer and partitions.
@@ -345,9 +346,11 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		return nil, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, offsetErr)
 	}
 	c.lister = listoffsets.Wrap(c.client, listoffsets.New(c.offsetClient))
-	c.consumer, err = sarama.NewConsumerFromClient(c.lister)
+	// One fetch loop per broker for every owned partition it leads, on
+	// connections of its own (package internal/fetch).
+	c.fetcher, err = fetch.New(c.client, fetch.ConfigFromSarama(scfg), log)
 	if err != nil {
-		return nil, fmt.Errorf("%w: kafka consumer: %w", ErrJoin, err)
+		return nil, fmt.Errorf("%w: kafka fetcher: %w", ErrJoin, err)
 	}
 	switch cfg.OffsetStorage {
 	case StorageZooKeeper:
@@ -493,8 +496,8 @@ func (c *Consumer) closeResources() {
 	if c.reaper != nil {
 		c.reaper.Close()
 	}
-	if c.consumer != nil {
-		_ = c.consumer.Close()
+	if c.fetcher != nil {
+		_ = c.fetcher.Close()
 	}
 	if c.commits != nil {
 		_ = c.commits.Close()

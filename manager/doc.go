@@ -160,11 +160,15 @@
 // node in one transaction; the peers see the member and its claims go
 // together.
 //
-// What an owned partition costs: four goroutines (its slot, which claims,
-// runs and releases it; its partition manager's fetch loop; sarama's two
-// per PartitionConsumer); no timer while idle; its claim's watch and the
-// owners view's are session hooks, not goroutines. Memory: its fetch
-// buffers, and up to PartitionConfig.MaxUnacked messages handed out and
-// not yet acked (their ack tracking costs about 33 bytes each, given back
-// once the partition is idle).
+// What an owned partition costs: two goroutines (its slot, which claims,
+// runs and releases it, and its partition manager's run loop); no timer
+// while idle; its claim's watch and the owners view's are session hooks,
+// not goroutines. Fetching costs no goroutine per partition: the member
+// runs one fetch loop per broker it fetches from, each on a connection of
+// its own, for every owned partition that broker leads, built on sarama's
+// protocol layer (a partition whose messages are not taken is left out of
+// the requests once it buffers two response shares, without slowing the
+// others). Memory: those buffers, and up to PartitionConfig.MaxUnacked
+// messages handed out and not yet acked (their ack tracking costs about
+// 33 bytes each, given back once the partition is idle).
 package manager

@@ -99,7 +99,7 @@ func (c *Consumer) prefetchOne(ctx context.Context, tp TopicPartition) *partitio
 	if ctx.Err() != nil {
 		return nil
 	}
-	if pre.PC, err = c.consumer.ConsumePartition(tp.Topic, tp.Partition, pre.Offset); err != nil {
+	if pre.FP, err = c.fetcher.Add(tp.Topic, tp.Partition, pre.Offset); err != nil {
 		return nil
 	}
 	return pre
@@ -121,6 +121,6 @@ func (c *Consumer) dropPrefetched() {
 	c.prefetched = nil
 	c.mu.Unlock()
 	for _, pre := range left {
-		c.reaper.Reap(pre.PC)
+		pre.FP.Close()
 	}
 }

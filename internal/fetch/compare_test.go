@@ -28,17 +28,15 @@ type slabMsg struct {
 	BlockTimestamp time.Time
 }
 
-// TestCompareSarama is a benchmark, not a test (set FETCH_BENCH=1; run
-// without -race): it fills a topic of 8 partitions with FETCH_BENCH_N
+// BenchmarkCompareSarama is run once whatever b.N (go test -run '^$'
+// -bench CompareSarama -benchtime 1x ./internal/fetch/, without -race): it fills a topic of 8 partitions with FETCH_BENCH_N
 // (default 1,000,000) messages of 100 B and reads it whole, alternately
 // with this package and with sarama's Consumer (same fetch sizes), each
 // reader filling slabs of Message-like structs per hand-off as the
 // partition manager does. It logs the medians over FETCH_BENCH_ROUNDS
 // (default 5) rounds: start→last msgs/s and process CPU per message.
-func TestCompareSarama(t *testing.T) {
-	if os.Getenv("FETCH_BENCH") == "" {
-		t.Skip("a benchmark: set FETCH_BENCH=1")
-	}
+func BenchmarkCompareSarama(b *testing.B) {
+	t := testing.TB(b)
 	n := envInt("FETCH_BENCH_N", 1_000_000)
 	rounds := envInt("FETCH_BENCH_ROUNDS", 5)
 	const P = 8

@@ -29,7 +29,7 @@ func checkLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, append(leakOpts, ignore)...) })
 }
 
-func testLog(t *testing.T) *slog.Logger {
+func testLog(testing.TB) *slog.Logger {
 	if os.Getenv("FETCH_DEBUG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -37,7 +37,7 @@ func testLog(t *testing.T) *slog.Logger {
 }
 
 // newClient returns a sarama client of c, closed at the end of the test.
-func newClient(t *testing.T, c *testcluster.Cluster) sarama.Client {
+func newClient(t testing.TB, c *testcluster.Cluster) sarama.Client {
 	t.Helper()
 	cfg := testcluster.SaramaConfig()
 	cl, err := sarama.NewClient(c.Addrs(), cfg)

@@ -1,7 +1,10 @@
 // Package partition runs zkgroup's partition managers: one per partition
-// this instance owns. A Manager streams the partition from Kafka through a
-// sarama PartitionConsumer in goroutines of its own, so that a slow, unread
-// or stuck partition never holds up another; it hands messages out only
+// this instance owns. A Manager streams the partition from Kafka through
+// the consumer's fetch.Fetcher (Params.Fetcher: one fetch loop per broker,
+// a partition's records taken a response share at a time into one slab of
+// Messages; see fetchpath.go), or, where a test gives it one, a sarama
+// PartitionConsumer (Params.Consumer), so that a slow, unread or stuck
+// partition never holds up another; it hands messages out only
 // while its Fence allows it, tracks their acks with an tracker.Tracker,
 // bounds the number of unacked messages (backpressure), and on Stop
 // drains, commits synchronously and verifies before its owner releases the
@@ -22,16 +25,15 @@
 // Goroutines per owned partition, and who owns them:
 //
 //   - the Manager's run goroutine (its tomb): reads the committed offset,
-//     starts and reads the sarama PartitionConsumer, hands messages out;
-//   - sarama's two per PartitionConsumer (its dispatcher and response
-//     feeder), owned by sarama's Consumer until the run goroutine closes
-//     the PartitionConsumer.
+//     adds the partition to the Fetcher and takes its records, hands
+//     messages out (with a sarama PartitionConsumer instead, as in tests,
+//     sarama's two goroutines per PartitionConsumer come on top).
 //
 // Nothing watches the Fence: it calls the Manager when ownership is lost
 // (Fence.AfterLost).
 //
 // Per consumer, not per partition: the Committer's goroutine, the
-// KafkaStore's batcher. Stop ends
+// KafkaStore's batcher, the Fetcher's router and one loop per broker. Stop ends
 // the Manager's goroutines and waits for them.
 //
 // Timers: none per idle partition. Waits with timers happen only while a

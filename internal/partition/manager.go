@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup/internal/fetch"
 	"github.com/zkgroup/zkgroup/internal/tracker"
 	"log/slog"
 	"sync"
@@ -41,8 +42,11 @@ type Params struct {
 	Topic     string
 	Partition int32
 	Client    OffsetResolver  // resolves oldest/newest offsets (a sarama.Client)
-	Consumer  sarama.Consumer // shared by the consumer's managers
-	Store     Store
+	Consumer  sarama.Consumer // shared by the consumer's managers (without Fetcher)
+	// Fetcher, when set, fetches the partition instead of Consumer (see
+	// fetchpath.go); shared by the consumer's managers.
+	Fetcher *fetch.Fetcher
+	Store   Store
 	// Committer makes the routine commits, every Config.CommitInterval,
 	// of every Manager of the consumer in one batch: one per consumer,
 	// on the same Store.
@@ -173,8 +177,8 @@ func Start(p Params) (_ *Manager, err error) {
 		return nil, fmt.Errorf("%w: Partition: %d is negative", ErrConfig, p.Partition)
 	case p.Client == nil:
 		return nil, fmt.Errorf("%w: Client: nil", ErrConfig)
-	case p.Consumer == nil:
-		return nil, fmt.Errorf("%w: Consumer: nil", ErrConfig)
+	case p.Consumer == nil && p.Fetcher == nil:
+		return nil, fmt.Errorf("%w: Consumer: nil, and no Fetcher", ErrConfig)
 	case p.Store == nil:
 		return nil, fmt.Errorf("%w: Store: nil", ErrConfig)
 	case p.Committer == nil:
@@ -337,7 +341,11 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 func (m *Manager) run() error {
 	pre := m.p.Prefetched
 	defer func() {
-		if pre != nil {
+		switch {
+		case pre == nil:
+		case pre.FP != nil:
+			pre.FP.Close()
+		case pre.PC != nil:
 			m.p.Reaper.Reap(pre.PC)
 		}
 	}()
@@ -346,6 +354,9 @@ func (m *Manager) run() error {
 		return m.exitReason()
 	}
 	b := m.newBackoff()
+	if m.p.Fetcher != nil {
+		return m.runFetch(pos, b, &pre)
+	}
 	for {
 		if !m.applyControl(&pos) {
 			return m.exitReason()

@@ -1,6 +1,9 @@
 package partition
 
-import "github.com/IBM/sarama"
+import (
+	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/fetch"
+)
 
 // Prefetched is a sarama PartitionConsumer opened for a partition before
 // it is claimed, so that sarama's start-up (two offset queries and the
@@ -11,6 +14,8 @@ import "github.com/IBM/sarama"
 // PartitionConsumer only if it starts there; otherwise it closes it.
 type Prefetched struct {
 	PC sarama.PartitionConsumer
+	// FP, on the fetch path (Params.Fetcher), instead of PC.
+	FP *fetch.Partition
 	// Offset is where PC starts.
 	Offset int64
 	// Initial is the position Offset was resolved from when the partition
