@@ -62,7 +62,7 @@ func TestPrefetchedStart(t *testing.T) {
 	a := joinPool(t, c, group, sub, "a", nil, led, poolOpts{configure: func(cfg *manager.Config) {
 		// Time enough for a loaded machine to open every fetcher in it.
 		cfg.JoinSettle = 2 * time.Second
-		cfg.Logger = slog.New(countingHandler{cfg.Logger.Handler(), "using the partition consumer opened before the claim", &used})
+		cfg.Logger = slog.New(countingHandler{cfg.Logger.Handler(), "using the fetch opened before the claim", &used})
 	}})
 	await(t, 60*time.Second, "everything consumed", func() bool { return led.consumedCount(topic, n) == n })
 	if got := used.Load(); got != parts {
