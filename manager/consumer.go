@@ -54,7 +54,6 @@ type Consumer struct {
 	fetcher *fetch.Fetcher // fetches every owned partition
 	store   store
 	commits *partition.Committer // the partitions' routine commits
-	reaper  *partition.Reaper    // closes the partitions' sarama fetchers
 	// offsetClient is the client of commits and offset queries (ListOffsets),
 	// kept off the fetch connections; lister is client with its GetOffset
 	// answered over offsetClient, the client of consumer and partitions.
@@ -367,7 +366,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if c.commits, err = partition.NewCommitter(c.store, partition.Config(cfg.Partition), log); err != nil {
 		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
-	c.reaper = partition.NewReaper()
 	fromKafka := errors.Is(metaErr, metadata.ErrNoCluster) && len(cfg.Brokers) > 0
 	switch {
 	case fromKafka:
@@ -492,9 +490,6 @@ func (c *Consumer) finish() {
 func (c *Consumer) closeResources() {
 	if c.meta != nil {
 		_ = c.meta.Close()
-	}
-	if c.reaper != nil {
-		c.reaper.Close()
 	}
 	if c.fetcher != nil {
 		_ = c.fetcher.Close()

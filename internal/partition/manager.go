@@ -167,7 +167,7 @@ type Manager struct {
 func Start(p Params) (_ *Manager, err error) {
 	defer func() {
 		if err != nil && p.Prefetched != nil {
-			p.Reaper.Reap(p.Prefetched.PC)
+			p.Prefetched.close(p.Reaper)
 		}
 	}()
 	switch {
@@ -341,12 +341,8 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 func (m *Manager) run() error {
 	pre := m.p.Prefetched
 	defer func() {
-		switch {
-		case pre == nil:
-		case pre.FP != nil:
-			pre.FP.Close()
-		case pre.PC != nil:
-			m.p.Reaper.Reap(pre.PC)
+		if pre != nil {
+			pre.close(m.p.Reaper)
 		}
 	}()
 	pos, ok := m.startPosition()

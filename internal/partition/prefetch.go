@@ -22,3 +22,14 @@ type Prefetched struct {
 	// had no committed offset (sarama.OffsetOldest or OffsetNewest), or 0.
 	Initial int64
 }
+
+// close stops what pre opened: its fetch partition, or its sarama
+// PartitionConsumer through r.
+func (pre *Prefetched) close(r *Reaper) {
+	switch {
+	case pre.FP != nil:
+		pre.FP.Close()
+	case pre.PC != nil:
+		r.Reap(pre.PC)
+	}
+}
