@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/zkgroup/zkgroup"
 	"github.com/zkgroup/zkgroup/manager"
@@ -17,6 +18,46 @@ type Sink interface {
 	Deliver(ctx context.Context, m *manager.Message) error
 	// Close releases the sink's resources; idempotent.
 	Close() error
+}
+
+// BatchSink is a Sink that delivers several messages of one partition as a
+// whole. Implementations are safe for concurrent use by several
+// partitions' workers.
+type BatchSink interface {
+	Sink
+	// DeliverBatch delivers msgs: one partition's messages in offset
+	// order, within the sink's BatchLimits (a single message may exceed
+	// MaxBytes alone). nil means every message was delivered and the
+	// batch may be acked. An error means none may be acked (some may have
+	// reached the sink: delivery is at least once). It blocks until
+	// delivered, failed, or ctx is done. An error wrapping ErrPermanent
+	// is not retried as a batch: the handler falls back to Deliver, one
+	// message at a time, to find the message that fails.
+	DeliverBatch(ctx context.Context, msgs []*manager.Message) error
+	// BatchLimits says how much one DeliverBatch takes. Constant for the
+	// sink's life; does not block.
+	BatchLimits() BatchLimits
+}
+
+// BatchLimits bounds one batch handed to a BatchSink. A zero field is no
+// limit (a zero Linger: hand over what was taken in one go, never wait for
+// more). A plain value.
+type BatchLimits struct {
+	MaxMessages int           // most messages in one batch
+	MaxBytes    int           // most bytes (MessageSize summed) in one batch
+	Linger      time.Duration // how long a partial batch may wait for more messages
+}
+
+// MessageSize is what a message counts against BatchLimits.MaxBytes: its
+// key, value, and header keys and values. Pure.
+func MessageSize(m *manager.Message) int {
+	n := len(m.Key) + len(m.Value)
+	for _, h := range m.Headers {
+		if h != nil {
+			n += len(h.Key) + len(h.Value)
+		}
+	}
+	return n
 }
 
 // Sentinel errors. Read-only; safe for concurrent use.
