@@ -79,6 +79,7 @@ type reader struct {
 	takes   int
 	reports []error
 	last    *fetch.Records // the latest taken
+	moves   int            // empty Records taken (position moves only)
 }
 
 // readN takes until n records in all were read (or fails the test after
@@ -97,9 +98,15 @@ func (r *reader) readN(n int, timeout time.Duration) {
 			r.t.Fatalf("%s/%d: after %d records: %v", r.p.Topic(), r.p.ID(), len(r.recs), err)
 		}
 		r.takes++
+		prev := r.last
 		r.last = recs
 		if recs.Len() == 0 {
-			r.t.Fatalf("%s/%d: an empty Records", r.p.Topic(), r.p.ID())
+			// Only a position move: past what was taken before.
+			if prev != nil && recs.NextOffset <= prev.NextOffset {
+				r.t.Fatalf("%s/%d: an empty Records to %d after one to %d", r.p.Topic(), r.p.ID(), recs.NextOffset, prev.NextOffset)
+			}
+			r.moves++
+			continue
 		}
 		k := 0
 		for rec := range recs.All() {
@@ -115,6 +122,31 @@ func (r *reader) readN(n int, timeout time.Duration) {
 		if last := r.recs[len(r.recs)-1].offset; recs.NextOffset <= last {
 			r.t.Fatalf("%s/%d: NextOffset %d not after the last record %d", r.p.Topic(), r.p.ID(), recs.NextOffset, last)
 		}
+	}
+}
+
+// awaitNext takes until a Records moves the position to next; what it
+// takes must hold no record (position moves only).
+func (r *reader) awaitNext(next int64, timeout time.Duration) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for r.last == nil || r.last.NextOffset < next {
+		recs, err := r.p.Take(ctx)
+		if errors.Is(err, fetch.ErrFetch) {
+			continue
+		}
+		if err != nil {
+			r.t.Fatalf("%s/%d: awaiting NextOffset %d: %v", r.p.Topic(), r.p.ID(), next, err)
+		}
+		if recs.Len() != 0 {
+			r.t.Fatalf("%s/%d: awaiting a move to %d: %d records from %d", r.p.Topic(), r.p.ID(), next, recs.Len(), recs.NextOffset)
+		}
+		r.last = recs
+		r.moves++
+	}
+	if r.last.NextOffset != next {
+		r.t.Fatalf("%s/%d: NextOffset %d; want %d", r.p.Topic(), r.p.ID(), r.last.NextOffset, next)
 	}
 }
 

@@ -252,7 +252,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 			p.mu.Unlock()
 			continue // sought, closed or moved since the request
 		}
-		var tooLarge bool
+		var tooLarge, gap bool
 		switch {
 		case out.recs != nil:
 			p.buf = append(p.buf, out.recs)
@@ -264,6 +264,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		case out.next > rp.offset:
 			p.offset = out.next // only control or aborted batches
 			p.starved = 0
+			gap = p.skipTo(block)
 		case throttled:
 		case bound > rp.offset && alone && p.starved > 0:
 			// Asked alone and still nothing below the bound: the batch
@@ -271,6 +272,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 			// decoding, and with them their end). Step over it.
 			p.offset++
 			p.starved = 0
+			gap = p.skipTo(block)
 		case bound > rp.offset:
 			p.starved++
 		default:
@@ -280,7 +282,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		if tooLarge {
 			l.stop(rp, fmt.Errorf("%w: %s/%d at offset %d: limit %d bytes", ErrMessageTooLarge,
 				p.topic, p.partition, rp.offset, l.f.cfg.PartitionMaxBytesLimit))
-		} else if out.recs != nil {
+		} else if out.recs != nil || gap {
 			p.signal()
 		}
 	}
@@ -291,6 +293,23 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		// a while, and an immediate reroute would bounce between the two.
 		l.f.reroute(true, true, moved...)
 	}
+}
+
+// skipTo hands the move of p.offset past offsets without records over to
+// the consumer, so that it can commit past them (a transaction's commit
+// marker at the end of the log would otherwise stay a lag of 1 for ever):
+// the newest buffered Records' NextOffset moves there, or, with nothing
+// buffered, an empty Records is buffered. It reports whether an empty
+// Records was buffered. Under p.mu.
+func (p *Partition) skipTo(block *sarama.FetchResponseBlock) bool {
+	if n := len(p.buf); n > 0 {
+		p.buf[n-1].NextOffset = p.offset
+		return false
+	}
+	p.buf = append(p.buf, &Records{Topic: p.topic, Partition: p.partition,
+		HighWaterMark: block.HighWaterMarkOffset, LastStableOffset: block.LastStableOffset,
+		LogStartOffset: block.LogStartOffset, NextOffset: p.offset})
+	return true
 }
 
 // grow raises the partition's fetch size for a batch that did not fit

@@ -29,7 +29,11 @@ type Record struct {
 // was fetched, in offset order (not necessarily contiguous: compaction,
 // control records and aborted transactions leave gaps), without control
 // records and, under ReadCommitted, without records of aborted
-// transactions. It holds at least one record.
+// transactions. It holds at least one record, except when it only moves
+// the position: the broker's log had nothing to yield from the fetched
+// offset to NextOffset (control batches such as a transaction's commit
+// marker, aborted transactions, empty batches), and the consumer may
+// count those offsets as passed (commit up to NextOffset).
 //
 // Memory: the Records and the memory its records point into (the decoded
 // sarama record batches, and through them the response's buffer) belong

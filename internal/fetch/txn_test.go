@@ -18,7 +18,8 @@ import (
 // committed one (c2), then leaves one open (o). read_uncommitted reads
 // every data record (c1, a, c2, o: 35, control records skipped);
 // read_committed reads c1 and c2 only, stops at the last stable offset
-// (the open transaction's first offset), and reads o once it commits.
+// (the open transaction's first offset), and reads o once it commits; the
+// position then moves past o's commit marker, the last offset of the log.
 func TestReadCommitted(t *testing.T) {
 	c := testcluster.Shared(t)
 	checkLeaks(t)
@@ -136,5 +137,8 @@ func TestReadCommitted(t *testing.T) {
 		if got, w := values(rc), want("c1", "c2", "o"); got != w {
 			t.Fatalf("read_committed after the commit, partition %d:\n got %s\nwant %s", part, got, w)
 		}
+		// o's commit marker (38) ends the log: the position moves past
+		// it, with or without the records, so a consumer can commit 39.
+		rc.awaitNext(39, 30*time.Second)
 	}
 }

@@ -97,6 +97,15 @@ func (m *Manager) consumeFetch(fp *fetch.Partition) (next int64, outOfRange, sto
 			}
 			vals = vals[k:]
 		}
+		if recs.NextOffset > next {
+			// Offsets with nothing to hand out (a commit marker, an
+			// aborted transaction) end the share: they count as passed,
+			// so commits reach the log end once everything is acked.
+			m.mu.Lock()
+			m.tracker.Advance(recs.NextOffset)
+			m.mu.Unlock()
+			next = recs.NextOffset
+		}
 		select {
 		case <-wake:
 			return next, false, false

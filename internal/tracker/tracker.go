@@ -258,6 +258,23 @@ func (t *Tracker) Truncate(offset int64) error {
 	return nil
 }
 
+// Advance records that the offsets from the last delivered one (or the
+// start) up to offset-1 hold nothing to deliver: the broker's log has only
+// control records, records of aborted transactions or empty batches there.
+// They count as passed: Deliver accepts offsets from offset on,
+// LastDelivered reports offset-1, and Committable reaches offset once
+// everything delivered is acked, so that a group's committed offset can
+// pass a transaction's commit marker at the end of the log. An offset not
+// above the last delivered one changes nothing. O(1); not safe for
+// concurrent use; never blocks.
+func (t *Tracker) Advance(offset int64) {
+	if offset <= t.next || offset > MaxOffset+1 {
+		return
+	}
+	t.next = offset
+	t.delivered = true
+}
+
 // HeldAbove returns how many delivered offsets above offset are held (acked
 // or not). O(log n); not safe for concurrent use; never blocks.
 func (t *Tracker) HeldAbove(offset int64) int {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// FuzzTracker drives random Deliver/Ack/Reset/Truncate/Trim sequences decoded from the fuzz
+// FuzzTracker drives random Deliver/Ack/Reset/Truncate/Trim/Advance sequences decoded from the fuzz
 // input and checks them against refModel after every call: Committable never
 // decreases (except across Reset), never exceeds the first unacked delivered
 // offset and matches the reference, Pending/Outstanding/LastDelivered/
@@ -65,6 +65,8 @@ func FuzzTracker(f *testing.F) {
 			case 14:
 				if arg >= 0xe0 {
 					c.trim()
+				} else if arg >= 0xc0 {
+					c.advance(satAdd(next, int64(arg%8)-1))
 				} else {
 					c.reset(int64(arg) - 8)
 				}

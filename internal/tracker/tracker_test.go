@@ -392,6 +392,18 @@ func (r *refModel) truncate(off int64) bool {
 	return true
 }
 
+// advance makes the offsets up to off-1 count as passed (nothing to
+// deliver there), when off is above the next deliverable offset.
+func (r *refModel) advance(off int64) {
+	next := r.start
+	if l, ok := r.last(); ok {
+		next = l + 1
+	}
+	if off > next && off <= math.MaxInt64 {
+		r.floor = off
+	}
+}
+
 func (r *refModel) firstUnacked() (int64, bool) {
 	for _, o := range r.delivered {
 		if !r.acked[o] {
@@ -539,6 +551,13 @@ func (c *checker) truncate(off int64) {
 	c.check("Truncate")
 }
 
+func (c *checker) advance(off int64) {
+	c.ops++
+	c.tr.Advance(off)
+	c.ref.advance(off)
+	c.check("Advance")
+}
+
 func (c *checker) trim() {
 	c.ops++
 	held := c.tr.Outstanding()
@@ -612,7 +631,7 @@ func randomStart(rng *rand.Rand) int64 {
 }
 
 // TestModelRandomized compares Tracker against refModel over many seeded
-// random Deliver/Ack/Reset/Truncate/Trim sequences.
+// random Deliver/Ack/Reset/Truncate/Trim/Advance sequences.
 func TestModelRandomized(t *testing.T) {
 	seeds, ops := 400, 600
 	if testing.Short() {
@@ -639,6 +658,9 @@ func TestModelRandomized(t *testing.T) {
 			case p < 3: // truncate around the held range (some below it)
 				c.truncate(c.tr.Committable() - 1 + rng.Int64N(max(min(next-c.tr.Committable(), 1<<20), 0)+3))
 				continue
+			case p < 4 && rng.IntN(2) == 0: // past offsets with nothing to deliver
+				c.advance(satAdd(next, rng.Int64N(6)-1))
+				continue
 			case p < 4: // invalid delivery
 				switch rng.IntN(3) {
 				case 0:
@@ -664,7 +686,11 @@ func TestModelRandomized(t *testing.T) {
 				lo := c.tr.Committable() - 3
 				span := int64(8)
 				if hasLast && last >= lo {
-					span += min(last-lo, 1<<20)
+					d := last - lo
+					if d < 0 { // overflowed: last near MaxInt64, lo below 0
+						d = 1 << 20
+					}
+					span += min(d, 1<<20)
 				}
 				c.ack(lo + rng.Int64N(span))
 			}
@@ -870,5 +896,47 @@ func TestIdleTrackerMemory(t *testing.T) {
 	}
 	if after > 2048 || trimmed > 2048 {
 		t.Errorf("an idle tracker keeps %.0f bytes after a small run, %.0f after Trim; want at most 2 KB", after, trimmed)
+	}
+}
+
+// TestAdvance: offsets past the last delivered one with nothing to deliver
+// (a transaction's commit marker) become committable once everything
+// delivered is acked, and Deliver continues after them.
+func TestAdvance(t *testing.T) {
+	tr := NewTracker(10)
+	tr.Advance(10) // not above the start: nothing
+	if l, ok := tr.LastDelivered(); ok || tr.Committable() != 10 {
+		t.Fatalf("Advance(start): last %d,%v, committable %d", l, ok, tr.Committable())
+	}
+	for o := int64(10); o < 13; o++ {
+		if err := tr.Deliver(o, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.Advance(14) // 13: a commit marker
+	if got := tr.Committable(); got != 10 {
+		t.Fatalf("Committable %d with 10..12 pending; want 10", got)
+	}
+	tr.Ack(11)
+	tr.Ack(12)
+	if got := tr.Committable(); got != 10 {
+		t.Fatalf("Committable %d with 10 pending; want 10", got)
+	}
+	tr.Ack(10)
+	if got := tr.Committable(); got != 14 {
+		t.Fatalf("Committable %d with everything acked; want 14, past the marker", got)
+	}
+	if err := tr.Deliver(13, t0); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("Deliver(13) after Advance(14): %v; want ErrOutOfOrder", err)
+	}
+	tr.Advance(12) // below: nothing
+	if l, ok := tr.LastDelivered(); !ok || l != 13 {
+		t.Fatalf("LastDelivered %d,%v; want 13", l, ok)
+	}
+	if err := tr.Deliver(14, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Committable(); got != 14 {
+		t.Fatalf("Committable %d with 14 pending; want 14", got)
 	}
 }
