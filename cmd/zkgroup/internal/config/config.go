@@ -214,7 +214,7 @@ func Default() *Config {
 			OnFailure: OnFailureStop,
 		},
 		Admin:           Admin{Listen: DefaultAdminListen, IdleTimeout: Duration(60 * time.Second)},
-		Kafka:           Kafka{ClientID: DefaultClientID, Version: DefaultKafkaVersion},
+		Kafka:           Kafka{ClientID: DefaultClientID, Version: DefaultKafkaVersion, IsolationLevel: IsolationReadUncommitted},
 		Log:             Log{Format: LogText, Level: "info"},
 		ShutdownTimeout: Duration(30 * time.Second),
 	}

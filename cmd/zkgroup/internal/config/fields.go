@@ -100,6 +100,8 @@ func enumValues(path string) []string {
 		return []string{LogText, LogJSON}
 	case "log.level":
 		return []string{"debug", "info", "warn", "error"}
+	case "kafka.isolation_level":
+		return []string{IsolationReadUncommitted, IsolationReadCommitted}
 	case "kafka.sasl.mechanism":
 		return []string{SASLPlain, SASLScramSHA256, SASLScramSHA512}
 	}

@@ -22,6 +22,10 @@ const (
 	// oldest that Kafka 4 still serves (KIP-896) and is served by every
 	// broker since 2.1, ZooKeeper mode or KRaft.
 	DefaultKafkaVersion = "2.1.0"
+	// IsolationReadUncommitted and IsolationReadCommitted are the values
+	// of kafka.isolation_level, named as Kafka's isolation.level.
+	IsolationReadUncommitted = "read_uncommitted"
+	IsolationReadCommitted   = "read_committed"
 )
 
 // SASL mechanisms.
@@ -37,6 +41,10 @@ type Kafka struct {
 	ClientID string `yaml:"client_id" json:"client_id" help:"Kafka client id of every client"`
 	// Version is the Kafka protocol version to speak, e.g. "2.1.0".
 	Version string `yaml:"version" json:"version" help:"Kafka protocol version to speak (2.1.0 works with 2.1 to 4.x)"`
+	// IsolationLevel is Kafka's isolation.level: read_uncommitted reads
+	// every record up to the high watermark; read_committed reads up to
+	// the last stable offset and drops aborted transactions' records.
+	IsolationLevel string `yaml:"isolation_level" json:"isolation_level" help:"Kafka's isolation.level: read_uncommitted reads every record up to the high watermark, read_committed only committed transactions' records up to the last stable offset"`
 	// TLS secures the connections to the brokers (SSL and SASL_SSL
 	// listeners).
 	TLS TLS `yaml:"tls" json:"tls" help:"TLS to the brokers (SSL and SASL_SSL listeners)"`
@@ -146,6 +154,9 @@ func (c *Config) checkKafka() error {
 	}
 	if !v.IsAtLeast(sarama.V0_11_0_0) {
 		return c.bad("kafka.version", "must be at least 0.11.0 (record headers)", nil)
+	}
+	if err := c.checkOneOf("kafka.isolation_level"); err != nil {
+		return err
 	}
 	if err := c.checkTLS("kafka.tls", k.TLS); err != nil {
 		return err
@@ -336,6 +347,9 @@ func (c *Config) Sarama() (*sarama.Config, error) {
 		return nil, c.bad("kafka.version", `not a Kafka version such as "2.1.0"`, nil)
 	}
 	s.Version = v
+	if c.Kafka.IsolationLevel == IsolationReadCommitted {
+		s.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
 	needs := c.Kafka.TLS.Enable || c.Kafka.SASL.Mechanism != ""
 	if needs && !c.resolved() {
 		return nil, fmt.Errorf("%w: kafka: TLS or SASL configured but Resolve has not run", ErrConfig)

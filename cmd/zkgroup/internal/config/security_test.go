@@ -225,3 +225,24 @@ func TestURLPasswordRedacted(t *testing.T) {
 		t.Fatalf("RedactURL = %q", got)
 	}
 }
+
+// TestIsolationLevel: kafka.isolation_level reaches the sarama config the
+// consumer's fetcher reads; the default is read_uncommitted.
+func TestIsolationLevel(t *testing.T) {
+	for _, tc := range []struct {
+		level string
+		want  sarama.IsolationLevel
+	}{{"", sarama.ReadUncommitted}, {IsolationReadUncommitted, sarama.ReadUncommitted}, {IsolationReadCommitted, sarama.ReadCommitted}} {
+		c := Default()
+		if tc.level != "" {
+			c.Kafka.IsolationLevel = tc.level
+		}
+		s, err := c.Sarama()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Consumer.IsolationLevel != tc.want {
+			t.Errorf("isolation_level %q: sarama's %v; want %v", tc.level, s.Consumer.IsolationLevel, tc.want)
+		}
+	}
+}
