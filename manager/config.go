@@ -111,7 +111,11 @@ type Config struct {
 	Listener string
 	// Sarama is the base client config (TLS, SASL, client id, version).
 	// Nil: sarama's defaults with Version 2.1. See the example of Join
-	// over SASL_SSL.
+	// over SASL_SSL. The consumer's fetches follow its Consumer settings:
+	// Fetch.Min, Fetch.Default (bytes asked per partition), Fetch.Max,
+	// Fetch.MaxBytes, MaxWaitTime, Retry.Backoff and IsolationLevel
+	// (sarama.ReadCommitted reads committed transactions only, up to the
+	// last stable offset).
 	Sarama *sarama.Config
 	// Partition configures the partition managers.
 	Partition PartitionConfig
