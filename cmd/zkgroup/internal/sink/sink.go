@@ -21,7 +21,9 @@ type Sink interface {
 }
 
 // BatchSink is a Sink that delivers several messages of one partition as a
-// whole. Implementations are safe for concurrent use by several
+// whole. The pipeline hands a BatchSink only batches (DeliverBatch), never
+// single messages: its Deliver must deliver a message in the same form as
+// a batch of one. Implementations are safe for concurrent use by several
 // partitions' workers.
 type BatchSink interface {
 	Sink
@@ -31,8 +33,11 @@ type BatchSink interface {
 	// batch may be acked. An error means none may be acked (some may have
 	// reached the sink: delivery is at least once). It blocks until
 	// delivered, failed, or ctx is done. An error wrapping ErrPermanent
-	// is not retried as a batch: the handler falls back to Deliver, one
-	// message at a time, to find the message that fails.
+	// is not retried as a batch; after such an error, or after the last
+	// attempt failed, the handler delivers the messages again one at a
+	// time, each as a batch of one (DeliverBatch with one message: the
+	// same form as any batch), to find the message that fails. The slice
+	// is the caller's: the caller reuses it once DeliverBatch returned.
 	DeliverBatch(ctx context.Context, msgs []*manager.Message) error
 	// BatchLimits says how much one DeliverBatch takes. Constant for the
 	// sink's life; does not block.

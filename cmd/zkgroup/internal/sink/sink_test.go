@@ -280,9 +280,7 @@ func TestHandler(t *testing.T) {
 		if err != nil || out != Delivered {
 			t.Fatalf("%v %v", out, err)
 		}
-		if want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond}; len(*waits) != 3 || (*waits)[2] != want[2] || (*waits)[1] != want[1] {
-			t.Fatalf("waits %v, want %v", *waits, want)
-		}
+		checkWaits(t, *waits, 100*time.Millisecond, 200*time.Millisecond, 250*time.Millisecond)
 		if st := h.Stats(); st.Delivered != 1 || st.Errors != 3 || st.Retries != 3 {
 			t.Fatalf("stats %+v", st)
 		}
@@ -340,6 +338,38 @@ func TestHandler(t *testing.T) {
 		if _, err := NewHandler(NewStdout(io.Discard), bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("NewHandler(%+v) = %v", bad, err)
 		}
+	}
+}
+
+// checkWaits fails t unless waits are the intervals want, each jittered
+// by at most ±retry.Jitter (50 %).
+func checkWaits(t *testing.T, waits []time.Duration, want ...time.Duration) {
+	t.Helper()
+	if len(waits) != len(want) {
+		t.Fatalf("waits %v, want about %v", waits, want)
+	}
+	for i, w := range waits {
+		if w < want[i]/2 || w > want[i]*3/2+1 {
+			t.Fatalf("wait %d is %v, want %v ± 50%% (waits %v)", i, w, want[i], waits)
+		}
+	}
+}
+
+// TestBackoffJittered: the handler's waits are jittered, so that
+// partitions failing together do not retry in step.
+func TestBackoffJittered(t *testing.T) {
+	p := Policy{MaxAttempts: 2, InitialBackoff: time.Second, MaxBackoff: time.Second, OnFailure: PolicySkip}
+	seen := map[time.Duration]bool{}
+	for range 20 {
+		h, waits := newTestHandler(t, &flaky{fails: 10, seen: map[int64]int{}, err: errors.New("boom")}, p)
+		if _, err := h.Handle(context.Background(), msg(nil)); err != nil {
+			t.Fatal(err)
+		}
+		checkWaits(t, *waits, time.Second)
+		seen[(*waits)[0]] = true
+	}
+	if len(seen) < 2 {
+		t.Fatalf("20 handlers waited the same %v", seen)
 	}
 }
 
