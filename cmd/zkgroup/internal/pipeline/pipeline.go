@@ -11,13 +11,16 @@ import (
 )
 
 // Stream is one owned partition's message stream; *manager.PartitionStream
-// satisfies it. Each yields the partition's messages one by one until the
-// stream ends (the partition was revoked or lost, or the consumer
-// stopped).
+// satisfies it. A worker uses Each (a plain sink) or Poll (a batch sink),
+// never both: Each yields the partition's messages one by one, Poll what
+// the consumer hands over in one go; both end when the stream ends (the
+// partition was revoked or lost, or the consumer stopped), Poll with an
+// error.
 type Stream interface {
 	Topic() string
 	Partition() int32
 	Each(ctx context.Context) iter.Seq2[*manager.Message, error]
+	Poll(ctx context.Context) (*manager.Batch, error)
 }
 
 // Handler decides a message's fate; *sink.Handler satisfies it. A nil
@@ -26,11 +29,36 @@ type Handler interface {
 	Handle(ctx context.Context, m *manager.Message) (sink.Outcome, error)
 }
 
+// BatchHandler is a Handler that may take a batch; *sink.Handler satisfies
+// it. When BatchLimits reports true the workers hand it batches within
+// those limits (HandleBatch), else messages one by one (Handle).
+type BatchHandler interface {
+	Handler
+	// HandleBatch handles msgs (one partition's, in offset order) and
+	// returns how many, from the first, may be acked; with an error,
+	// msgs[n] failed for good and none from it may be acked (see
+	// sink.Handler.HandleBatch).
+	HandleBatch(ctx context.Context, msgs []*manager.Message) (int, error)
+	// BatchLimits returns the limits of one batch, and whether the
+	// handler takes batches at all. Constant; does not block.
+	BatchLimits() (sink.BatchLimits, bool)
+}
+
 // Config configures a Pipeline.
 type Config struct {
+	// Handler handles the messages; a BatchHandler whose BatchLimits
+	// reports true is handed batches.
 	Handler Handler
-	// Ack acks a message (the consumer's Ack).
+	// Ack acks a message handled one by one (the consumer's Ack).
 	Ack func(*manager.Message)
+	// AckUpTo acks the messages of b up to offset, when they were handled
+	// in a batch; nil calls b.AckUpTo. Its result AckStale (the ownership
+	// ended: the drain was cut, or the partition lost) stops the worker
+	// delivering: the rest goes to the next owner.
+	AckUpTo func(b *manager.Batch, offset int64) manager.AckResult
+	// Abandon abandons a message that will not be acked (see
+	// manager.Message.Abandon); nil calls m.Abandon.
+	Abandon func(*manager.Message)
 	// Fatal is called once, with the first handler error: the message was
 	// not acked and the daemon must stop. Its worker stops taking messages.
 	Fatal  func(error)
@@ -57,6 +85,12 @@ func New(cfg Config) *Pipeline {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AckUpTo == nil {
+		cfg.AckUpTo = (*manager.Batch).AckUpTo
+	}
+	if cfg.Abandon == nil {
+		cfg.Abandon = (*manager.Message).Abandon
 	}
 	return &Pipeline{cfg: cfg, log: log, last: map[key]chan struct{}{}}
 }
@@ -92,6 +126,13 @@ func (p *Pipeline) Start(ctx context.Context, s Stream) {
 func (p *Pipeline) work(ctx context.Context, s Stream) {
 	log := p.log.With("topic", s.Topic(), "partition", s.Partition())
 	log.Debug("partition worker started")
+	if bh, ok := p.cfg.Handler.(BatchHandler); ok {
+		if lim, ok := bh.BatchLimits(); ok {
+			newBatcher(p, s, bh, lim, log).run(ctx)
+			log.Debug("partition worker ended")
+			return
+		}
+	}
 	// The stream, not ctx, ends the loop: once ctx ends, Handle fails and
 	// the worker stops as below, abandoning that message.
 	for m, err := range s.Each(context.Background()) {
@@ -106,19 +147,26 @@ func (p *Pipeline) work(ctx context.Context, s Stream) {
 			log.Error("message not delivered; not acked, partition worker stops", "offset", m.Offset, "error", err)
 			// The daemon stops: its drain need not wait for this ack.
 			// Nothing from this offset on is committed.
-			m.Abandon()
-			if ctx.Err() == nil {
-				p.fatal.Do(func() {
-					if p.cfg.Fatal != nil {
-						p.cfg.Fatal(err)
-					}
-				})
-			}
+			p.cfg.Abandon(m)
+			p.failed(ctx, err)
 			return
 		}
 		p.cfg.Ack(m)
 	}
 	log.Debug("partition worker ended")
+}
+
+// failed reports a handler's error to Fatal, once per pipeline, unless ctx
+// ended (the daemon is stopping already).
+func (p *Pipeline) failed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	p.fatal.Do(func() {
+		if p.cfg.Fatal != nil {
+			p.cfg.Fatal(err)
+		}
+	})
 }
 
 // Run starts a worker for every stream from streams until it ends, then

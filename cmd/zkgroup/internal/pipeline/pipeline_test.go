@@ -12,31 +12,61 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 )
 
+// stream hands out its batches: whole (Poll) or one message at a time
+// (Each).
 type stream struct {
 	topic string
 	part  int32
-	ch    chan *manager.Message
+	ch    chan *manager.Batch
 }
 
 func (s *stream) Topic() string    { return s.topic }
 func (s *stream) Partition() int32 { return s.part }
 func (s *stream) Each(context.Context) iter.Seq2[*manager.Message, error] {
 	return func(yield func(*manager.Message, error) bool) {
-		for m := range s.ch {
-			if !yield(m, nil) {
-				return
+		for b := range s.ch {
+			for _, m := range b.Messages {
+				if !yield(m, nil) {
+					return
+				}
 			}
 		}
 	}
 }
 
+func (s *stream) Poll(ctx context.Context) (*manager.Batch, error) {
+	select {
+	case b, ok := <-s.ch:
+		if !ok {
+			return nil, manager.ErrClosed
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// newStream returns a closed stream of one batch per offsets list.
 func newStream(p int32, offsets ...int64) *stream {
-	s := &stream{topic: "t", part: p, ch: make(chan *manager.Message, len(offsets))}
-	for _, o := range offsets {
-		s.ch <- &manager.Message{Topic: "t", Partition: p, Offset: o}
+	return newBatches(p, offsets)
+}
+
+// newBatches returns a closed stream of one batch per offsets list.
+func newBatches(p int32, batches ...[]int64) *stream {
+	s := &stream{topic: "t", part: p, ch: make(chan *manager.Batch, len(batches))}
+	for _, offs := range batches {
+		s.ch <- batch(p, offs...)
 	}
 	close(s.ch)
 	return s
+}
+
+func batch(p int32, offsets ...int64) *manager.Batch {
+	b := &manager.Batch{Topic: "t", Partition: p}
+	for _, o := range offsets {
+		b.Messages = append(b.Messages, &manager.Message{Topic: "t", Partition: p, Offset: o})
+	}
+	return b
 }
 
 // recorder handles messages, failing those in fail, and records order.
