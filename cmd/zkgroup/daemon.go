@@ -45,7 +45,15 @@ func newDaemon(cfg *config.Config, _ *slog.Logger, stdout, stderr io.Writer) *da
 	routeSarama(log)
 	return &daemon{cfg: cfg, log: log, level: level, stdout: stdout, stderr: stderr, notify: notify.New(log),
 		start: time.Now(), live: admin.NewLiveness(livenessBound(cfg.SessionTimeout.D())),
-		timer: admin.NewSinkTimer(cfg.Group)}
+		timer: admin.NewSinkTimer(cfg.Group, sinkType(cfg))}
+}
+
+// sinkType names the configured sink (the sink label of its metrics).
+func sinkType(cfg *config.Config) string {
+	if cfg.Sink.Type == "" {
+		return config.SinkStdout
+	}
+	return cfg.Sink.Type
 }
 
 // buildHandler builds the sink with its retry and failure policy. The

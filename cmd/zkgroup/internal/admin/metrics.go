@@ -23,6 +23,7 @@ type collector struct {
 	commitErrors, fetchErrors, resets                        *prometheus.Desc
 	subTopics, subPartitions, unowned                        *prometheus.Desc
 	sinkMessages, sinkErrors, sinkRetries                    *prometheus.Desc
+	sinkBatches, sinkFallbacks                               *prometheus.Desc
 	info                                                     *prometheus.Desc
 	fencedCommits, regressions                               *prometheus.Desc
 	kafkaUnreachable, kafkaLeaves                            *prometheus.Desc
@@ -88,6 +89,8 @@ func newCollector(s *Server) *collector {
 		sinkMessages:  d("sink_messages_total", "Messages by how the sink handled them.", "outcome"),
 		sinkErrors:    d("sink_errors_total", "Failed sink attempts."),
 		sinkRetries:   d("sink_retries_total", "Sink attempts after the first."),
+		sinkBatches:   d("sink_batches_total", "Batches a batch sink took whole."),
+		sinkFallbacks: d("sink_batch_fallbacks_total", "Batches that failed for good and were delivered again one message at a time, so that only a message failing alone meets on_failure."),
 		info:          d("build_info", "Build information.", "version"),
 		fencedCommits: d("commits_fenced_total", "Commit requests not sent, or torn down unanswered, because the ZooKeeper lease they were taken under had ended (Kafka offset storage)."),
 		regressions:   d("offset_regressions_total", "Committed offsets read from Kafka that were written under an older claim than one this instance had seen commit the partition: a stale commit landed (Kafka offset storage)."),
@@ -110,7 +113,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.delivered, c.acked, c.committed, c.hwm, c.lag, c.unacked, c.oldestUnacked, c.suspended,
 		c.commitErrors, c.fetchErrors, c.resets, c.kafkaLag,
 		c.subTopics, c.subPartitions, c.unowned,
-		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.info, c.fencedCommits, c.regressions,
+		c.sinkMessages, c.sinkErrors, c.sinkRetries, c.sinkBatches, c.sinkFallbacks, c.info, c.fencedCommits, c.regressions,
 		c.kafkaUnreachable, c.kafkaLeaves} {
 		ch <- d
 	}
@@ -142,6 +145,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.sinkMessages, float64(ss.Failed), "failed")
 		counter(c.sinkErrors, float64(ss.Errors))
 		counter(c.sinkRetries, float64(ss.Retries))
+		counter(c.sinkBatches, float64(ss.Batches))
+		counter(c.sinkFallbacks, float64(ss.BatchFallbacks))
 	}
 	st, ok := c.s.stats()
 	if c.s.cfg.View != nil {

@@ -3,6 +3,7 @@ package admin
 import (
 	"flag"
 	"fmt"
+	"github.com/zkgroup/zkgroup/manager"
 	"os"
 	"slices"
 	"strings"
@@ -37,9 +38,10 @@ func exportedMetrics(t *testing.T) (ours []exported, all map[string]bool) {
 	if _, err := v.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	st := NewSinkTimer("g")
+	st := NewSinkTimer("g", "stdout")
 	_ = st.WrapSink(fakeSink{}).Deliver(t.Context(), nil)
 	_, _ = st.WrapHandler(fakeHandler{o: sink.Delivered}).Handle(t.Context(), nil)
+	_, _ = st.WrapHandler(fakeBatchHandler{}).HandleBatch(t.Context(), []*manager.Message{{}})
 	s := New(Config{Group: "g", Version: "v", View: v, SinkTimer: st, SinkStats: func() sink.Stats { return sink.Stats{} }})
 	s.SetSource(&fakeSource{st: stats()})
 	fams, err := s.Registry().Gather()

@@ -55,8 +55,74 @@ func (f fakeHandler) Handle(context.Context, *manager.Message) (sink.Outcome, er
 	return f.o, f.err
 }
 
+// fakeBatchHandler takes batches; fails those holding offset 13.
+type fakeBatchHandler struct{ fakeHandler }
+
+func (fakeBatchHandler) HandleBatch(_ context.Context, msgs []*manager.Message) (int, error) {
+	for i, m := range msgs {
+		if m.Offset == 13 {
+			return i, sink.ErrStop
+		}
+	}
+	return len(msgs), nil
+}
+
+func (fakeBatchHandler) BatchLimits() (sink.BatchLimits, bool) {
+	return sink.BatchLimits{MaxMessages: 5}, true
+}
+
+// fakeBatchSink is a BatchSink.
+type fakeBatchSink struct{ fakeSink }
+
+func (f fakeBatchSink) DeliverBatch(context.Context, []*manager.Message) error { return f.err }
+func (fakeBatchSink) BatchLimits() sink.BatchLimits                            { return sink.BatchLimits{Linger: time.Second} }
+
+// TestSinkTimerBatches: the wrapped sink stays a BatchSink and its batch
+// attempts are timed; batches handled are timed and sized.
+func TestSinkTimerBatches(t *testing.T) {
+	st := NewSinkTimer("g", "http")
+	s := New(Config{Group: "g", SinkTimer: st})
+	ctx := t.Context()
+	bs, ok := st.WrapSink(fakeBatchSink{}).(sink.BatchSink)
+	if !ok || bs.BatchLimits().Linger != time.Second {
+		t.Fatalf("WrapSink hid the BatchSink: %T", st.WrapSink(fakeBatchSink{}))
+	}
+	_ = bs.DeliverBatch(ctx, nil)
+	if _, ok := st.WrapSink(fakeSink{}).(sink.BatchSink); ok {
+		t.Fatal("WrapSink made a plain sink a BatchSink")
+	}
+	h := st.WrapHandler(fakeBatchHandler{})
+	if l, ok := h.BatchLimits(); !ok || l.MaxMessages != 5 {
+		t.Fatalf("BatchLimits %+v %v", l, ok)
+	}
+	if _, ok := st.WrapHandler(fakeHandler{}).BatchLimits(); ok {
+		t.Fatal("a plain handler takes batches once wrapped")
+	}
+	msgs := []*manager.Message{{Offset: 11, Value: make([]byte, 300)}, {Offset: 12, Key: make([]byte, 1000)}}
+	if n, err := h.HandleBatch(ctx, msgs); n != 2 || err != nil {
+		t.Fatalf("%d %v", n, err)
+	}
+	if n, err := h.HandleBatch(ctx, append(msgs, &manager.Message{Offset: 13})); n != 2 || !errors.Is(err, sink.ErrStop) {
+		t.Fatalf("%d %v", n, err)
+	}
+	_, body, _ := do(t, s.Handler(), "GET", "/metrics", "")
+	for _, want := range []string{
+		`zkgroup_sink_attempt_duration_seconds_count{group="g",result="ok"} 1`,
+		`zkgroup_sink_batch_duration_seconds_count{group="g",result="ok",sink="http"} 1`,
+		`zkgroup_sink_batch_duration_seconds_count{group="g",result="failed",sink="http"} 1`,
+		`zkgroup_sink_batch_messages_bucket{group="g",sink="http",le="2"} 1`,
+		`zkgroup_sink_batch_messages_sum{group="g",sink="http"} 5`,
+		`zkgroup_sink_batch_bytes_bucket{group="g",sink="http",le="1024"} 0`,
+		`zkgroup_sink_batch_bytes_sum{group="g",sink="http"} 2600`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
 func TestSinkTimer(t *testing.T) {
-	st := NewSinkTimer("g")
+	st := NewSinkTimer("g", "stdout")
 	s := New(Config{Group: "g", SinkTimer: st})
 	ctx := t.Context()
 	_ = st.WrapSink(fakeSink{}).Deliver(ctx, nil)

@@ -156,9 +156,10 @@ type Retry struct {
 	// MaxAttempts counts the first attempt; 1 means no retry.
 	MaxAttempts int `yaml:"max_attempts" json:"max_attempts" help:"sink attempts per message, counting the first"`
 	// InitialBackoff is the wait after the first failure; it doubles.
-	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff" help:"wait after the first failed attempt; doubles"`
-	// MaxBackoff caps the wait.
-	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff" help:"cap of the wait between attempts"`
+	// Each wait is jittered by ±50 %.
+	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff" help:"wait after the first failed attempt; doubles; each wait jittered by ±50 %"`
+	// MaxBackoff caps the doubling wait (before the jitter).
+	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff" help:"cap of the doubling wait between attempts (before the ±50 % jitter)"`
 }
 
 // Admin configures the admin HTTP server.
