@@ -35,6 +35,9 @@ type daemon struct {
 	live   *admin.Liveness
 	timer  *admin.SinkTimer
 	viewer *admin.Viewer // nil when the group view cannot be read
+	// hurry tells the pipeline's workers to stop lingering for fuller
+	// batches (set once the pipeline runs; shutdown calls it).
+	hurry func()
 }
 
 // newDaemon builds the daemon. The logger run built has a fixed level: the
@@ -217,6 +220,7 @@ func (d *daemon) run() int {
 		},
 		Logger: log,
 	})
+	d.hurry = pl.Hurry
 	workersDone := make(chan struct{})
 	go func() {
 		defer close(workersDone)
@@ -287,6 +291,9 @@ func (d *daemon) shutdown(cons *manager.Consumer, signals chan os.Signal, beat <
 	log := d.log
 	begun := time.Now()
 	d.notify.Stopping("stopping: draining partitions")
+	if d.hurry != nil {
+		d.hurry() // a batch lingering for more goes now: the drain waits for it
+	}
 	deadline := time.NewTimer(d.cfg.ShutdownTimeout.D())
 	defer deadline.Stop()
 	// After the drain timeout a late ack is stale: stop sinks retrying.

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -107,13 +106,14 @@ func (w *batcher) take() bool {
 	return false
 }
 
-// poll takes the stream's next batch into the queue, waiting until
-// deadline (zero: until one comes). It reports false when none came.
+// poll takes the stream's next batch into the queue, waiting until one
+// comes or, with a deadline (lingering), until it passes or the pipeline
+// hurries. It reports false when none came.
 func (w *batcher) poll(deadline time.Time) bool {
 	ctx := context.Background()
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		ctx, cancel = context.WithDeadline(w.p.hurried, deadline)
 		defer cancel()
 	}
 	b, err := w.s.Poll(ctx)
@@ -121,7 +121,7 @@ func (w *batcher) poll(deadline time.Time) bool {
 	case err == nil && b != nil && len(b.Messages) > 0:
 		w.queue = append(w.queue, b)
 		return true
-	case err == nil, errors.Is(err, context.DeadlineExceeded):
+	case err == nil, ctx.Err() != nil:
 		return false
 	}
 	w.closed = true
@@ -131,7 +131,8 @@ func (w *batcher) poll(deadline time.Time) bool {
 // fill makes the next sink batch: what is queued, then what the stream
 // hands over, until the batch is full, the queue is empty and Linger has
 // passed since the batch began (at once with no Linger), or the stream
-// ended. It reports false when there is nothing to deliver any more.
+// ended, or the pipeline hurries. It reports false when there is nothing
+// to deliver any more.
 func (w *batcher) fill() bool {
 	clear(w.msgs)
 	w.msgs, w.spans, w.bytes = w.msgs[:0], w.spans[:0], 0
@@ -145,7 +146,7 @@ func (w *batcher) fill() bool {
 			return len(w.msgs) > 0
 		case len(w.msgs) == 0:
 			w.poll(time.Time{})
-		case w.lim.Linger <= 0:
+		case w.lim.Linger <= 0, w.p.hurried.Err() != nil:
 			return true
 		default:
 			if lingerEnd.IsZero() {

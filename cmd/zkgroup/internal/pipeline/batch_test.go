@@ -202,3 +202,20 @@ func TestBatchStaleAck(t *testing.T) {
 	check(t, "handled", r.handled, [][]int64{{0, 1}})
 	check(t, "abandoned", r.abandoned, offsets(2, 8))
 }
+
+// TestBatchHurry: once the pipeline hurries (the daemon stops), a
+// lingering batch goes at once, and later ones linger no more.
+func TestBatchHurry(t *testing.T) {
+	r := &batchRecorder{lim: sink.BatchLimits{MaxMessages: 10, Linger: time.Hour}, notify: make(chan struct{}, 2)}
+	s := &stream{topic: "t", ch: make(chan *manager.Batch, 2)}
+	p := r.pipeline(nil)
+	p.Start(context.Background(), s)
+	s.ch <- batch(0, 0, 1)
+	p.Hurry()
+	<-r.notify // delivered while the stream is open and the hour not over
+	s.ch <- batch(0, 2)
+	<-r.notify
+	close(s.ch)
+	p.Wait()
+	check(t, "handled", r.handled, [][]int64{{0, 1}, {2}})
+}

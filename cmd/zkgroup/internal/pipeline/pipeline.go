@@ -78,6 +78,9 @@ type Pipeline struct {
 	mu    sync.Mutex
 	last  map[key]chan struct{} // closed when that partition's latest worker ended
 	fatal sync.Once
+	// hurried ends (Hurry) once no worker may linger any more.
+	hurried context.Context
+	hurry   context.CancelFunc
 }
 
 // New returns a pipeline. Does not block.
@@ -92,7 +95,8 @@ func New(cfg Config) *Pipeline {
 	if cfg.Abandon == nil {
 		cfg.Abandon = (*manager.Message).Abandon
 	}
-	return &Pipeline{cfg: cfg, log: log, last: map[key]chan struct{}{}}
+	hurried, hurry := context.WithCancel(context.Background())
+	return &Pipeline{cfg: cfg, log: log, last: map[key]chan struct{}{}, hurried: hurried, hurry: hurry}
 }
 
 // Start starts a worker for s. It returns at once; the worker first waits
@@ -184,6 +188,12 @@ func Run[S Stream](ctx context.Context, p *Pipeline, streams iter.Seq2[S, error]
 	p.Wait()
 	return failed
 }
+
+// Hurry makes every worker hand its partial batch over at once and linger
+// no more (BatchLimits.Linger): call it when the daemon begins to stop, so
+// that a drain does not wait for a linger. A drain on revoke is not told:
+// it may wait up to one linger longer. Idempotent; does not block.
+func (p *Pipeline) Hurry() { p.hurry() }
 
 // Wait blocks until every started worker has ended.
 func (p *Pipeline) Wait() { p.wg.Wait() }
