@@ -248,7 +248,8 @@ func checkRunningMetrics(t *testing.T, a *adminDaemon) {
 	for _, name := range []string{"zkgroup_lag", "zkgroup_consumergroup_lag", "zkgroup_commit_errors_total", "zkgroup_fetch_errors_total",
 		"zkgroup_offset_resets_total", "zkgroup_oldest_unacked_age_seconds", "zkgroup_partition_suspended", "zkgroup_suspended_partitions",
 		"zkgroup_rebalances_total", "zkgroup_rebalance_duration_seconds", "zkgroup_sink_attempt_duration_seconds",
-		"zkgroup_sink_message_duration_seconds", "zkgroup_subscription_topics", "zkgroup_unowned_partitions", "zkgroup_session_healthy"} {
+		"zkgroup_sink_batch_duration_seconds", "zkgroup_sink_batch_messages", "zkgroup_sink_batch_bytes", "zkgroup_sink_batches_total",
+		"zkgroup_subscription_topics", "zkgroup_unowned_partitions", "zkgroup_session_healthy"} {
 		if fams[name] == nil || len(fams[name].samples) == 0 {
 			t.Errorf("the running daemon exports no %s", name)
 		}
@@ -261,6 +262,14 @@ func checkRunningMetrics(t *testing.T, a *adminDaemon) {
 	}
 	if got := fams["zkgroup_sink_attempt_duration_seconds"].sum(`_count{`, `result="ok"`); got < 1 {
 		t.Errorf("no sink attempt timed: %v", got)
+	}
+	// The stdout sink takes batches: timed and sized per batch, labelled
+	// with the sink.
+	if got := fams["zkgroup_sink_batch_duration_seconds"].sum(`_count{`, `result="ok"`, `sink="stdout"`); got < 1 {
+		t.Errorf("no sink batch timed: %v", fams["zkgroup_sink_batch_duration_seconds"].samples)
+	}
+	if got := fams["zkgroup_sink_batches_total"].sum(); got < 1 {
+		t.Errorf("no sink batch counted: %v", got)
 	}
 }
 
