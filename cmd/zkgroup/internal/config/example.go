@@ -79,9 +79,10 @@ again.`},
   zkgroup offsets migrate --from zookeeper --to kafka`},
 	"partition.max_unacked": {note: "A partition whose sink is slow stops fetching at this bound; others go on."},
 	"partition.drain_timeout": {note: `A revoked partition (rebalance, shutdown) waits this long for its
-in-flight message before committing what was acked.`},
+in-flight message or batch before committing what was acked.`},
 	"sink": {note: `A message is acked (and its offset committed) only after its sink
-succeeded. Each partition is processed in order, one message at a time;
+succeeded. Each partition is processed in order, one message (or, for
+the stdout sink, one batch: what was fetched together) at a time;
 partitions are processed concurrently.`},
 	"sink.type": {note: `  stdout  one JSON object per line: {"topic","partition","offset",
           "timestamp","key","value","headers"}; keys and values that are

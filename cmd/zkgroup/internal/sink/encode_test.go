@@ -2,8 +2,11 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,5 +155,43 @@ func BenchmarkEncode(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// BenchmarkStdout: a message through the stdout sink, as before (encoding/json
+// and one Write per message) and as a BatchSink (1,000 messages a batch,
+// one Write), to io.Discard; per message.
+func BenchmarkStdout(b *testing.B) {
+	msgs := make([]*manager.Message, 1000)
+	for i := range msgs {
+		msgs[i] = benchMessage()
+		msgs[i].Offset += int64(i)
+	}
+	ctx := context.Background()
+	b.Run("per-message-encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		var mu sync.Mutex
+		for i := 0; b.Loop(); i++ {
+			line, err := referenceJSONLine(msgs[i%len(msgs)])
+			if err != nil {
+				b.Fatal(err)
+			}
+			mu.Lock()
+			_, _ = io.Discard.Write(line)
+			mu.Unlock()
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		b.ReportAllocs()
+		s := NewStdout(io.Discard)
+		n := 0
+		for b.Loop() {
+			if err := s.DeliverBatch(ctx, msgs); err != nil {
+				b.Fatal(err)
+			}
+			n += len(msgs)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/msg")
+		b.ReportMetric(float64(len(msgs)), "msgs/op")
 	})
 }

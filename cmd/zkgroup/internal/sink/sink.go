@@ -46,7 +46,11 @@ type BatchSink interface {
 
 // BatchLimits bounds one batch handed to a BatchSink. A zero field is no
 // limit (a zero Linger: hand over what was taken in one go, never wait for
-// more). A plain value.
+// more). A batch holds messages of one partition only; lingering, it
+// waits for what the consumer hands out next, which stops at
+// partition.max_unacked messages in flight (then the batch waits out its
+// linger), and a drain on revoke waits for the linger too (the daemon's
+// own stop does not: the pipeline hurries). A plain value.
 type BatchLimits struct {
 	MaxMessages int           // most messages in one batch
 	MaxBytes    int           // most bytes (MessageSize summed) in one batch
