@@ -2,6 +2,7 @@ package sink
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -167,6 +168,32 @@ var plain = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// Masks for plainWord: a byte 0x01 and 0x80 in each of eight lanes.
+const (
+	lanes1  = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// hasByte reports whether a byte of x equals c (exact for any x).
+func hasByte(x uint64, c byte) bool {
+	y := x ^ (lanes1 * uint64(c))
+	return (y-lanes1)&^y&lanes80 != 0
+}
+
+// plainWord reports whether the eight bytes of x are all plain (see
+// plain): ASCII, none below 0x20, none of '"', '\\', '<', '>', '&'.
+func plainWord(x uint64) bool {
+	if x&lanes80 != 0 {
+		return false
+	}
+	// With every byte below 0x80, (x - 0x20 per lane) borrows into a
+	// lane's top bit exactly when that byte is below 0x20.
+	if (x-lanes1*0x20)&^x&lanes80 != 0 {
+		return false
+	}
+	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
+}
+
 // appendEscaped appends the escape of the ASCII byte c as encoding/json
 // writes it.
 func appendEscaped(dst []byte, c byte) []byte {
@@ -195,6 +222,10 @@ func appendText(dst, src []byte) ([]byte, bool) {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(src); {
+		if i+8 <= len(src) && plainWord(binary.LittleEndian.Uint64(src[i:])) {
+			i += 8
+			continue
+		}
 		c := src[i]
 		if c < utf8.RuneSelf {
 			if plain[c] {

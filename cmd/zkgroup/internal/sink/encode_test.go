@@ -3,12 +3,14 @@ package sink
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/manager"
@@ -194,4 +196,22 @@ func BenchmarkStdout(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/msg")
 		b.ReportMetric(float64(len(msgs)), "msgs/op")
 	})
+}
+
+// TestPlainWord: the eight-byte test agrees with the byte table on every
+// byte in every lane.
+func TestPlainWord(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for lane := 0; lane < 8; lane++ {
+			w := []byte("abcdefgh")
+			w[lane] = byte(c)
+			want := true
+			for _, b := range w {
+				want = want && b < utf8.RuneSelf && plain[b]
+			}
+			if got := plainWord(binary.LittleEndian.Uint64(w)); got != want {
+				t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
+			}
+		}
+	}
 }
