@@ -68,10 +68,13 @@ func (d *daemon) buildHandler() (*sink.Handler, error) {
 	var err error
 	switch c.Type {
 	case config.SinkExec:
-		s, err = sink.NewExec(sink.ExecConfig{Command: c.Exec.Command, Timeout: c.Exec.Timeout.D(),
-			Env: os.Environ(), Stdout: d.stdout, Stderr: d.stderr})
+		s, err = sink.NewExecSink(sink.ExecConfig{Command: c.Exec.Command, Timeout: c.Exec.Timeout.D(),
+			Env: os.Environ(), Stdout: d.stdout, Stderr: d.stderr, Mode: c.Exec.Mode,
+			Batch: sink.BatchLimits{MaxMessages: c.Exec.Batch.MaxMessages, MaxBytes: c.Exec.Batch.MaxBytes, Linger: c.Exec.Batch.Linger.D()}})
 	case config.SinkHTTP:
-		s, err = sink.NewHTTP(sink.HTTPConfig{URL: c.HTTP.URL, Timeout: c.HTTP.Timeout.D(), Headers: c.HTTP.Headers})
+		s, err = sink.NewHTTPSink(sink.HTTPConfig{URL: c.HTTP.URL, Timeout: c.HTTP.Timeout.D(), Headers: c.HTTP.Headers,
+			Mode: c.HTTP.Mode, MaxInFlight: c.HTTP.MaxInFlight,
+			Batch: sink.BatchLimits{MaxMessages: c.HTTP.Batch.MaxMessages, MaxBytes: c.HTTP.Batch.MaxBytes, Linger: c.HTTP.Batch.Linger.D()}})
 	default:
 		s = sink.NewStdout(d.stdout)
 	}

@@ -34,10 +34,30 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s: configuration OK\n", nameOr(path, "(no file)"))
 	fmt.Fprintf(stdout, "  group %s, subscription %s, zookeeper %s\n", cfg.Group, cfg.Subscription, cfg.ZooKeeper)
 	fmt.Fprintf(stdout, "  sink %s (on_failure %s, %d attempts), offsets in %s, admin %s\n",
-		cfg.Sink.Type, cfg.Sink.OnFailure, cfg.Sink.Retry.MaxAttempts, cfg.OffsetStorage, nameOr(cfg.Admin.Listen, "off"))
+		sinkSummary(cfg.Sink), cfg.Sink.OnFailure, cfg.Sink.Retry.MaxAttempts, cfg.OffsetStorage, nameOr(cfg.Admin.Listen, "off"))
 	fmt.Fprintf(stdout, "  kafka: %s, client id %s, protocol %s; zookeeper: %s\n",
 		kafkaSecurity(cfg), cfg.Kafka.ClientID, cfg.Kafka.Version, zooKeeperSecurity(cfg))
 	return exitOK
+}
+
+// sinkSummary names the sink and, for exec and http, how it delivers,
+// for validate.
+func sinkSummary(s config.Sink) string {
+	how := func(mode string, messages, bytes int, linger config.Duration) string {
+		if mode != config.ModeBatch {
+			return "per message"
+		}
+		return fmt.Sprintf("in batches of up to %d messages or %d bytes, linger %v", messages, bytes, linger)
+	}
+	switch s.Type {
+	case config.SinkExec:
+		b := s.Exec.Batch
+		return "exec " + how(s.Exec.Mode, b.MaxMessages, b.MaxBytes, b.Linger)
+	case config.SinkHTTP:
+		b := s.HTTP.Batch
+		return fmt.Sprintf("http %s, %d requests in flight", how(s.HTTP.Mode, b.MaxMessages, b.MaxBytes, b.Linger), s.HTTP.MaxInFlight)
+	}
+	return s.Type
 }
 
 // kafkaSecurity says how the Kafka clients authenticate, for validate.

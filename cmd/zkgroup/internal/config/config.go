@@ -118,9 +118,9 @@ type Sink struct {
 	// Type: stdout, exec or http.
 	Type string `yaml:"type" json:"type" help:"the kind of sink"`
 	// Exec configures the exec sink.
-	Exec Exec `yaml:"exec" json:"exec" help:"the exec sink: one process per message, the value on its stdin"`
+	Exec Exec `yaml:"exec" json:"exec" help:"the exec sink: one process per message (the value on its stdin) or per batch (JSON lines on its stdin)"`
 	// HTTP configures the http sink.
-	HTTP HTTP `yaml:"http" json:"http" help:"the http sink: one POST per message"`
+	HTTP HTTP `yaml:"http" json:"http" help:"the http sink: one POST per message (the value as the body) or per batch (JSON lines)"`
 	// Retry configures the retries of a failing exec or http sink.
 	Retry Retry `yaml:"retry" json:"retry" help:"retries of a failing exec or http sink: the wait doubles from initial_backoff up to max_backoff"`
 	// OnFailure: stop, skip or dead-letter.
@@ -130,25 +130,71 @@ type Sink struct {
 	DeadLetterTopic string `yaml:"dead_letter_topic" json:"dead_letter_topic" help:"topic for failed messages with on_failure dead-letter"`
 }
 
+// Sink modes (sink.exec.mode, sink.http.mode).
+const (
+	// ModeMessage delivers one message per process or request.
+	ModeMessage = "message"
+	// ModeBatch delivers a batch of one partition's messages per process
+	// or request, as JSON lines in the stdout sink's format.
+	ModeBatch = "batch"
+)
+
+// Default batch limits and request bound; Default sets them, the help of
+// the fields says why.
+const (
+	DefaultHTTPBatchMessages = 500
+	DefaultHTTPBatchBytes    = 512 << 10
+	DefaultHTTPBatchLinger   = 5 * time.Millisecond
+	DefaultHTTPMaxInFlight   = 8
+	DefaultExecBatchMessages = 1000
+	DefaultExecBatchBytes    = 1 << 20
+	DefaultExecBatchLinger   = 10 * time.Millisecond
+)
+
 // Exec configures the exec sink: one process per message, the value on
-// its stdin.
+// its stdin, or per batch, JSON lines on its stdin.
 type Exec struct {
 	// Command is the program and its arguments (no shell). In environment
 	// variables and flags it is split at spaces.
-	Command []string `yaml:"command" json:"command" split:"space" help:"program and arguments of the exec sink, the value on its stdin (no shell)"`
+	Command []string `yaml:"command" json:"command" split:"space" help:"program and arguments of the exec sink (no shell)"`
 	// Timeout bounds one attempt; the process is killed after it.
-	Timeout Duration `yaml:"timeout" json:"timeout" help:"bound of one exec sink attempt; the process is killed after it"`
+	Timeout Duration `yaml:"timeout" json:"timeout" help:"bound of one exec sink attempt (a message, or a batch in batch mode); the process is killed after it"`
+	// Mode: message (a process per message) or batch.
+	Mode string `yaml:"mode" json:"mode" help:"message: a process per message; batch: a process per batch of one partition's messages"`
+	// Batch bounds a batch in batch mode.
+	Batch ExecBatch `yaml:"batch" json:"batch" help:"the batches of mode batch: a batch goes out when full, or after linger when fewer messages are waiting"`
 }
 
-// HTTP configures the http sink: one POST per message.
+// ExecBatch bounds the exec sink's batches.
+type ExecBatch struct {
+	MaxMessages int      `yaml:"max_messages" json:"max_messages" help:"most messages in one batch, at least 1; a thousand make the start of a process (about 1ms) a small share"`
+	MaxBytes    int      `yaml:"max_bytes" json:"max_bytes" help:"most bytes of keys, values and headers in one batch, at least 1 (a larger message goes alone); the JSON on stdin is larger"`
+	Linger      Duration `yaml:"linger" json:"linger" help:"how long a partial batch waits for more messages, 0: never; 10ms is short beside a process's own run time"`
+}
+
+// HTTP configures the http sink: one POST per message or per batch.
 type HTTP struct {
 	// URL to POST to (http or https).
-	URL string `yaml:"url" json:"url" redact:"url" help:"URL the http sink POSTs each message to"`
+	URL string `yaml:"url" json:"url" redact:"url" help:"URL the http sink POSTs to"`
 	// Timeout bounds one attempt.
-	Timeout Duration `yaml:"timeout" json:"timeout" help:"bound of one http sink attempt"`
+	Timeout Duration `yaml:"timeout" json:"timeout" help:"bound of one http sink attempt (a message, or a batch in batch mode), not counting the wait for a free request (max_in_flight)"`
 	// Headers are added to every request ("k=v,k2=v2" in environment
 	// variables and flags).
 	Headers map[string]string `yaml:"headers" json:"headers" help:"headers the http sink adds to every request"`
+	// Mode: message (a POST per message) or batch.
+	Mode string `yaml:"mode" json:"mode" help:"message: a POST per message, the value as the body; batch: a POST per batch of one partition's messages, as JSON lines"`
+	// Batch bounds a batch in batch mode.
+	Batch HTTPBatch `yaml:"batch" json:"batch" help:"the batches of mode batch: a batch goes out when full, or after linger when fewer messages are waiting"`
+	// MaxInFlight bounds the requests open at once, all partitions
+	// together, in either mode.
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight" help:"requests open at once, all partitions together, at least 1, each over a kept-alive connection; in mode message a partition has one open at most: raise it to the partitions owned to keep them all busy"`
+}
+
+// HTTPBatch bounds the http sink's batches.
+type HTTPBatch struct {
+	MaxMessages int      `yaml:"max_messages" json:"max_messages" help:"most messages in one request, at least 1; 500 messages of 100 bytes make about 100 KB of JSON, and 200 requests carry 100,000 messages"`
+	MaxBytes    int      `yaml:"max_bytes" json:"max_bytes" help:"most bytes of keys, values and headers in one request, at least 1 (a larger message goes alone); the JSON body is larger, so keep it well under the endpoint's body limit (512 KiB stays under a common 1 MiB)"`
+	Linger      Duration `yaml:"linger" json:"linger" help:"how long a partial batch waits for more messages, 0: never; 5ms adds little latency when traffic is light"`
 }
 
 // Retry configures retries with exponential backoff.
@@ -190,7 +236,8 @@ type Log struct {
 }
 
 // Default returns the defaults: those of manager.NewConfig for the
-// consumer, the stdout sink, 5 attempts from 200ms backing off to 30s,
+// consumer, the stdout sink (the exec and http sinks in mode message, with
+// the Default* batch limits and request bound), 5 attempts from 200ms backing off to 30s,
 // on_failure stop, admin on 127.0.0.1:9779, text logs at info, a 30s
 // shutdown, Kafka client id "zkgroup" speaking protocol version 2.1.0
 // without TLS or SASL, no ZooKeeper credentials. Pure; does not block.
@@ -208,9 +255,11 @@ func Default() *Config {
 			Initial:        partition.Oldest,
 		},
 		Sink: Sink{
-			Type:      SinkStdout,
-			Exec:      Exec{Timeout: Duration(30 * time.Second)},
-			HTTP:      HTTP{Timeout: Duration(10 * time.Second)},
+			Type: SinkStdout,
+			Exec: Exec{Timeout: Duration(30 * time.Second), Mode: ModeMessage,
+				Batch: ExecBatch{MaxMessages: DefaultExecBatchMessages, MaxBytes: DefaultExecBatchBytes, Linger: Duration(DefaultExecBatchLinger)}},
+			HTTP: HTTP{Timeout: Duration(10 * time.Second), Mode: ModeMessage, MaxInFlight: DefaultHTTPMaxInFlight,
+				Batch: HTTPBatch{MaxMessages: DefaultHTTPBatchMessages, MaxBytes: DefaultHTTPBatchBytes, Linger: Duration(DefaultHTTPBatchLinger)}},
 			Retry:     Retry{MaxAttempts: 5, InitialBackoff: Duration(200 * time.Millisecond), MaxBackoff: Duration(30 * time.Second)},
 			OnFailure: OnFailureStop,
 		},

@@ -166,6 +166,16 @@ func TestValidate(t *testing.T) {
 			c.Sink.HTTP.URL = "http://x/"
 			c.Sink.HTTP.Headers = map[string]string{"Bad Name": "v"}
 		}},
+		{"sink.http.mode", func(c *Config) { c.Sink.HTTP.Mode = "stream" }},
+		{"sink.http.mode", func(c *Config) { c.Sink.HTTP.Mode = "" }},
+		{"sink.exec.mode", func(c *Config) { c.Sink.Exec.Mode = "batches" }},
+		{"sink.http.batch.max_messages", func(c *Config) { c.Sink.HTTP.Batch.MaxMessages = 0 }},
+		{"sink.http.batch.max_bytes", func(c *Config) { c.Sink.HTTP.Batch.MaxBytes = -1 }},
+		{"sink.http.batch.linger", func(c *Config) { c.Sink.HTTP.Batch.Linger = -1 }},
+		{"sink.http.max_in_flight", func(c *Config) { c.Sink.HTTP.MaxInFlight = 0 }},
+		{"sink.exec.batch.max_messages", func(c *Config) { c.Sink.Exec.Batch.MaxMessages = 0 }},
+		{"sink.exec.batch.max_bytes", func(c *Config) { c.Sink.Exec.Batch.MaxBytes = 0 }},
+		{"sink.exec.batch.linger", func(c *Config) { c.Sink.Exec.Batch.Linger = Duration(-time.Millisecond) }},
 		{"sink.retry.max_attempts", func(c *Config) { c.Sink.Retry.MaxAttempts = 0 }},
 		{"sink.retry.initial_backoff", func(c *Config) { c.Sink.Retry.InitialBackoff = 0 }},
 		{"sink.retry.max_backoff", func(c *Config) { c.Sink.Retry.MaxBackoff = Duration(time.Millisecond) }},
@@ -279,4 +289,53 @@ func FuzzLoadYAML(f *testing.F) {
 			t.Fatalf("Validate error %v does not wrap ErrConfig", err)
 		}
 	})
+}
+
+// TestSinkModes: the exec and http sinks deliver per message unless their
+// mode says batch; the batch limits and the request bound have their
+// documented defaults and load from the file, variables and flags.
+func TestSinkModes(t *testing.T) {
+	d := Default().Sink
+	if d.HTTP.Mode != ModeMessage || d.Exec.Mode != ModeMessage {
+		t.Errorf("default modes %q %q", d.HTTP.Mode, d.Exec.Mode)
+	}
+	if want := (HTTPBatch{MaxMessages: 500, MaxBytes: 512 << 10, Linger: Duration(5 * time.Millisecond)}); d.HTTP.Batch != want || d.HTTP.MaxInFlight != 8 {
+		t.Errorf("http defaults %+v, max_in_flight %d", d.HTTP.Batch, d.HTTP.MaxInFlight)
+	}
+	if want := (ExecBatch{MaxMessages: 1000, MaxBytes: 1 << 20, Linger: Duration(10 * time.Millisecond)}); d.Exec.Batch != want {
+		t.Errorf("exec defaults %+v", d.Exec.Batch)
+	}
+	file := validYAML + `sink:
+  type: http
+  http:
+    url: "http://127.0.0.1:8080/in"
+    mode: batch
+    batch:
+      max_messages: 200
+      linger: 0s
+  exec:
+    mode: batch
+    batch:
+      max_bytes: 4096
+`
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	ov := RegisterFlags(fs)
+	if err := fs.Parse([]string{"--sink-http-max-in-flight", "32", "--sink-exec-batch-linger", "20ms"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Sources{File: writeFile(t, file), Flags: ov,
+		Lookup: env(map[string]string{"ZKGROUP_SINK_HTTP_BATCH_MAX_BYTES": "65536"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h, e := c.Sink.HTTP, c.Sink.Exec
+	if h.Mode != ModeBatch || h.Batch != (HTTPBatch{MaxMessages: 200, MaxBytes: 65536}) || h.MaxInFlight != 32 {
+		t.Errorf("http %+v", h)
+	}
+	if e.Mode != ModeBatch || e.Batch != (ExecBatch{MaxMessages: 1000, MaxBytes: 4096, Linger: Duration(20 * time.Millisecond)}) {
+		t.Errorf("exec %+v", e)
+	}
 }

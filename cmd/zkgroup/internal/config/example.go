@@ -87,14 +87,31 @@ partitions are processed concurrently.`},
 	"sink.type": {note: `  stdout  one JSON object per line: {"topic","partition","offset",
           "timestamp","key","value","headers"}; keys and values that are
           not valid UTF-8 are base64 with "key_encoding"/"value_encoding"
-  exec    runs sink.exec.command per message
-  http    POSTs each message to sink.http.url`},
-	"sink.exec.command": {note: `The value is on stdin; ZKGROUP_TOPIC, ZKGROUP_PARTITION, ZKGROUP_OFFSET,
-ZKGROUP_KEY, ZKGROUP_TIMESTAMP and ZKGROUP_HEADERS (JSON) describe the
-message. Exit status 0 acks the message.`, value: `["/usr/local/bin/archive-order"]`},
-	"sink.http.url": {note: `The body is the value; X-Kafka-Topic, X-Kafka-Partition, X-Kafka-Offset,
-X-Kafka-Key, X-Kafka-Timestamp, X-Kafka-Headers carry the metadata. 2xx
-acks; 408, 429 and 5xx are retried; other statuses fail at once.`},
+  exec    runs sink.exec.command per message or per batch
+  http    POSTs each message or batch to sink.http.url`},
+	"sink.exec.command": {note: `Mode message: the value is on stdin; ZKGROUP_TOPIC, ZKGROUP_PARTITION,
+ZKGROUP_OFFSET, ZKGROUP_KEY, ZKGROUP_TIMESTAMP and ZKGROUP_HEADERS (JSON)
+describe the message. Exit status 0 acks the message; any other is
+retried.`, value: `["/usr/local/bin/archive-order"]`},
+	"sink.exec.mode": {note: `Mode batch: the batch's messages are on stdin as JSON lines, exactly as
+the stdout sink writes them; ZKGROUP_TOPIC, ZKGROUP_PARTITION,
+ZKGROUP_FIRST_OFFSET, ZKGROUP_LAST_OFFSET and ZKGROUP_COUNT describe the
+batch. Exit status 0 acks the whole batch; 65 (EX_DATAERR) says a record
+will never be taken: the messages then go one per process (a one-line
+stdin) to find it, and on_failure decides for it alone; any other status
+retries the batch.`},
+	"sink.http.url": {note: `Mode message: the body is the value; X-Kafka-Topic, X-Kafka-Partition,
+X-Kafka-Offset, X-Kafka-Key, X-Kafka-Timestamp, X-Kafka-Headers carry
+the metadata. 2xx acks; 408, 429 and 5xx are retried; other statuses
+fail at once.`},
+	"sink.http.mode": {note: `Mode batch: the body is the batch's messages as JSON lines, exactly as
+the stdout sink writes them (Content-Type: application/x-ndjson), with
+X-Kafka-Topic, X-Kafka-Partition, X-Kafka-First-Offset,
+X-Kafka-Last-Offset and X-Kafka-Count. 2xx acks the whole batch; 408,
+429, 5xx and connection failures retry it (Retry-After is not read:
+sink.retry's backoff applies); any other status sends its messages one
+per request (a one-line body) to find the one refused, and on_failure
+decides for it alone.`},
 	"sink.http.headers":       {note: "Their values are redacted by zkgroup validate --json."},
 	"sink.retry.max_attempts": {note: "1: no retry."},
 	"sink.on_failure": {note: `  stop         leave the message unacked and shut down cleanly; the

@@ -153,8 +153,8 @@ func TestAllowedValues(t *testing.T) {
 			t.Errorf("%s: a value off the list gave %v", f.Path, err)
 		}
 	}
-	if enums != 9 {
-		t.Errorf("%d fields take one of a list, want 9", enums)
+	if enums != 11 {
+		t.Errorf("%d fields take one of a list, want 11", enums)
 	}
 	f, _ := fieldByPath("strategy")
 	if !slices.Equal(f.Values, assign.Names()) || f.Values[0] != assign.DefaultName || Default().Strategy != assign.DefaultName {

@@ -94,6 +94,8 @@ func enumValues(path string) []string {
 		return []string{partition.Oldest, partition.Newest}
 	case "sink.type":
 		return []string{SinkStdout, SinkExec, SinkHTTP}
+	case "sink.exec.mode", "sink.http.mode":
+		return []string{ModeMessage, ModeBatch}
 	case "sink.on_failure":
 		return []string{OnFailureStop, OnFailureSkip, OnFailureDeadLetter}
 	case "log.format":

@@ -152,6 +152,9 @@ func (c *Config) checkSink() error {
 			}
 		}
 	}
+	if err := c.checkSinkModes(); err != nil {
+		return err
+	}
 	r := s.Retry
 	switch {
 	case r.MaxAttempts < 1:
@@ -176,6 +179,39 @@ func (c *Config) checkSink() error {
 		if sub, err := subscription.Parse(c.Subscription); err == nil && sub.Match(s.DeadLetterTopic) {
 			return c.bad("sink.dead_letter_topic", "is matched by the subscription: failed messages would be consumed again", nil)
 		}
+	}
+	return nil
+}
+
+// checkSinkModes checks the modes, batch limits and request bound of the
+// exec and http sinks, whichever sink is used (so that a mistake shows
+// before the sink type is switched).
+func (c *Config) checkSinkModes() error {
+	e, h := c.Sink.Exec, c.Sink.HTTP
+	for _, path := range []string{"sink.exec.mode", "sink.http.mode"} {
+		if err := c.checkOneOf(path); err != nil {
+			return err
+		}
+	}
+	for _, b := range []struct {
+		prefix          string
+		messages, bytes int
+		linger          Duration
+	}{
+		{"sink.exec.batch.", e.Batch.MaxMessages, e.Batch.MaxBytes, e.Batch.Linger},
+		{"sink.http.batch.", h.Batch.MaxMessages, h.Batch.MaxBytes, h.Batch.Linger},
+	} {
+		switch {
+		case b.messages < 1:
+			return c.bad(b.prefix+"max_messages", "must be at least 1", nil)
+		case b.bytes < 1:
+			return c.bad(b.prefix+"max_bytes", "must be at least 1", nil)
+		case b.linger < 0:
+			return c.bad(b.prefix+"linger", "must not be negative (0: do not wait)", nil)
+		}
+	}
+	if h.MaxInFlight < 1 {
+		return c.bad("sink.http.max_in_flight", "must be at least 1", nil)
 	}
 	return nil
 }

@@ -42,9 +42,26 @@ type ExecConfig struct {
 	Env     []string      // base environment ("K=V"), usually os.Environ()
 	Stdout  io.Writer     // the processes' stdout; nil discards
 	Stderr  io.Writer     // a copy of their stderr; nil discards
+	// Mode is ModeMessage ("" too) or ModeBatch; NewExecSink picks the
+	// sink by it, NewExec and NewExecBatch ignore it.
+	Mode string
+	// Batch bounds the batches of ModeBatch (see BatchLimits).
+	Batch BatchLimits
 }
 
-// NewExec validates cfg and returns the sink. Does not block.
+// NewExecSink returns the sink of cfg.Mode: an *Exec for ModeMessage or
+// "", an *ExecBatch for ModeBatch. Does not block.
+func NewExecSink(cfg ExecConfig) (Sink, error) {
+	switch cfg.Mode {
+	case "", ModeMessage:
+		return NewExec(cfg)
+	case ModeBatch:
+		return NewExecBatch(cfg)
+	}
+	return nil, fmt.Errorf("%w: exec: Mode: %q is not %q or %q", ErrConfig, cfg.Mode, ModeMessage, ModeBatch)
+}
+
+// NewExec validates cfg and returns the per-message sink. Does not block.
 func NewExec(cfg ExecConfig) (*Exec, error) {
 	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 		return nil, fmt.Errorf("%w: exec: Command: empty", ErrConfig)
@@ -116,11 +133,31 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 // Deliver runs the command once for m.
 func (e *Exec) Deliver(ctx context.Context, m *manager.Message) error {
+	where := fmt.Sprintf("%s/%d@%d", m.Topic, m.Partition, m.Offset)
+	err := e.run(ctx, where, m.Value, Env(m))
+	if errors.Is(err, syscall.E2BIG) {
+		// The kernel refused the environment or arguments as too large:
+		// this message's key or headers will never fit, however often it
+		// is tried. A permanent failure of this message: the failure
+		// policy decides (skip, dead-letter, or stop).
+		return Permanent(fmt.Errorf("%w: exec %q for %s: the message's key (%d bytes) and headers (%d) exceed the environment size limit of a process: %w",
+			ErrTooLarge, e.argv[0], where, len(m.Key), headersSize(m), err))
+	}
+	return err
+}
+
+// run runs the command once with stdin and the base environment plus env;
+// where names what it delivers, for error texts. nil when it exited 0;
+// else an error naming the exit status (an *exec.ExitError in its chain)
+// or the kill after the timeout, with the tail of its stderr; a failure
+// to start is returned wrapped as it is (E2BIG for an environment too
+// large).
+func (e *Exec) run(ctx context.Context, where string, stdin []byte, env []string) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.argv[0], e.argv[1:]...)
-	cmd.Stdin = bytes.NewReader(m.Value)
-	cmd.Env = append(append([]string(nil), e.env...), Env(m)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Env = append(append(make([]string, 0, len(e.env)+len(env)), e.env...), env...)
 	tail := &tailBuffer{max: 2048}
 	cmd.Stdout = lockedWriter{&e.outMu, e.stdout}
 	cmd.Stderr = io.MultiWriter(tail, lockedWriter{&e.outMu, e.stderr})
@@ -129,7 +166,6 @@ func (e *Exec) Deliver(ctx context.Context, m *manager.Message) error {
 	if err == nil {
 		return nil
 	}
-	where := fmt.Sprintf("%s/%d@%d", m.Topic, m.Partition, m.Offset)
 	msg := strings.TrimSpace(string(tail.b))
 	if msg != "" {
 		msg = ": stderr: " + msg
@@ -137,16 +173,11 @@ func (e *Exec) Deliver(ctx context.Context, m *manager.Message) error {
 	var ee *exec.ExitError
 	switch {
 	case errors.Is(err, syscall.E2BIG):
-		// The kernel refused the environment or arguments as too large:
-		// this message's key or headers will never fit, however often it
-		// is tried. A permanent failure of this message: the failure
-		// policy decides (skip, dead-letter, or stop).
-		return Permanent(fmt.Errorf("%w: exec %q for %s: the message's key (%d bytes) and headers (%d) exceed the environment size limit of a process: %w",
-			ErrTooLarge, e.argv[0], where, len(m.Key), headersSize(m), err))
+		return fmt.Errorf("sink: exec %q for %s: %w", e.argv[0], where, err)
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("sink: exec %q for %s: killed after %v%s", e.argv[0], where, e.timeout, msg)
 	case errors.As(err, &ee):
-		return fmt.Errorf("sink: exec %q for %s: %v%s", e.argv[0], where, ee, msg)
+		return fmt.Errorf("sink: exec %q for %s: %w%s", e.argv[0], where, ee, msg)
 	}
 	return fmt.Errorf("sink: exec %q for %s: %w", e.argv[0], where, err)
 }

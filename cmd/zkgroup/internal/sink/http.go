@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/zkgroup/zkgroup/manager"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,44 +19,48 @@ import (
 // the key is not printable ASCII, X-Kafka-Headers as JSON with non-ASCII
 // escaped). A 2xx status means delivered; 408, 429 and 5xx are retried;
 // other statuses (including redirects, which are not followed) are
-// permanent failures. Safe for concurrent use; Deliver blocks until the
-// response, Timeout or ctx.
+// permanent failures. At most MaxInFlight requests are open at once, over
+// keep-alive connections. Safe for concurrent use; Deliver blocks until a
+// request slot is free and then until the response, Timeout or ctx.
 type HTTP struct {
-	url   string
-	shown string // url with its password hidden, for error texts
-
-	timeout time.Duration
-	headers map[string]string
-	client  *http.Client
+	p *poster
 }
 
 // HTTPConfig configures an HTTP sink.
 type HTTPConfig struct {
 	URL     string
-	Timeout time.Duration     // per attempt
+	Timeout time.Duration     // per attempt (request), not counting the wait for a slot
 	Headers map[string]string // added to every request
-	Client  *http.Client      // nil: a client of its own
+	Client  *http.Client      // nil: a client of its own, keeping MaxInFlight idle connections
+	// Mode is ModeMessage ("" too) or ModeBatch; NewHTTPSink picks the
+	// sink by it, NewHTTP and NewHTTPBatch ignore it.
+	Mode string
+	// Batch bounds the batches of ModeBatch (see BatchLimits).
+	Batch BatchLimits
+	// MaxInFlight bounds the requests open at once, all callers
+	// together; 0: DefaultMaxInFlight.
+	MaxInFlight int
 }
 
-// NewHTTP validates cfg and returns the sink. Does not block.
+// NewHTTPSink returns the sink of cfg.Mode: an *HTTP for ModeMessage or
+// "", an *HTTPBatch for ModeBatch. Does not block.
+func NewHTTPSink(cfg HTTPConfig) (Sink, error) {
+	switch cfg.Mode {
+	case "", ModeMessage:
+		return NewHTTP(cfg)
+	case ModeBatch:
+		return NewHTTPBatch(cfg)
+	}
+	return nil, fmt.Errorf("%w: http: Mode: %q is not %q or %q", ErrConfig, cfg.Mode, ModeMessage, ModeBatch)
+}
+
+// NewHTTP validates cfg and returns the per-message sink. Does not block.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
-	u, err := url.Parse(cfg.URL)
+	p, err := newPoster(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: http: URL does not parse", ErrConfig)
+		return nil, err
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: http: URL %q is not an absolute http(s) URL", ErrConfig, u.Redacted())
-	}
-	if cfg.Timeout <= 0 {
-		return nil, fmt.Errorf("%w: http: Timeout: %v is not positive", ErrConfig, cfg.Timeout)
-	}
-	client := cfg.Client
-	if client == nil {
-		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	}
-	c := *client
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &HTTP{url: cfg.URL, shown: u.Redacted(), timeout: cfg.Timeout, headers: cfg.Headers, client: &c}, nil
+	return &HTTP{p: p}, nil
 }
 
 // printable reports whether b can be sent as a header value unchanged.
@@ -91,53 +93,30 @@ func asciiJSON(b []byte) string {
 
 // Deliver POSTs m once.
 func (h *HTTP) Deliver(ctx context.Context, m *manager.Message) error {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
 	where := fmt.Sprintf("%s/%d@%d", m.Topic, m.Partition, m.Offset)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(m.Value))
-	if err != nil {
-		return Permanent(fmt.Errorf("sink: http: request for %s: %w", where, redactErr(err, h.url, h.shown)))
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("X-Kafka-Topic", m.Topic)
-	req.Header.Set("X-Kafka-Partition", strconv.FormatInt(int64(m.Partition), 10))
-	req.Header.Set("X-Kafka-Offset", strconv.FormatInt(m.Offset, 10))
-	req.Header.Set("X-Kafka-Timestamp", m.Timestamp.UTC().Format(time.RFC3339Nano))
-	if m.Key != nil {
-		if printable(m.Key) {
-			req.Header.Set("X-Kafka-Key", string(m.Key))
-		} else {
-			req.Header.Set("X-Kafka-Key", base64.StdEncoding.EncodeToString(m.Key))
-			req.Header.Set("X-Kafka-Key-Encoding", Base64)
+	return h.p.post(ctx, where, m.Value, "application/octet-stream", func(hd http.Header) {
+		hd.Set("X-Kafka-Topic", m.Topic)
+		hd.Set("X-Kafka-Partition", strconv.FormatInt(int64(m.Partition), 10))
+		hd.Set("X-Kafka-Offset", strconv.FormatInt(m.Offset, 10))
+		hd.Set("X-Kafka-Timestamp", m.Timestamp.UTC().Format(time.RFC3339Nano))
+		if m.Key != nil {
+			if printable(m.Key) {
+				hd.Set("X-Kafka-Key", string(m.Key))
+			} else {
+				hd.Set("X-Kafka-Key", base64.StdEncoding.EncodeToString(m.Key))
+				hd.Set("X-Kafka-Key-Encoding", Base64)
+			}
 		}
-	}
-	if len(m.Headers) > 0 {
-		b, _ := json.Marshal(NewRecord(&manager.Message{Headers: m.Headers}).Headers)
-		req.Header.Set("X-Kafka-Headers", asciiJSON(b))
-	}
-	for k, v := range h.headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("sink: http: POST %s for %s: %w", h.shown, where, redactErr(err, h.url, h.shown))
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	switch s := resp.StatusCode; {
-	case s >= 200 && s < 300:
-		return nil
-	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests, s >= 500:
-		return fmt.Errorf("sink: http: POST %s for %s: %s: %q", h.shown, where, resp.Status, body)
-	default:
-		return Permanent(fmt.Errorf("sink: http: POST %s for %s: %s: %q", h.shown, where, resp.Status, body))
-	}
+		if len(m.Headers) > 0 {
+			b, _ := json.Marshal(NewRecord(&manager.Message{Headers: m.Headers}).Headers)
+			hd.Set("X-Kafka-Headers", asciiJSON(b))
+		}
+	})
 }
 
 // Close closes idle connections.
 func (h *HTTP) Close() error {
-	h.client.CloseIdleConnections()
+	h.p.close()
 	return nil
 }
 

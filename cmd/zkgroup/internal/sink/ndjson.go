@@ -1,0 +1,60 @@
+package sink
+
+import (
+	"fmt"
+
+	"github.com/zkgroup/zkgroup/manager"
+)
+
+// ContentTypeNDJSON is the Content-Type of an HTTP batch: newline-delimited
+// JSON, one Record per line.
+const ContentTypeNDJSON = "application/x-ndjson"
+
+// appendNDJSON appends msgs to dst as JSON lines, exactly as the stdout
+// sink writes them (EncodeJSONLine). A message that cannot be encoded (a
+// timestamp past year 9999) stops it with an error naming the message;
+// dst then holds the lines before it. Pure.
+func appendNDJSON(dst []byte, msgs []*manager.Message) ([]byte, error) {
+	for _, m := range msgs {
+		line, err := EncodeJSONLine(m)
+		if err != nil {
+			return dst, fmt.Errorf("encoding %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
+		}
+		dst = append(dst, line...)
+	}
+	return dst, nil
+}
+
+// ndjsonSizeHint guesses the encoded size of msgs, to size a buffer once:
+// their bytes plus about 160 bytes of JSON per message. Pure.
+func ndjsonSizeHint(msgs []*manager.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += MessageSize(m) + 160
+	}
+	return n
+}
+
+// batchWhere names a batch in error texts: "topic/partition@first..last
+// (n messages)", or "topic/partition@offset" for one message. msgs is not
+// empty.
+func batchWhere(msgs []*manager.Message) string {
+	first, last := msgs[0], msgs[len(msgs)-1]
+	if len(msgs) == 1 {
+		return fmt.Sprintf("%s/%d@%d", first.Topic, first.Partition, first.Offset)
+	}
+	return fmt.Sprintf("%s/%d@%d..%d (%d messages)", first.Topic, first.Partition, first.Offset, last.Offset, len(msgs))
+}
+
+// checkLimits validates batch limits for the sink named by what.
+func checkLimits(what string, l BatchLimits) error {
+	switch {
+	case l.MaxMessages < 0:
+		return fmt.Errorf("%w: %s: Batch.MaxMessages: %d is negative", ErrConfig, what, l.MaxMessages)
+	case l.MaxBytes < 0:
+		return fmt.Errorf("%w: %s: Batch.MaxBytes: %d is negative", ErrConfig, what, l.MaxBytes)
+	case l.Linger < 0:
+		return fmt.Errorf("%w: %s: Batch.Linger: %v is negative", ErrConfig, what, l.Linger)
+	}
+	return nil
+}
