@@ -29,7 +29,7 @@ func TestExecBatchStdin(t *testing.T) {
 	if got := b.BatchLimits(); got != (BatchLimits{MaxMessages: 1000, MaxBytes: 1 << 20, Linger: 10 * time.Millisecond}) {
 		t.Errorf("BatchLimits = %+v", got)
 	}
-	msgs := batchOf(57)
+	msgs := httpBatchOf(57)
 	if err := b.DeliverBatch(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestExecBatchExit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = b.DeliverBatch(context.Background(), batchOf(300))
+		err = b.DeliverBatch(context.Background(), httpBatchOf(300))
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("%q: %v, want delivered", tc.script, err)
@@ -98,7 +98,7 @@ func TestExecBatchExit(t *testing.T) {
 		case !tc.ok && (errors.Is(err, ErrPermanent) != tc.permanent || !strings.Contains(err.Error(), tc.says)):
 			t.Errorf("%q: %v: want permanent %v, saying %q", tc.script, err, tc.permanent, tc.says)
 		}
-		if err := b.Deliver(context.Background(), batchOf(1)[0]); (err == nil) != tc.ok || errors.Is(err, ErrPermanent) != tc.permanent {
+		if err := b.Deliver(context.Background(), httpBatchOf(1)[0]); (err == nil) != tc.ok || errors.Is(err, ErrPermanent) != tc.permanent {
 			t.Errorf("%q: Deliver = %v", tc.script, err)
 		}
 	}
@@ -108,13 +108,13 @@ func TestExecBatchExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = b.DeliverBatch(context.Background(), batchOf(3))
+	err = b.DeliverBatch(context.Background(), httpBatchOf(3))
 	if err == nil || errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "killed after") || time.Since(start) > 10*time.Second {
 		t.Fatalf("timeout: %v after %v", err, time.Since(start))
 	}
 
 	// A message that cannot be encoded fails its batch permanently.
-	msgs := batchOf(3)
+	msgs := httpBatchOf(3)
 	msgs[2].Timestamp = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	b, _ = NewExecBatch(ExecConfig{Command: []string{"/bin/true"}, Timeout: 10 * time.Second})
 	if err := b.DeliverBatch(context.Background(), msgs); !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "t/3@102") {
@@ -134,7 +134,7 @@ func TestExecBatchCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- b.DeliverBatch(ctx, batchOf(5)) }()
+	go func() { done <- b.DeliverBatch(ctx, httpBatchOf(5)) }()
 	for {
 		if _, err := os.Stat(started); err == nil {
 			break

@@ -19,9 +19,9 @@ import (
 	"github.com/zkgroup/zkgroup/manager"
 )
 
-// batchOf returns n messages of partition 3 from offset 100, with values
+// httpBatchOf returns n messages of partition 3 from offset 100, with values
 // that JSON must escape or base64-encode among them.
-func batchOf(n int) []*manager.Message {
+func httpBatchOf(n int) []*manager.Message {
 	values := [][]byte{[]byte("plain"), {0xff, 0xfe, 0}, []byte("line\nbreak \u2028 \"q\" <&>"), nil, []byte{}}
 	out := make([]*manager.Message, n)
 	for i := range out {
@@ -89,7 +89,7 @@ func TestHTTPBatchBody(t *testing.T) {
 	if got := h.BatchLimits(); got != (BatchLimits{MaxMessages: 500, MaxBytes: 1 << 20, Linger: 5 * time.Millisecond}) {
 		t.Errorf("BatchLimits = %+v", got)
 	}
-	msgs := batchOf(23)
+	msgs := httpBatchOf(23)
 	if err := h.DeliverBatch(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
@@ -135,9 +135,9 @@ func TestHTTPBatchStatus(t *testing.T) {
 		}
 		deliver := func() error {
 			if b, ok := s.(BatchSink); ok {
-				return b.DeliverBatch(context.Background(), batchOf(3))
+				return b.DeliverBatch(context.Background(), httpBatchOf(3))
 			}
-			return s.Deliver(context.Background(), batchOf(1)[0])
+			return s.Deliver(context.Background(), httpBatchOf(1)[0])
 		}
 		for _, tc := range []struct {
 			status    int
@@ -174,7 +174,7 @@ func TestHTTPBatchStatus(t *testing.T) {
 	url := "http://" + l.Addr().String()
 	l.Close()
 	b, _ := NewHTTPBatch(HTTPConfig{URL: url, Timeout: 5 * time.Second})
-	if err := b.DeliverBatch(context.Background(), batchOf(2)); err == nil || errors.Is(err, ErrPermanent) {
+	if err := b.DeliverBatch(context.Background(), httpBatchOf(2)); err == nil || errors.Is(err, ErrPermanent) {
 		t.Errorf("connection refused: %v, want a retriable error", err)
 	}
 }
@@ -234,9 +234,9 @@ func TestHTTPKeepAlive(t *testing.T) {
 					for i := 0; i < 20; i++ {
 						var err error
 						if b, ok := s.(BatchSink); ok {
-							err = b.DeliverBatch(context.Background(), batchOf(10))
+							err = b.DeliverBatch(context.Background(), httpBatchOf(10))
 						} else {
-							err = s.Deliver(context.Background(), batchOf(1)[0])
+							err = s.Deliver(context.Background(), httpBatchOf(1)[0])
 						}
 						if err != nil {
 							t.Error(err)
@@ -281,9 +281,9 @@ func TestHTTPInFlightBound(t *testing.T) {
 					defer wg.Done()
 					var err error
 					if b, ok := s.(BatchSink); ok {
-						err = b.DeliverBatch(context.Background(), batchOf(5))
+						err = b.DeliverBatch(context.Background(), httpBatchOf(5))
 					} else {
-						err = s.Deliver(context.Background(), batchOf(1)[0])
+						err = s.Deliver(context.Background(), httpBatchOf(1)[0])
 					}
 					if err != nil {
 						t.Error(err)
@@ -322,14 +322,14 @@ func TestHTTPBatchCancel(t *testing.T) {
 	defer h.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.DeliverBatch(ctx, batchOf(4)) }()
+	go func() { done <- h.DeliverBatch(ctx, httpBatchOf(4)) }()
 	<-arrived
 
 	// The only slot is taken: a second batch waits for it until its ctx
 	// ends.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	if err := h.DeliverBatch(ctx2, batchOf(1)); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "slot") {
+	if err := h.DeliverBatch(ctx2, httpBatchOf(1)); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "slot") {
 		t.Errorf("waiting for a slot: %v", err)
 	}
 	cancel()
@@ -346,7 +346,7 @@ func TestHTTPBatchUnencodable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := batchOf(3)
+	msgs := httpBatchOf(3)
 	msgs[1].Timestamp = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := h.DeliverBatch(context.Background(), msgs); !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "t/3@101") {
 		t.Fatalf("DeliverBatch = %v, want a permanent error naming t/3@101", err)

@@ -11,16 +11,15 @@ import (
 const ContentTypeNDJSON = "application/x-ndjson"
 
 // appendNDJSON appends msgs to dst as JSON lines, exactly as the stdout
-// sink writes them (EncodeJSONLine). A message that cannot be encoded (a
+// sink writes them (AppendJSONLine). A message that cannot be encoded (a
 // timestamp past year 9999) stops it with an error naming the message;
 // dst then holds the lines before it. Pure.
 func appendNDJSON(dst []byte, msgs []*manager.Message) ([]byte, error) {
 	for _, m := range msgs {
-		line, err := EncodeJSONLine(m)
-		if err != nil {
+		var err error
+		if dst, err = AppendJSONLine(dst, m); err != nil {
 			return dst, fmt.Errorf("encoding %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err)
 		}
-		dst = append(dst, line...)
 	}
 	return dst, nil
 }
