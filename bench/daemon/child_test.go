@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -41,9 +42,12 @@ type child struct {
 	logPath string   // its stderr
 	onStart func()   // nil, or called once the process started (before anything was counted)
 	// slack: stdout lines the process may keep in its own buffer until it
-	// exits (kcat's stdio buffer on a pipe: up to 4 KiB): the pass ends
-	// when all but slack lines are out, and the rest must come by the exit.
-	slack int64
+	// exits (kcat's stdio buffer on a pipe: up to 4 KiB). Once stderrEnd
+	// recognises, in the process's stderr, that it read every partition
+	// to its end, the pass ends when all but slack lines are out; the
+	// rest must come by the exit.
+	slack     int64
+	stderrEnd func(p *progress) io.Writer // nil: none
 }
 
 // run starts c, waits until p reaches its count (stdout lines, or what
@@ -59,6 +63,9 @@ func (c child) run(p *progress, timeout, termTimeout time.Duration) (result, err
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Env = c.env
 	cmd.Stderr = logf
+	if c.stderrEnd != nil {
+		cmd.Stderr = io.MultiWriter(logf, c.stderrEnd(p))
+	}
 	var r, w *os.File
 	if c.stdout {
 		if r, w, err = os.Pipe(); err != nil {
@@ -66,7 +73,7 @@ func (c child) run(p *progress, timeout, termTimeout time.Duration) (result, err
 		}
 		cmd.Stdout = w
 	}
-	p.mark = max(p.want-c.slack, 1)
+	p.slack = c.slack
 	p.start()
 	if err := cmd.Start(); err != nil {
 		if w != nil {

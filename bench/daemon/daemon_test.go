@@ -77,7 +77,11 @@ func BenchmarkDaemon(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer admin.Close()
-	env := &benchEnv{cl: cl, topic: topic, partitions: *flagPartitions, bin: bin, dir: dir, admin: admin, env: childEnv()}
+	ends, err := cl.HighWaterMarks(topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &benchEnv{cl: cl, topic: topic, partitions: *flagPartitions, ends: ends, bin: bin, dir: dir, admin: admin, env: childEnv()}
 
 	// Which sides can run here.
 	var ready []side

@@ -58,14 +58,20 @@ func TestHTTPCounter(t *testing.T) {
 	}
 }
 
-// TestChild runs a stand-in consumer that prints 100 lines, holds the
-// last 10 in its buffer until SIGTERM (as kcat does), and exits 3.
+// TestChild runs a stand-in consumer that prints 90 lines, says on
+// stderr that it reached the end of its two partitions, holds 10 more
+// lines in its buffer until SIGTERM (as kcat does), and exits 3.
 func TestChild(t *testing.T) {
-	script := `trap 'echo tail; i=0; while [ $i -lt 9 ]; do echo tail; i=$((i+1)); done; exit 3' TERM
+	script := `trap 'i=0; while [ $i -lt 10 ]; do echo tail; i=$((i+1)); done; exit 3' TERM
 i=0; while [ $i -lt 90 ]; do echo line; i=$((i+1)); done
+echo "% Reached end of topic t [0] at offset 49" >&2
+echo "% Reached end of topic u [1] at offset 50" >&2
+echo "% Reached end of topic t [0] at offset 50" >&2
+echo "% Reached end of topic t [1] at offset 50" >&2
 while :; do sleep 0.05; done`
 	dir := t.TempDir()
-	ch := child{argv: []string{"sh", "-c", script}, stdout: true, slack: 10, logPath: filepath.Join(dir, "stderr")}
+	ch := child{argv: []string{"sh", "-c", script}, stdout: true, slack: 10, logPath: filepath.Join(dir, "stderr"),
+		stderrEnd: newKcatEnd("t", map[int32]int64{0: 50, 1: 50})}
 	p := newProgress(100)
 	res, err := ch.run(p, time.Minute, 10*time.Second)
 	if err != nil {

@@ -24,8 +24,9 @@ type benchEnv struct {
 	cl         *testcluster.Cluster
 	topic      string
 	partitions int
-	bin        string // the zkgroup binary
-	dir        string // configs and the children's stderr
+	ends       map[int32]int64 // the topic's end offset per partition
+	bin        string          // the zkgroup binary
+	dir        string          // configs and the children's stderr
 	admin      sarama.ClusterAdmin
 	env        []string // the children's environment (no ZKGROUP_*)
 }
@@ -113,14 +114,17 @@ func setupKcat(_ *benchEnv) (passFunc, string, error) {
 		// -o beginning: with -G it sets auto.offset.reset, which a fresh
 		// group needs to read from the oldest offset.
 		ch := child{argv: []string{kcat, "-G", pe.group, "-J", "-b", strings.Join(pe.cl.Addrs(), ","), "-o", "beginning", pe.topic},
-			env: pe.env, stdout: true, logPath: pe.path(".stderr"), slack: kcatSlack}
+			env: pe.env, stdout: true, logPath: pe.path(".stderr"),
+			slack: kcatSlack, stderrEnd: newKcatEnd(pe.topic, pe.ends)}
 		return ch.run(newProgress(pe.want), *flagPassTimeout, *flagTermTimeout)
 	}, kcat, nil
 }
 
 // kcatSlack: kcat writes stdout through stdio, fully buffered on a pipe
 // (4 KiB): its last lines come out when it exits. A -J line of this topic
-// is over 200 bytes, so at most ~20 lines wait in the buffer.
+// is over 200 bytes, so at most ~20 lines wait in the buffer. Its pass
+// ends when its stderr says every partition reached its end and all but
+// kcatSlack lines are out (kcatEnd).
 const kcatSlack = 64
 
 // consoleMain is kafka-console-consumer.sh's main class in Kafka 3.9.

@@ -16,7 +16,7 @@ import (
 // goals of issue 20 that the run can check.
 func summarize(b *testing.B, sds []side, got map[string][]result) {
 	benchkit.Say("== BenchmarkDaemon summary: medians over %d round(s); a ratio is the median of each round's ratio to the side named under vs", *flagRounds)
-	benchkit.Say("   %-26s %8s %10s %10s %8s %10s %8s %8s %8s %9s %9s %s", "side", "msgs", "msgs/s", "vs", "ratio", "from 1st", "ratio", "cpu µs", "ratio", "first ms", "SIGTERM", "exit")
+	benchkit.Say("   %-26s %8s %10s %-16s %6s %10s %6s %8s %6s %9s %9s %s", "side", "msgs", "msgs/s", "vs", "ratio", "from 1st", "ratio", "cpu µs", "ratio", "first ms", "SIGTERM", "exit")
 	med := map[string]map[string]float64{}
 	for _, sd := range sds {
 		rs := got[sd.name]
@@ -51,7 +51,7 @@ func summarize(b *testing.B, sds []side, got map[string][]result) {
 		if len(rs) > 0 {
 			want = rs[0].want
 		}
-		benchkit.Say("   %-26s %8d %10.0f %10s %8s %10.0f %8s %8.2f %8s %9.1f %8.2fs %s",
+		benchkit.Say("   %-26s %8d %10.0f %-16s %6s %10.0f %6s %8.2f %6s %9.1f %8.2fs %s",
 			sd.name, want, rate, short(vs), ratio(rateR), steady, ratio(steadyR), cpu, ratio(cpuR), first, term, strings.Join(exits, ","))
 		b.ReportMetric(rate, sd.name+"-msgs/s")
 	}
