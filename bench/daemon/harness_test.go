@@ -91,16 +91,20 @@ while :; do sleep 0.05; done`
 	}
 }
 
-// TestConfigs checks that the daemon of this checkout accepts the config
-// files the zkgroup sides write, with the mode fields when it has them.
+// TestConfigs checks that the daemon of this checkout (or -bin) accepts
+// the config files the zkgroup sides write, with the mode fields when it
+// has them (then batch too).
 func TestConfigs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the daemon")
 	}
 	dir := t.TempDir()
-	bin, err := buildDaemon(dir)
-	if err != nil {
-		t.Fatal(err)
+	bin := *flagBin
+	if bin == "" {
+		var err error
+		if bin, err = buildDaemon(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := childEnv()
 	base := daemonConfig{group: "g", zookeeper: "127.0.0.1:2181/kafka", topic: "t", sink: "stdout"}
