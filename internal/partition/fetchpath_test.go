@@ -15,16 +15,7 @@ import (
 )
 
 // recvBatch receives a batch, failing after 10 s.
-func recvBatch(t *testing.T, out <-chan *Batch) *Batch {
-	t.Helper()
-	select {
-	case b := <-out:
-		return b
-	case <-time.After(10 * time.Second):
-		t.Fatal("no batch")
-		return nil
-	}
-}
+func recvBatch(t *testing.T, out <-chan *Batch) *Batch { t.Helper(); return receive(t, out, "batch") }
 
 // noBatch fails if a batch comes within an observation window.
 func noBatch(t *testing.T, out <-chan *Batch, what string) {
@@ -66,16 +57,7 @@ func (r reports) report(err error) {
 }
 
 // next returns the next report, failing after 10 s.
-func (r reports) next(t *testing.T) error {
-	t.Helper()
-	select {
-	case err := <-r:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing reported")
-		return nil
-	}
-}
+func (r reports) next(t *testing.T) error { t.Helper(); return receive(t, r, "report") }
 
 // fakeOf returns the fake fetcher of p.
 func fakeOf(p Params) *fakeFetcher { return p.Fetcher.(*fakeFetcher) }

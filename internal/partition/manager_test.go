@@ -279,16 +279,20 @@ func awaitDelivered(m *Manager, n uint64) {
 	testcluster.Poll(5*time.Second, time.Millisecond, func() bool { return m.Stats().Delivered == n })
 }
 
-func recv(t *testing.T, out <-chan *Message) *Message {
+// receive receives from ch, failing with "no <what>" after 10 s.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
-	case m := <-out:
-		return m
+	case v := <-ch:
+		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("no message")
-		return nil
+		t.Fatal("no " + what)
+		var zero T
+		return zero
 	}
 }
+
+func recv(t *testing.T, out <-chan *Message) *Message { t.Helper(); return receive(t, out, "message") }
 
 func TestManagerAcksCommitsAndDrains(t *testing.T) {
 	leakChecked(t, func(t *testing.T) {
