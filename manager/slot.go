@@ -129,7 +129,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	}
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
-		Client: c.lister, Fetcher: c.fetcher, Store: c.store, Committer: c.commits, Fence: cl,
+		Client: c.lister, Fetcher: partition.FetcherOf(c.fetcher), Store: c.store, Committer: c.commits, Fence: cl,
 		// c.log: the partition manager adds the topic and partition itself.
 		Config: partition.Config(c.cfg.Partition), Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
 		Prefetched: sl.pre,

@@ -1,9 +1,6 @@
 package partition
 
-import (
-	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/tracker"
-)
+import "github.com/zkgroup/zkgroup/internal/tracker"
 
 // Batch is a run of one partition's messages handed out at once, in
 // offset order (not necessarily contiguous: a compacted topic has gaps).
@@ -30,19 +27,7 @@ type Batch struct {
 	seeks uint64
 }
 
-// newBatch wraps msgs (tracked, in offset order) into one slab of
-// Messages: one allocation for the batch's messages and one for their
-// pointers. The caller clears msgs afterwards. Run goroutine only.
-func (m *Manager) newBatch(msgs []*sarama.ConsumerMessage) *Batch {
-	vals := make([]Message, len(msgs))
-	ptrs := make([]*Message, len(msgs))
-	for i, msg := range msgs {
-		vals[i].fill(msg, m)
-		ptrs[i] = &vals[i]
-	}
-	return &Batch{Topic: m.topic, Partition: m.partition, Messages: ptrs, owner: m, seeks: m.seeks.Load()}
-}
-
+// Len returns the number of messages.
 func (b *Batch) Len() int { return len(b.Messages) }
 
 // FirstOffset and LastOffset return the offsets of the first and the last

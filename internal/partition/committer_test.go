@@ -43,7 +43,7 @@ func newGroup(t *testing.T, n, per int) *group {
 	feeds := feedsOf(n, per)
 	for p := range int32(n) {
 		f := newFence()
-		m, err := Start(handOffTo(t, g.out, Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+		m, err := Start(handOffTo(t, g.out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
 			Store: g.store, Committer: g.c, Fence: f, Config: cfg,
 			Report: func(err error) { g.reported <- err }}))
 		if err != nil {
@@ -265,7 +265,7 @@ func TestCommitterFinalCommitWaits(t *testing.T) {
 	c := committerFor(t, store, cfg)
 	out := make(chan *Message, 10)
 	feeds := feedsOf(1, 3)
-	m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+	m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Fetcher: feeds,
 		Store: store, Committer: c, Fence: newFence(), Config: cfg}))
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +378,7 @@ func TestCommitterClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Params{Topic: "t", Client: noResolver{}, Consumer: feedConsumer{}, Store: store, Fence: newFence(),
+	p := Params{Topic: "t", Client: noResolver{}, Fetcher: newFakeFetcher(), Store: store, Fence: newFence(),
 		Batches: make(chan *Batch), Config: NewConfig()}
 	if _, err := Start(p); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Committer") {
 		t.Fatalf("Start without a Committer = %v, want ErrConfig naming Committer", err)
@@ -408,7 +408,7 @@ func TestCommitterTicks(t *testing.T) {
 	out := make(chan *Message, 10)
 	feeds := feedsOf(2, 2)
 	for p := range int32(2) {
-		m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+		m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
 			Store: store, Committer: c, Fence: newFence(), Config: cfg}))
 		if err != nil {
 			t.Fatal(err)

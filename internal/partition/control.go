@@ -13,9 +13,9 @@ import (
 // A control request (Seek, Pause, Resume) is applied by the run goroutine
 // between two fetch sessions: the request closes ctlWake, every wait of
 // the hand-off path (the fetch loop, the wait for MaxUnacked room, a send,
-// a suspension) returns without handing anything more out,
-// the PartitionConsumer is closed (what it fetched and was not handed out
-// is dropped, as at a stop), and the run loop applies the request and
+// a suspension) returns without handing anything more out, the
+// partition's Fetch is closed (what it fetched and was not handed out is
+// dropped, as at a stop), and the run loop applies the request and
 // fetches again from the new position (or not at all while paused).
 
 // seekRequest asks the run goroutine to move the fetch position.

@@ -1,11 +1,11 @@
 // Package partition runs zkgroup's partition managers: one per partition
 // this instance owns. A Manager streams the partition from Kafka through
-// the consumer's fetch.Fetcher (Params.Fetcher: one fetch loop per broker,
-// a partition's records taken a response share at a time into one slab of
-// Messages; see fetchpath.go), or, where a test gives it one, a sarama
-// PartitionConsumer (Params.Consumer), so that a slow, unread or stuck
-// partition never holds up another; it hands messages out only
-// while its Fence allows it, tracks their acks with an tracker.Tracker,
+// the consumer's fetch.Fetcher (Params.Fetcher, seen through the Fetcher
+// and Fetch interfaces; FetcherOf adapts a *fetch.Fetcher): one fetch
+// loop per broker, a partition's records taken a response share at a time
+// into one slab of Messages (see fetchpath.go), so that a slow, unread or
+// stuck partition never holds up another; it hands messages out only
+// while its Fence allows it, tracks their acks with a tracker.Tracker,
 // bounds the number of unacked messages (backpressure), and on Stop
 // drains, commits synchronously and verifies before its owner releases the
 // claim.
@@ -26,31 +26,34 @@
 //
 //   - the Manager's run goroutine (its tomb): reads the committed offset,
 //     adds the partition to the Fetcher and takes its records, hands
-//     messages out (with a sarama PartitionConsumer instead, as in tests,
-//     sarama's two goroutines per PartitionConsumer come on top).
+//     messages out. The fetch itself runs no goroutine per partition.
 //
 // Nothing watches the Fence: it calls the Manager when ownership is lost
 // (Fence.AfterLost).
 //
 // Per consumer, not per partition: the Committer's goroutine, the
 // KafkaStore's batcher, the Fetcher's router and one loop per broker. Stop ends
-// the Manager's goroutines and waits for them.
+// the Manager's goroutine and waits for it; it closes the partition's
+// Fetch without waiting for the broker loop.
 //
 // Timers: none per idle partition. Waits with timers happen only while a
 // retry backs off (reading the committed offset, starting to fetch) and
 // while Stop drains.
 //
 // Memory of an idle partition: the Manager (about 1 KB with its tomb and
-// channels), the goroutines' stacks, and sarama's PartitionConsumer (its two
-// channels of Config.ChannelBufferSize pointers, and the fetched messages
-// they hold). The Tracker's ring grows with the messages outstanding (33
-// bytes each: a backlog caught up with MaxUnacked 10,000 outstanding
-// grows it to 16,384 slots, about 530 KB) and gives that memory back: the
-// ring shrinks when it empties after having held far more than its last
-// run needed, and the Committer releases it once the partition was idle
-// for a whole interval. The batch a Manager takes from sarama's buffer
-// comes from a pool shared by all Managers.
-// BenchmarkIdleMemory measures it.
+// channels), its goroutine's stack, and its fetch.Partition (with up to
+// Config.PartitionBuffer fetched shares its Manager has not taken; a
+// Manager waiting for MaxUnacked room takes none, so its partition is left
+// out of fetch requests). The Tracker's ring grows with the messages
+// outstanding (33 bytes each: a backlog caught up with MaxUnacked 10,000
+// outstanding grows it to 16,384 slots, about 530 KB) and gives that
+// memory back: the ring shrinks when it empties after having held far
+// more than its last run needed, and the Committer releases it once the
+// partition was idle for a whole interval. Each share taken becomes one
+// slab of Messages (one allocation for the share, one for each batch's
+// pointers); the messages' keys and values are the fetched response's
+// memory, kept alive while the user keeps them. BenchmarkIdleMemory
+// measures it (TestIdleManagerCost bounds it).
 //
 // The consumer manager (package manager) creates and stops Managers; an
 // embedder never meets this package: manager.Message and manager.Batch

@@ -6,35 +6,96 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/fetch"
-	"github.com/zkgroup/zkgroup/internal/retry"
 )
 
-// The fetch path: with Params.Fetcher, a Manager reads its partition
-// through the consumer's fetch.Fetcher (one fetch loop per broker, records
-// taken a response share at a time, no goroutine of its own per
-// partition) instead of a sarama PartitionConsumer.
+// A Manager reads its partition through the consumer's fetch.Fetcher
+// (one fetch loop per broker, records taken a response share at a time,
+// no goroutine of its own per partition), seen through Fetcher and
+// Fetch: what it uses of them and nothing more, so that tests can give
+// it a fake.
 
-// openFetch returns the partition's fetch.Partition at abs: the prefetched
-// one when it starts there, a new one otherwise. Run goroutine only.
-func (m *Manager) openFetch(pre *Prefetched, pos, abs int64) (*fetch.Partition, error) {
+// Fetcher is what a Manager needs of the consumer's fetch.Fetcher
+// (FetcherOf adapts one): Add starts fetching a partition at a real
+// offset and returns it (fetch.Fetcher.Add's contract: no network wait;
+// an error when the partition is added and not closed, or the fetcher
+// closed). Shared by the consumer's Managers: safe for concurrent use.
+type Fetcher interface {
+	Add(topic string, partition int32, offset int64) (Fetch, error)
+}
+
+// Fetch is one partition being fetched, as a *fetch.Partition is (see it
+// for the contracts): Poll takes, without blocking, the next Records in
+// offset order (nil when none is ready) or an error (fetch.ErrClosed,
+// fetch.ErrOffsetOutOfRange and fetch.ErrMessageTooLarge until the
+// partition is fetched again; reports wrapping fetch.ErrFetch once
+// each); Ready receives a value when Poll may have something (spurious
+// receives allowed); Close stops fetching and drops what is buffered.
+type Fetch interface {
+	Poll() (*fetch.Records, error)
+	Ready() <-chan struct{}
+	Close()
+}
+
+// FetcherOf returns f as a Fetcher.
+func FetcherOf(f *fetch.Fetcher) Fetcher { return fetcherOf{f} }
+
+type fetcherOf struct{ f *fetch.Fetcher }
+
+func (a fetcherOf) Add(topic string, partition int32, offset int64) (Fetch, error) {
+	p, err := a.f.Add(topic, partition, offset)
+	if err != nil {
+		return nil, err // not a nil *fetch.Partition in a Fetch
+	}
+	return p, nil
+}
+
+// openFetch returns the partition's Fetch for the position pos (an
+// offset, or sarama.OffsetOldest/OffsetNewest) and the offset it starts
+// at: pre's when pre starts where this ownership must (see Prefetched),
+// otherwise a new one at pos resolved, after closing pre. Run goroutine
+// only.
+func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 	if pre != nil && pre.FP != nil {
 		if (pos >= 0 && pos == pre.Offset) || (pos < 0 && pos == pre.Initial) {
 			m.log.Debug("using the fetch opened before the claim", "offset", pre.Offset)
-			return pre.FP, nil
+			return pre.FP, pre.Offset, nil
 		}
+		m.log.Debug("the fetch opened before the claim starts elsewhere; closing it", "opened_at", pre.Offset, "position", pos)
 		pre.FP.Close()
 	}
-	return m.p.Fetcher.Add(m.topic, m.partition, abs)
+	abs, err := m.resolve(pos)
+	if err != nil {
+		return nil, 0, err
+	}
+	fp, err := m.p.Fetcher.Add(m.topic, m.partition, abs)
+	return fp, abs, err
 }
 
-// consumeFetch is consume for the fetch path: it takes fp's records a
-// response share at a time into one slab of Messages, tracks them as far
-// as MaxUnacked allows and hands them out as batches, until the manager
-// halts, a control request comes, or the offset is out of range. Its
-// results are consume's. It closes fp.
-func (m *Manager) consumeFetch(fp *fetch.Partition) (next int64, outOfRange, stop bool) {
+// consumeFetch takes fp's records a response share at a time into one
+// slab of Messages, tracks them as far as MaxUnacked allows and hands
+// them out as batches, until the manager halts, a control request (seek,
+// pause) comes, or the offset is out of range. It returns the next
+// position to fetch from (the first offset not handed out), whether the
+// offset went out of range, and whether to stop (false after a control
+// request or out of range: the run loop applies it and fetches again).
+// It closes fp: what was fetched and not handed out is dropped.
+//
+// A slab is taken for delivery (tracked) under one lock, as far as
+// MaxUnacked allows, rather than message by message: the user's acks take
+// the same lock, and a lock that moves between two cores for every message
+// costs the user's goroutine time on every message. What was tracked but
+// not handed out when consumeFetch returns is truncated. While a slab
+// waits for room, the next share is not taken: the fetcher holds at most
+// its buffer for the partition and then leaves it out of its requests.
+//
+// A report (fetch.ErrFetch: a leader moved, a broker was lost) is counted
+// and passed on, and fetching goes on. Any other error stops the
+// partition (fetch.ErrMessageTooLarge: a batch over the size limit): it is
+// counted and passed on once, and nothing more comes until a seek moves
+// the position (nothing is skipped silently) or the manager stops.
+func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 	defer func() {
-		fp.Close() // what was fetched and not handed out is dropped
+		fp.Close()
 		m.mu.Lock()
 		if err := m.tracker.Truncate(next); err != nil {
 			m.log.Error("forgetting messages not handed out failed", "offset", next, "error", err)
@@ -56,10 +117,20 @@ func (m *Manager) consumeFetch(fp *fetch.Partition) (next int64, outOfRange, sto
 			return next, true, false
 		case errors.Is(err, fetch.ErrClosed):
 			return next, false, true
-		case err != nil: // a report (leader moved, broker lost), or a batch over the size limit
+		case errors.Is(err, fetch.ErrFetch):
 			m.fetchErrors.Add(1)
 			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
 			continue
+		case err != nil:
+			m.fetchErrors.Add(1)
+			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
+			m.log.Error("fetching stopped; seek past it to go on", "offset", next, "error", err)
+			select {
+			case <-m.halt:
+				return next, false, true
+			case <-wake:
+				return next, false, false
+			}
 		case recs == nil:
 			select {
 			case <-fp.Ready():
@@ -163,39 +234,4 @@ func (m *Manager) handOutSlab(vals []Message, next *int64) bool {
 	m.delivered.Add(uint64(len(vals)))
 	*next = last + 1
 	return true
-}
-
-// runFetch is run's loop on the fetch path, from the start position pos.
-// *pre is set to nil once the prefetched partition was used or closed.
-func (m *Manager) runFetch(pos int64, b *retry.Backoff, pre **Prefetched) error {
-	for {
-		if !m.applyControl(&pos) {
-			return m.exitReason()
-		}
-		abs, err := m.resolve(pos)
-		var fp *fetch.Partition
-		if err == nil {
-			fp, err = m.openFetch(*pre, pos, abs)
-			*pre = nil
-		}
-		if err != nil {
-			m.fetchErrors.Add(1)
-			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
-			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "error", err)
-			if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
-				return m.exitReason()
-			}
-			continue
-		}
-		b.Reset()
-		m.ensureTracker(abs)
-		next, outOfRange, stop := m.consumeFetch(fp)
-		if stop {
-			return m.exitReason()
-		}
-		pos = next
-		if outOfRange {
-			m.resetPosition(&pos, next)
-		}
-	}
 }

@@ -6,83 +6,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/IBM/sarama"
 )
-
-// feedPC is a sarama.PartitionConsumer fed by a goroutine the way sarama's
-// responseFeeder feeds one: message by message into a buffered channel,
-// with a select that also watches closing and a ticker.
-type feedPC struct {
-	msgs  chan *sarama.ConsumerMessage
-	errs  chan *sarama.ConsumerError
-	dying chan struct{}
-	once  sync.Once
-}
-
-// feedMessages builds n messages of partition p from offset from.
-func feedMessages(topic string, p int32, from int64, n int) []sarama.ConsumerMessage {
-	batch := make([]sarama.ConsumerMessage, n)
-	for i := range batch {
-		m := &batch[i]
-		m.Topic, m.Partition, m.Offset = topic, p, from+int64(i)
-	}
-	return batch
-}
-
-// feedsOf builds per messages from offset 0 for each of parts partitions.
-func feedsOf(parts, per int) [][]sarama.ConsumerMessage {
-	feeds := make([][]sarama.ConsumerMessage, parts)
-	for p := range feeds {
-		feeds[p] = feedMessages("t", int32(p), 0, per)
-	}
-	return feeds
-}
-
-func newFeedPC(batch []sarama.ConsumerMessage) *feedPC {
-	pc := &feedPC{msgs: make(chan *sarama.ConsumerMessage, 256), errs: make(chan *sarama.ConsumerError, 1), dying: make(chan struct{})}
-	go func() {
-		defer close(pc.errs)
-		defer close(pc.msgs)
-		tick := time.NewTicker(time.Hour)
-		defer tick.Stop()
-		for i := range batch {
-			m := &batch[i]
-			select {
-			case <-pc.dying:
-				return
-			case pc.msgs <- m:
-			case <-tick.C:
-			}
-		}
-		<-pc.dying
-	}()
-	return pc
-}
-
-func (pc *feedPC) AsyncClose()                              { pc.once.Do(func() { close(pc.dying) }) }
-func (pc *feedPC) Close() error                             { pc.AsyncClose(); return nil }
-func (pc *feedPC) Messages() <-chan *sarama.ConsumerMessage { return pc.msgs }
-func (pc *feedPC) Errors() <-chan *sarama.ConsumerError     { return pc.errs }
-func (pc *feedPC) HighWaterMarkOffset() int64               { return 0 }
-func (pc *feedPC) Pause()                                   {}
-func (pc *feedPC) Resume()                                  {}
-func (pc *feedPC) IsPaused() bool                           { return false }
-
-// feedConsumer hands out feedPCs of prebuilt messages.
-type feedConsumer struct{ batches [][]sarama.ConsumerMessage }
-
-func (c feedConsumer) Topics() ([]string, error)                  { return nil, nil }
-func (c feedConsumer) Partitions(string) ([]int32, error)         { return nil, nil }
-func (c feedConsumer) HighWaterMarks() map[string]map[int32]int64 { return nil }
-func (c feedConsumer) Close() error                               { return nil }
-func (c feedConsumer) Pause(map[string][]int32)                   {}
-func (c feedConsumer) Resume(map[string][]int32)                  {}
-func (c feedConsumer) PauseAll()                                  {}
-func (c feedConsumer) ResumeAll()                                 {}
-func (c feedConsumer) ConsumePartition(t string, p int32, off int64) (sarama.PartitionConsumer, error) {
-	return newFeedPC(c.batches[p]), nil
-}
 
 func cpuNow() time.Duration {
 	var ru syscall.Rusage
@@ -94,13 +18,17 @@ const hotParts = 8
 
 // BenchmarkHotPath compares the managers' hot path (8 partitions, a fence
 // each, on one unbuffered batch channel, every message passed and acked
-// by the receiver) with plain forwarders of the same feeders (a select on the
-// channel and a done channel, as a user would write it); b.N is the number
-// of messages. It reports process CPU time per message besides the wall
+// by the receiver) with plain forwarders of the same fetch (a goroutine a
+// partition that polls its Fetch, waits on Ready, and sends each record,
+// in a Message made beforehand, on one channel with a select on a done
+// channel, as a user of fetch.Partition would write it); b.N is the
+// number of messages. Both take the fake fetcher's shares of 256 records
+// (feedsOf), made beforehand: what is measured is the consumer's side of
+// the fetch. It reports process CPU time per message besides the wall
 // time. On a busy machine compare medians of interleaved runs:
 //
-//	go test -c -o /tmp/p.test ./partition/
-//	for i in 1 2 3 4 5 6; do /tmp/p.test -test.run='^$' -test.bench=HotPath -test.benchtime=1000000x; done
+//	go test -c -o /tmp/p.test ./internal/partition/
+//	/tmp/p.test -test.run='^$' -test.bench=HotPath -test.benchtime=1000000x -test.count=5
 func BenchmarkHotPath(b *testing.B) {
 	for _, mode := range []string{"manager", "plain"} {
 		b.Run(mode, func(b *testing.B) {
@@ -108,7 +36,7 @@ func BenchmarkHotPath(b *testing.B) {
 			total := per * hotParts
 			out := make(chan *Message)
 			bch := make(chan *Batch)
-			batches := feedsOf(hotParts, per)
+			feeds := feedsOf(hotParts, per)
 			var stop func()
 			c0 := cpuNow()
 			b.ResetTimer()
@@ -126,7 +54,7 @@ func BenchmarkHotPath(b *testing.B) {
 				for p := int32(0); p < hotParts; p++ {
 					// Each claim has channels of its own, as in the consumer.
 					fence := newFence()
-					m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Consumer: feedConsumer{batches: batches},
+					m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
 						Store: store, Committer: committer, Fence: fence, Batches: bch, Config: NewConfig()})
 					if err != nil {
 						b.Fatal(err)
@@ -142,36 +70,53 @@ func BenchmarkHotPath(b *testing.B) {
 			} else {
 				done := make(chan struct{})
 				var wg sync.WaitGroup
-				var pcs []*feedPC
-				wrapped := make([][]Message, hotParts) // like sarama's side: no allocation per message
+				var fps []Fetch
+				wrapped := make([][]Message, hotParts) // no allocation per message
 				for p := range wrapped {
 					wrapped[p] = make([]Message, per)
 					for i := range wrapped[p] {
-						wrapped[p][i].fill(&batches[p][i], nil)
+						wrapped[p][i] = Message{Topic: "t", Partition: int32(p), Offset: int64(i)}
 					}
 				}
 				for p := int32(0); p < hotParts; p++ {
-					pc := newFeedPC(batches[p])
+					fp, err := feeds.Add("t", p, 0)
+					if err != nil {
+						b.Fatal(err)
+					}
 					w := wrapped[p]
-					pcs = append(pcs, pc)
+					fps = append(fps, fp)
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						for m := range pc.Messages() {
-							select {
-							case out <- &w[m.Offset]:
-							case <-done:
+						for {
+							recs, err := fp.Poll()
+							if err != nil {
 								return
+							}
+							if recs == nil {
+								select {
+								case <-fp.Ready():
+									continue
+								case <-done:
+									return
+								}
+							}
+							for r := range recs.All() {
+								select {
+								case out <- &w[r.Offset]:
+								case <-done:
+									return
+								}
 							}
 						}
 					}()
 				}
 				stop = func() {
 					close(done)
-					for _, pc := range pcs {
-						pc.AsyncClose()
-					}
 					wg.Wait()
+					for _, fp := range fps {
+						fp.Close()
+					}
 				}
 			}
 			var next [hotParts]int64

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/zkgroup/zkgroup/internal/fetch"
-	"github.com/zkgroup/zkgroup/internal/tracker"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/retry"
+	"github.com/zkgroup/zkgroup/internal/tracker"
 	"github.com/zkgroup/zkgroup/offsets"
 	"gopkg.in/tomb.v2"
 )
@@ -41,11 +39,10 @@ type OffsetResolver interface {
 type Params struct {
 	Topic     string
 	Partition int32
-	Client    OffsetResolver  // resolves oldest/newest offsets (a sarama.Client)
-	Consumer  sarama.Consumer // shared by the consumer's managers (without Fetcher)
-	// Fetcher, when set, fetches the partition instead of Consumer (see
-	// fetchpath.go); shared by the consumer's managers.
-	Fetcher *fetch.Fetcher
+	Client    OffsetResolver // resolves oldest/newest offsets (a sarama.Client)
+	// Fetcher fetches the partition (the consumer's fetch.Fetcher, see
+	// FetcherOf and fetchpath.go); shared by the consumer's managers.
+	Fetcher Fetcher
 	Store   Store
 	// Committer makes the routine commits, every Config.CommitInterval,
 	// of every Manager of the consumer in one batch: one per consumer,
@@ -56,15 +53,11 @@ type Params struct {
 	// the drain waits for acks: the place to abandon what was handed out in
 	// a batch but never reached the user (Consumer.Each's leftovers).
 	BeforeDrain func()
-	// Prefetched, optional, is a sarama PartitionConsumer of this partition
-	// opened before the claim (see Prefetched). The Manager owns it from
-	// Start on, also when Start fails.
+	// Prefetched, optional, is this partition's Fetch opened before the
+	// claim (see Prefetched). The Manager owns it from Start on, also
+	// when Start fails.
 	Prefetched *Prefetched
-	// Reaper, optional, finishes closing the sarama PartitionConsumers
-	// this Manager stops using, so that a stop need not wait for sarama's
-	// fetch cycle; nil: the Manager waits itself.
-	Reaper *Reaper
-	Fence  Fence
+	Fence      Fence
 	// Batches receives the messages as batches (see Batch): one send per
 	// batch, taken as fetched and as far as MaxUnacked allows. It may be
 	// shared by several Managers (the merged stream), or be this
@@ -98,7 +91,7 @@ type Manager struct {
 
 	// mu guards the tracker and the fields below it. The tracker holds the
 	// messages handed out and, while a batch is being handed out, the rest
-	// of that batch (taken for delivery under one lock, see consume); those
+	// of that batch (taken for delivery under one lock, see consumeFetch); those
 	// are truncated when fetching stops.
 	mu        sync.Mutex
 	tracker   *tracker.Tracker // nil until the start position is known
@@ -167,7 +160,7 @@ type Manager struct {
 func Start(p Params) (_ *Manager, err error) {
 	defer func() {
 		if err != nil && p.Prefetched != nil {
-			p.Prefetched.close(p.Reaper)
+			p.Prefetched.close()
 		}
 	}()
 	switch {
@@ -177,8 +170,8 @@ func Start(p Params) (_ *Manager, err error) {
 		return nil, fmt.Errorf("%w: Partition: %d is negative", ErrConfig, p.Partition)
 	case p.Client == nil:
 		return nil, fmt.Errorf("%w: Client: nil", ErrConfig)
-	case p.Consumer == nil && p.Fetcher == nil:
-		return nil, fmt.Errorf("%w: Consumer: nil, and no Fetcher", ErrConfig)
+	case p.Fetcher == nil:
+		return nil, fmt.Errorf("%w: Fetcher: nil", ErrConfig)
 	case p.Store == nil:
 		return nil, fmt.Errorf("%w: Store: nil", ErrConfig)
 	case p.Committer == nil:
@@ -337,12 +330,15 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 	return m.p.Client.GetOffset(m.topic, m.partition, pos)
 }
 
-// run is the fetch loop: it owns the sarama PartitionConsumer.
+// run is the manager's goroutine: it reads the committed offset, then
+// fetches (consumeFetch) from there until the manager halts, applying
+// control requests and the Initial policy between fetch sessions, and
+// retrying a failed start with backoff.
 func (m *Manager) run() error {
 	pre := m.p.Prefetched
 	defer func() {
 		if pre != nil {
-			pre.close(m.p.Reaper)
+			pre.close()
 		}
 	}()
 	pos, ok := m.startPosition()
@@ -350,30 +346,12 @@ func (m *Manager) run() error {
 		return m.exitReason()
 	}
 	b := m.newBackoff()
-	if m.p.Fetcher != nil {
-		return m.runFetch(pos, b, &pre)
-	}
 	for {
 		if !m.applyControl(&pos) {
 			return m.exitReason()
 		}
-		var pc sarama.PartitionConsumer
-		var abs int64
-		var err error
-		if pre != nil {
-			pc, abs = m.usePrefetched(pre, pos)
-			pre = nil
-		}
-		if pc == nil {
-			abs, err = m.resolve(pos)
-			if err == nil {
-				pc, err = m.p.Consumer.ConsumePartition(m.topic, m.partition, abs)
-			}
-		}
-		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
-			m.resetPosition(&pos, abs)
-			continue
-		}
+		fp, abs, err := m.openFetch(pre, pos)
+		pre = nil // used or closed
 		if err != nil {
 			m.fetchErrors.Add(1)
 			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
@@ -385,7 +363,7 @@ func (m *Manager) run() error {
 		}
 		b.Reset()
 		m.ensureTracker(abs)
-		next, outOfRange, stop := m.consume(pc)
+		next, outOfRange, stop := m.consumeFetch(fp)
 		if stop {
 			return m.exitReason()
 		}
@@ -394,23 +372,6 @@ func (m *Manager) run() error {
 			m.resetPosition(&pos, next)
 		}
 	}
-}
-
-// usePrefetched returns pre's PartitionConsumer and its start offset when
-// it starts where this ownership must (pos, read after the claim): at the
-// committed offset, or, when there is none, at the oldest or newest offset
-// (after Initial) as of when the member began to join. Otherwise it closes
-// it (and
-// waits for sarama to let go of the partition, so that it can be consumed
-// again at once) and returns nil.
-func (m *Manager) usePrefetched(pre *Prefetched, pos int64) (sarama.PartitionConsumer, int64) {
-	if (pos >= 0 && pos == pre.Offset) || (pos < 0 && pos == pre.Initial) {
-		m.log.Debug("using the partition consumer opened before the claim", "offset", pre.Offset)
-		return pre.PC, pre.Offset
-	}
-	m.log.Debug("the partition consumer opened before the claim starts elsewhere; closing it", "opened_at", pre.Offset, "position", pos)
-	_ = pre.PC.Close()
-	return nil, 0
 }
 
 func (m *Manager) exitReason() error {
@@ -445,185 +406,6 @@ func (m *Manager) ensureTracker(start int64) {
 	} else if !ok && start != m.tracker.Committable() {
 		m.tracker.Reset(start)
 	}
-}
-
-// consume reads pc until it closes, the manager dies or a control request
-// (seek, pause) interrupts it, taking what is buffered in batches
-// (takeBuffered) and handing it out. It returns the next position to fetch
-// from (the first offset not handed out), whether pc closed because the
-// offset went out of range, and whether to stop (false after a control
-// request: the run loop applies it and fetches again).
-//
-// A batch is taken for delivery (tracked) under one lock, as far as
-// MaxUnacked allows, rather than message by message: the user's acks take
-// the same lock, and a lock that moves between two cores for every message
-// costs the user's goroutine time on every message. What was tracked but
-// not handed out when consume returns is truncated.
-func (m *Manager) consume(pc sarama.PartitionConsumer) (next int64, outOfRange, stop bool) {
-	defer func() {
-		m.p.Reaper.Reap(pc) // what was fetched but not handed out is dropped
-		m.mu.Lock()
-		if err := m.tracker.Truncate(next); err != nil {
-			m.log.Error("forgetting messages not handed out failed", "offset", next, "error", err)
-		}
-		m.mu.Unlock()
-	}()
-	m.mu.Lock()
-	next = m.tracker.Committable()
-	if last, ok := m.tracker.LastDelivered(); ok {
-		next = last + 1
-	}
-	m.mu.Unlock()
-	msgs, errs := pc.Messages(), pc.Errors()
-	wake := m.wake()
-	for {
-		var msg *sarama.ConsumerMessage
-		var ok bool
-		// Fast path: a fetched message is waiting (deliver watches halt).
-		select {
-		case msg, ok = <-msgs:
-		default:
-			select {
-			case <-m.halt:
-				return next, false, true
-			case <-wake:
-				return next, false, false
-			case err, eok := <-errs:
-				if !eok {
-					errs = nil
-					continue
-				}
-				if errors.Is(err.Err, sarama.ErrOffsetOutOfRange) {
-					outOfRange = true
-				}
-				m.fetchErrors.Add(1)
-				m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err.Err))
-				continue
-			case msg, ok = <-msgs:
-			}
-		}
-		if !ok {
-			return next, outOfRange, false
-		}
-		bp := batchPool.Get().(*[]*sarama.ConsumerMessage)
-		batch, closed := takeBuffered(msgs, append((*bp)[:0], msg))
-		if hwm := pc.HighWaterMarkOffset(); hwm != m.highWatermark.Load() {
-			m.highWatermark.Store(hwm)
-		}
-		halted := false
-		for rest := batch; len(rest) > 0; {
-			var n int
-			rest, n, ok = m.track(rest)
-			if !ok || !m.handOut(rest[:n], &next) {
-				halted = true // the rest is dropped like pc's buffer
-				break
-			}
-			rest = rest[n:]
-		}
-		clear(batch)
-		*bp = batch[:0]
-		batchPool.Put(bp)
-		if halted {
-			select {
-			case <-m.halt:
-				return next, false, true
-			default: // a control request interrupted the hand-off
-				return next, false, false
-			}
-		}
-		if closed {
-			return next, outOfRange, false
-		}
-		select {
-		case <-wake:
-			return next, false, false
-		default:
-		}
-	}
-}
-
-// track takes the first n messages of batch for delivery: as many as
-// MaxUnacked leaves room for, waiting for acks while there is none. It
-// returns batch without the messages it refused (none, unless sarama
-// repeated an offset), and false when the manager is stopping.
-func (m *Manager) track(batch []*sarama.ConsumerMessage) (_ []*sarama.ConsumerMessage, n int, ok bool) {
-	for {
-		at := time.Now()
-		m.mu.Lock()
-		room := min(m.cfg.MaxUnacked-m.tracker.Outstanding(), len(batch))
-		for n < room {
-			if err := m.tracker.Deliver(batch[n].Offset, at); err != nil {
-				// Only possible if sarama repeated an offset: drop it rather
-				// than hand a message out twice.
-				m.log.Error("out-of-order message from the fetcher skipped", "offset", batch[n].Offset, "error", err)
-				copy(batch[n:], batch[n+1:])
-				batch = batch[:len(batch)-1]
-				room = min(room, len(batch))
-				continue
-			}
-			n++
-		}
-		m.mu.Unlock()
-		if n > 0 || len(batch) == 0 {
-			return batch, n, true
-		}
-		select {
-		case <-m.space:
-		case <-m.halt:
-			return batch, 0, false
-		case <-m.wake():
-			return batch, 0, false
-		}
-	}
-}
-
-// takeBuffered appends to batch, without blocking, the messages already
-// waiting in msgs, up to cap(batch); closed reports that msgs was closed.
-//
-// Taking them at once rather than one per hand-off matters: sarama's
-// feeder blocks on a full buffer, and each receive would wake it to put
-// one more message in. Emptied in one go, the buffer is refilled in one go
-// (one wake-up for a batch) and the next fetch can start sooner.
-func takeBuffered(msgs <-chan *sarama.ConsumerMessage, batch []*sarama.ConsumerMessage) (_ []*sarama.ConsumerMessage, closed bool) {
-	for len(batch) < cap(batch) {
-		select {
-		case msg, ok := <-msgs:
-			if !ok {
-				return batch, true
-			}
-			batch = append(batch, msg)
-		default:
-			return batch, false
-		}
-	}
-	return batch, false
-}
-
-// readBatch is how many fetched messages consume takes from sarama's
-// buffer at once (sarama's default ChannelBufferSize).
-const readBatch = 256
-
-// batchPool holds the slices consume takes a batch into (*[]*ConsumerMessage
-// of capacity readBatch): shared by the managers, so that an idle
-// partition holds none (2 KB each).
-var batchPool = sync.Pool{New: func() any {
-	b := make([]*sarama.ConsumerMessage, 0, readBatch)
-	return &b
-}}
-
-// handOut hands out msgs (tracked, in offset order) as one batch, and
-// moves *next past them. It returns false when the manager is stopping or
-// a control request interrupted it. Run goroutine only.
-func (m *Manager) handOut(msgs []*sarama.ConsumerMessage, next *int64) bool {
-	b := m.newBatch(msgs)
-	if !m.offer(b) {
-		return false
-	}
-	last := b.Messages[len(b.Messages)-1].Offset
-	m.lastFetched.Store(last)
-	m.delivered.Add(uint64(len(b.Messages)))
-	*next = last + 1
-	return true
 }
 
 // offer sends b (a tracked batch) on Batches once the fence allows it. A

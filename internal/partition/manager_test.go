@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-	"github.com/IBM/sarama/mocks"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/offsets"
 	"go.uber.org/goleak"
@@ -232,28 +230,23 @@ func handOffTo(t *testing.T, out chan *Message, p Params) Params {
 	return p
 }
 
-// mockedPartition returns the Params of partition t/0, committed at 5,
-// whose mocked fetcher yields n messages from there (its consumer is
-// closed when the test ends), with store and fence.
-func mockedPartition(t *testing.T, n int, cfg Config) (Params, *memStore, *testFence) {
+// fakedPartition returns the Params of partition t/0, committed at 5,
+// whose fake fetcher (p.Fetcher, also p.Client) holds offsets 0 to 5+n-1
+// in one record batch: a fetch at 5 gets the n messages from 5 as one
+// share. With store and fence.
+func fakedPartition(t *testing.T, n int, cfg Config) (Params, *memStore, *testFence) {
 	t.Helper()
-	scfg := mocks.NewTestConfig()
-	scfg.Consumer.Return.Errors = true
-	cons := mocks.NewConsumer(t, scfg)
-	pc := cons.ExpectConsumePartition("t", 0, 5)
-	for i := 0; i < n; i++ {
-		pc.YieldMessage(&sarama.ConsumerMessage{Value: []byte{byte(i)}})
-	}
-	t.Cleanup(func() { _ = cons.Close() })
+	f := newFakeFetcher()
+	f.produce(0, 0, 5+n, 5+n)
 	store := &memStore{committed: map[int32]int64{0: 5}}
 	fence := newFence()
-	return Params{Topic: "t", Partition: 0, Client: noResolver{}, Consumer: cons,
+	return Params{Topic: "t", Partition: 0, Client: f, Fetcher: f,
 		Store: store, Committer: committerFor(t, store, cfg), Fence: fence, Config: cfg}, store, fence
 }
 
 func setup(t *testing.T, n int, cfg Config) (*Manager, *memStore, *testFence, chan *Message) {
 	t.Helper()
-	p, store, fence := mockedPartition(t, n, cfg)
+	p, store, fence := fakedPartition(t, n, cfg)
 	out := make(chan *Message)
 	m, err := Start(handOffTo(t, out, p))
 	if err != nil {
@@ -262,11 +255,11 @@ func setup(t *testing.T, n int, cfg Config) (*Manager, *memStore, *testFence, ch
 	return m, store, fence, out
 }
 
-// setupBatches starts a manager handing out n mocked messages as batches,
+// setupBatches starts a manager handing out n faked messages as batches,
 // with edit (may be nil) applied to its Params first.
 func setupBatches(t *testing.T, n int, cfg Config, edit func(*Params)) (*Manager, *memStore, *testFence, chan *Batch) {
 	t.Helper()
-	p, store, fence := mockedPartition(t, n, cfg)
+	p, store, fence := fakedPartition(t, n, cfg)
 	out := make(chan *Batch)
 	p.Batches = out
 	if edit != nil {
@@ -286,16 +279,20 @@ func awaitDelivered(m *Manager, n uint64) {
 	testcluster.Poll(5*time.Second, time.Millisecond, func() bool { return m.Stats().Delivered == n })
 }
 
-func recv(t *testing.T, out <-chan *Message) *Message {
+// receive receives from ch, failing with "no <what>" after 10 s.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
-	case m := <-out:
-		return m
+	case v := <-ch:
+		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("no message")
-		return nil
+		t.Fatal("no " + what)
+		var zero T
+		return zero
 	}
 }
+
+func recv(t *testing.T, out <-chan *Message) *Message { t.Helper(); return receive(t, out, "message") }
 
 func TestManagerAcksCommitsAndDrains(t *testing.T) {
 	leakChecked(t, func(t *testing.T) {
@@ -512,7 +509,7 @@ func TestManagerStopForgetsWhatWasNotHandedOut(t *testing.T) {
 // nothing more is handed out; a manager stopped before a loss takes its
 // AfterLost registration back.
 func TestManagerStopsWhenLost(t *testing.T) {
-	p, _, fence := mockedPartition(t, 10, NewConfig())
+	p, _, fence := fakedPartition(t, 10, NewConfig())
 	out := make(chan *Message)
 	m, err := Start(handOffTo(t, out, p))
 	if err != nil {
@@ -540,7 +537,7 @@ func TestManagerStopsWhenLost(t *testing.T) {
 	}
 	_ = m.Stop(false)
 
-	p, _, fence = mockedPartition(t, 10, NewConfig())
+	p, _, fence = fakedPartition(t, 10, NewConfig())
 	if m, err = Start(handOffTo(t, make(chan *Message), p)); err != nil {
 		t.Fatal(err)
 	}

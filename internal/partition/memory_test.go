@@ -38,9 +38,11 @@ type idleCost struct {
 // short interval, has visited it while it was idle) and returns the live
 // bytes and goroutines per manager, measured against before the managers
 // started. With ackLate, every message is acked only once all were
-// received (a backlog caught up with MaxUnacked outstanding). The feeds (the fetched messages, sarama's side) exist before
-// and after; the fake partition consumers' buffers (256 pointers, like
-// sarama's with ChannelBufferSize 256) and feeder goroutines are counted.
+// received (a backlog caught up with MaxUnacked outstanding). The feeds
+// (the fake fetcher's logs and their Records, the fetch's side) exist
+// before and after; each partition's open fake Fetch is counted (a few
+// dozen bytes and a channel, where a fetch.Partition holds its buffer of
+// PartitionBuffer pointers besides).
 func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
 	feeds := feedsOf(n, per)
 	out := make(chan *Batch) // shared, as the merged stream's
@@ -56,7 +58,7 @@ func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
 	h0, s0 := liveMem()
 	var ms []*Manager
 	for p := range n {
-		m, err := Start(Params{Topic: "t", Partition: int32(p), Client: noResolver{}, Consumer: feedConsumer{batches: feeds},
+		m, err := Start(Params{Topic: "t", Partition: int32(p), Client: noResolver{}, Fetcher: feeds,
 			Store: store, Committer: committer, Fence: fence, Batches: out, Config: cfg})
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +140,7 @@ func measureTracker(n, per, then int) float64 {
 // caught up with MaxUnacked outstanding); and a Tracker right after such a
 // backlog, and after a few messages more (its ring shrinks back).
 //
-//	go test -run '^$' -bench IdleMemory -benchtime 1x ./partition/
+//	go test -run '^$' -bench IdleMemory -benchtime 1x ./internal/partition/
 func BenchmarkIdleMemory(b *testing.B) {
 	const n = 200
 	for _, c := range []struct {
@@ -168,10 +170,8 @@ func BenchmarkIdleMemory(b *testing.B) {
 }
 
 // TestIdleManagerCost bounds what an idle partition costs after it caught
-// up a backlog: one goroutine of the manager's (the fake partition
-// consumer adds its feeder; nothing watches the fence) and a few kilobytes
-// of heap, a third of them
-// the fake partition consumer's buffer (like sarama's: 256 pointers).
+// up a backlog: one goroutine, the manager's (the fetch adds none per
+// partition; nothing watches the fence), and a few kilobytes of heap.
 func TestIdleManagerCost(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
 	n, per := 50, 2000
@@ -180,10 +180,10 @@ func TestIdleManagerCost(t *testing.T) {
 	}
 	cost := measureIdle(t, n, per, true)
 	t.Logf("an idle partition: %.0f bytes of heap, %.0f of stacks, %.1f goroutines", cost.heap, cost.stacks, cost.goroutines)
-	if cost.goroutines != 2 {
-		t.Errorf("%.2f goroutines per idle partition, want 2 (run, the fake consumer's feeder)", cost.goroutines)
+	if cost.goroutines != 1 {
+		t.Errorf("%.2f goroutines per idle partition, want 1 (run)", cost.goroutines)
 	}
-	if cost.heap > 12<<10 {
-		t.Errorf("%.0f bytes of heap per idle partition, want at most 12 KB", cost.heap)
+	if cost.heap > 8<<10 {
+		t.Errorf("%.0f bytes of heap per idle partition, want at most 8 KB", cost.heap)
 	}
 }

@@ -21,14 +21,6 @@ type Message struct {
 	owner          *Manager
 }
 
-// fill copies what the fetcher decoded into m.
-func (m *Message) fill(msg *sarama.ConsumerMessage, owner *Manager) {
-	m.Topic, m.Partition, m.Offset = msg.Topic, msg.Partition, msg.Offset
-	m.Key, m.Value, m.Headers = msg.Key, msg.Value, msg.Headers
-	m.Timestamp, m.BlockTimestamp = msg.Timestamp, msg.BlockTimestamp
-	m.owner = owner
-}
-
 // Ack acks the message with the manager that handed it out; acking a
 // message of a partition that is no longer owned by that manager is a
 // counted no-op. Safe for concurrent use; never blocks on I/O.
