@@ -18,13 +18,13 @@ const prefetchWorkers = 16
 const prefetchBudget = 3
 
 // prefetch opens, while a new member waits JoinSettle before its first
-// assignment, the sarama PartitionConsumers of the partitions it would be
-// assigned if the group stayed as it is and that nobody owns: sarama's
-// start-up (offset queries, the broker consumer's 100 ms subscription
-// batch, the first fetch) then runs during the settle instead of after the
-// claim. Nothing is handed out before the claim: each partition's manager
-// reads the committed offset again once it holds the claim and uses the
-// prefetched consumer only if it starts there (partition.Prefetched).
+// assignment, the fetches (the member's fetch.Fetcher) of the partitions it
+// would be assigned if the group stayed as it is and that nobody owns: the
+// start-up (committed offset and offset queries, routing to the leader,
+// the first fetch) then runs during the settle instead of after the claim.
+// Nothing is handed out before the claim: each partition's manager reads
+// the committed offset again once it holds the claim and uses the
+// prefetched fetch only if it starts there (partition.Prefetched).
 // What the first assignment does not take is closed (dropPrefetched).
 //
 // It blocks the loop for at most prefetchBudget × JoinSettle (starts not
@@ -81,7 +81,7 @@ feed:
 	c.log.Debug("prefetched", "partitions", len(out), "planned", len(pl.mine), "took", time.Since(began))
 }
 
-// prefetchOne opens tp's PartitionConsumer at its committed offset, or at
+// prefetchOne opens tp's fetch at its committed offset, or at
 // the Initial position when it has none; nil when any step fails (the
 // partition then starts the usual way, after its claim).
 func (c *Consumer) prefetchOne(ctx context.Context, tp TopicPartition) *partition.Prefetched {
