@@ -140,6 +140,9 @@ type Consumer struct {
 	// closing the session deletes them all, and the registration, in one
 	// ZooKeeper transaction (see shutdown).
 	leaving atomic.Bool
+	// closeBegun: when Close or Interrupt was first called (unix ns, 0
+	// before): CloseTimeout counts from then (see closeDeadline).
+	closeBegun atomic.Int64
 }
 
 type slotState int
@@ -440,7 +443,7 @@ func (c *Consumer) report(err error) {
 // goroutine ends every loop (Each, EachPartition, each stream's) and
 // closes Errors() once everything stopped. Keep processing (and acking)
 // until then: the drains wait for the acks of what was handed out. Close still must be called (it returns at once then).
-func (c *Consumer) Interrupt() { c.t.Kill(nil) }
+func (c *Consumer) Interrupt() { c.beginClose() }
 
 // Done is closed once the consumer stopped (after Interrupt or Close, or
 // the end of its own goroutine) and its channels were closed.
@@ -454,9 +457,35 @@ func (c *Consumer) Done() <-chan struct{} { return c.finished }
 // saying so; no goroutine of the consumer outlives it (a user callback,
 // OnRevoked or OnLost, that never returns excepted).
 func (c *Consumer) Close() error {
-	c.t.Kill(nil)
+	c.beginClose()
 	<-c.finished
 	return c.closeErr
+}
+
+// beginClose notes when closing began and kills the consumer's tomb. A
+// member whose session is suspended (no lease) can commit nothing and
+// must not wait for ZooKeeper to come back: its session is interrupted
+// (zkconn.Session.Interrupt), so that a loop waiting for a connection in
+// a ZooKeeper read (an owner check, a rebalance) returns at once and the
+// shutdown begins.
+func (c *Consumer) beginClose() {
+	c.closeBegun.CompareAndSwap(0, time.Now().UnixNano())
+	if c.session != nil {
+		if _, _, ok := c.session.Lease(); !ok {
+			c.session.Interrupt()
+		}
+	}
+	c.t.Kill(nil)
+}
+
+// closeDeadline is when CloseTimeout passes: counted from Close (or
+// Interrupt), or from now when the consumer stops by itself.
+func (c *Consumer) closeDeadline() time.Time {
+	begun := time.Now()
+	if ns := c.closeBegun.Load(); ns != 0 {
+		begun = time.Unix(0, ns)
+	}
+	return begun.Add(c.cfg.CloseTimeout)
 }
 
 // finish waits for the consumer's goroutine to end, cuts short the drains

@@ -235,8 +235,8 @@ func (c *Consumer) markDirty() {
 	c.mu.Unlock()
 }
 
-// shutdown revokes every slot, waits for them (bounded by CloseTimeout) and
-// leaves the group. The slots stop fetching, drain and commit, but keep
+// shutdown revokes every slot, waits for them (bounded by CloseTimeout,
+// counted from Close: see closeDeadline) and leaves the group. The slots stop fetching, drain and commit, but keep
 // their owner nodes: once every slot has stopped, closing the session
 // deletes the owner nodes and the registration at once, in the one
 // transaction that ends the session, where deleting each would take a
@@ -270,9 +270,11 @@ func (c *Consumer) shutdown() error {
 	waited := make(chan struct{})
 	go func() { c.slotsWG.Wait(); close(waited) }()
 	var err error
+	timeout := time.NewTimer(time.Until(c.closeDeadline()))
+	defer timeout.Stop()
 	select {
 	case <-waited:
-	case <-time.After(c.cfg.CloseTimeout):
+	case <-timeout.C:
 		err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
 		c.log.Error("close timed out", "error", err)
 		c.cutDrainsNow() // here: the consumer's tomb waits for the slots (dispatchCallbacks)
@@ -283,7 +285,11 @@ func (c *Consumer) shutdown() error {
 		c.log.Info("left group")
 		return nil
 	}
-	if derr := within(c.cfg.SessionTimeout, func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
+	// Past CloseTimeout: wait for ZooKeeper no more (closing the session,
+	// in finish, deletes the registration anyway); a connected session
+	// deletes it at once.
+	c.session.Interrupt()
+	if derr := within(min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10), func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
 		c.log.Warn("deregistering failed", "error", derr)
 	}
 	c.log.Info("left group")

@@ -8,7 +8,10 @@ import "github.com/go-zookeeper/zk"
 // callers that hold one watch per owned partition and never read the
 // event's path.
 func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	d, st, ch, err := s.conn.GetW(s.full(p))
 	s.note(sent, err)
 	return d, st, ch, err
@@ -20,7 +23,10 @@ func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) 
 // follows the node with OnNodeEvent may drop the channel: go-zookeeper
 // sends it one event into its buffer and closes it.
 func (s *Session) ChildrenWFull(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	c, st, ch, err := s.conn.ChildrenW(s.full(p))
 	s.note(sent, err)
 	return c, st, ch, err

@@ -69,7 +69,10 @@ func (s *Session) watch(ch <-chan zk.Event) <-chan zk.Event {
 
 // Get reads a node.
 func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, nil, err
+	}
 	b, st, err := s.conn.Get(s.full(p))
 	s.note(sent, err)
 	return b, st, err
@@ -77,7 +80,10 @@ func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
 
 // GetW reads a node and sets a data watch.
 func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	b, st, ch, err := s.conn.GetW(s.full(p))
 	s.note(sent, err)
 	return b, st, s.watch(ch), err
@@ -85,7 +91,10 @@ func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 
 // Exists reports whether a node exists.
 func (s *Session) Exists(p string) (bool, *zk.Stat, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return false, nil, err
+	}
 	ok, st, err := s.conn.Exists(s.full(p))
 	s.note(sent, err)
 	return ok, st, err
@@ -94,7 +103,10 @@ func (s *Session) Exists(p string) (bool, *zk.Stat, error) {
 // ExistsW reports whether a node exists and sets a watch for its creation,
 // change or deletion.
 func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return false, nil, nil, err
+	}
 	ok, st, ch, err := s.conn.ExistsW(s.full(p))
 	s.note(sent, err)
 	return ok, st, s.watch(ch), err
@@ -102,7 +114,10 @@ func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 
 // Children lists a node's children.
 func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, nil, err
+	}
 	c, st, err := s.conn.Children(s.full(p))
 	s.note(sent, err)
 	return c, st, err
@@ -110,7 +125,10 @@ func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
 
 // ChildrenW lists a node's children and sets a child watch.
 func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	c, st, ch, err := s.conn.ChildrenW(s.full(p))
 	s.note(sent, err)
 	return c, st, s.watch(ch), err
@@ -118,7 +136,10 @@ func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, erro
 
 // Set writes a node's data if its version matches (-1: any version).
 func (s *Session) Set(p string, data []byte, version int32) (*zk.Stat, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, err
+	}
 	st, err := s.conn.Set(s.full(p), data, version)
 	s.note(sent, err)
 	return st, err
@@ -127,7 +148,10 @@ func (s *Session) Set(p string, data []byte, version int32) (*zk.Stat, error) {
 // Create creates a node with the given flags and ACL (nil: the session's
 // ACL) and returns its path without the chroot.
 func (s *Session) Create(p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return "", err
+	}
 	if acl == nil {
 		acl = s.acl
 	}
@@ -138,8 +162,11 @@ func (s *Session) Create(p string, data []byte, flags int32, acl []zk.ACL) (stri
 
 // Delete deletes a node if its version matches (-1: any version).
 func (s *Session) Delete(p string, version int32) error {
-	sent := s.await()
-	err := s.conn.Delete(s.full(p), version)
+	sent, err := s.await()
+	if err != nil {
+		return err
+	}
+	err = s.conn.Delete(s.full(p), version)
 	s.note(sent, err)
 	return err
 }
@@ -177,7 +204,10 @@ func (s *Session) Multi(ops ...any) ([]zk.MultiResponse, error) {
 			full[i] = op // go-zookeeper refuses it
 		}
 	}
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, err
+	}
 	res, err := s.conn.Multi(full...)
 	s.note(sent, err)
 	for i := range res {
@@ -191,7 +221,10 @@ func (s *Session) Multi(ops ...any) ([]zk.MultiResponse, error) {
 // CreateParents creates every missing persistent node on the way to p
 // (p itself included), with the session's ACL. The chroot is created too.
 func (s *Session) CreateParents(p string) error {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return err
+	}
 	full := s.full(p)
 	parts := strings.Split(strings.Trim(full, "/"), "/")
 	cur := ""
@@ -219,7 +252,10 @@ func (s *Session) CreateParents(p string) error {
 
 // GetACL reads a node's ACL.
 func (s *Session) GetACL(p string) ([]zk.ACL, *zk.Stat, error) {
-	sent := s.await()
+	sent, err := s.await()
+	if err != nil {
+		return nil, nil, err
+	}
 	acl, st, err := s.conn.GetACL(s.full(p))
 	s.note(sent, err)
 	return acl, st, err

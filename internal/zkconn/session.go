@@ -25,6 +25,9 @@ var (
 	ErrConfig  = zkgroup.ErrConfig
 	ErrTimeout = errors.New("zkconn: timed out waiting for a ZooKeeper session")
 	ErrClosed  = errors.New("zkconn: session closed")
+	// ErrInterrupted: after Interrupt, an operation that would have
+	// waited for a connection failed at once instead.
+	ErrInterrupted = errors.New("zkconn: interrupted while not connected to ZooKeeper")
 )
 
 // Auth is one set of credentials sent with AddAuth, e.g. scheme "digest"
@@ -132,10 +135,12 @@ type Session struct {
 	closeOnce  sync.Once
 
 	// usable is closed while connected and settled: see await.
-	usable      chan struct{}
-	usableOpen  bool
-	connGen     uint64 // increments on every state change
-	everSettled bool
+	usable        chan struct{}
+	usableOpen    bool
+	interrupted   chan struct{} // closed by Interrupt
+	interruptOnce sync.Once
+	connGen       uint64 // increments on every state change
+	everSettled   bool
 }
 
 // settleTime is how long requests wait after a reconnect. go-zookeeper
@@ -188,12 +193,17 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	base := time.Now()
 	dialed := &atomic.Int64{}
+	negotiated := &atomic.Int64{}
+	limit := func() time.Duration { return sessionTimeout(negotiated, cfg.SessionTimeout) * 2 / 3 }
 	rec := newDialRecorder(func(network, address string, timeout time.Duration) (net.Conn, error) {
 		dialed.Store(int64(time.Since(base))) // before the connect request is written
-		return dialer(network, address, timeout)
+		conn, err := dialer(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &cappedConn{Conn: conn, limit: limit}, nil
 	})
 	hooks := &nodeHooks{}
-	negotiated := &atomic.Int64{}
 	answered := &atomic.Int64{}
 	// go-zookeeper calls back from its connection loop, before it can
 	// dial again: the dial time read here is this connection's.
@@ -220,6 +230,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		negotiated:   negotiated,
 		changed:      make(chan struct{}, 1),
 		usable:       make(chan struct{}),
+		interrupted:  make(chan struct{}),
 	}
 	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 	s.status.Timeout = cfg.SessionTimeout
@@ -285,11 +296,15 @@ func (z zkLogger) Printf(format string, args ...interface{}) {
 
 // timeout is the negotiated session timeout, or the asked one until the
 // server has told it.
-func (s *Session) timeout() time.Duration {
-	if n := s.negotiated.Load(); n > 0 {
+func (s *Session) timeout() time.Duration { return sessionTimeout(s.negotiated, s.cfg.SessionTimeout) }
+
+// sessionTimeout is the negotiated timeout (ns, 0 until known) or, until
+// the server told it, the asked one.
+func sessionTimeout(negotiated *atomic.Int64, asked time.Duration) time.Duration {
+	if n := negotiated.Load(); n > 0 {
 		return time.Duration(n)
 	}
-	return s.cfg.SessionTimeout
+	return asked
 }
 
 func (s *Session) now() int64 { return int64(time.Since(s.base)) }
@@ -490,14 +505,21 @@ func (s *Session) setUsableLocked(open bool) {
 // await holds a request back until the connection is settled (see
 // settleTime), for at most 2/3 of the session timeout; then the request
 // goes to go-zookeeper, which queues or fails it as usual. It returns
-// now(), taken when the request goes on: no earlier than its send.
-func (s *Session) await() int64 {
+// now(), taken when the request goes on: no earlier than its send. After
+// Interrupt it does not wait: it fails with ErrInterrupted unless the
+// connection is settled.
+func (s *Session) await() (int64, error) {
 	s.mu.Lock()
 	ch := s.usable
 	s.mu.Unlock()
 	select {
 	case <-ch:
-		return s.now()
+		return s.now(), nil
+	default:
+	}
+	select {
+	case <-s.interrupted:
+		return 0, ErrInterrupted
 	default:
 	}
 	t := time.NewTimer(s.timeout() * 2 / 3)
@@ -506,9 +528,20 @@ func (s *Session) await() int64 {
 	case <-ch:
 	case <-t.C:
 	case <-s.t.Dying():
+	case <-s.interrupted:
+		return 0, ErrInterrupted
 	}
-	return s.now()
+	return s.now(), nil
 }
+
+// Interrupt makes every operation that waits for a connection, now or
+// later, fail at once with ErrInterrupted instead: for an owner shutting
+// down, which must not wait for ZooKeeper to come back (closing the
+// session ends whatever it still holds). Operations on a settled
+// connection still go out; a request go-zookeeper already queued waits
+// for its connection attempt (at most 2/3 of the session timeout, see
+// cappedConn). Idempotent; it does not block.
+func (s *Session) Interrupt() { s.interruptOnce.Do(func() { close(s.interrupted) }) }
 
 // endEpochLocked closes the done channel of the current epoch and starts a new one.
 func (s *Session) endEpochLocked(why string) {
