@@ -1,18 +1,14 @@
 package throughput
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -62,73 +58,6 @@ func selectSides(tb testing.TB) []sideSpec {
 	return out
 }
 
-// prefill makes sure topic holds exactly want messages of valueLen bytes
-// spread round-robin over its partitions: it reuses a topic that does, and
-// fills a new one with sarama's async producer (acks from the leader, no
-// compression, big batches).
-func prefill(cl *testcluster.Cluster, topic string, partitions int, want int64) error {
-	if hwm, err := cl.HighWaterMarks(topic); err == nil {
-		var sum int64
-		for _, e := range hwm {
-			sum += e
-		}
-		if sum == want && len(hwm) == partitions {
-			benchkit.Say("reusing topic %s: %d messages over %d partitions", topic, sum, partitions)
-			return nil
-		}
-		if sum != 0 || len(hwm) != partitions {
-			return fmt.Errorf("topic %s exists with %d messages over %d partitions; want %d over %d: pass another -topic", topic, sum, len(hwm), want, partitions)
-		}
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := cl.CreateTopic(ctx, topic, int32(partitions), 1); err != nil {
-		return err
-	}
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_9_0_0
-	cfg.ClientID = "bench-prefill"
-	cfg.Producer.RequiredAcks = sarama.WaitForLocal
-	cfg.Producer.Compression = sarama.CompressionNone
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Return.Errors = true
-	cfg.Producer.Flush.Bytes = 512 << 10
-	cfg.Producer.Flush.Messages = 10_000
-	cfg.Producer.Flush.Frequency = 10 * time.Millisecond
-	cfg.Producer.MaxMessageBytes = 900_000
-	cfg.ChannelBufferSize = 10_000
-	p, err := sarama.NewAsyncProducer(cl.Addrs(), cfg)
-	if err != nil {
-		return err
-	}
-	var failed atomic.Int64
-	var firstErr atomic.Value
-	errsDone := make(chan struct{})
-	go func() {
-		defer close(errsDone)
-		for e := range p.Errors() {
-			if failed.Add(1) == 1 {
-				firstErr.Store(e.Err)
-			}
-		}
-	}()
-	value := make([]byte, valueLen)
-	for i := range value {
-		value[i] = 'a' + byte(i%26)
-	}
-	for i := int64(0); i < want; i++ {
-		p.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: int32(i % int64(partitions)), Value: sarama.ByteEncoder(value)}
-	}
-	p.AsyncClose()
-	<-errsDone
-	if n := failed.Load(); n > 0 {
-		return fmt.Errorf("prefill: %d messages failed, first: %v", n, firstErr.Load())
-	}
-	benchkit.Say("prefilled %s: %d messages of %d bytes over %d partitions in %v", topic, want, valueLen, partitions, time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
 // BenchmarkThroughput reads one pre-filled topic (1,000,000 messages of
 // 100 B over 8 partitions) to its end with one member of a fresh group per
 // pass, for each side once per round (-rounds, 7), alternating which side
@@ -142,7 +71,7 @@ func BenchmarkThroughput(b *testing.B) {
 	if topic == "" {
 		topic = fmt.Sprintf("bench-throughput-%dx%d", *flagPartitions, *flagMessages)
 	}
-	if err := prefill(cl, topic, *flagPartitions, *flagMessages); err != nil {
+	if err := benchkit.Prefill(cl, topic, *flagPartitions, *flagMessages, valueLen); err != nil {
 		b.Fatal(err)
 	}
 	sub, err := subscription.Static(topic)
