@@ -291,6 +291,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.session, err = zkconn.DialContext(ctx, zkconn.Config{
 		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
 		Auth: auth, Logger: log, TLS: cfg.ZooKeeperTLS,
+		MaxRequest: zkconn.MaxRequestMember, // a member's requests are short (see zkconn's Buffers)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
