@@ -53,6 +53,9 @@ type Consumer struct {
 	client  sarama.Client
 	fetcher *fetch.Fetcher // fetches every owned partition
 	store   store
+	// final gathers the final commits at Close into one round of the
+	// Kafka offset store (finalcommits.go).
+	final   finalCommits
 	commits *partition.Committer // the partitions' routine commits
 	// offsetClient is the client of commits and offset queries (ListOffsets),
 	// kept off the fetch connections; lister is client with its GetOffset
@@ -358,7 +361,11 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	default:
 		kc := offsets.NewKafkaConfig()
 		kc.CommitTimeout = cfg.Partition.CommitTimeout
-		c.store, err = offsets.NewKafkaStore(c.offsetClient, group, kc, storeLog)
+		var ks *offsets.KafkaStore
+		ks, err = offsets.NewKafkaStore(c.offsetClient, group, kc, storeLog)
+		if err == nil {
+			c.store, c.final.ks = ks, ks
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
