@@ -27,6 +27,9 @@ import (
 // store is what the consumer needs of an offsets store.
 type store interface {
 	partition.Store
+	// Reset: a seek moves the committed offset, also backwards (the
+	// partition managers look for it).
+	Reset(ctx context.Context, topic string, partition int32, next int64) error
 	Close() error
 }
 

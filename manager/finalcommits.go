@@ -70,8 +70,9 @@ func (f *finalCommits) release() {
 	}
 }
 
-// partitionStore is the store the partition managers use: the consumer's,
-// with each final commit noted by finalCommits before it is queued.
+// partitionStore is the store the partition managers use: the consumer's
+// (Reset included, for seeks), with each final commit noted by
+// finalCommits before it is queued.
 type partitionStore struct {
 	store
 	f *finalCommits
@@ -81,3 +82,6 @@ func (s partitionStore) Commit(ctx context.Context, topic string, partition int3
 	s.f.committing(TopicPartition{Topic: topic, Partition: partition})
 	return s.store.Commit(ctx, topic, partition, next)
 }
+
+// The partition managers find Reset on it (a seek's write).
+var _ offsets.Store = partitionStore{}
