@@ -27,6 +27,9 @@ import (
 // store is what the consumer needs of an offsets store.
 type store interface {
 	partition.Store
+	// Reset: a seek moves the committed offset, also backwards (the
+	// partition managers look for it).
+	Reset(ctx context.Context, topic string, partition int32, next int64) error
 	Close() error
 }
 
@@ -53,6 +56,9 @@ type Consumer struct {
 	client  sarama.Client
 	fetcher *fetch.Fetcher // fetches every owned partition
 	store   store
+	// final gathers the final commits at Close into one round of the
+	// Kafka offset store (finalcommits.go).
+	final   finalCommits
 	commits *partition.Committer // the partitions' routine commits
 	// offsetClient is the client of commits and offset queries (ListOffsets),
 	// kept off the fetch connections; lister is client with its GetOffset
@@ -294,6 +300,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c.session, err = zkconn.DialContext(ctx, zkconn.Config{
 		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
 		Auth: auth, Logger: log, TLS: cfg.ZooKeeperTLS,
+		MaxRequest: zkconn.MaxRequestMember, // a member's requests are short (see zkconn's Buffers)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
@@ -360,7 +367,11 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	default:
 		kc := offsets.NewKafkaConfig()
 		kc.CommitTimeout = cfg.Partition.CommitTimeout
-		c.store, err = offsets.NewKafkaStore(c.offsetClient, group, kc, storeLog)
+		var ks *offsets.KafkaStore
+		ks, err = offsets.NewKafkaStore(c.offsetClient, group, kc, storeLog)
+		if err == nil {
+			c.store, c.final.ks = ks, ks
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)

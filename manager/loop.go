@@ -250,6 +250,16 @@ func (c *Consumer) shutdown() error {
 	c.leaving.Store(true)
 	c.mu.Lock()
 	g := c.newGroupLocked(cbRevoked) // Close's OnRevoked
+	var tps []TopicPartition
+	for _, sl := range c.slots {
+		if sl.state != stopping {
+			tps = append(tps, sl.tp)
+		}
+	}
+	// Their final commits share one round (finalcommits.go); held from
+	// before the first can come.
+	c.final.begin(tps)
+	defer c.final.release()
 	for _, sl := range c.slots {
 		if sl.state != stopping {
 			c.stopSlotLocked(sl, g)
@@ -269,15 +279,27 @@ func (c *Consumer) shutdown() error {
 	}()
 	waited := make(chan struct{})
 	go func() { c.slotsWG.Wait(); close(waited) }()
+	// The hold ends at the latest after CommitInterval: a final commit
+	// waits for the others' drains no longer than a routine commit would.
+	bound := time.NewTimer(c.cfg.Partition.CommitInterval)
+	defer bound.Stop()
+	closeBy := time.NewTimer(time.Until(c.closeDeadline()))
+	defer closeBy.Stop()
 	var err error
-	timeout := time.NewTimer(time.Until(c.closeDeadline()))
-	defer timeout.Stop()
-	select {
-	case <-waited:
-	case <-timeout.C:
-		err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
-		c.log.Error("close timed out", "error", err)
-		c.cutDrainsNow() // here: the consumer's tomb waits for the slots (dispatchCallbacks)
+wait:
+	for {
+		select {
+		case <-waited:
+			break wait
+		case <-bound.C:
+			c.final.release()
+		case <-closeBy.C:
+			err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
+			c.log.Error("close timed out", "error", err)
+			c.final.release()
+			c.cutDrainsNow() // here: the consumer's tomb waits for the slots (dispatchCallbacks)
+			break wait
+		}
 	}
 	close(done)
 	if err == nil {

@@ -71,6 +71,7 @@ func (c *Consumer) send(ev slotEvent) {
 func (c *Consumer) runSlot(sl *slot) {
 	defer c.slotsWG.Done()
 	defer c.send(slotEvent{sl: sl, done: true})
+	defer c.final.done(sl.tp) // stopped at Close without a final commit, if none was queued
 	defer func() {
 		if sl.pre != nil { // not handed to a partition manager
 			sl.pre.FP.Close() // stop fetching it
@@ -129,7 +130,7 @@ func (c *Consumer) runSlot(sl *slot) {
 	}
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
-		Client: c.lister, Fetcher: partition.FetcherOf(c.fetcher), Store: c.store, Committer: c.commits, Fence: cl,
+		Client: c.lister, Fetcher: partition.FetcherOf(c.fetcher), Store: partitionStore{c.store, &c.final}, Committer: c.commits, Fence: cl,
 		// c.log: the partition manager adds the topic and partition itself.
 		Config: partition.Config(c.cfg.Partition), Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
 		Prefetched: sl.pre,

@@ -114,6 +114,7 @@ type KafkaStore struct {
 	parts     map[TopicPartition]*kpart   // managed partitions
 	sending   map[TopicPartition]struct{} // written by the round under way
 	roundDone chan struct{}               // closed when the round under way ends
+	hold      *KafkaHold                  // while set, no round starts (kafka_hold.go)
 
 	stats kafkaCounters
 
@@ -264,6 +265,7 @@ func (s *KafkaStore) write(ctx context.Context, kind kopKind, topic string, part
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
 	o := newOp(ctx, kind, s.cfg.Verify, 1)
+	o.single = true
 	o.items[0].tp, o.items[0].next = TopicPartition{topic, partition}, next
 	o.items[0].token = tokenFrom(ctx)
 	err := s.submit(ctx, o)
@@ -374,6 +376,7 @@ func (s *KafkaStore) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
+		s.hold = nil
 		queued := s.queue
 		s.queue = nil
 		clear(s.parts)

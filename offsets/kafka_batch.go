@@ -44,6 +44,7 @@ type kop struct {
 	ctx    context.Context
 	kind   kopKind
 	verify bool // read written entries back
+	single bool // a Commit or Reset (counted by a KafkaHold)
 	items  []kitem
 	state  atomic.Int32
 	done   chan struct{}
@@ -87,11 +88,11 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 		return ErrClosed
 	}
 	s.queue = append(s.queue, o)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if o.single {
+		s.countLocked(1)
 	}
+	s.mu.Unlock()
+	s.poke()
 	select {
 	case <-o.done:
 		return nil
@@ -143,8 +144,8 @@ func (s *KafkaStore) loop() error {
 func (s *KafkaStore) take() []*kop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil
+	if s.closed || s.hold != nil {
+		return nil // a hold's Release or last expected call wakes the loop
 	}
 	var taken []*kop
 	rest := s.queue[:0]

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ var (
 	flagPhaseTimeout   = flag.Duration("phase-timeout", 150*time.Second, "bound of every wait for convergence")
 	flagZkStrategy     = flag.String("zkgroup-strategy", "", "zkgroup's Config.Strategy (empty: the library's default)")
 	flagSaramaStrategy = flag.String("sarama-strategy", "range", "sarama's strategy: range (its default), sticky, roundrobin, cooperative-sticky")
+	flagWarmup         = flag.Bool("warmup", true, "warm the topic up before the first side (false: a diagnostic run on a loaded machine, where the warm-up may never see a steady cluster; times then include the new topic's stall)")
 
 	// BenchmarkScale
 	flagPartitions = flag.Int("partitions", 1000, "BenchmarkScale: partitions of the topic")
@@ -35,7 +37,15 @@ var (
 	flagJLSteady     = flag.Int("jl-steady", 3, "BenchmarkJoinLeave: steady members")
 )
 
-func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv("ZKGROUP_BENCH_HEAP") != "" {
+		// The heap profiles of a diagnostic run sample every 4 KiB
+		// allocated, not every 512 KiB: what a member holds is seen
+		// object by object (slower, so never in a measuring run).
+		runtime.MemProfileRate = 4096
+	}
+	os.Exit(testcluster.Main(m))
+}
 
 func sides(tb testing.TB) []side {
 	var out []side

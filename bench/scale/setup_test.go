@@ -33,7 +33,9 @@ func setUp(b *testing.B, name string, P, rate int) (cl *testcluster.Cluster, top
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := warmUp(cl, topic, P, 3*time.Minute); err != nil {
+	if !*flagWarmup {
+		benchkit.Say("warm-up: skipped (-warmup=false)")
+	} else if err := warmUp(cl, topic, P, 3*time.Minute); err != nil {
 		_ = prod.Close()
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package zkconn
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -127,6 +128,60 @@ func waitSession(events <-chan zk.Event) error {
 			}
 		case <-deadline:
 			return fmt.Errorf("no session within 30s")
+		}
+	}
+}
+
+// TestMemberSendBuffer: a Session with MaxRequestMember holds 768 KiB less
+// live heap than one with the default, sends a request of exactly its
+// limit, and refuses a longer one unsent (zk.ErrShortBuffer) while the
+// session goes on.
+func TestMemberSendBuffer(t *testing.T) {
+	c := testcluster.Shared(t)
+	chroot := "/" + testcluster.Name(t, "memberbuf")
+	base := liveHeap()
+	s, err := Dial(Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second, MaxRequest: MaxRequestMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	heap := liveHeap() - base
+	bufs := int64(4 + MaxRequestMember + 1536*1024)
+	t.Logf("live heap of a member's Session: %d bytes (%.2f MiB)", heap, float64(heap)/(1<<20))
+	if heap < bufs || heap > bufs+256<<10 {
+		t.Errorf("a member's Session holds %d bytes of live heap; want its buffers, %d bytes, and at most 256 KiB more", heap, bufs)
+	}
+	if err := s.CreateParents("/n"); err != nil {
+		t.Fatal(err)
+	}
+	// setData: 8 bytes of header, the path and the data with their
+	// lengths (4 each), the version (4).
+	maxData := MaxRequestMember - 20 - len(chroot+"/n")
+	if _, err := s.Set("/n", make([]byte, maxData), -1); err != nil {
+		t.Fatalf("Set of a request of exactly MaxRequestMember bytes: %v", err)
+	}
+	if _, err := s.Set("/n", make([]byte, maxData+1), -1); !errors.Is(err, zk.ErrShortBuffer) {
+		t.Fatalf("Set of a request one byte over MaxRequestMember: %v; want zk.ErrShortBuffer", err)
+	}
+	got, _, err := s.Get("/n")
+	if err != nil || len(got) != maxData {
+		t.Fatalf("Get after the refused Set: %d bytes, %v; want %d", len(got), err, maxData)
+	}
+	if st := s.Status(); !st.Healthy || st.Epoch != 1 {
+		t.Errorf("after the refused request: %+v", st)
+	}
+}
+
+func TestMaxRequestValidate(t *testing.T) {
+	for _, n := range []int{-1, 1, minRequest - 1, MaxRequestAny + 1} {
+		err := Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxRequest: n}.Validate()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "MaxRequest") {
+			t.Errorf("MaxRequest %d: %v; want ErrConfig naming MaxRequest", n, err)
+		}
+	}
+	for _, n := range []int{0, minRequest, MaxRequestMember, MaxRequestAny} {
+		if err := (Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxRequest: n}).Validate(); err != nil {
+			t.Errorf("MaxRequest %d: %v", n, err)
 		}
 	}
 }

@@ -14,11 +14,17 @@
 // held:
 //
 //   - the send buffer, allocated once per session. go-zookeeper's default
-//     is 1.5 MiB (1,572,864 bytes); a Session's is 4 + 1,048,575 bytes
-//     (WithMaxConnBufferSize): the length prefix and the longest request
-//     ZooKeeper accepts, jute.maxbuffer (0xfffff by default; the server
-//     drops a connection that sends more). The largest request zkgroup
-//     builds, a multi of 1,000 offset writes, is a few hundred KB.
+//     is 1.5 MiB (1,572,864 bytes); a Session's is 4 bytes (the length
+//     prefix) + Config.MaxRequest (WithMaxConnBufferSize). Its default,
+//     MaxRequestAny, is the longest request ZooKeeper accepts,
+//     jute.maxbuffer (0xfffff by default; the server drops a connection
+//     that sends more): 1 MiB, for sessions that may write any node (the
+//     operator commands). A consumer group member's session asks for
+//     MaxRequestMember, 256 KiB: its longest requests are an offsets
+//     multi of up to 1,000 writes (about 100-150 bytes each at usual name
+//     lengths; a longer one fails unsent and offsets.ZooKeeperStore
+//     writes its entries one by one) and its registration. A request over
+//     the buffer fails unsent with zk.ErrShortBuffer; the session stays.
 //   - the receive buffer, allocated for each connection as the smaller of
 //     1.5 MiB and the reply cap, and replaced by a larger one, up to the
 //     cap, when a reply does not fit. go-zookeeper's default cap is none;
@@ -37,8 +43,8 @@
 //     at 1.5 MiB: go-zookeeper v1.0.4 starts at the cap only when it is
 //     smaller, and offers no other way to start smaller.
 //
-// So a session holds 2.5 MiB of buffers (1 MiB + 1.5 MiB) where
-// go-zookeeper's defaults hold 3 MiB. Before the member's metadata reads
+// So a session holds 2.5 MiB of buffers (1 MiB + 1.5 MiB), a member's
+// 1.75 MiB (256 KiB + 1.5 MiB), where go-zookeeper's defaults hold 3 MiB. Before the member's metadata reads
 // moved onto this session, kazoo-go's samuel client held 2 x 1.5 MiB more
 // on a second connection.
 package zkconn

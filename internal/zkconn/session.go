@@ -54,6 +54,38 @@ type Config struct {
 	// (see TLSDialer). Ignored when Dialer is set.
 	TLS    *tls.Config
 	Dialer zk.Dialer // nil: net.DialTimeout, or TLSDialer(TLS) when TLS is set
+	// MaxRequest is the longest request the session can send (its send
+	// buffer, held for the session's life; see the package doc). 0: the
+	// longest ZooKeeper accepts, jute.maxbuffer (MaxRequestAny). A
+	// session whose requests are known to be short holds less: a
+	// consumer group member's are (MaxRequestMember). A longer request
+	// fails with go-zookeeper's zk.ErrShortBuffer, unsent.
+	MaxRequest int
+}
+
+// Send buffer sizes for Config.MaxRequest.
+const (
+	// MaxRequestAny: every request ZooKeeper accepts (jute.maxbuffer).
+	MaxRequestAny = juteMaxBuffer
+	// MaxRequestMember: a consumer group member's requests. Its longest
+	// are an offsets multi of up to 1,000 writes (about 100-150 bytes each
+	// at usual topic and group name lengths; offsets.ZooKeeperStore falls
+	// back to single writes when one does not fit), the registration
+	// (its subscription: a static list of a few thousand topics fits),
+	// and go-zookeeper's re-sent watches after a reconnect (sent in
+	// pieces of 128 KiB).
+	MaxRequestMember = 256 << 10
+	// minRequest: below this even a member's single writes may not fit.
+	minRequest = 4 << 10
+)
+
+// sendBuffer is the session's send buffer: the 4-byte length and
+// MaxRequest.
+func (c Config) sendBuffer() int {
+	if c.MaxRequest == 0 {
+		return sendLimit
+	}
+	return 4 + c.MaxRequest
 }
 
 // Validate checks the config; errors name the field.
@@ -71,6 +103,9 @@ func (c Config) Validate() error {
 		if a.Scheme == "" {
 			return fmt.Errorf("%w: Auth[%d].Scheme: empty", ErrConfig, i)
 		}
+	}
+	if c.MaxRequest != 0 && (c.MaxRequest < minRequest || c.MaxRequest > MaxRequestAny) {
+		return fmt.Errorf("%w: MaxRequest: %d is outside [%d, %d] (0: %d)", ErrConfig, c.MaxRequest, minRequest, MaxRequestAny, MaxRequestAny)
 	}
 	return nil
 }
@@ -156,8 +191,8 @@ const (
 	// server refuses a request longer than that (NIOServerCnxn and
 	// NettyServerCnxn, "Len error"), so no node can hold more data.
 	juteMaxBuffer = 0xfffff
-	// sendLimit is the send buffer: the 4-byte length and the longest
-	// request ZooKeeper accepts.
+	// sendLimit is the largest send buffer: the 4-byte length and the
+	// longest request ZooKeeper accepts (Config.MaxRequest 0).
 	sendLimit = 4 + juteMaxBuffer
 	// recvLimit caps a reply: 4 MiB, what Kafka's brokers accept from
 	// their own ZooKeeper (KafkaZkClient sets jute.maxbuffer to 4194304
@@ -216,7 +251,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{log, negotiated}), zk.WithLogInfo(true), zk.WithDialer(rec.dialer),
 		zk.WithEventCallback(callback),
-		zk.WithMaxBufferSize(recvLimit), zk.WithMaxConnBufferSize(sendLimit))
+		zk.WithMaxBufferSize(recvLimit), zk.WithMaxConnBufferSize(cfg.sendBuffer()))
 	if err != nil {
 		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
 	}

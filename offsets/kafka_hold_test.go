@@ -1,0 +1,78 @@
+package offsets
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+// TestKafkaHold: commits queued under a hold, one after another, go out in
+// one round (one OffsetCommit, one read-back) once the expected number
+// came; Fewer ends a hold whose other writes will not come; Release ends
+// it at once.
+func TestKafkaHold(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	const partitions = 6
+	topic := clusterTopic(t, c, partitions)
+	s := clusterKafkaStore(t, c, testcluster.Name(t, "group"))
+	// A first commit, so that the coordinator is known and the counts
+	// below are the hold's alone.
+	if err := s.Commit(context.Background(), topic, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	commitAll := func(ps []int32, next int64, each time.Duration) *sync.WaitGroup {
+		var wg sync.WaitGroup
+		for _, p := range ps {
+			wg.Go(func() {
+				if err := s.Commit(context.Background(), topic, p, next); err != nil {
+					t.Error(err)
+				}
+			})
+			time.Sleep(each) // the calls come one after another, as drains end
+		}
+		return &wg
+	}
+
+	// All expected calls come: one round.
+	before := s.Stats()
+	h := s.Hold(partitions)
+	commitAll([]int32{0, 1, 2, 3, 4, 5}, 10, 5*time.Millisecond).Wait()
+	h.Release()
+	after := s.Stats()
+	if r, cr := after.Rounds-before.Rounds, after.CommitRequests-before.CommitRequests; r != 1 || cr != 1 {
+		t.Errorf("%d commits under a hold of %d: %d rounds, %d OffsetCommit requests; want 1 and 1", partitions, partitions, r, cr)
+	}
+	for p := int32(0); p < partitions; p++ {
+		wantOffset(t, s, topic, p, 10)
+	}
+
+	// Two of four come, Fewer(2) says the others will not: the two go
+	// out together.
+	before = s.Stats()
+	h = s.Hold(4)
+	wg := commitAll([]int32{0, 1}, 20, 5*time.Millisecond)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("commits went out while the hold waited for two more")
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.Fewer(2)
+	<-done
+	after = s.Stats()
+	if r := after.Rounds - before.Rounds; r != 1 {
+		t.Errorf("2 commits, then Fewer(2): %d rounds; want 1", r)
+	}
+
+	// Release ends a hold at once.
+	h = s.Hold(10)
+	wg = commitAll([]int32{2}, 30, 0)
+	h.Release()
+	wg.Wait()
+	wantOffset(t, s, topic, 2, 30)
+}
