@@ -195,7 +195,9 @@ type Config struct {
 	CloseTimeout time.Duration
 	// KafkaUnreachableTimeout: a member that no Kafka broker answered for
 	// this long, or (with OffsetStorage kafka) whose group coordinator did
-	// not, leaves the group: its partitions stop at once, without a drain
+	// not (a coordinator whose broker refuses connections, that is, is
+	// down, counts as answering: a crash is not this member's cut), leaves
+	// the group: its partitions stop at once, without a drain
 	// or a commit that could not reach Kafka (their next owners start from
 	// the last commit), their owner nodes and then its registration are
 	// deleted, so that the others take them over; it joins again once the

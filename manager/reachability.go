@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -24,7 +25,10 @@ import (
 // nor disturbs them: an ApiVersions request to up to probeFanout of the
 // fetching client's brokers, and, with Kafka offset storage, a
 // FindCoordinator for the group through one that answered and an
-// ApiVersions request to that coordinator.
+// ApiVersions request to that coordinator. The coordinator counts as
+// answering when the cluster says the group has none now, and when its
+// broker refuses the connection (down, not yet replaced): every member
+// sees those alike, and leaving would stop the group for a broker crash.
 
 // Sides of Kafka a member needs to answer.
 const (
@@ -368,7 +372,7 @@ func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 	var wg sync.WaitGroup
 	for _, a := range addrs {
 		wg.Go(func() {
-			if b := p.ping(a); b != nil {
+			if b, _ := p.ping(a); b != nil {
 				answered <- b
 			}
 		})
@@ -407,17 +411,32 @@ func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 		oks[sideCoordinator] = true
 		return oks, asks
 	}
-	oks[sideCoordinator] = p.ping(resp.Coordinator.Addr()) != nil
+	b, err := p.ping(resp.Coordinator.Addr())
+	switch {
+	case b != nil:
+		oks[sideCoordinator] = true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// The coordinator's host answered with a reset: its broker is
+		// down (killed, restarting) and the cluster has not moved the
+		// coordinator yet (a crashed broker stays registered for Kafka's
+		// zookeeper.session.timeout.ms, 18 s by default). Every member
+		// sees the same, and leaving would only stop the whole group:
+		// that is Kafka answering, not this member being cut off (a cut
+		// drops packets; it does not refuse them).
+		p.log.Debug("kafka probe: the coordinator's broker refuses connections; it is down, not cut off", "broker", resp.Coordinator.Addr())
+		oks[sideCoordinator] = true
+	}
 	return oks, asks
 }
 
 // ping sends an ApiVersions request to addr, on the probe's connection to
-// it (opened if need be); it returns that connection if it answered.
-func (p *kafkaProbe) ping(addr string) *sarama.Broker {
+// it (opened if need be); it returns that connection if it answered, or
+// the error.
+func (p *kafkaProbe) ping(addr string) (*sarama.Broker, error) {
 	p.mu.Lock()
 	if p.conns == nil { // closed
 		p.mu.Unlock()
-		return nil
+		return nil, errProbeClosed
 	}
 	b := p.conns[addr]
 	if b == nil {
@@ -425,17 +444,20 @@ func (p *kafkaProbe) ping(addr string) *sarama.Broker {
 		if err := b.Open(p.conf); err != nil {
 			p.mu.Unlock()
 			p.log.Debug("kafka probe: open failed", "broker", addr, "error", err)
-			return nil
+			return nil, err
 		}
 		p.conns[addr] = b
 	}
 	p.mu.Unlock()
 	if _, err := b.ApiVersions(&sarama.ApiVersionsRequest{}); err != nil {
 		p.drop(addr, err)
-		return nil
+		return nil, err
 	}
-	return b
+	return b, nil
 }
+
+// errProbeClosed is ping's error after the probe was closed.
+var errProbeClosed = errors.New("manager: kafka probe closed")
 
 // drop closes the connection to addr after err.
 func (p *kafkaProbe) drop(addr string, err error) {

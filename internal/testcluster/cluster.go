@@ -459,18 +459,45 @@ func (c *Cluster) KillBroker(id int32) error {
 }
 
 // StartBroker starts broker id again with its data and port, and waits
-// until it is registered in ZooKeeper.
+// until it is registered in ZooKeeper. After a KillBroker it first waits
+// for the dead broker's registration to expire (BrokerSessionTimeout):
+// Kafka refuses to start while its id is still registered.
 func (c *Cluster) StartBroker(ctx context.Context, id int32) error {
 	b, err := c.broker(id)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	if !c.opts.KRaft {
+		path := c.opts.Chroot + "/brokers/ids/" + strconv.Itoa(int(id))
+		if err := c.waitNoZNode(ctx, path, fmt.Sprintf("broker %d's old registration to expire", id)); err != nil {
+			return err
+		}
+	}
 	if err := b.proc.start(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
-	defer cancel()
 	return c.waitBroker(ctx, b)
+}
+
+// waitNoZNode polls (no watch, as waitZNode) until path does not exist.
+func (c *Cluster) waitNoZNode(ctx context.Context, path, what string) error {
+	conn, err := c.Connect(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for {
+		if ok, _, err := conn.Exists(path); err == nil && !ok {
+			return nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond): // polling the condition
+		case <-ctx.Done():
+			return fmt.Errorf("testcluster: waiting for %s (%s): %w", what, path, ctx.Err())
+		}
+	}
 }
 
 // StopZooKeeper stops ZooKeeper (SIGTERM) and waits for its exit; brokers

@@ -180,9 +180,14 @@ type Position struct {
 
 // Produce writes n messages with Key(topic, i) and Value(topic, i) for i in
 // [from, from+n), message i to partition i mod partitions, with acks=all,
-// and returns where each landed. It blocks until all are acknowledged.
+// and returns where each landed. It blocks until all are acknowledged
+// (retrying for up to 20 s, through a broker's failover).
 func (c *Cluster) Produce(topic string, partitions int32, from, n int) (Produced, error) {
 	cfg := SaramaConfig()
+	// A kill -9'd broker leads its partitions until its ZooKeeper session
+	// expires (BrokerSessionTimeout) and the controller moves them: the
+	// (idempotent, so duplicate-free) retries outlast that.
+	cfg.Producer.Retry.Max = 80
 	cfg.Producer.Flush.Messages = 500
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	p, err := sarama.NewAsyncProducer(c.Addrs(), cfg)
