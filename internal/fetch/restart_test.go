@@ -158,6 +158,23 @@ func TestBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitProduced(produced.Load() + 200)
+	// Broker 1 back in every partition's ISR first: killed before that,
+	// broker 2 would take the partitions it leads offline (no unclean
+	// election) and nothing could be produced to them until it is back.
+	isrFull := testcluster.Poll(3*time.Minute, 100*time.Millisecond, func() bool {
+		if err := client.RefreshMetadata(topic); err != nil {
+			return false
+		}
+		for part := int32(0); part < P; part++ {
+			if isr, err := client.InSyncReplicas(topic, part); err != nil || len(isr) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if !isrFull {
+		t.Fatal("broker 1 did not rejoin every partition's ISR")
+	}
 	t.Log("killing broker 2")
 	if err := c.KillBroker(2); err != nil {
 		t.Fatal(err)
