@@ -112,7 +112,7 @@ log:
 				hwm, err := c.HighWaterMarks(dlq)
 				return err == nil && hwm[0] >= 1
 			})
-			checkCommittedAtEnd(t, c, group, topic, parts)
+			awaitCommittedAtEnd(t, c, group, topic, parts)
 			if code := d.stop(30 * time.Second); code != 0 {
 				t.Fatalf("exit %d", code)
 			}

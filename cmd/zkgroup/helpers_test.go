@@ -363,6 +363,30 @@ func httpGet(url string) (string, error) {
 
 // checkCommittedAtEnd asserts that the group's committed offsets of every
 // partition of topic are its log end, and returns the log ends.
+// awaitCommittedAtEnd waits until every partition's committed offset is
+// its log end, for a daemon still running (it commits on its own
+// interval), then checks it as checkCommittedAtEnd does.
+func awaitCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
+	t.Helper()
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, 60*time.Second, "every partition committed at its log end", func() bool {
+		committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
+		if err != nil {
+			return false
+		}
+		for p := int32(0); p < parts; p++ {
+			if committed[p] != hwm[p] {
+				return false
+			}
+		}
+		return true
+	})
+	return checkCommittedAtEnd(t, c, group, topic, parts)
+}
+
 func checkCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
 	t.Helper()
 	hwm, err := c.HighWaterMarks(topic)

@@ -62,7 +62,7 @@ func TestSessionResumesAfterUnansweredHandshake(t *testing.T) {
 		t.Errorf("session healthy %v after the server answered again, want within the session timeout %v", took, timeout)
 	}
 	t.Logf("session resumed %v after the server answered again (%v since the cut)", took, time.Since(back))
-	// Settled (see settleTime), a connection serves requests after Interrupt too.
+	// Once connected, a session serves requests after Interrupt too.
 	testcluster.Await(t, 5*time.Second, 10*time.Millisecond, "Children answered after Interrupt", func() bool {
 		_, _, err := s.Children("/")
 		return err == nil

@@ -169,20 +169,15 @@ type Session struct {
 	changed    chan struct{} // buffered 1: status changed
 	closeOnce  sync.Once
 
-	// usable is closed while connected and settled: see await.
+	// usable is closed while the session is connected: see await.
 	usable        chan struct{}
 	usableOpen    bool
 	interrupted   chan struct{} // closed by Interrupt
 	interruptOnce sync.Once
-	connGen       uint64 // increments on every state change
-	everSettled   bool
 }
 
-// settleTime is how long requests wait after a reconnect. go-zookeeper
-// v1.0.4 re-sends the session's watches on reconnect while its receive
-// loop already runs and reads the last zxid without a lock (an upstream
-// data race, go-zookeeper/zk PR #35): holding our requests back for this
-// long keeps responses from arriving while the watches are re-sent.
+// settleTime is the longest a reconnected session's replies wait for
+// go-zookeeper to re-send its watches: see gatedConn.
 const settleTime = 100 * time.Millisecond
 
 // The session's buffers; see the package doc for the figures.
@@ -230,13 +225,14 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	dialed := &atomic.Int64{}
 	negotiated := &atomic.Int64{}
 	limit := func() time.Duration { return sessionTimeout(negotiated, cfg.SessionTimeout) * 2 / 3 }
+	hadSession := &atomic.Bool{}
 	rec := newDialRecorder(func(network, address string, timeout time.Duration) (net.Conn, error) {
 		dialed.Store(int64(time.Since(base))) // before the connect request is written
 		conn, err := dialer(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return &cappedConn{Conn: conn, limit: limit}, nil
+		return newGatedConn(&cappedConn{Conn: conn, limit: limit}, hadSession.Load()), nil
 	})
 	hooks := &nodeHooks{}
 	answered := &atomic.Int64{}
@@ -245,11 +241,14 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	callback := func(ev zk.Event) {
 		if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 			advance(answered, dialed.Load()) // the connect request was written after the dial
+			hadSession.Store(true)
 		}
 		hooks.dispatch(ev)
 	}
+	hosts := newPacedHosts(func() time.Duration { return sessionTimeout(negotiated, cfg.SessionTimeout) })
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithLogger(zkLogger{log, negotiated}), zk.WithLogInfo(true), zk.WithDialer(rec.dialer),
+		zk.WithHostProvider(hosts),
 		zk.WithEventCallback(callback),
 		zk.WithMaxBufferSize(recvLimit), zk.WithMaxConnBufferSize(cfg.sendBuffer()))
 	if err != nil {
@@ -472,23 +471,9 @@ func (s *Session) pinger(ping <-chan struct{}) error {
 func (s *Session) onState(st zk.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.connGen++
-	if st == zk.StateHasSession {
-		gen := s.connGen
-		if !s.everSettled {
-			s.setUsableLocked(true) // first session: no watches to re-send
-		} else {
-			time.AfterFunc(settleTime, func() {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				if s.connGen == gen {
-					s.setUsableLocked(true)
-				}
-			})
-		}
-	} else {
-		s.setUsableLocked(false)
-	}
+	// Requests go out as soon as the session is back: gatedConn orders
+	// their replies after go-zookeeper's re-sent watches.
+	s.setUsableLocked(st == zk.StateHasSession)
 	switch st {
 	case zk.StateHasSession:
 		id := s.conn.SessionID()
@@ -530,19 +515,17 @@ func (s *Session) setUsableLocked(open bool) {
 	}
 	s.usableOpen = open
 	if open {
-		s.everSettled = true
 		close(s.usable)
 	} else {
 		s.usable = make(chan struct{})
 	}
 }
 
-// await holds a request back until the connection is settled (see
-// settleTime), for at most 2/3 of the session timeout; then the request
+// await holds a request back until the session is connected, for at most 2/3 of the session timeout; then the request
 // goes to go-zookeeper, which queues or fails it as usual. It returns
 // now(), taken when the request goes on: no earlier than its send. After
 // Interrupt it does not wait: it fails with ErrInterrupted unless the
-// connection is settled.
+// session is connected.
 func (s *Session) await() (int64, error) {
 	s.mu.Lock()
 	ch := s.usable
@@ -572,8 +555,8 @@ func (s *Session) await() (int64, error) {
 // Interrupt makes every operation that waits for a connection, now or
 // later, fail at once with ErrInterrupted instead: for an owner shutting
 // down, which must not wait for ZooKeeper to come back (closing the
-// session ends whatever it still holds). Operations on a settled
-// connection still go out; a request go-zookeeper already queued waits
+// session ends whatever it still holds). Operations on a connected
+// session still go out; a request go-zookeeper already queued waits
 // for its connection attempt (at most 2/3 of the session timeout, see
 // cappedConn). Idempotent; it does not block.
 func (s *Session) Interrupt() { s.interruptOnce.Do(func() { close(s.interrupted) }) }

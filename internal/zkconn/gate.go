@@ -1,0 +1,115 @@
+package zkconn
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"time"
+)
+
+// opSetWatches is ZooKeeper's opcode for re-sending a session's watches.
+const opSetWatches = 101
+
+// gatedConn holds back a reconnected session's replies until go-zookeeper
+// has re-sent its watches. On every reconnect go-zookeeper v1.0.4 starts
+// its receive loop and only then reads the session's last zxid, without a
+// lock, to re-send the watches (sendSetWatches), while the receive loop
+// writes the last zxid with every reply (an upstream data race,
+// go-zookeeper/zk PR #35). A request queued while the connection was down
+// goes out first, so its reply could arrive in between.
+//
+// go-zookeeper reads the last zxid only when it has watches to re-send,
+// and then writes a setWatches request right after. So, once the connect
+// reply has been read, the first read of a reply waits until this
+// connection has written a setWatches request (which orders go-zookeeper's
+// read of the zxid before the receive loop's write), or settleTime has
+// passed (there were no watches to re-send, nothing reads the zxid). The
+// first connection of a session has no watches; it is not gated.
+type gatedConn struct {
+	net.Conn
+	open     chan struct{} // closed once replies may be read
+	openOnce sync.Once
+	closed   chan struct{}
+	shut     sync.Once
+
+	mu        sync.Mutex
+	handshake int // bytes of the connect reply left to read; -1 until its length is known
+	lenBuf    []byte
+	timer     *time.Timer
+	gated     bool // whether reads after the connect reply wait for open
+}
+
+func newGatedConn(c net.Conn, gated bool) *gatedConn {
+	g := &gatedConn{Conn: c, open: make(chan struct{}), closed: make(chan struct{}), handshake: -1, gated: gated}
+	if !gated {
+		g.openOnce.Do(func() { close(g.open) })
+	}
+	return g
+}
+
+func (g *gatedConn) release() { g.openOnce.Do(func() { close(g.open) }) }
+
+// Read reads the connect reply freely; later reads wait for the gate.
+func (g *gatedConn) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	inHandshake := g.handshake != 0
+	g.mu.Unlock()
+	if !inHandshake {
+		select {
+		case <-g.open:
+		case <-g.closed:
+			return 0, net.ErrClosed
+		}
+		return g.Conn.Read(p)
+	}
+	n, err := g.Conn.Read(p)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.account(p[:n])
+	return n, err
+}
+
+// account counts b against the connect reply: its 4-byte length, then
+// that many bytes. When the reply is complete the settle timer starts.
+func (g *gatedConn) account(b []byte) {
+	for len(b) > 0 && g.handshake != 0 {
+		if g.handshake < 0 {
+			k := min(4-len(g.lenBuf), len(b))
+			g.lenBuf = append(g.lenBuf, b[:k]...)
+			b = b[k:]
+			if len(g.lenBuf) == 4 {
+				g.handshake = int(binary.BigEndian.Uint32(g.lenBuf))
+			}
+			continue
+		}
+		k := min(g.handshake, len(b))
+		g.handshake -= k
+		b = b[k:]
+	}
+	if g.handshake == 0 && g.gated && g.timer == nil {
+		g.timer = time.AfterFunc(settleTime, g.release)
+	}
+}
+
+// Write writes p (go-zookeeper writes one whole packet per call: length,
+// xid, opcode, body) and opens the gate after a setWatches request.
+func (g *gatedConn) Write(p []byte) (int, error) {
+	n, err := g.Conn.Write(p)
+	if len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opSetWatches {
+		g.release()
+	}
+	return n, err
+}
+
+// Close closes the connection and wakes a gated read.
+func (g *gatedConn) Close() error {
+	g.shut.Do(func() {
+		close(g.closed)
+		g.mu.Lock()
+		if g.timer != nil {
+			g.timer.Stop()
+		}
+		g.mu.Unlock()
+	})
+	return g.Conn.Close()
+}
