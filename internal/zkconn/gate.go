@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -112,4 +113,18 @@ func (g *gatedConn) Close() error {
 		g.mu.Unlock()
 	})
 	return g.Conn.Close()
+}
+
+// connLine is what a Session keeps of its connections: the latest one
+// dialled, and whether the session is closing (no further dial).
+type connLine struct {
+	closing atomic.Bool
+	latest  atomic.Pointer[gatedConn]
+}
+
+// hangUp closes the latest connection, waking go-zookeeper from a read.
+func (l *connLine) hangUp() {
+	if c := l.latest.Load(); c != nil {
+		c.Close()
+	}
 }

@@ -35,6 +35,7 @@ type pacedHosts struct {
 	tried      int       // servers offered since roundStart
 	roundStart time.Time // when the current round began
 	lostAt     time.Time // when the first dial after the last session began; zero while connected
+	flush      bool      // the next Next reports a retry start: see failQueued
 }
 
 // retryPause is what go-zookeeper sleeps on a retry start.
@@ -95,9 +96,9 @@ func (h *pacedHosts) Next() (string, bool) {
 	if h.lostAt.IsZero() {
 		h.lostAt = now
 	}
-	if h.tried == len(h.servers) {
-		retry = now.Sub(h.roundStart) < retryPause || now.Sub(h.lostAt) >= h.timeout()
-		h.tried = 0
+	if h.tried == len(h.servers) || h.flush {
+		retry = h.flush || now.Sub(h.roundStart) < retryPause || now.Sub(h.lostAt) >= h.timeout()
+		h.tried, h.flush = 0, false
 	}
 	if h.tried == 0 {
 		h.roundStart = now
@@ -109,6 +110,15 @@ func (h *pacedHosts) Next() (string, bool) {
 	h.next = (h.next + 1) % len(h.servers)
 	h.tried++
 	return s, retry
+}
+
+// failQueued makes the next Next report a retry start, so that
+// go-zookeeper fails the requests queued for the next connection
+// (zk.ErrNoServer) before it dials: for Session.Interrupt.
+func (h *pacedHosts) failQueued() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.flush = true
 }
 
 // Connected records a session established on the server last offered:

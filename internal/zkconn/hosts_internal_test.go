@@ -84,6 +84,24 @@ func TestPacedHosts(t *testing.T) {
 	}
 }
 
+// TestPacedHostsFailQueued: after failQueued the next dial (only) comes
+// with a retry start, whatever the round.
+func TestPacedHostsFailQueued(t *testing.T) {
+	h := newPacedHosts(func() time.Duration { return time.Minute })
+	if err := h.Init([]string{"127.0.0.1:1", "127.0.0.2:1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.Next()
+	h.Connected()
+	h.failQueued()
+	if _, retry := h.Next(); !retry {
+		t.Error("the dial after failQueued: no retry start")
+	}
+	if _, retry := h.Next(); retry {
+		t.Error("the dial after that: a retry start again")
+	}
+}
+
 func TestPacedHostsInit(t *testing.T) {
 	h := newPacedHosts(func() time.Duration { return time.Second })
 	if err := h.Init([]string{"no-such-host.invalid:2181"}); !errors.Is(err, ErrDial) {

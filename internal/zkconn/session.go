@@ -163,6 +163,8 @@ type Session struct {
 	epochCtx  context.Context // canceled when the current epoch ends (AfterEpoch)
 	endEpoch  context.CancelFunc
 	hooks     *nodeHooks // OnNodeEvent's
+	lines     *connLine  // the connections dialled: see Close
+	hosts     *pacedHosts
 	// negotiated is the session timeout the server granted (ns; 0 until
 	// known), set by zkLogger.
 	negotiated *atomic.Int64
@@ -226,13 +228,19 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	negotiated := &atomic.Int64{}
 	limit := func() time.Duration { return sessionTimeout(negotiated, cfg.SessionTimeout) * 2 / 3 }
 	hadSession := &atomic.Bool{}
+	lines := &connLine{}
 	rec := newDialRecorder(func(network, address string, timeout time.Duration) (net.Conn, error) {
+		if lines.closing.Load() {
+			return nil, ErrClosed
+		}
 		dialed.Store(int64(time.Since(base))) // before the connect request is written
 		conn, err := dialer(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return newGatedConn(&cappedConn{Conn: conn, limit: limit}, hadSession.Load()), nil
+		g := newGatedConn(&cappedConn{Conn: conn, limit: limit}, hadSession.Load())
+		lines.latest.Store(g)
+		return g, nil
 	})
 	hooks := &nodeHooks{}
 	answered := &atomic.Int64{}
@@ -261,6 +269,8 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		lastAnswered: answered,
 		epochDone:    make(chan struct{}),
 		hooks:        hooks,
+		lines:        lines,
+		hosts:        hosts,
 		negotiated:   negotiated,
 		changed:      make(chan struct{}, 1),
 		usable:       make(chan struct{}),
@@ -556,10 +566,24 @@ func (s *Session) await() (int64, error) {
 // later, fail at once with ErrInterrupted instead: for an owner shutting
 // down, which must not wait for ZooKeeper to come back (closing the
 // session ends whatever it still holds). Operations on a connected
-// session still go out; a request go-zookeeper already queued waits
-// for its connection attempt (at most 2/3 of the session timeout, see
-// cappedConn). Idempotent; it does not block.
-func (s *Session) Interrupt() { s.interruptOnce.Do(func() { close(s.interrupted) }) }
+// session still go out. A session not connected gives up the connection
+// attempt under way and fails what go-zookeeper queued for it
+// (zk.ErrNoServer); it then goes on reconnecting. Idempotent; it does
+// not block.
+func (s *Session) Interrupt() {
+	s.interruptOnce.Do(func() {
+		close(s.interrupted)
+		s.mu.Lock()
+		connected := s.usableOpen
+		s.mu.Unlock()
+		if !connected {
+			// Fail what go-zookeeper queued for the next connection, and
+			// give up a connect request still unanswered.
+			s.hosts.failQueued()
+			s.lines.hangUp()
+		}
+	})
+}
 
 // endEpochLocked closes the done channel of the current epoch and starts a new one.
 func (s *Session) endEpochLocked(why string) {
@@ -642,11 +666,27 @@ func (s *Session) ACL() []zk.ACL { return s.acl }
 func (s *Session) Chroot() string { return s.chroot }
 
 // Close ends the session (its ephemeral nodes are deleted by ZooKeeper at
-// once) and stops every goroutine. Idempotent; blocks until done.
+// once) and stops every goroutine. Idempotent; blocks until done. A
+// session that is not healthy (no reply within 2/3 of its timeout) hangs
+// up its connection at once instead of waiting for a server that does
+// not answer: ZooKeeper then expires the session (and deletes its nodes)
+// within its timeout.
 func (s *Session) Close() {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.refreshLocked()
+		healthy := s.status.Healthy
+		s.mu.Unlock()
 		s.live.Store(0)
 		s.t.Kill(nil)
+		s.lines.closing.Store(true)
+		if !healthy {
+			// Nothing answers: go-zookeeper would wait for a connect
+			// request's answer (see cappedConn) or for its close request's
+			// (a second) before it stops. The server expires the session
+			// on its own.
+			s.lines.hangUp()
+		}
 		s.conn.Close()
 		_ = s.t.Wait()
 		s.mu.Lock()
