@@ -179,7 +179,7 @@ func (m *Manager) request(ctx context.Context, req *seekRequest) error {
 	select {
 	case err := <-req.done:
 		return err
-	case <-m.t.Dying():
+	case <-m.dying:
 		return m.stoppedErr()
 	case <-ctx.Done():
 		return ctx.Err()
@@ -203,7 +203,7 @@ func (m *Manager) Pause(ctx context.Context) error {
 	select {
 	case <-done:
 		return nil
-	case <-m.t.Dying():
+	case <-m.dying:
 		return m.stoppedErr()
 	case <-ctx.Done():
 		return ctx.Err()
@@ -243,7 +243,7 @@ func (m *Manager) CutDrain() {
 // stopped (its final commit is Stop's).
 func (m *Manager) Commit(ctx context.Context) error {
 	select {
-	case <-m.t.Dying():
+	case <-m.dying:
 		return m.stoppedErr()
 	default:
 	}
