@@ -119,7 +119,7 @@ type Manager struct {
 	unwatchLost func() bool
 	// suspended caches Fence.Suspended() as read while the session was
 	// healthy: that channel stays open until the suspension begins. Used
-	// by the run goroutine only; nil when not cached.
+	// by the goroutine running Run only; nil when not cached.
 	suspended <-chan struct{}
 
 	// commitMu is held by a commit from taking the offset until the store
@@ -141,7 +141,7 @@ type Manager struct {
 	waitingReady  atomic.Bool
 
 	// Control requests (Seek, Pause, Resume; see control.go), applied by
-	// the run goroutine between fetch sessions. ctlWake is closed while a
+	// the goroutine running Run between fetch sessions. ctlWake is closed while a
 	// request waits (wakeClosed); the hot path's waits watch it.
 	ctlMu        sync.Mutex
 	ctlWake      atomic.Pointer[chan struct{}]
