@@ -79,11 +79,15 @@ func (c *Consumer) newGroupLocked(kind cbKind) *cbGroup {
 }
 
 // stopSlotLocked revokes sl (which must not be stopping yet): its claim is
-// canceled or its partition stops, and, if the embedder knows it, it is
-// told in g's call.
+// canceled or its partition stops (its manager halts at once: its loop
+// runs on the slot goroutine, which then drains), and, if the embedder
+// knows it, it is told in g's call.
 func (c *Consumer) stopSlotLocked(sl *slot, g *cbGroup) {
 	sl.state = stopping
 	close(sl.revoke)
+	if pm := sl.pm.Load(); pm != nil {
+		pm.Halt()
+	}
 	c.joinGroupLocked(sl, g)
 }
 

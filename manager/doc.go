@@ -160,9 +160,10 @@
 // node in one transaction; the peers see the member and its claims go
 // together.
 //
-// What an owned partition costs: two goroutines (its slot, which claims,
-// runs and releases it, and its partition manager's run loop); no timer
-// while idle; its claim's watch and the owners view's are session hooks,
+// What an owned partition costs: one goroutine (its slot, which claims
+// it, runs its partition manager's loop, then drains, commits and
+// releases it; TestGoroutinesPerPartition guards it); no timer while
+// idle; its claim's watch and the owners view's are session hooks,
 // not goroutines. Fetching costs no goroutine per partition: the member
 // runs one fetch loop per broker it fetches from, each on a connection of
 // its own, for every owned partition that broker leads, built on sarama's

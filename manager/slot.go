@@ -67,7 +67,10 @@ func (c *Consumer) send(ev slotEvent) {
 }
 
 // runSlot claims a partition, runs its manager until revoked or lost, then
-// drains (when revoked), commits and releases the claim.
+// drains (when revoked), commits and releases the claim. It is the only
+// goroutine of the partition: the manager's loop (partition.Manager.Run)
+// runs on it, halted by a revoke (stopSlotLocked) or by the claim's loss
+// (the manager's fence).
 func (c *Consumer) runSlot(sl *slot) {
 	defer c.slotsWG.Done()
 	defer c.send(slotEvent{sl: sl, done: true})
@@ -135,7 +138,7 @@ func (c *Consumer) runSlot(sl *slot) {
 		Config: partition.Config(c.cfg.Partition), Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
 		Prefetched: sl.pre,
 	}
-	sl.pre = nil // the manager owns it now, also if Start fails
+	sl.pre = nil // the manager owns it now, also if New fails
 	var stream *PartitionStream
 	if c.cfg.Mode == ModePartitions {
 		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition, bch: make(chan *partition.Batch)}
@@ -152,14 +155,22 @@ func (c *Consumer) runSlot(sl *slot) {
 			c.eachRest.abandonOf(pm)
 		}
 	}
-	pm, err := partition.Start(params)
+	pm, err := partition.New(params)
 	if err != nil {
 		c.report(err)
 		c.stopped(sl, cl, false) // nothing was handed out; the claim is still held
 		c.letGo(cl, log, false)
 		return
 	}
+	// From here on a revoke halts the manager (stopSlotLocked); one that
+	// came before does here.
+	c.mu.Lock()
 	sl.pm.Store(pm)
+	revoked := sl.state == stopping
+	c.mu.Unlock()
+	if revoked {
+		pm.Halt()
+	}
 	pmOf.Store(pm)
 	if c.cutDrains.Load() {
 		pm.CutDrain()
@@ -175,14 +186,16 @@ func (c *Consumer) runSlot(sl *slot) {
 	c.send(slotEvent{sl: sl, started: true})
 	log.Debug("partition started", "generation", pm.Generation())
 
-	drain := true
-	select {
-	case <-sl.revoke:
-		drain = !sl.lose.Load() // left for Kafka unreachability: nothing to drain into a commit
-	case <-cl.Lost():
-		drain = false
-	case <-pm.Done():
-		drain = false
+	// The partition's loop, here, until it halts: revoked, lost, or the
+	// fetcher closed (as when it ends on its own, nothing is drained).
+	_ = pm.Run()
+	drain := false
+	if !cl.lost() {
+		select {
+		case <-sl.revoke:
+			drain = !sl.lose.Load() // left for Kafka unreachability: nothing to drain into a commit
+		default:
+		}
 	}
 	if err := pm.Stop(drain); err != nil {
 		// Already reported on Errors() by the partition manager.

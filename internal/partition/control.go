@@ -10,7 +10,7 @@ import (
 	"github.com/zkgroup/zkgroup/offsets"
 )
 
-// A control request (Seek, Pause, Resume) is applied by the run goroutine
+// A control request (Seek, Pause, Resume) is applied by the goroutine running Run
 // between two fetch sessions: the request closes ctlWake, every wait of
 // the hand-off path (the fetch loop, the wait for MaxUnacked room, a send,
 // a suspension) returns without handing anything more out, the
@@ -18,7 +18,7 @@ import (
 // dropped, as at a stop), and the run loop applies the request and
 // fetches again from the new position (or not at all while paused).
 
-// seekRequest asks the run goroutine to move the fetch position.
+// seekRequest asks the goroutine running Run to move the fetch position.
 type seekRequest struct {
 	offset int64     // >= 0, or sarama.OffsetOldest/OffsetNewest
 	at     time.Time // when set: the first offset at or after this time
@@ -28,7 +28,7 @@ type seekRequest struct {
 // wake returns the channel closed while a control request waits.
 func (m *Manager) wake() <-chan struct{} { return *m.ctlWake.Load() }
 
-// request records a control request and wakes the run goroutine. Under
+// request records a control request and wakes the goroutine running Run. Under
 // ctlMu.
 func (m *Manager) wakeLocked() {
 	if !m.wakeClosed {
@@ -77,7 +77,7 @@ func (m *Manager) applyControl(pos *int64) bool {
 // was handed out and not acked is forgotten (its acks are no-ops), and
 // the target is written to the store at once with its Reset when it has
 // one (and the fence allows), even below what is committed; otherwise the
-// next commit writes it. Run goroutine only.
+// next commit writes it. Run's goroutine only.
 func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	var target int64
 	var err error
@@ -179,7 +179,7 @@ func (m *Manager) request(ctx context.Context, req *seekRequest) error {
 	select {
 	case err := <-req.done:
 		return err
-	case <-m.t.Dying():
+	case <-m.dying:
 		return m.stoppedErr()
 	case <-ctx.Done():
 		return ctx.Err()
@@ -203,7 +203,7 @@ func (m *Manager) Pause(ctx context.Context) error {
 	select {
 	case <-done:
 		return nil
-	case <-m.t.Dying():
+	case <-m.dying:
 		return m.stoppedErr()
 	case <-ctx.Done():
 		return ctx.Err()
@@ -243,7 +243,7 @@ func (m *Manager) CutDrain() {
 // stopped (its final commit is Stop's).
 func (m *Manager) Commit(ctx context.Context) error {
 	select {
-	case <-m.t.Dying():
+	case <-m.dying:
 		return m.stoppedErr()
 	default:
 	}

@@ -22,26 +22,29 @@
 //
 // # What an owned partition costs
 //
-// Goroutines per owned partition, and who owns them:
-//
-//   - the Manager's run goroutine (its tomb): reads the committed offset,
-//     adds the partition to the Fetcher and takes its records, hands
-//     messages out. The fetch itself runs no goroutine per partition.
+// Goroutines per owned partition: none of its own. New starts nothing;
+// the Manager runs on the goroutine that calls Run (the consumer
+// manager's slot goroutine, which also claims the partition before and
+// releases it after: one goroutine per owned partition in all; Start's
+// goroutine in this package's tests): Run reads the committed offset,
+// adds the partition to the Fetcher and takes its records, hands
+// messages out, until Halt, Stop or the loss of ownership. The fetch
+// itself runs no goroutine per partition.
 //
 // Nothing watches the Fence: it calls the Manager when ownership is lost
 // (Fence.AfterLost).
 //
 // Per consumer, not per partition: the Committer's goroutine, the
-// KafkaStore's batcher, the Fetcher's router and one loop per broker. Stop ends
-// the Manager's goroutine and waits for it; it closes the partition's
-// Fetch without waiting for the broker loop.
+// KafkaStore's batcher, the Fetcher's router and one loop per broker. Stop
+// halts the Manager and waits for a Run under way to return; it closes
+// the partition's Fetch without waiting for the broker loop.
 //
 // Timers: none per idle partition. Waits with timers happen only while a
 // retry backs off (reading the committed offset, starting to fetch) and
 // while Stop drains.
 //
-// Memory of an idle partition: the Manager (about 1 KB with its tomb and
-// channels), its goroutine's stack, and its fetch.Partition (with up to
+// Memory of an idle partition: the Manager (about 1 KB with its
+// channels), the stack of the goroutine that runs it, and its fetch.Partition (with up to
 // Config.PartitionBuffer fetched shares its Manager has not taken; a
 // Manager waiting for MaxUnacked room takes none, so its partition is left
 // out of fetch requests). The Tracker's ring grows with the messages

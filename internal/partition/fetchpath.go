@@ -52,7 +52,7 @@ func (a fetcherOf) Add(topic string, partition int32, offset int64) (Fetch, erro
 // openFetch returns the partition's Fetch for the position pos (an
 // offset, or sarama.OffsetOldest/OffsetNewest) and the offset it starts
 // at: pre's when pre starts where this ownership must (see Prefetched),
-// otherwise a new one at pos resolved, after closing pre. Run goroutine
+// otherwise a new one at pos resolved, after closing pre. Run's goroutine
 // only.
 func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 	if pre != nil && pre.FP != nil {
@@ -219,7 +219,7 @@ func (m *Manager) trackSlab(vals []Message) (k int, ok bool) {
 
 // handOutSlab hands vals (tracked, in offset order) out as one batch and
 // moves *next past them; false when the manager is stopping or a control
-// request interrupted it. Run goroutine only.
+// request interrupted it. Run's goroutine only.
 func (m *Manager) handOutSlab(vals []Message, next *int64) bool {
 	ptrs := make([]*Message, len(vals))
 	for i := range vals {

@@ -12,7 +12,6 @@ import (
 	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/tracker"
 	"github.com/zkgroup/zkgroup/offsets"
-	"gopkg.in/tomb.v2"
 )
 
 // Store is where a partition's committed offset lives (offsets.Store
@@ -78,8 +77,10 @@ type Params struct {
 var generations atomic.Uint64
 
 // Manager consumes one owned partition. Its methods are safe for concurrent
-// use. The consumer manager must call Stop once it no longer owns the
-// partition (or Done is closed).
+// use. It runs on a goroutine that is not its own: the caller of Run (the
+// consumer manager's slot goroutine, which also claims and releases the
+// partition; Start's goroutine in tests). The consumer manager must call
+// Stop once it no longer owns the partition (or Done is closed).
 type Manager struct {
 	topic     string
 	partition int32
@@ -87,7 +88,13 @@ type Manager struct {
 	p         Params
 	cfg       Config
 	log       *slog.Logger
-	t         tomb.Tomb
+
+	// dying is closed by kill (Halt, Stop, the end of Run): Done.
+	dying     chan struct{}
+	dyingOnce sync.Once
+	// runOnce runs the loop (Run), or, when Stop comes first, stands for
+	// a loop that never ran: a Stop waits in it for a Run under way.
+	runOnce sync.Once
 
 	// mu guards the tracker and the fields below it. The tracker holds the
 	// messages handed out and, while a batch is being handed out, the rest
@@ -112,7 +119,7 @@ type Manager struct {
 	unwatchLost func() bool
 	// suspended caches Fence.Suspended() as read while the session was
 	// healthy: that channel stays open until the suspension begins. Used
-	// by the run goroutine only; nil when not cached.
+	// by the goroutine running Run only; nil when not cached.
 	suspended <-chan struct{}
 
 	// commitMu is held by a commit from taking the offset until the store
@@ -134,7 +141,7 @@ type Manager struct {
 	waitingReady  atomic.Bool
 
 	// Control requests (Seek, Pause, Resume; see control.go), applied by
-	// the run goroutine between fetch sessions. ctlWake is closed while a
+	// the goroutine running Run between fetch sessions. ctlWake is closed while a
 	// request waits (wakeClosed); the hot path's waits watch it.
 	ctlMu        sync.Mutex
 	ctlWake      atomic.Pointer[chan struct{}]
@@ -153,11 +160,23 @@ type Manager struct {
 	stopDone chan struct{}
 }
 
-// Start validates p, registers the manager with p.Committer and starts
-// the manager's goroutines; it does not block on I/O: the committed offset
-// is read and fetching starts in the background. The caller must call
-// Stop.
-func Start(p Params) (_ *Manager, err error) {
+// Start is New, then Run on a goroutine of its own, which Stop ends and
+// waits for. It does not block on I/O: the committed offset is read and
+// fetching starts in the background. The caller must call Stop.
+func Start(p Params) (*Manager, error) {
+	m, err := New(p)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = m.Run() }()
+	return m, nil
+}
+
+// New validates p and registers the manager with p.Committer. It starts
+// nothing and does no I/O: the caller runs the manager with Run, on a
+// goroutine of its own choosing, and must call Stop (also when it never
+// called Run).
+func New(p Params) (_ *Manager, err error) {
 	defer func() {
 		if err != nil && p.Prefetched != nil {
 			p.Prefetched.close()
@@ -196,6 +215,7 @@ func Start(p Params) (_ *Manager, err error) {
 		halt:      make(chan struct{}),
 		cut:       make(chan struct{}),
 		stopDone:  make(chan struct{}),
+		dying:     make(chan struct{}),
 	}
 	wake := make(chan struct{})
 	m.ctlWake.Store(&wake)
@@ -207,19 +227,37 @@ func Start(p Params) (_ *Manager, err error) {
 	// The fence closes halt when ownership is lost, and kill does when the
 	// manager dies: no goroutine watches either.
 	m.unwatchLost = p.Fence.AfterLost(m.closeHalt)
-	m.t.Go(func() error {
-		// However run ends (a lost claim, a failed start), the manager is
-		// done: kill the tomb so that Done is closed.
-		err := m.run()
-		m.kill(err)
-		return err
-	})
 	return m, nil
 }
 
-// kill starts the manager's death (the tomb's Dying) and closes halt.
-func (m *Manager) kill(err error) {
-	m.t.Kill(err)
+// Run runs the manager on the calling goroutine: it reads the committed
+// offset, then fetches and hands messages out until the manager halts
+// (Halt, Stop, or ownership lost: Fence.AfterLost) or can fetch no more
+// (the Fetcher was closed); then Done is closed. It returns ErrLost when
+// ownership was lost, ErrStopped when Stop (or another Run) came first,
+// nil otherwise. Stop waits for a Run under way; everything after the
+// loop (drain, final commit) is Stop's.
+func (m *Manager) Run() error {
+	err := ErrStopped
+	m.runOnce.Do(func() {
+		// However run ends (a lost claim, a halt, a closed fetcher), the
+		// manager is done: Done is closed.
+		err = m.run()
+		m.kill()
+	})
+	return err
+}
+
+// Halt stops fetching and handing out at once, as Stop begins by doing,
+// without waiting: Run returns soon (once a read of the committed offset
+// or an offset query under way has answered), and Done is closed. Stop
+// must still be called. Idempotent; safe for concurrent use; never
+// blocks.
+func (m *Manager) Halt() { m.kill() }
+
+// kill starts the manager's death (Done) and closes halt.
+func (m *Manager) kill() {
+	m.dyingOnce.Do(func() { close(m.dying) })
 	m.closeHalt()
 	m.unwatchLost()
 }
@@ -236,9 +274,9 @@ func (m *Manager) Partition() int32 { return m.partition }
 // Generation identifies this ownership of the partition.
 func (m *Manager) Generation() uint64 { return m.gen }
 
-// Done is closed when the manager stops on its own (ownership lost) or
-// Stop was called.
-func (m *Manager) Done() <-chan struct{} { return m.t.Dying() }
+// Done is closed when Run returned (ownership lost, the Fetcher closed)
+// or Halt or Stop was called.
+func (m *Manager) Done() <-chan struct{} { return m.dying }
 
 func (m *Manager) report(op string, err error) {
 	e := &Error{Topic: m.topic, Partition: m.partition, Op: op, Err: err}
@@ -316,7 +354,7 @@ func (m *Manager) startPosition() (int64, bool) {
 		}
 		m.report("start", fmt.Errorf("reading the committed offset: %w", err))
 		m.log.Warn("reading the committed offset failed; retrying", "error", err)
-		if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
+		if !b.Wait(m.dying, m.p.Fence.Lost()) {
 			return 0, false
 		}
 	}
@@ -330,7 +368,7 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 	return m.p.Client.GetOffset(m.topic, m.partition, pos)
 }
 
-// run is the manager's goroutine: it reads the committed offset, then
+// run is Run's loop: it reads the committed offset, then
 // fetches (consumeFetch) from there until the manager halts, applying
 // control requests and the Initial policy between fetch sessions, and
 // retrying a failed start with backoff.
@@ -341,6 +379,11 @@ func (m *Manager) run() error {
 			pre.close()
 		}
 	}()
+	select {
+	case <-m.halt: // halted before it ran: no read of the committed offset
+		return m.exitReason()
+	default:
+	}
 	pos, ok := m.startPosition()
 	if !ok {
 		return m.exitReason()
@@ -356,7 +399,7 @@ func (m *Manager) run() error {
 			m.fetchErrors.Add(1)
 			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
 			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "error", err)
-			if !b.Wait(m.t.Dying(), m.p.Fence.Lost()) {
+			if !b.Wait(m.dying, m.p.Fence.Lost()) {
 				return m.exitReason()
 			}
 			continue
@@ -624,8 +667,15 @@ func (m *Manager) Stop(drain bool) error {
 	m.stopOnce.Do(func() {
 		defer close(m.stopDone)
 		m.p.Committer.remove(m)
-		m.kill(nil)
-		_ = m.t.Wait()
+		m.kill()
+		// Waits for a Run under way; one that comes later returns at
+		// once, and the prefetched Fetch it would have used is closed
+		// here.
+		m.runOnce.Do(func() {
+			if m.p.Prefetched != nil {
+				m.p.Prefetched.close()
+			}
+		})
 		var errs []error
 		if drain {
 			if m.p.BeforeDrain != nil {
