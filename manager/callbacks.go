@@ -137,10 +137,16 @@ func (c *Consumer) awaitAssigned(sl *slot, cl *claim) bool {
 	return true
 }
 
-// stopped is called by an announced slot once its partition stopped
-// (lost: without a drain or commit), before it lets go of its claim: it
-// waits until the embedder was told, in the call of the slot's group.
+// stopped is called by a claimed slot once its partition stopped (lost:
+// without a drain or commit), or once it gave up starting it, before it
+// lets go of its claim. It tells the final commits' hold (finalcommits.go)
+// that no final commit of sl's is to come any more: one that waits for
+// the embedder here must not keep the others' final commits waiting, and
+// they must not keep it waiting either, since its group's call waits for
+// them. If the embedder knows the partition, it waits until it was told,
+// in the call of the slot's group.
 func (c *Consumer) stopped(sl *slot, cl *claim, lost bool) {
+	c.final.done(sl.tp)
 	c.mu.Lock()
 	if sl.cb.phase != cbAnnounced {
 		c.mu.Unlock()

@@ -49,8 +49,9 @@ func (f *finalCommits) committing(tp TopicPartition) {
 	f.mu.Unlock()
 }
 
-// done notes that tp's slot ended: if it queued no final commit (nothing
-// to commit, lost, refused), the hold expects one fewer.
+// done notes that tp's partition stopped (Consumer.stopped), or its slot
+// ended without one: if it queued no final commit (nothing to commit,
+// lost, refused, never started), the hold expects one fewer. Idempotent.
 func (f *finalCommits) done(tp TopicPartition) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

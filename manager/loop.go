@@ -248,6 +248,9 @@ func (c *Consumer) markDirty() {
 // its partition stopped.
 func (c *Consumer) shutdown() error {
 	c.leaving.Store(true)
+	// No routine commit starts any more: every partition's final commit
+	// comes, and would wait for it (one round more) were it started.
+	c.commits.Halt()
 	c.mu.Lock()
 	g := c.newGroupLocked(cbRevoked) // Close's OnRevoked
 	var tps []TopicPartition

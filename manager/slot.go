@@ -106,18 +106,14 @@ func (c *Consumer) runSlot(sl *slot) {
 	}
 	select {
 	case <-sl.revoke: // revoked while the claim was being made
-		if err := cl.release(); err != nil {
-			log.Warn("releasing the claim failed", "error", err)
-		}
+		c.letGo(cl, log, false)
 		return
 	default:
 	}
 	// Claimed, not yet fetching: the embedder is told first (OnAssigned),
 	// with the rest of this rebalance's partitions.
 	if !c.awaitAssigned(sl, cl) {
-		if err := cl.release(); err != nil {
-			log.Warn("releasing the claim failed", "error", err)
-		}
+		c.letGo(cl, log, false)
 		return
 	}
 	select {
@@ -209,13 +205,15 @@ func (c *Consumer) runSlot(sl *slot) {
 	c.letGo(cl, log, drain)
 }
 
-// letGo releases a stopped slot's claim, or leaves it to the session's
-// close when the consumer is closing.
+// letGo releases a stopped (or never started) slot's claim, or leaves it
+// to the session's close when the consumer is closing: Close deletes
+// every claim in the one transaction that ends the session, not one
+// delete each.
 func (c *Consumer) letGo(cl *claim, log *slog.Logger, drained bool) {
 	if c.leaving.Load() {
 		// Close: the session's close deletes the node (shutdown).
 		cl.abandon()
-		log.Debug("partition stopped; its claim goes with the session", "drained", drained)
+		log.Debug("partition let go; its claim goes with the session", "drained", drained)
 		return
 	}
 	if err := cl.release(); err != nil {

@@ -139,21 +139,35 @@ func (s *KafkaStore) loop() error {
 
 // take moves what is queued into a new round: every operation not
 // abandoned, except writes of a partition another operation of the round
-// writes, which stay queued for the next round. It marks the written
-// partitions as sending and managed.
+// writes, which stay queued for the next round, and, while a hold is in
+// force, its Commit and Reset calls and the later writes of their
+// partitions (so that a partition's writes never overtake one another).
+// It marks the written partitions as sending and managed.
 func (s *KafkaStore) take() []*kop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.hold != nil {
-		return nil // a hold's Release or last expected call wakes the loop
+	if s.closed {
+		return nil
 	}
+	held := s.hold != nil // a hold's Release or last expected call wakes the loop
+	var heldParts map[TopicPartition]struct{}
 	var taken []*kop
 	rest := s.queue[:0]
 	for _, o := range s.queue {
 		if o.state.Load() == kopAbandoned {
 			continue
 		}
-		if o.kind != kopFetch && s.conflicts(o) {
+		if held && o.kind != kopFetch && (o.single || writesAny(o, heldParts)) {
+			if heldParts == nil {
+				heldParts = map[TopicPartition]struct{}{}
+			}
+			for i := range o.items {
+				heldParts[o.items[i].tp] = struct{}{}
+			}
+			rest = append(rest, o)
+			continue
+		}
+		if o.kind != kopFetch && writesAny(o, s.sending) {
 			rest = append(rest, o)
 			continue
 		}
@@ -182,10 +196,10 @@ func (s *KafkaStore) take() []*kop {
 	return taken
 }
 
-// conflicts reports whether o writes a partition the round writes.
-func (s *KafkaStore) conflicts(o *kop) bool {
+// writesAny reports whether o has an entry of a partition in parts.
+func writesAny(o *kop, parts map[TopicPartition]struct{}) bool {
 	for i := range o.items {
-		if _, ok := s.sending[o.items[i].tp]; ok {
+		if _, ok := parts[o.items[i].tp]; ok {
 			return true
 		}
 	}

@@ -13,13 +13,16 @@ type KafkaHold struct {
 	want int
 }
 
-// Hold makes the batcher start no round until n Commit or Reset calls
-// (any partition's) have been queued, Fewer said that some will not come,
-// or Release is called. Fetch and CommitBatch calls queued meanwhile wait
-// for that round too. Holds do not nest: Hold while another is in force
-// releases the earlier one. The caller must Release it (or see it out
-// through Fewer); with n <= 0 it is released at once. Safe for concurrent
-// use.
+// Hold makes the batcher take no Commit or Reset call into a round until
+// n of them (any partition's) have been queued, Fewer said that some will
+// not come, or Release is called. Fetch and CommitBatch calls are not
+// held: they go out meanwhile in rounds of their own, since their callers
+// may hold back what the holder waits for (a consumer's routine batch
+// holds its partitions' final commits until it is answered; a partition
+// that reads its committed offset is not stopped until it has the
+// answer). Holds do not nest: Hold while another is in force releases the
+// earlier one. The caller must Release it (or see it out through Fewer);
+// with n <= 0 it is released at once. Safe for concurrent use.
 func (s *KafkaStore) Hold(n int) *KafkaHold {
 	h := &KafkaHold{s: s, want: n}
 	s.mu.Lock()

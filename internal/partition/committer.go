@@ -49,6 +49,7 @@ type Committer struct {
 
 	mu       sync.Mutex
 	closed   bool
+	halted   bool // Halt: no round gathers offsets any more
 	managers map[*Manager]struct{}
 
 	flushes chan *flushRequest
@@ -103,6 +104,20 @@ func (c *Committer) Close() error {
 	c.cancel()
 	c.t.Kill(nil)
 	return c.t.Wait()
+}
+
+// Halt stops the rounds, routine and Commit's, without ending the one
+// under way (Close cancels it): a round that has gathered its offsets
+// goes on to the store's answer, none gathers any after Halt returned
+// (Commit calls then return ErrCommitterClosed). A consumer that stops
+// its Managers for good halts it first, so that no routine round is
+// started for partitions whose final commits are coming: each of those
+// would wait for it. Idempotent, safe for concurrent use; it does not
+// block. Close must still be called.
+func (c *Committer) Halt() {
+	c.mu.Lock()
+	c.halted = true
+	c.mu.Unlock()
 }
 
 // Stats returns the committer's counters. Safe for concurrent use; does not
@@ -206,6 +221,13 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 		parent, only = ctx, f.only
 	}
 	c.mu.Lock()
+	if c.halted {
+		c.mu.Unlock()
+		if f != nil {
+			return ErrCommitterClosed
+		}
+		return nil
+	}
 	r.managers = r.managers[:0]
 	for m := range c.managers {
 		if only == nil || m == only {

@@ -426,3 +426,31 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testcluster.Await(t, 10*time.Second, time.Millisecond, what, cond)
 }
+
+// TestCommitterHalt: after Halt, neither a routine round nor Commit sends
+// a batch (Commit returns ErrCommitterClosed); the managers' final
+// commits still commit.
+func TestCommitterHalt(t *testing.T) {
+	const n, per = 3, 2
+	g := newGroup(t, n, per)
+	g.receive(t, n*per, func(*Message) bool { return true })
+	g.c.Halt()
+	g.c.Halt() // idempotent
+	if b := g.commit(t); b != nil {
+		t.Fatalf("a routine round after Halt sent %v", b)
+	}
+	if err := g.c.Commit(context.Background()); !errors.Is(err, ErrCommitterClosed) {
+		t.Fatalf("Commit after Halt = %v, want ErrCommitterClosed", err)
+	}
+	if got := len(g.store.batchLog()); got != 0 {
+		t.Fatalf("%d batches after Halt, want 0", got)
+	}
+	for p, m := range g.ms {
+		if err := m.Stop(true); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.store.get(int32(p)); got != per {
+			t.Errorf("partition %d: final commit %d after Halt, want %d", p, got, per)
+		}
+	}
+}

@@ -334,10 +334,14 @@ func (m *Manager) newBackoff() *retry.Backoff {
 }
 
 // startPosition reads the committed offset, retrying until it succeeds.
+// A Stop ends the read at once (the tomb's context): Stop must not wait
+// for it, and at Close the offset store holds its reads for the final
+// commits' round, which waits for this manager to stop (see
+// offsets.KafkaStore.Hold).
 func (m *Manager) startPosition() (int64, bool) {
 	b := m.newBackoff()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+		ctx, cancel := context.WithTimeout(m.t.Context(nil), m.cfg.CommitTimeout)
 		next, ok, err := m.p.Store.Fetch(ctx, m.topic, m.partition)
 		cancel()
 		if err == nil {
@@ -348,6 +352,11 @@ func (m *Manager) startPosition() (int64, bool) {
 				return next, true
 			}
 			return m.cfg.initialOffset(), true
+		}
+		select {
+		case <-m.t.Dying(): // stopping: the read was cut short, nothing failed
+			return 0, false
+		default:
 		}
 		if !errors.Is(err, offsets.ErrFetch) {
 			err = fmt.Errorf("%w: %w", offsets.ErrFetch, err)
