@@ -92,6 +92,9 @@ type Manager struct {
 	// dying is closed by kill (Halt, Stop, the end of Run): Done.
 	dying     chan struct{}
 	dyingOnce sync.Once
+	// dyingCtx is canceled with dying: it cuts short a read under way.
+	dyingCtx    context.Context
+	cancelDying context.CancelFunc
 	// runOnce runs the loop (Run), or, when Stop comes first, stands for
 	// a loop that never ran: a Stop waits in it for a Run under way.
 	runOnce sync.Once
@@ -217,6 +220,7 @@ func New(p Params) (_ *Manager, err error) {
 		stopDone:  make(chan struct{}),
 		dying:     make(chan struct{}),
 	}
+	m.dyingCtx, m.cancelDying = context.WithCancel(context.Background())
 	wake := make(chan struct{})
 	m.ctlWake.Store(&wake)
 	m.lastFetched.Store(-1)
@@ -257,7 +261,10 @@ func (m *Manager) Halt() { m.kill() }
 
 // kill starts the manager's death (Done) and closes halt.
 func (m *Manager) kill() {
-	m.dyingOnce.Do(func() { close(m.dying) })
+	m.dyingOnce.Do(func() {
+		close(m.dying)
+		m.cancelDying()
+	})
 	m.closeHalt()
 	m.unwatchLost()
 }
@@ -334,14 +341,14 @@ func (m *Manager) newBackoff() *retry.Backoff {
 }
 
 // startPosition reads the committed offset, retrying until it succeeds.
-// A Stop ends the read at once (the tomb's context): Stop must not wait
+// A Halt or Stop ends the read at once (dyingCtx): Stop must not wait
 // for it, and at Close the offset store holds its reads for the final
 // commits' round, which waits for this manager to stop (see
 // offsets.KafkaStore.Hold).
 func (m *Manager) startPosition() (int64, bool) {
 	b := m.newBackoff()
 	for {
-		ctx, cancel := context.WithTimeout(m.t.Context(nil), m.cfg.CommitTimeout)
+		ctx, cancel := context.WithTimeout(m.dyingCtx, m.cfg.CommitTimeout)
 		next, ok, err := m.p.Store.Fetch(ctx, m.topic, m.partition)
 		cancel()
 		if err == nil {
@@ -354,7 +361,7 @@ func (m *Manager) startPosition() (int64, bool) {
 			return m.cfg.initialOffset(), true
 		}
 		select {
-		case <-m.t.Dying(): // stopping: the read was cut short, nothing failed
+		case <-m.dying: // stopping: the read was cut short, nothing failed
 			return 0, false
 		default:
 		}
