@@ -58,10 +58,22 @@ func TestIsolationLevels(t *testing.T) {
 			t.Fatalf("ending transaction %s: %v", txn.tag, err)
 		}
 	}
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Each partition ends with 3n records and 3 control markers, which
+	// the coordinator writes after CommitTxn or AbortTxn returned.
+	var hwm map[int32]int64
+	await(t, 30*time.Second, "every transaction marker written", func() bool {
+		var err error
+		hwm, err = c.HighWaterMarks(topic)
+		if err != nil {
+			return false
+		}
+		for p := int32(0); p < parts; p++ {
+			if hwm[p] != 3*n+3 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, level := range []struct {
 		name  string
 		level sarama.IsolationLevel
