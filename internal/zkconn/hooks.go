@@ -79,7 +79,7 @@ func (h *nodeHooks) add(full string, f func(zk.Event)) (remove func()) {
 // f runs on the client's receive goroutine: it must not block, nor call
 // the session. Safe for concurrent use.
 func (s *Session) OnNodeEvent(p string, f func(zk.Event)) (remove func()) {
-	return s.hooks.add(s.full(p), f)
+	return s.hooks.add(s.fullKept(p), f)
 }
 
 // AfterEpoch calls f on a goroutine of its own once the session epoch

@@ -1,7 +1,9 @@
 package zkconn
 
 import (
+	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -37,5 +39,20 @@ func TestNodeHooks(t *testing.T) {
 	}
 	if len(h.fns) != 0 {
 		t.Fatalf("paths kept with no hook: %v", h.fns)
+	}
+}
+
+// TestFullKeptShared: the path of a followed node is the full one, and
+// every call for it returns the same copy (go-zookeeper's watch entry and
+// the node's hook share it).
+func TestFullKeptShared(t *testing.T) {
+	s := &Session{chroot: "/c"}
+	a := s.fullKept("/x/" + strconv.Itoa(1))
+	b := s.fullKept("/x/" + strconv.Itoa(1))
+	if a != "/c/x/1" {
+		t.Fatalf("full path %q, want /c/x/1", a)
+	}
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatal("two copies of one followed node's path")
 	}
 }
