@@ -419,6 +419,9 @@ func saramaConfig(cfg *Config) *sarama.Config {
 	s.Consumer.Return.Errors = true
 	s.Consumer.Offsets.AutoCommit.Enable = false
 	s.ChannelBufferSize = max(s.ChannelBufferSize, 256)
+	// A registry of the member's own, keeping only what it reads
+	// (saramametrics.go).
+	s.MetricRegistry = newKeptMetrics(metricResponses)
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unique"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -31,20 +32,24 @@ type ownerCache struct {
 	group string
 
 	mu    sync.Mutex
-	epoch uint64                // the session epoch of the entries
-	nodes map[string]*ownerNode // by owner node path
+	epoch uint64                        // the session epoch of the entries
+	nodes map[TopicPartition]*ownerNode // by the owner node's partition
 }
 
-// ownerNode is what the cache knows of one owner node.
+// ownerNode is what the cache knows of one owner node. A member caches
+// every partition's node of its topics (1,000 of a 1,000-partition
+// topic), so it is kept small: the owner id is interned (the members are
+// few, the nodes many) and the node's path is not kept (the watch and the
+// hook hold it).
 type ownerNode struct {
-	owner  string // valid while cached
+	owner  unique.Handle[string] // valid while cached
 	cached bool
 	gen    uint64 // events seen: a read is cached only if none came during it
 	unhook func() // removes the node's hook
 }
 
 func newOwnerCache(s *zkconn.Session, group string) *ownerCache {
-	return &ownerCache{s: s, group: group, nodes: map[string]*ownerNode{}}
+	return &ownerCache{s: s, group: group, nodes: map[TopicPartition]*ownerNode{}}
 }
 
 // read returns who holds each partition of topics: one children read per
@@ -84,13 +89,13 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 			}
 			tp := TopicPartition{Topic: t, Partition: int32(p)}
 			path := zkdata.OwnerPath(oc.group, t, tp.Partition)
-			n := oc.nodes[path]
+			n := oc.nodes[tp]
 			if n == nil {
-				n = &ownerNode{unhook: oc.s.OnNodeEvent(path, func(zk.Event) { oc.evict(path) })}
-				oc.nodes[path] = n
+				n = &ownerNode{unhook: oc.s.OnNodeEvent(path, func(zk.Event) { oc.evict(tp) })}
+				oc.nodes[tp] = n
 			}
 			if n.cached {
-				owners[tp] = n.owner
+				owners[tp] = n.owner.Value()
 				continue
 			}
 			jobs = append(jobs, job{tp: tp, path: path, gen: n.gen})
@@ -109,10 +114,11 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 				data, _, _, err := oc.s.GetWFull(j.path) // the watch that evicts the entry
 				switch {
 				case err == nil:
-					owner := zkdata.ParseOwner(data)
+					h := unique.Make(zkdata.ParseOwner(data))
+					owner := h.Value()
 					oc.mu.Lock()
-					if n := oc.nodes[j.path]; n != nil && n.gen == j.gen && oc.epoch == st.Epoch {
-						n.owner, n.cached = owner, true
+					if n := oc.nodes[j.tp]; n != nil && n.gen == j.gen && oc.epoch == st.Epoch {
+						n.owner, n.cached = h, true
 					}
 					oc.mu.Unlock()
 					mu.Lock()
@@ -138,14 +144,14 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 	return owners, noDir, nil
 }
 
-// evict drops the entry of path: its node changed, or the watch ended. It
+// evict drops the entry of tp: its node changed, or the watch ended. It
 // runs on the ZooKeeper client's receive goroutine and does not block.
-func (oc *ownerCache) evict(path string) {
+func (oc *ownerCache) evict(tp TopicPartition) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	if n := oc.nodes[path]; n != nil {
+	if n := oc.nodes[tp]; n != nil {
 		n.gen++
-		n.owner, n.cached = "", false
+		n.owner, n.cached = unique.Handle[string]{}, false
 	}
 }
 

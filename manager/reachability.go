@@ -350,7 +350,7 @@ type kafkaProbe struct {
 func newKafkaProbe(base *sarama.Config, timeout time.Duration, group string, coordinator bool, brokers func() []string, log *slog.Logger) *kafkaProbe {
 	conf := *base
 	conf.Net.DialTimeout, conf.Net.ReadTimeout, conf.Net.WriteTimeout = timeout, timeout, timeout
-	conf.MetricRegistry = metrics.NewRegistry() // the probe's brokers stay out of the clients' metrics
+	conf.MetricRegistry = newKeptMetrics() // the probe's brokers stay out of the clients' metrics, and keep none
 	// The probe's own ApiVersions request is the only one: sarama's at
 	// connect would wait out up to two more timeouts on a silent broker.
 	conf.ApiVersionsRequest = false
@@ -729,7 +729,7 @@ func responses(conf *sarama.Config) uint64 {
 	if conf == nil || conf.MetricRegistry == nil {
 		return 0
 	}
-	if m, ok := conf.MetricRegistry.Get("response-rate").(metrics.Meter); ok {
+	if m, ok := conf.MetricRegistry.Get(metricResponses).(metrics.Meter); ok {
 		return uint64(m.Count())
 	}
 	return 0

@@ -12,7 +12,7 @@ func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	d, st, ch, err := s.conn.GetW(s.full(p))
+	d, st, ch, err := s.conn.GetW(s.fullKept(p))
 	s.note(sent, err)
 	return d, st, ch, err
 }
@@ -27,7 +27,7 @@ func (s *Session) ChildrenWFull(p string) ([]string, *zk.Stat, <-chan zk.Event, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, st, ch, err := s.conn.ChildrenW(s.full(p))
+	c, st, ch, err := s.conn.ChildrenW(s.fullKept(p))
 	s.note(sent, err)
 	return c, st, ch, err
 }

@@ -2,6 +2,7 @@ package zkconn
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -12,10 +13,20 @@ import (
 // partition) needs no goroutine per watch. go-zookeeper calls the
 // session's event callback on its receive goroutine for every event,
 // before it notifies the watch channels; the functions run there.
+//
+// A path has one hook or two (a member's owner cache and its claim both
+// follow an owned partition's node) and a member follows every
+// partition's owner node: a short slice per path, not a map, keeps that
+// small (about 100 bytes less per node).
 type nodeHooks struct {
 	mu   sync.Mutex
 	next uint64
-	fns  map[string]map[uint64]func(zk.Event) // by full path
+	fns  map[string][]nodeHook // by full path
+}
+
+type nodeHook struct {
+	k uint64
+	f func(zk.Event)
 }
 
 // dispatch is go-zookeeper's event callback.
@@ -25,8 +36,8 @@ func (h *nodeHooks) dispatch(ev zk.Event) {
 	}
 	h.mu.Lock()
 	var fs []func(zk.Event)
-	for _, f := range h.fns[ev.Path] {
-		fs = append(fs, f)
+	for _, e := range h.fns[ev.Path] {
+		fs = append(fs, e.f)
 	}
 	h.mu.Unlock()
 	for _, f := range fs {
@@ -38,21 +49,20 @@ func (h *nodeHooks) add(full string, f func(zk.Event)) (remove func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.fns == nil {
-		h.fns = map[string]map[uint64]func(zk.Event){}
-	}
-	if h.fns[full] == nil {
-		h.fns[full] = map[uint64]func(zk.Event){}
+		h.fns = map[string][]nodeHook{}
 	}
 	h.next++
 	k := h.next
-	h.fns[full][k] = f
+	h.fns[full] = append(h.fns[full], nodeHook{k: k, f: f})
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		delete(h.fns[full], k)
-		if len(h.fns[full]) == 0 {
+		rest := slices.DeleteFunc(h.fns[full], func(e nodeHook) bool { return e.k == k })
+		if len(rest) == 0 {
 			delete(h.fns, full)
+			return
 		}
+		h.fns[full] = rest
 	}
 }
 
@@ -69,7 +79,7 @@ func (h *nodeHooks) add(full string, f func(zk.Event)) (remove func()) {
 // f runs on the client's receive goroutine: it must not block, nor call
 // the session. Safe for concurrent use.
 func (s *Session) OnNodeEvent(p string, f func(zk.Event)) (remove func()) {
-	return s.hooks.add(s.full(p), f)
+	return s.hooks.add(s.fullKept(p), f)
 }
 
 // AfterEpoch calls f on a goroutine of its own once the session epoch

@@ -3,6 +3,7 @@ package zkconn
 import (
 	"errors"
 	"strings"
+	"unique"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -16,6 +17,15 @@ func (s *Session) full(p string) string {
 		return s.chroot
 	}
 	return s.chroot + p
+}
+
+// fullKept is full for a path kept while a watch or a hook follows the
+// node: interned (package unique), so that go-zookeeper's watch entry and
+// the node's hook share one copy of it. A member follows every
+// partition's owner node; a second copy of each path cost it about 80
+// bytes per node.
+func (s *Session) fullKept(p string) string {
+	return unique.Make(s.full(p)).Value()
 }
 
 // strip removes the chroot from a path ZooKeeper returned.

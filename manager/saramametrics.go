@@ -1,0 +1,100 @@
+package manager
+
+import (
+	"reflect"
+
+	metrics "github.com/rcrowley/go-metrics"
+)
+
+// metricResponses is the sarama metric the member reads: the meter of the
+// responses its clients' brokers answered, Kafka's answers as evidence
+// of reachability (see responses).
+const metricResponses = "response-rate"
+
+// keptMetrics is the go-metrics registry of a member's sarama clients
+// (the consumer's, the offsets client and the fetcher's connections). It
+// registers only the metrics named in keep and gives sarama go-metrics'
+// no-op metric (NilMeter, NilHistogram, ...) for every other one.
+//
+// Why: sarama registers, for every broker a client connects to, meters
+// and histograms of its own and a "-for-broker-N" copy of each; a
+// histogram holds a sample reservoir of 1,028 values. A member reads one
+// of them, yet held all of them (about 0.36 MB per member on a
+// 3-broker cluster), and every meter is ticked by go-metrics' global
+// goroutine until it is unregistered. Safe for concurrent use.
+type keptMetrics struct {
+	metrics.Registry // the kept metrics
+	keep             map[string]bool
+}
+
+// newKeptMetrics returns a registry of its own that keeps the metrics
+// named (none: every metric is a no-op).
+func newKeptMetrics(keep ...string) *keptMetrics {
+	k := &keptMetrics{Registry: metrics.NewRegistry(), keep: map[string]bool{}}
+	for _, n := range keep {
+		k.keep[n] = true
+	}
+	return k
+}
+
+// GetOrRegister returns the metric of a kept name, registered on first
+// use; for any other name, the no-op metric of the type that metric (a
+// value, or a func returning it, as go-metrics takes) would have, without
+// building it.
+func (k *keptMetrics) GetOrRegister(name string, metric any) any {
+	if k.keep[name] {
+		return k.Registry.GetOrRegister(name, metric)
+	}
+	return nilMetric(metric)
+}
+
+// Register registers a kept metric and drops any other one.
+func (k *keptMetrics) Register(name string, metric any) error {
+	if k.keep[name] {
+		return k.Registry.Register(name, metric)
+	}
+	return nil
+}
+
+// nilMetric returns go-metrics' no-op metric of metric's type, metric
+// being a metric or a func returning one (go-metrics' lazy form, which
+// sarama uses: the metric is then never built). A metric built by the
+// caller is stopped (go-metrics' ticker lets go of a stopped meter). A
+// metric of no known type is returned as it is (a func is called).
+func nilMetric(metric any) any {
+	t := reflect.TypeOf(metric)
+	if t == nil {
+		return nil
+	}
+	lazy := t.Kind() == reflect.Func && t.NumIn() == 0 && t.NumOut() == 1
+	if lazy {
+		t = t.Out(0)
+	}
+	for _, n := range nilMetrics {
+		if t == n.typ || (t.Kind() != reflect.Interface && t.Implements(n.typ)) {
+			if s, ok := metric.(metrics.Stoppable); ok && !lazy {
+				s.Stop()
+			}
+			return n.nop
+		}
+	}
+	if lazy {
+		return reflect.ValueOf(metric).Call(nil)[0].Interface()
+	}
+	return metric
+}
+
+// nilMetrics maps each go-metrics metric interface to its no-op. No
+// go-metrics type implements two of them.
+var nilMetrics = []struct {
+	typ reflect.Type
+	nop any
+}{
+	{reflect.TypeFor[metrics.Timer](), metrics.NilTimer{}},
+	{reflect.TypeFor[metrics.Histogram](), metrics.NilHistogram{}},
+	{reflect.TypeFor[metrics.Meter](), metrics.NilMeter{}},
+	{reflect.TypeFor[metrics.Counter](), metrics.NilCounter{}},
+	{reflect.TypeFor[metrics.GaugeFloat64](), metrics.NilGaugeFloat64{}},
+	{reflect.TypeFor[metrics.Gauge](), metrics.NilGauge{}},
+	{reflect.TypeFor[metrics.EWMA](), metrics.NilEWMA{}},
+}
