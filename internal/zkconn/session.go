@@ -531,8 +531,9 @@ func (s *Session) setUsableLocked(open bool) {
 	}
 }
 
-// await holds a request back until the session is connected, for at most 2/3 of the session timeout; then the request
-// goes to go-zookeeper, which queues or fails it as usual. It returns
+// await holds a request back until the session is connected, for at most
+// 2/3 of the session timeout; then the request goes to go-zookeeper,
+// which queues or fails it as usual. It returns
 // now(), taken when the request goes on: no earlier than its send. After
 // Interrupt it does not wait: it fails with ErrInterrupted unless the
 // session is connected.
