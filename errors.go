@@ -1,5 +1,6 @@
-// Package zkgroup holds what every package of the module shares: the one
-// sentinel error for an invalid configuration or argument.
+// Package zkgroup holds what every package of the module shares: the
+// sentinel errors whose meaning more than one package reports, an invalid
+// configuration or argument and a ZooKeeper reply over a member's cap.
 //
 // The consumer itself is package manager (github.com/zkgroup/zkgroup/manager);
 // docs/errors.md lists every error the module's public packages return or
@@ -17,3 +18,12 @@ import "errors"
 // assign.ErrConfig): those are this same value, so errors.Is with any of
 // them matches all. It is a read-only value, safe for concurrent use.
 var ErrConfig = errors.New("zkgroup: invalid config")
+
+// ErrReplyTooLarge is wrapped by the error of a ZooKeeper read whose reply
+// is longer than the member's reply cap (manager.Config.ZooKeeperMaxReply,
+// the daemon's zookeeper_max_reply): a node's data, or a list of children
+// such as /brokers/topics on a cluster with very many topics. The message
+// names the node, the reply's size and the cap. The member reads the node
+// no more until it is restarted with a larger cap. manager.ErrReplyTooLarge is this same value. It is a
+// read-only value, safe for concurrent use.
+var ErrReplyTooLarge = errors.New("zkgroup: ZooKeeper reply over the member's reply cap")

@@ -115,3 +115,85 @@ func TestForeignNodesReported(t *testing.T) {
 		return st.SquattedPartitions == 0 && len(st.Partitions) == 4 && st.BadRegistrations == 0
 	})
 }
+
+// TestPeerRegistrationOverReplyCap: a peer's registration longer than
+// this member's Config.ZooKeeperMaxReply (a static subscription of very
+// many topics) is reported once as a *manager.NodeError that wraps both
+// ErrBadRegistration and ErrReplyTooLarge and names the setting; the peer
+// gets nothing from this member, which goes on consuming every partition.
+func TestPeerRegistrationOverReplyCap(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, 4)
+	foreign := testcluster.ZooKeeper(t, c)
+	root := c.Chroot() + "/consumers/" + group
+	cur := ""
+	for _, part := range strings.Split(strings.Trim(root+"/ids", "/"), "/") {
+		cur += "/" + part
+		if _, err := foreign.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", cur, err)
+		}
+	}
+	const limit = 64 << 10
+	var reg strings.Builder
+	reg.WriteString(`{"version":1,"pattern":"static","subscription":{"` + topic + `":1`)
+	for i := 0; reg.Len() < limit+1024; i++ {
+		reg.WriteString(`,"` + topic + `-other-` + strings.Repeat("x", 20) + "-" + string(rune('a'+i%26)) + strings.Repeat("y", i%7) + `-` + itoa(i) + `":1`)
+	}
+	reg.WriteString(`}}`)
+	if _, err := foreign.Create(root+"/ids/huge", []byte(reg.String()), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := baseConfig(t, "a")
+	cfg.ZooKeeperMaxReply = limit
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []*manager.NodeError
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("Each: %v", err)
+				return
+			}
+			cons.Ack(m)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for err := range cons.Errors() {
+			var ne *manager.NodeError
+			if errors.As(err, &ne) {
+				mu.Lock()
+				got = append(got, ne)
+				mu.Unlock()
+			}
+		}
+	}()
+	defer func() {
+		if err := cons.Close(); err != nil {
+			t.Error(err)
+		}
+		wg.Wait()
+	}()
+	await(t, 30*time.Second, "the registration reported, every partition owned", func() bool {
+		st := cons.Stats()
+		return st.BadRegistrations == 1 && len(st.Partitions) == 4
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("node errors: %v; want the one registration", got)
+	}
+	ne := got[0]
+	if path.Base(ne.Path) != "huge" || !errors.Is(ne, manager.ErrBadRegistration) || !errors.Is(ne, manager.ErrReplyTooLarge) ||
+		errors.Is(ne, manager.ErrConfig) || !strings.Contains(ne.Error(), "Config.ZooKeeperMaxReply") {
+		t.Errorf("reported %v; want the node, ErrBadRegistration and ErrReplyTooLarge, naming Config.ZooKeeperMaxReply", ne)
+	}
+	t.Logf("reported: %v", ne)
+}

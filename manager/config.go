@@ -38,6 +38,15 @@ const (
 	// typos ("10m" for "10s"), under which a crashed member would hold its
 	// partitions for that long.
 	MaxSessionTimeout = 2 * time.Minute
+	// DefaultZooKeeperMaxReply is the reply cap of Config.ZooKeeperMaxReply
+	// 0: 512 KiB.
+	DefaultZooKeeperMaxReply = 512 << 10
+	// MinZooKeeperMaxReply and MaxZooKeeperMaxReply bound
+	// Config.ZooKeeperMaxReply: every reply to a member's own writes fits
+	// in the least, and the most is what Kafka's brokers read from their
+	// ZooKeeper (4 MiB).
+	MinZooKeeperMaxReply = 16 << 10
+	MaxZooKeeperMaxReply = 4 << 20
 	// MaxErrorsBufferSize bounds ErrorsBufferSize (allocated at once).
 	MaxErrorsBufferSize = 1 << 16
 	// MinKafkaUnreachableTimeout and MaxKafkaUnreachableTimeout bound a
@@ -160,6 +169,21 @@ type Config struct {
 	// With credentials, the nodes the consumer creates get a
 	// creator-only-write ACL (the creator has all rights, anyone may read).
 	Auth []ZooKeeperAuth
+	// ZooKeeperMaxReply is the longest reply ZooKeeper may send this
+	// member, in bytes: 0 (the default) is DefaultZooKeeperMaxReply;
+	// otherwise from MinZooKeeperMaxReply to MaxZooKeeperMaxReply. The
+	// member's ZooKeeper connection holds a receive buffer of this size for
+	// its life (go-zookeeper's default is 1.5 MiB). Its longest reply is
+	// usually the topic list, /brokers/topics (4 bytes plus the name for
+	// each topic of the cluster: 512 KiB lists about 12,000 topics of 40
+	// characters). A read whose reply is longer fails with an error that
+	// wraps ErrReplyTooLarge and names the node and its size: at Join, Join
+	// fails; later, a topic list or topic node over it is logged (warn)
+	// and the member keeps its last view of it, and a peer's registration
+	// over it is reported on Errors() (a *NodeError, ErrBadRegistration:
+	// the peer gets nothing from this member) until restarted with a
+	// larger value.
+	ZooKeeperMaxReply int
 	// ZooKeeperTLS, when set, connects to ZooKeeper's secure client port
 	// (secureClientPort) over TLS with this config (CA, client
 	// certificate). Nil: plain TCP.
@@ -298,6 +322,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MetadataPoll <= 0 {
 		return fmt.Errorf("%w: MetadataPoll: %v is not positive", ErrConfig, c.MetadataPoll)
+	}
+	if c.ZooKeeperMaxReply != 0 && (c.ZooKeeperMaxReply < MinZooKeeperMaxReply || c.ZooKeeperMaxReply > MaxZooKeeperMaxReply) {
+		return fmt.Errorf("%w: ZooKeeperMaxReply: %d is not 0 (%d) or between %d and %d", ErrConfig, c.ZooKeeperMaxReply, DefaultZooKeeperMaxReply, MinZooKeeperMaxReply, MaxZooKeeperMaxReply)
 	}
 	if c.ErrorsBufferSize < 0 || c.ErrorsBufferSize > MaxErrorsBufferSize {
 		return fmt.Errorf("%w: ErrorsBufferSize: %d is not between 0 and %d", ErrConfig, c.ErrorsBufferSize, MaxErrorsBufferSize)

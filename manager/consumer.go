@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -301,6 +302,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
 		Auth: auth, Logger: log, TLS: cfg.ZooKeeperTLS,
 		MaxRequest: zkconn.MaxRequestMember, // a member's requests are short (see zkconn's Buffers)
+		MaxReply:   cmp.Or(cfg.ZooKeeperMaxReply, DefaultZooKeeperMaxReply), MaxReplyField: "Config.ZooKeeperMaxReply",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)

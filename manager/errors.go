@@ -3,6 +3,8 @@ package manager
 import (
 	"errors"
 	"fmt"
+
+	"github.com/zkgroup/zkgroup"
 )
 
 // Sentinel errors.
@@ -25,6 +27,10 @@ var (
 	// assignment strategy than Config.Strategy (see
 	// StrategyMismatchError, which wraps it).
 	ErrStrategyMismatch = errors.New("manager: members use different assignment strategies")
+	// ErrReplyTooLarge (zkgroup.ErrReplyTooLarge): a ZooKeeper read's reply
+	// is longer than Config.ZooKeeperMaxReply; the message names the node
+	// and the reply's size.
+	ErrReplyTooLarge = zkgroup.ErrReplyTooLarge
 )
 
 // NodeError is a problem with one ZooKeeper node of the group, reported on

@@ -25,8 +25,9 @@ type member struct {
 }
 
 // readMembers lists the group's members (setting a child watch) and reads
-// each registration. A member whose registration is malformed is kept with
-// a nil subscription (it is given nothing) and its error.
+// each registration. A member whose registration is malformed, or longer
+// than this member reads (Config.ZooKeeperMaxReply), is kept with a nil
+// subscription (it is given nothing) and its error.
 func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, error) {
 	ids, _, ch, err := s.ChildrenW(zkdata.IDsPath(group))
 	if err != nil {
@@ -38,6 +39,12 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, er
 		data, stat, err := s.Get(zkdata.IDPath(group, id))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile; the watch fires again
+		}
+		if errors.Is(err, ErrReplyTooLarge) {
+			// Longer than this member reads (Config.ZooKeeperMaxReply):
+			// like a malformed registration, it gets nothing from here.
+			out = append(out, member{id: id, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
+			continue
 		}
 		if err != nil {
 			return nil, ch, err

@@ -3,8 +3,10 @@ package zkconn
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,6 +184,116 @@ func TestMaxRequestValidate(t *testing.T) {
 	for _, n := range []int{0, minRequest, MaxRequestMember, MaxRequestAny} {
 		if err := (Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxRequest: n}).Validate(); err != nil {
 			t.Errorf("MaxRequest %d: %v", n, err)
+		}
+	}
+}
+
+// TestMemberReplyCap: a Session with a small MaxReply holds a receive
+// buffer of that size, reads replies up to it, and fails a read whose
+// reply is longer with a ReplyTooLargeError that names the node, the size
+// and the setting. go-zookeeper drops the connection on such a reply; the
+// session resumes (the same session, healthy), and the node is not read
+// again: a second read fails at once, without another drop.
+func TestMemberReplyCap(t *testing.T) {
+	c := testcluster.Shared(t)
+	chroot := "/" + testcluster.Name(t, "replycap")
+	const limit = 64 << 10
+	var dials atomic.Int32
+	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dials.Add(1)
+		return net.DialTimeout(network, address, timeout)
+	}
+	base := liveHeap()
+	s, err := Dial(Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second,
+		MaxRequest: MaxRequestMember, MaxReply: limit, MaxReplyField: "Config.TestCap", Dialer: dialer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	heap := liveHeap() - base
+	bufs := int64(4 + MaxRequestMember + limit)
+	t.Logf("live heap of a Session with MaxReply %d: %d bytes", limit, heap)
+	if heap < bufs || heap > bufs+256<<10 {
+		t.Errorf("the Session holds %d bytes of live heap; want its buffers, %d bytes, and at most 256 KiB more", heap, bufs)
+	}
+
+	// getData: 16 bytes of header, the data's length (4), the stat (68).
+	fits := limit - 88
+	for p, n := range map[string]int{"/fits": fits, "/over": fits + 1} {
+		if err := s.CreateParents(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Set(p, make([]byte, n), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const kids = 400 // about 400 x (4 + 200) bytes: over the cap
+	if err := s.CreateParents("/list"); err != nil {
+		t.Fatal(err)
+	}
+	for from := 0; from < kids; from += 100 { // a multi's reply lists the paths created: 100 fit
+		var ops []any
+		for i := from; i < from+100; i++ {
+			ops = append(ops, &zk.CreateRequest{Path: fmt.Sprintf("/list/%s-%03d", strings.Repeat("k", 196), i)})
+		}
+		if _, err := s.Multi(ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if got, _, err := s.Get("/fits"); err != nil || len(got) != fits {
+		t.Fatalf("Get of a reply of exactly the cap: %d bytes, %v; want %d", len(got), err, fits)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d connections before any reply over the cap; want 1", n)
+	}
+	check := func(what string, err error, path string, size int) {
+		t.Helper()
+		var e *ReplyTooLargeError
+		if !errors.Is(err, ErrReplyTooLarge) || !errors.As(err, &e) {
+			t.Fatalf("%s: %v; want a ReplyTooLargeError", what, err)
+		}
+		if e.Path != path || e.Limit != limit || (size > 0 && e.Size != size) || e.Size <= limit ||
+			!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "Config.TestCap") {
+			t.Fatalf("%s: %+v (%v); want path %s, size %d, cap %d, the field named", what, e, err, path, size, limit)
+		}
+	}
+	_, _, err = s.Get("/over")
+	check("Get of a reply one byte over the cap", err, "/over", limit+1)
+	_, _, _, err = s.ChildrenWFull("/list")
+	check("ChildrenWFull of a list over the cap", err, "/list", 0)
+	t.Logf("error: %v", err)
+	dropped := dials.Load()
+	if dropped != 3 {
+		t.Errorf("%d connections after two replies over the cap; want 3 (go-zookeeper drops one each)", dropped)
+	}
+
+	// Refused at once, unsent.
+	_, _, err = s.Children("/list")
+	check("Children of the list again", err, "/list", 0)
+	_, _, _, err = s.GetW("/over")
+	check("GetW of the node again", err, "/over", limit+1)
+	if got, _, err := s.Get("/fits"); err != nil || len(got) != fits {
+		t.Fatalf("Get after the refusals: %d bytes, %v", len(got), err)
+	}
+	if n := dials.Load(); n != dropped {
+		t.Errorf("%d connections after the refused reads; want %d: nothing was sent", n, dropped)
+	}
+	if st := s.Status(); !st.Healthy || st.Epoch != 1 {
+		t.Errorf("after the replies over the cap: %+v; want the same session, healthy", st)
+	}
+}
+
+func TestMaxReplyValidate(t *testing.T) {
+	for _, n := range []int{-1, 1, MinReply - 1, MaxReplyAny + 1} {
+		err := Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxReply: n}.Validate()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "MaxReply") {
+			t.Errorf("MaxReply %d: %v; want ErrConfig naming MaxReply", n, err)
+		}
+	}
+	for _, n := range []int{0, MinReply, MaxReplyAny} {
+		if err := (Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxReply: n}).Validate(); err != nil {
+			t.Errorf("MaxReply %d: %v", n, err)
 		}
 	}
 }

@@ -26,25 +26,38 @@
 //     writes its entries one by one) and its registration. A request over
 //     the buffer fails unsent with zk.ErrShortBuffer; the session stays.
 //   - the receive buffer, allocated for each connection as the smaller of
-//     1.5 MiB and the reply cap, and replaced by a larger one, up to the
-//     cap, when a reply does not fit. go-zookeeper's default cap is none;
-//     a Session's is 4 MiB (WithMaxBufferSize). A data reply is at most
-//     jute.maxbuffer + 67 bytes, just over 1 MiB (1,048,576): a getData
-//     reply is the data plus 88 bytes of header, length and stat, and the
-//     setData request that wrote the data, at most jute.maxbuffer long,
-//     spent at least 21 bytes on header, path and version. But the server
-//     does not bound a children list: /brokers/topics lists every topic
-//     (4 bytes plus the name each). Kafka's brokers read it with a 4 MiB
-//     cap (KafkaZkClient sets jute.maxbuffer to 4,194,304 unless
-//     configured) where the Java client's default would refuse anything
-//     over 0xfffff, so a member accepts what the brokers do. A reply over
-//     the cap closes the connection (go-zookeeper reconnects, and the same
-//     read fails again). With any cap of 1.5 MiB or more the buffer starts
-//     at 1.5 MiB: go-zookeeper v1.0.4 starts at the cap only when it is
-//     smaller, and offers no other way to start smaller.
+//     1.5 MiB and the reply cap (Config.MaxReply, WithMaxBufferSize), and
+//     replaced by a larger one, up to the cap, when a reply does not fit.
+//     go-zookeeper v1.0.4 starts at the cap only when it is smaller than
+//     1.5 MiB, and offers no other way to start smaller. A data reply is
+//     at most jute.maxbuffer + 67 bytes, just over 1 MiB (1,048,576): a
+//     getData reply is the data plus 88 bytes of header, length and stat,
+//     and the setData request that wrote the data, at most jute.maxbuffer
+//     long, spent at least 21 bytes on header, path and version. But the
+//     server does not bound a children list: /brokers/topics lists every
+//     topic (4 bytes plus the name each). Kafka's brokers read it with a
+//     4 MiB cap (KafkaZkClient sets jute.maxbuffer to 4,194,304 unless
+//     configured), the cap of MaxReplyAny, a Session's default (the
+//     operator commands). A consumer group member's cap is
+//     manager.Config.ZooKeeperMaxReply, 512 KiB by default: its longest
+//     replies are the topic list (about 12,000 topics of 40 characters
+//     fit), peers' registrations and the owner nodes of a topic (about
+//     70,000 partitions fit).
+//
+// A reply over the cap: go-zookeeper reads its length, drops the
+// connection (failing every request in flight with
+// zk.ErrConnectionClosed) and reconnects to the same session; reading the
+// node again would drop the connection again. So replyGuard, a wrapper of
+// each connection, notes which read every request is (xid, opcode, path),
+// follows the replies' framing, and on a length over the cap reads the
+// xid that follows and names the read. That read returns a
+// *ReplyTooLargeError (ErrReplyTooLarge, with the node, the size, the cap
+// and the setting that sets it), and the Session refuses further reads of
+// the node, unsent, with the same error. A multi's reply over the cap is
+// logged (its caller sees the connection drop).
 //
 // So a session holds 2.5 MiB of buffers (1 MiB + 1.5 MiB), a member's
-// 1.75 MiB (256 KiB + 1.5 MiB), where go-zookeeper's defaults hold 3 MiB. Before the member's metadata reads
-// moved onto this session, kazoo-go's samuel client held 2 x 1.5 MiB more
-// on a second connection.
+// 768 KiB (256 KiB + 512 KiB), where go-zookeeper's defaults hold 3 MiB.
+// Before the member's metadata reads moved onto this session, kazoo-go's
+// samuel client held 2 x 1.5 MiB more on a second connection.
 package zkconn

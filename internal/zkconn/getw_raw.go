@@ -12,9 +12,13 @@ func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	d, st, ch, err := s.conn.GetW(s.fullKept(p))
+	full := s.fullKept(p)
+	if err := s.replies.refused(full); err != nil {
+		return nil, nil, nil, err
+	}
+	d, st, ch, err := s.conn.GetW(full)
 	s.note(sent, err)
-	return d, st, ch, err
+	return d, st, ch, s.replies.overCap(full, err)
 }
 
 // ChildrenWFull lists a node's children and sets a child watch like
@@ -27,7 +31,11 @@ func (s *Session) ChildrenWFull(p string) ([]string, *zk.Stat, <-chan zk.Event, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, st, ch, err := s.conn.ChildrenW(s.fullKept(p))
+	full := s.fullKept(p)
+	if err := s.replies.refused(full); err != nil {
+		return nil, nil, nil, err
+	}
+	c, st, ch, err := s.conn.ChildrenW(full)
 	s.note(sent, err)
-	return c, st, ch, err
+	return c, st, ch, s.replies.overCap(full, err)
 }

@@ -29,14 +29,17 @@ func (s *Session) fullKept(p string) string {
 }
 
 // strip removes the chroot from a path ZooKeeper returned.
-func (s *Session) strip(p string) string {
-	if s.chroot == "" {
+func (s *Session) strip(p string) string { return stripChroot(s.chroot, p) }
+
+// stripChroot removes chroot from p.
+func stripChroot(chroot, p string) string {
+	if chroot == "" {
 		return p
 	}
-	if p == s.chroot {
+	if p == chroot {
 		return "/"
 	}
-	return strings.TrimPrefix(p, s.chroot)
+	return strings.TrimPrefix(p, chroot)
 }
 
 // answered reports whether err (nil or a ZooKeeper error code) means the
@@ -83,9 +86,13 @@ func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	b, st, err := s.conn.Get(s.full(p))
+	full := s.full(p)
+	if err := s.replies.refused(full); err != nil {
+		return nil, nil, err
+	}
+	b, st, err := s.conn.Get(full)
 	s.note(sent, err)
-	return b, st, err
+	return b, st, s.replies.overCap(full, err)
 }
 
 // GetW reads a node and sets a data watch.
@@ -94,9 +101,13 @@ func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	b, st, ch, err := s.conn.GetW(s.full(p))
+	full := s.full(p)
+	if err := s.replies.refused(full); err != nil {
+		return nil, nil, nil, err
+	}
+	b, st, ch, err := s.conn.GetW(full)
 	s.note(sent, err)
-	return b, st, s.watch(ch), err
+	return b, st, s.watch(ch), s.replies.overCap(full, err)
 }
 
 // Exists reports whether a node exists.
@@ -128,9 +139,13 @@ func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, st, err := s.conn.Children(s.full(p))
+	full := s.full(p)
+	if err := s.replies.refused(full); err != nil {
+		return nil, nil, err
+	}
+	c, st, err := s.conn.Children(full)
 	s.note(sent, err)
-	return c, st, err
+	return c, st, s.replies.overCap(full, err)
 }
 
 // ChildrenW lists a node's children and sets a child watch.
@@ -139,9 +154,13 @@ func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, erro
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, st, ch, err := s.conn.ChildrenW(s.full(p))
+	full := s.full(p)
+	if err := s.replies.refused(full); err != nil {
+		return nil, nil, nil, err
+	}
+	c, st, ch, err := s.conn.ChildrenW(full)
 	s.note(sent, err)
-	return c, st, s.watch(ch), err
+	return c, st, s.watch(ch), s.replies.overCap(full, err)
 }
 
 // Set writes a node's data if its version matches (-1: any version).
@@ -266,7 +285,11 @@ func (s *Session) GetACL(p string) ([]zk.ACL, *zk.Stat, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	acl, st, err := s.conn.GetACL(s.full(p))
+	full := s.full(p)
+	if err := s.replies.refused(full); err != nil {
+		return nil, nil, err
+	}
+	acl, st, err := s.conn.GetACL(full)
 	s.note(sent, err)
-	return acl, st, err
+	return acl, st, s.replies.overCap(full, err)
 }

@@ -1,6 +1,7 @@
 package zkconn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -61,6 +62,34 @@ type Config struct {
 	// consumer group member's are (MaxRequestMember). A longer request
 	// fails with go-zookeeper's zk.ErrShortBuffer, unsent.
 	MaxRequest int
+	// MaxReply is the longest reply the session can read: go-zookeeper's
+	// receive buffer starts at the smaller of this and 1.5 MiB and grows
+	// up to it (see the package doc). 0: MaxReplyAny, what Kafka's brokers
+	// read. A read whose reply is longer fails with a
+	// *ReplyTooLargeError (ErrReplyTooLarge), and the node is not read
+	// again by this session.
+	MaxReply int
+	// MaxReplyField is how the caller's configuration names MaxReply, for
+	// ReplyTooLargeError's message ("" : "MaxReply").
+	MaxReplyField string
+}
+
+// Receive buffer caps for Config.MaxReply.
+const (
+	// MaxReplyAny: 4 MiB, what Kafka's brokers read from their own
+	// ZooKeeper (see recvLimit).
+	MaxReplyAny = recvLimit
+	// MinReply is the smallest cap: every reply ZooKeeper sends a
+	// member's writes, pings and watch events fits.
+	MinReply = 16 << 10
+)
+
+// recvBuffer is the session's reply cap.
+func (c Config) recvBuffer() int {
+	if c.MaxReply == 0 {
+		return recvLimit
+	}
+	return c.MaxReply
 }
 
 // Send buffer sizes for Config.MaxRequest.
@@ -106,6 +135,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequest != 0 && (c.MaxRequest < minRequest || c.MaxRequest > MaxRequestAny) {
 		return fmt.Errorf("%w: MaxRequest: %d is outside [%d, %d] (0: %d)", ErrConfig, c.MaxRequest, minRequest, MaxRequestAny, MaxRequestAny)
+	}
+	if c.MaxReply != 0 && (c.MaxReply < MinReply || c.MaxReply > MaxReplyAny) {
+		return fmt.Errorf("%w: MaxReply: %d is outside [%d, %d] (0: %d)", ErrConfig, c.MaxReply, MinReply, MaxReplyAny, MaxReplyAny)
 	}
 	return nil
 }
@@ -163,7 +195,8 @@ type Session struct {
 	epochCtx  context.Context // canceled when the current epoch ends (AfterEpoch)
 	endEpoch  context.CancelFunc
 	hooks     *nodeHooks // OnNodeEvent's
-	lines     *connLine  // the connections dialled: see Close
+	replies   *replyRefusals
+	lines     *connLine // the connections dialled: see Close
 	hosts     *pacedHosts
 	// negotiated is the session timeout the server granted (ns; 0 until
 	// known), set by zkLogger.
@@ -228,6 +261,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	negotiated := &atomic.Int64{}
 	limit := func() time.Duration { return sessionTimeout(negotiated, cfg.SessionTimeout) * 2 / 3 }
 	hadSession := &atomic.Bool{}
+	replies := &replyRefusals{limit: cfg.recvBuffer(), field: cmp.Or(cfg.MaxReplyField, "MaxReply"), chroot: cfg.Chroot, log: log}
 	lines := &connLine{}
 	rec := newDialRecorder(func(network, address string, timeout time.Duration) (net.Conn, error) {
 		if lines.closing.Load() {
@@ -238,7 +272,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		g := newGatedConn(&cappedConn{Conn: conn, limit: limit}, hadSession.Load())
+		g := newGatedConn(newReplyGuard(&cappedConn{Conn: conn, limit: limit}, replies.limit, replies.note), hadSession.Load())
 		lines.latest.Store(g)
 		return g, nil
 	})
@@ -258,7 +292,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		zk.WithLogger(zkLogger{log, negotiated}), zk.WithLogInfo(true), zk.WithDialer(rec.dialer),
 		zk.WithHostProvider(hosts),
 		zk.WithEventCallback(callback),
-		zk.WithMaxBufferSize(recvLimit), zk.WithMaxConnBufferSize(cfg.sendBuffer()))
+		zk.WithMaxBufferSize(cfg.recvBuffer()), zk.WithMaxConnBufferSize(cfg.sendBuffer()))
 	if err != nil {
 		return nil, fmt.Errorf("zkconn: connect %v: %w", cfg.Servers, err)
 	}
@@ -269,6 +303,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		lastAnswered: answered,
 		epochDone:    make(chan struct{}),
 		hooks:        hooks,
+		replies:      replies,
 		lines:        lines,
 		hosts:        hosts,
 		negotiated:   negotiated,

@@ -92,6 +92,10 @@ type Config struct {
 	// answers or the process is stopped. Refused credentials or
 	// certificates exit 3 at once either way.
 	ZooKeeperStartTimeout Duration `yaml:"zookeeper_start_timeout" json:"zookeeper_start_timeout" help:"how long run waits at start for ZooKeeper to answer, then exits 1; 0: until it answers"`
+	// ZooKeeperMaxReply is the longest reply ZooKeeper may send, in bytes
+	// (manager.Config.ZooKeeperMaxReply, the name its errors give): 0 is
+	// manager.DefaultZooKeeperMaxReply.
+	ZooKeeperMaxReply int `yaml:"zookeeper_max_reply" json:"zookeeper_max_reply" help:"longest ZooKeeper reply read, in bytes, held as a buffer; the longest is usually the topic list (about 4 bytes + the name per topic); 0: 524288, else 16384 to 4194304"`
 	// ShutdownTimeout bounds the shutdown after SIGTERM (drain, commit,
 	// release, deregister); the daemon exits 1 if it is exceeded.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout" help:"bound of the shutdown after SIGTERM; exit 1 past it"`

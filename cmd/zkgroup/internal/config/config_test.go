@@ -192,6 +192,9 @@ func TestValidate(t *testing.T) {
 		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(time.Second) }},
 		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(-time.Second) }},
 		{"kafka_unreachable_timeout", func(c *Config) { c.KafkaUnreachableTimeout = Duration(time.Hour) }},
+		{"zookeeper_max_reply", func(c *Config) { c.ZooKeeperMaxReply = -1 }},
+		{"zookeeper_max_reply", func(c *Config) { c.ZooKeeperMaxReply = 1000 }},
+		{"zookeeper_max_reply", func(c *Config) { c.ZooKeeperMaxReply = 5 << 20 }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c, err := Load(Sources{File: writeFile(t, validYAML)})

@@ -146,6 +146,10 @@ password_env.`},
 	"zookeeper_tls.cert_file":      {value: "/etc/zkgroup/zookeeper-client.pem", comment: true},
 	"zookeeper_tls.key_file":       {value: "/etc/zkgroup/zookeeper-client.key", comment: true},
 	"zookeeper_tls.server_name":    {value: "zookeeper.example.internal", comment: true},
+	"zookeeper_max_reply": {note: `A reply over it fails with an error naming the node and its size (at
+start: the daemon exits; later: logged, and the last view kept). The
+topic list takes about 4 bytes + the name per topic: 512 KiB lists about
+12,000 topics of 40 characters.`},
 	"zookeeper_start_timeout": {note: `Meanwhile run keeps trying (jittered backoff, a log line per attempt
 with the reason), /healthz answers 200 and /readyz 503 with the reason,
 and SIGTERM exits 0 at once. 0 waits until ZooKeeper answers, for

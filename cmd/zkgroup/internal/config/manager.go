@@ -27,6 +27,7 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	m.InstanceID = c.InstanceID
 	m.SessionTimeout = c.SessionTimeout.D()
 	m.KafkaUnreachableTimeout = c.KafkaUnreachableTimeout.D()
+	m.ZooKeeperMaxReply = c.ZooKeeperMaxReply
 	if m.Strategy, err = assign.ByName(c.Strategy); err != nil {
 		return nil, nil, fmt.Errorf("strategy: %w", err) // wraps ErrConfig
 	}

@@ -90,6 +90,9 @@ func (c *Config) checkConsumer() error {
 	if d := c.KafkaUnreachableTimeout.D(); d != 0 && (d < manager.MinKafkaUnreachableTimeout || d > manager.MaxKafkaUnreachableTimeout) {
 		return c.bad("kafka_unreachable_timeout", "must be 0 (session_timeout) or from "+manager.MinKafkaUnreachableTimeout.String()+" to "+manager.MaxKafkaUnreachableTimeout.String(), nil)
 	}
+	if n := c.ZooKeeperMaxReply; n != 0 && (n < manager.MinZooKeeperMaxReply || n > manager.MaxZooKeeperMaxReply) {
+		return c.bad("zookeeper_max_reply", fmt.Sprintf("must be 0 (%d) or from %d to %d", manager.DefaultZooKeeperMaxReply, manager.MinZooKeeperMaxReply, manager.MaxZooKeeperMaxReply), nil)
+	}
 	if _, err := assign.ByName(c.Strategy); err != nil {
 		return c.bad("strategy", "unknown strategy", err)
 	}
