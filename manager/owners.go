@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"unique"
 
@@ -20,36 +21,53 @@ const ownerReaders = 128
 // /consumers/<group>/owners, and reads again only the nodes that changed:
 // the read that fills an entry sets a data watch on its node, and the
 // watch's event (the node deleted or changed, or the session's watches
-// dropped) evicts the entry, through a session hook (no goroutine per
-// node). A rebalance of a member of a group of 10 on 1,000 partitions thus
+// dropped) evicts the entry, through one session hook on the owners
+// directory (no goroutine, and no hook, per node). A rebalance of a member of a group of 10 on 1,000 partitions thus
 // reads the 1,000 owner nodes once, at its first rebalance, and afterwards
 // only those claimed since; every member reading all of them at every
 // rebalance kept ZooKeeper busy for most of a second. Entries of an ended
 // session epoch are dropped (their watches are gone). Safe for concurrent
 // use.
 type ownerCache struct {
-	s     *zkconn.Session
-	group string
+	s      *zkconn.Session
+	group  string
+	unhook func() // removes the hook on the owners directory
 
 	mu    sync.Mutex
-	epoch uint64                        // the session epoch of the entries
-	nodes map[TopicPartition]*ownerNode // by the owner node's partition
+	epoch uint64                       // the session epoch of the entries
+	nodes map[TopicPartition]ownerNode // by the owner node's partition
 }
 
 // ownerNode is what the cache knows of one owner node. A member caches
 // every partition's node of its topics (1,000 of a 1,000-partition
-// topic), so it is kept small: the owner id is interned (the members are
-// few, the nodes many) and the node's path is not kept (the watch and the
-// hook hold it).
+// topic), so it is kept small, in the map itself: the owner id is
+// interned (the members are few, the nodes many) and the node's path is
+// not kept (go-zookeeper's watch holds it).
 type ownerNode struct {
 	owner  unique.Handle[string] // valid while cached
 	cached bool
 	gen    uint64 // events seen: a read is cached only if none came during it
-	unhook func() // removes the node's hook
 }
 
 func newOwnerCache(s *zkconn.Session, group string) *ownerCache {
-	return &ownerCache{s: s, group: group, nodes: map[TopicPartition]*ownerNode{}}
+	oc := &ownerCache{s: s, group: group, nodes: map[TopicPartition]ownerNode{}}
+	// Set before any read: no event of a watch the cache sets is missed.
+	oc.unhook = s.OnPrefixEvent(zkdata.OwnersPath(group), oc.onEvent)
+	return oc
+}
+
+// onEvent evicts the entry of the owner node at rel ("<topic>/<partition>"
+// under the owners directory); other nodes' events are ignored.
+func (oc *ownerCache) onEvent(rel string, _ zk.Event) {
+	i := strings.LastIndexByte(rel, '/')
+	if i <= 0 {
+		return
+	}
+	p, err := strconv.ParseInt(rel[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return
+	}
+	oc.evict(TopicPartition{Topic: rel[:i], Partition: int32(p)})
 }
 
 // read returns who holds each partition of topics: one children read per
@@ -88,17 +106,15 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 				continue // not a partition's node
 			}
 			tp := TopicPartition{Topic: t, Partition: int32(p)}
-			path := zkdata.OwnerPath(oc.group, t, tp.Partition)
-			n := oc.nodes[tp]
-			if n == nil {
-				n = &ownerNode{unhook: oc.s.OnNodeEvent(path, func(zk.Event) { oc.evict(tp) })}
+			n, ok := oc.nodes[tp]
+			if !ok {
 				oc.nodes[tp] = n
 			}
 			if n.cached {
 				owners[tp] = n.owner.Value()
 				continue
 			}
-			jobs = append(jobs, job{tp: tp, path: path, gen: n.gen})
+			jobs = append(jobs, job{tp: tp, path: zkdata.OwnerPath(oc.group, t, tp.Partition), gen: n.gen})
 		}
 		oc.mu.Unlock()
 	}
@@ -117,8 +133,9 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 					h := unique.Make(zkdata.ParseOwner(data))
 					owner := h.Value()
 					oc.mu.Lock()
-					if n := oc.nodes[j.tp]; n != nil && n.gen == j.gen && oc.epoch == st.Epoch {
+					if n, ok := oc.nodes[j.tp]; ok && n.gen == j.gen && oc.epoch == st.Epoch {
 						n.owner, n.cached = h, true
+						oc.nodes[j.tp] = n
 					}
 					oc.mu.Unlock()
 					mu.Lock()
@@ -149,22 +166,17 @@ func (oc *ownerCache) read(topics []string) (owners map[TopicPartition]string, n
 func (oc *ownerCache) evict(tp TopicPartition) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	if n := oc.nodes[tp]; n != nil {
-		n.gen++
-		n.owner, n.cached = unique.Handle[string]{}, false
+	if n, ok := oc.nodes[tp]; ok {
+		oc.nodes[tp] = ownerNode{gen: n.gen + 1}
 	}
 }
 
-// resetLocked drops every entry and hook. oc.mu must be held.
-func (oc *ownerCache) resetLocked() {
-	for _, n := range oc.nodes {
-		n.unhook()
-	}
-	clear(oc.nodes)
-}
+// resetLocked drops every entry. oc.mu must be held.
+func (oc *ownerCache) resetLocked() { clear(oc.nodes) }
 
-// close removes the cache's hooks.
+// close removes the cache's hook and entries.
 func (oc *ownerCache) close() {
+	oc.unhook()
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	oc.resetLocked()
