@@ -121,6 +121,10 @@ func (c *claim) markLost(why string) {
 	})
 }
 
+// afterCreate, when set (tests), is called after each create of an owner
+// node, whatever its outcome.
+var afterCreate func(path string)
+
 // acquire creates the owner node, waiting on a watch of an existing node
 // of another owner until it is deleted, for as long as it takes; cancel
 // ends the wait. It reads before it writes, so that waiting for another
@@ -142,12 +146,24 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		waitingFor = holder
 	}
 	defer setWaiting("")
+	// created: a create of ours may have made the node since it was last
+	// read. Until it is read back, a cancel must not end the claim: the
+	// node would stay, ephemeral, held by this session for its whole
+	// life, for a partition this member no longer runs; nobody would
+	// delete it, and its next owner would wait for it for ever. Read back,
+	// the claim is returned and its caller releases it.
+	created := false
 	for {
+		canceled := false
 		select {
 		case <-cancel:
-			return nil, errClaimCanceled
+			canceled = true
 		default:
 		}
+		if canceled && !created {
+			return nil, errClaimCanceled
+		}
+		created = false // canceled now: read back once, create nothing
 		st, epochDone := s.Epoch()
 		if !st.HasSession {
 			if !waitOr(cancel, epochDone, nil, 200*time.Millisecond) {
@@ -158,10 +174,17 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		data, stat, ch, err := s.GetWFull(p)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
+			if canceled {
+				return nil, errClaimCanceled
+			}
 			_, err := s.Create(p, zkdata.FormatOwner(owner), zk.FlagEphemeral, nil)
+			if afterCreate != nil {
+				afterCreate(p)
+			}
 			switch {
 			case err == nil, errors.Is(err, zk.ErrNodeExists):
 				// Read it back with a watch (ours, or the one that won).
+				created = true
 			case errors.Is(err, zk.ErrNoNode):
 				if perr := s.CreateParents(path.Dir(p)); perr != nil {
 					log.Warn("creating owner parents failed", "path", path.Dir(p), "error", perr)
@@ -170,13 +193,17 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 					}
 				}
 			default:
+				// The create may have been applied (a connection lost
+				// before its reply): read back before giving up.
 				log.Warn("creating owner node failed", "path", p, "error", err)
-				if !bo.Wait(cancel, nil) {
-					return nil, errClaimCanceled
-				}
+				bo.Wait(cancel, nil)
+				created = true
 			}
 			continue
 		case err != nil:
+			// A node of ours not read back stays until the session ends;
+			// the unowned and claim-wait checks of the others cannot move
+			// it either. Read it again unless this member is going.
 			log.Warn("reading owner node failed", "path", p, "error", err)
 			if !bo.Wait(cancel, nil) {
 				return nil, errClaimCanceled
@@ -202,6 +229,9 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 				log.Warn("deleting stale owner node failed", "path", p, "error", derr)
 			}
 			continue
+		}
+		if canceled {
+			return nil, errClaimCanceled // not ours
 		}
 		// Another owner: wait for its node to go.
 		waits.Add(1)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
@@ -115,4 +116,66 @@ func dialSession(t *testing.T, c *testcluster.Cluster) *zkconn.Session {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestClaimCanceledAfterCreate: a claim canceled (its partition revoked)
+// just after its create made the owner node does not leave the node
+// behind: it is read back and returned, and the caller releases it (the
+// old code returned "canceled" and the node stayed, held by the session
+// for its whole life, so the partition's next owner waited for ever). A
+// claim canceled while it waits for another owner returns at once and
+// creates nothing.
+func TestClaimCanceledAfterCreate(t *testing.T) {
+	c := testcluster.Shared(t)
+	zc := testcluster.ZooKeeper(t, c)
+	group := testcluster.Name(t, "g")
+	s := dialSession(t, c)
+	defer s.Close()
+	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
+		t.Fatal(err)
+	}
+	health := newGate()
+	health.set(true)
+	var waits atomic.Int64
+	log := slog.New(slog.DiscardHandler)
+	full := c.Chroot() + zkdata.OwnerPath(group, "t", 0)
+
+	cancel := make(chan struct{})
+	afterCreate = func(string) { close(cancel) }
+	defer func() { afterCreate = nil }()
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil)
+	afterCreate = nil
+	if err == nil {
+		if err := cl.release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, _, xerr := zc.Exists(full); xerr != nil || ok {
+		t.Fatalf("owner node after a claim canceled right after its create (acquire: %v): exists %v, %v; want it gone", err, ok, xerr)
+	}
+
+	// Held by another: a cancel during the wait returns, nothing created.
+	if _, err := zc.Create(full, zkdata.FormatOwner("other"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	cancel = make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil)
+		done <- err
+	}()
+	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return waits.Load() == 1 })
+	close(cancel)
+	select {
+	case err := <-done:
+		if err != errClaimCanceled {
+			t.Fatalf("canceled wait: %v; want errClaimCanceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a canceled wait did not return")
+	}
+	data, _, err := zc.Get(full)
+	if err != nil || zkdata.ParseOwner(data) != "other" {
+		t.Fatalf("owner node after the canceled wait: %q, %v; want the other's", data, err)
+	}
 }

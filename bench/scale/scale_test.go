@@ -108,6 +108,7 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	runtime.GC()
 	debug.FreeOSMemory()
 	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
+	benchkit.Say("   memory at the baseline: %s", benchkit.MemoryClasses())
 
 	members := make([]member, M)
 	open := map[int]bool{} // members not closed yet

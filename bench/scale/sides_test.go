@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zkgroup/zkgroup/manager/assign"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,6 +105,14 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 	cfg := manager.NewConfig()
 	cfg.Sarama = clientConfig(env, fmt.Sprintf("bench-zkgroup-%d", idx))
 	cfg.Partition.Initial = manager.InitialNewest
+	if dir := os.Getenv("ZKGROUP_BENCH_LOG"); dir != "" {
+		// A diagnostic: each member's log, at info, in a file of its own.
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", env.group, idx)))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(f, nil))
+	}
 	if *flagZkStrategy != "" {
 		s, err := assign.ByName(*flagZkStrategy)
 		if err != nil {

@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -90,6 +91,7 @@ func MemoryClasses() string {
 		"/memory/classes/os-stacks:bytes",
 		"/gc/heap/goal:bytes",
 		"/gc/heap/live:bytes",
+		"/gc/stack/starting-size:bytes", // a new goroutine's stack (adaptive: the average at the last collection)
 	}
 	s := make([]metrics.Sample, len(names))
 	for i, n := range names {
@@ -106,6 +108,10 @@ func MemoryClasses() string {
 			v = int64(x.Value.Uint64())
 		}
 		short := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(x.Name, "/memory/classes/"), "/gc/"), ":bytes")
+		if short == "stack/starting-size" {
+			b.WriteString(fmt.Sprintf("%s %d KiB", short, v>>10))
+			continue
+		}
 		b.WriteString(short + " " + MB(float64(v)))
 	}
 	return b.String()
