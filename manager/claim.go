@@ -324,10 +324,34 @@ func (c *claim) recheck() {
 }
 
 // release stops watching, then deletes the owner node if it is still
-// ours. Call it only after the partition manager stopped.
+// ours. Call it only after the partition manager stopped. A failed try
+// (the connection dropped, ZooKeeper restarting) is tried again, with
+// backoff, for up to the session timeout, or until the session that holds
+// the node ended (and the node with it): a node left behind would stay
+// for the session's whole life, and the partition's next owner would wait
+// for it until then.
 func (c *claim) release() error {
 	c.abandon()
-	return within(c.session.Status().Timeout, func() error { return c.deleteIfOurs() })
+	bound := c.session.Status().Timeout
+	deadline := time.Now().Add(bound)
+	bo := retry.New(20*time.Millisecond, time.Second)
+	for {
+		err := within(max(time.Until(deadline), time.Millisecond), c.deleteIfOurs)
+		if err == nil {
+			return nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return err
+		}
+		t := time.NewTimer(min(bo.Next(), left))
+		select {
+		case <-c.epochDone: // the session ended: its nodes went with it
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // abandon stops watching and marks the claim lost, leaving the owner

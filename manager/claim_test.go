@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
@@ -177,5 +178,52 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	data, _, err := zc.Get(full)
 	if err != nil || zkdata.ParseOwner(data) != "other" {
 		t.Fatalf("owner node after the canceled wait: %q, %v; want the other's", data, err)
+	}
+}
+
+// TestReleaseRetried: a release whose delete is cut off (the connection
+// dropped while the request was in flight) is tried again once the
+// session is back, so the node does not stay for the session's life.
+func TestReleaseRetried(t *testing.T) {
+	c := testcluster.Shared(t)
+	zc := testcluster.ZooKeeper(t, c)
+	group := testcluster.Name(t, "g")
+	front, err := faultproxy.New(c.ZooKeeperAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{front.Addr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	health := newGate()
+	health.set(true)
+	var waits atomic.Int64
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := c.Chroot() + zkdata.OwnerPath(group, "t", 0)
+	front.Stall() // the release's read is written, and held
+	done := make(chan error, 1)
+	go func() { done <- cl.release() }()
+	time.Sleep(200 * time.Millisecond) // not a synchronisation: the read is held until the cut either way
+	front.Cut()                        // it fails with the connection
+	front.Resume()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("release: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("release did not return")
+	}
+	if ok, _, err := zc.Exists(full); err != nil || ok {
+		t.Fatalf("owner node after the release: exists %v, %v; want it deleted", ok, err)
+	}
+	if st := s.Status(); st.Epoch != 1 {
+		t.Fatalf("the session was replaced (%+v): the node went with it, which proves nothing", st)
 	}
 }
