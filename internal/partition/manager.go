@@ -412,9 +412,7 @@ func (m *Manager) run() error {
 		fp, abs, err := m.openFetch(pre, pos)
 		pre = nil // used or closed
 		if err != nil {
-			m.fetchErrors.Add(1)
-			m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
-			m.log.Warn("starting to fetch failed; retrying", "offset", pos, "error", err)
+			m.openFailed(pos, err)
 			if !b.Wait(m.dying, m.p.Fence.Lost()) {
 				return m.exitReason()
 			}
@@ -431,6 +429,17 @@ func (m *Manager) run() error {
 			m.resetPosition(&pos, next)
 		}
 	}
+}
+
+// openFailed counts, reports and logs a failed start of fetching. Not
+// inlined: its arguments would take room in run's frame, which stays on
+// the stack of the partition's goroutine (see slabOf).
+//
+//go:noinline
+func (m *Manager) openFailed(pos int64, err error) {
+	m.fetchErrors.Add(1)
+	m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
+	m.log.Warn("starting to fetch failed; retrying", "offset", pos, "error", err)
 }
 
 func (m *Manager) exitReason() error {
