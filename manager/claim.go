@@ -122,8 +122,8 @@ func (c *claim) markLost(why string) {
 }
 
 // afterCreate, when set (tests), is called after each create of an owner
-// node, whatever its outcome.
-var afterCreate func(path string)
+// node, whatever its outcome, with the node's path.
+var afterCreate atomic.Pointer[func(path string)]
 
 // acquire creates the owner node, waiting on a watch of an existing node
 // of another owner until it is deleted, for as long as it takes; cancel
@@ -178,8 +178,8 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 				return nil, errClaimCanceled
 			}
 			_, err := s.Create(p, zkdata.FormatOwner(owner), zk.FlagEphemeral, nil)
-			if afterCreate != nil {
-				afterCreate(p)
+			if f := afterCreate.Load(); f != nil {
+				(*f)(p)
 			}
 			switch {
 			case err == nil, errors.Is(err, zk.ErrNodeExists):

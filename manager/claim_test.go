@@ -2,6 +2,7 @@ package manager
 
 import (
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,10 +143,16 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	full := c.Chroot() + zkdata.OwnerPath(group, "t", 0)
 
 	cancel := make(chan struct{})
-	afterCreate = func(string) { close(cancel) }
-	defer func() { afterCreate = nil }()
+	var once sync.Once
+	hook := func(p string) {
+		if p == zkdata.OwnerPath(group, "t", 0) { // this test's claim only
+			once.Do(func() { close(cancel) })
+		}
+	}
+	afterCreate.Store(&hook)
+	defer afterCreate.Store(nil)
 	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil)
-	afterCreate = nil
+	afterCreate.Store(nil)
 	if err == nil {
 		if err := cl.release(); err != nil {
 			t.Fatal(err)
