@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,17 +27,8 @@ func TestForeignNodesReported(t *testing.T) {
 	topic, group, sub := newTopic(t, c, 4)
 	foreign := testcluster.ZooKeeper(t, c)
 	root := c.Chroot() + "/consumers/" + group
-	mkdirs := func(p string) {
-		cur := ""
-		for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
-			cur += "/" + part
-			if _, err := foreign.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				t.Fatalf("create %s: %v", cur, err)
-			}
-		}
-	}
-	mkdirs(root + "/ids")
-	mkdirs(root + "/owners/" + topic)
+	mkdirs(t, foreign, root+"/ids")
+	mkdirs(t, foreign, root+"/owners/"+topic)
 	if _, err := foreign.Create(root+"/ids/phantom", []byte("not json"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -55,44 +47,14 @@ func TestForeignNodesReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var got []*manager.NodeError
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("Each: %v", err)
-				return
-			}
-			cons.Ack(m)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for err := range cons.Errors() {
-			var ne *manager.NodeError
-			if errors.As(err, &ne) {
-				mu.Lock()
-				got = append(got, ne)
-				mu.Unlock()
-			}
-		}
-	}()
-	defer func() {
-		if err := cons.Close(); err != nil {
-			t.Error(err)
-		}
-		wg.Wait()
-	}()
+	nodeErrors, stop := consumeNodeErrors(t, cons)
+	defer stop()
 	await(t, 30*time.Second, "both nodes reported", func() bool {
 		st := cons.Stats()
 		return st.BadRegistrations == 2 && st.SquattedPartitions == 1 && len(st.Partitions) == 3
 	})
-	mu.Lock()
 	var bad, squatted int
-	for _, ne := range got {
+	for _, ne := range nodeErrors() {
 		switch {
 		case errors.Is(ne, manager.ErrBadRegistration) && path.Base(ne.Path) == "phantom":
 			bad++
@@ -105,7 +67,6 @@ func TestForeignNodesReported(t *testing.T) {
 			t.Errorf("unexpected node error: %v", ne)
 		}
 	}
-	mu.Unlock()
 	if bad != 2 || squatted != 1 {
 		t.Errorf("reported %d bad registrations and %d squats, want 2 and 1 (each once)", bad, squatted)
 	}
@@ -126,13 +87,7 @@ func TestPeerRegistrationOverReplyCap(t *testing.T) {
 	topic, group, sub := newTopic(t, c, 4)
 	foreign := testcluster.ZooKeeper(t, c)
 	root := c.Chroot() + "/consumers/" + group
-	cur := ""
-	for _, part := range strings.Split(strings.Trim(root+"/ids", "/"), "/") {
-		cur += "/" + part
-		if _, err := foreign.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatalf("create %s: %v", cur, err)
-		}
-	}
+	mkdirs(t, foreign, root+"/ids")
 	const limit = 64 << 10
 	var reg strings.Builder
 	reg.WriteString(`{"version":1,"pattern":"static","subscription":{"` + topic + `":1`)
@@ -150,43 +105,13 @@ func TestPeerRegistrationOverReplyCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var got []*manager.NodeError
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("Each: %v", err)
-				return
-			}
-			cons.Ack(m)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for err := range cons.Errors() {
-			var ne *manager.NodeError
-			if errors.As(err, &ne) {
-				mu.Lock()
-				got = append(got, ne)
-				mu.Unlock()
-			}
-		}
-	}()
-	defer func() {
-		if err := cons.Close(); err != nil {
-			t.Error(err)
-		}
-		wg.Wait()
-	}()
+	nodeErrors, stop := consumeNodeErrors(t, cons)
+	defer stop()
 	await(t, 30*time.Second, "the registration reported, every partition owned", func() bool {
 		st := cons.Stats()
 		return st.BadRegistrations == 1 && len(st.Partitions) == 4
 	})
-	mu.Lock()
-	defer mu.Unlock()
+	got := nodeErrors()
 	if len(got) != 1 {
 		t.Fatalf("node errors: %v; want the one registration", got)
 	}
@@ -196,4 +121,56 @@ func TestPeerRegistrationOverReplyCap(t *testing.T) {
 		t.Errorf("reported %v; want the node, ErrBadRegistration and ErrReplyTooLarge, naming Config.ZooKeeperMaxReply", ne)
 	}
 	t.Logf("reported: %v", ne)
+}
+
+// mkdirs creates p and its parents through conn (a session of no member).
+func mkdirs(t *testing.T, conn *zk.Conn, p string) {
+	t.Helper()
+	cur := ""
+	for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
+		cur += "/" + part
+		if _, err := conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", cur, err)
+		}
+	}
+}
+
+// consumeNodeErrors acks every message cons hands out and collects the
+// *manager.NodeError values reported on its Errors(); nodeErrors returns
+// those seen so far, and stop closes cons and waits for both loops.
+func consumeNodeErrors(t *testing.T, cons *manager.Consumer) (nodeErrors func() []*manager.NodeError, stop func()) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []*manager.NodeError
+	wg.Go(func() {
+		for m, err := range cons.Each(context.Background()) {
+			if err != nil {
+				t.Errorf("Each: %v", err)
+				return
+			}
+			cons.Ack(m)
+		}
+	})
+	wg.Go(func() {
+		for err := range cons.Errors() {
+			var ne *manager.NodeError
+			if errors.As(err, &ne) {
+				mu.Lock()
+				got = append(got, ne)
+				mu.Unlock()
+			}
+		}
+	})
+	nodeErrors = func() []*manager.NodeError {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+	stop = func() {
+		if err := cons.Close(); err != nil {
+			t.Error(err)
+		}
+		wg.Wait()
+	}
+	return nodeErrors, stop
 }

@@ -125,7 +125,6 @@ func (c *Consumer) startSlot(sl *slot, cl *claim, pm *partition.Manager, stream 
 	}
 	c.send(slotEvent{sl: sl, started: true})
 	log.Debug("partition started", "generation", pm.Generation())
-
 }
 
 // finishSlot stops sl's halted manager (draining and committing when
