@@ -342,7 +342,7 @@ func (c *claim) release() error {
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return err
+			return fmt.Errorf("manager: release %s: not done within %v: %w", c.path, bound, err)
 		}
 		t := time.NewTimer(min(bo.Next(), left))
 		select {
