@@ -1,15 +1,21 @@
 package zkconn
 
 import (
+	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// opSetWatches is ZooKeeper's opcode for re-sending a session's watches.
-const opSetWatches = 101
+// ZooKeeper's opcodes for re-sending a session's watches and for ending
+// the session.
+const (
+	opSetWatches   = 101
+	opCloseSession = -11
+)
 
 // gatedConn holds back a reconnected session's replies until go-zookeeper
 // has re-sent its watches. On every reconnect go-zookeeper v1.0.4 starts
@@ -26,12 +32,16 @@ const opSetWatches = 101
 // read of the zxid before the receive loop's write), or settleTime has
 // passed (there were no watches to re-send, nothing reads the zxid). The
 // first connection of a session has no watches; it is not gated.
+//
+// It also half-closes the connection once go-zookeeper has written the
+// session's close request (see Write).
 type gatedConn struct {
 	net.Conn
-	open     chan struct{} // closed once replies may be read
-	openOnce sync.Once
-	closed   chan struct{}
-	shut     sync.Once
+	closeWrite func() error  // the raw connection's CloseWrite; nil if it has none
+	open       chan struct{} // closed once replies may be read
+	openOnce   sync.Once
+	closed     chan struct{}
+	shut       sync.Once
 
 	mu        sync.Mutex
 	handshake int // bytes of the connect reply left to read; -1 until its length is known
@@ -40,8 +50,11 @@ type gatedConn struct {
 	gated     bool // whether reads after the connect reply wait for open
 }
 
-func newGatedConn(c net.Conn, gated bool) *gatedConn {
+// newGatedConn wraps c; raw is the connection under c's wrappers, which
+// Write half-closes after the close request (halfCloser).
+func newGatedConn(c, raw net.Conn, gated bool) *gatedConn {
 	g := &gatedConn{Conn: c, open: make(chan struct{}), closed: make(chan struct{}), handshake: -1, gated: gated}
+	g.closeWrite = halfCloser(raw)
 	if !gated {
 		g.openOnce.Do(func() { close(g.open) })
 	}
@@ -94,12 +107,53 @@ func (g *gatedConn) account(b []byte) {
 
 // Write writes p (go-zookeeper writes one whole packet per call: length,
 // xid, opcode, body) and opens the gate after a setWatches request.
+//
+// After the session's close request it half-closes the connection: the
+// server reads the request, then the end of the stream, and closes its
+// side at once, so go-zookeeper's receive loop ends (and Close returns)
+// without waiting for the close's reply, which comes only once the close
+// is committed, behind the other sessions' writes and a disk sync.
+// ZooKeeper processes a close request it has read even after the
+// connection is gone (a closeSession is never dropped as stale), so the
+// session's ephemeral nodes go as they would have, moments later. Nothing
+// is written after the close request. A server that kept its side open
+// would answer the close all the same: Close then waits for the reply,
+// as before.
 func (g *gatedConn) Write(p []byte) (int, error) {
 	n, err := g.Conn.Write(p)
-	if len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opSetWatches {
-		g.release()
+	if len(p) >= 12 {
+		switch int32(binary.BigEndian.Uint32(p[8:12])) {
+		case opSetWatches:
+			g.release()
+		case opCloseSession:
+			if err == nil && n == len(p) && g.closeWrite != nil {
+				_ = g.closeWrite() // on failure the reply still ends the loop
+			}
+		}
 	}
 	return n, err
+}
+
+type closeWriter interface{ CloseWrite() error }
+
+// halfCloser returns what ends c's writing side: a TCP connection's
+// CloseWrite (a FIN); for TLS, the close_notify alert and then the FIN of
+// the connection under it (tls.Conn.CloseWrite sends only the alert). Nil
+// for a connection that has neither.
+func halfCloser(c net.Conn) func() error {
+	if tc, ok := c.(*tls.Conn); ok {
+		under, ok := tc.NetConn().(closeWriter)
+		if !ok {
+			return tc.CloseWrite
+		}
+		return func() error {
+			return errors.Join(tc.CloseWrite(), under.CloseWrite())
+		}
+	}
+	if cw, ok := c.(closeWriter); ok {
+		return cw.CloseWrite
+	}
+	return nil
 }
 
 // Close closes the connection and wakes a gated read.

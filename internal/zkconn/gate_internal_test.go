@@ -1,8 +1,10 @@
 package zkconn
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func reply(n int) []byte {
 func gatedPipe(t *testing.T, gated bool) (*gatedConn, net.Conn) {
 	t.Helper()
 	client, server := net.Pipe()
-	g := newGatedConn(client, gated)
+	g := newGatedConn(client, client, gated)
 	t.Cleanup(func() { g.Close(); server.Close() })
 	go func() {
 		// The server: swallow whatever the client writes; send the
@@ -146,5 +148,78 @@ func TestGatedConnCloseWakesRead(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close left a gated read blocked")
+	}
+}
+
+// TestGatedConnHalfClosesAfterCloseRequest: once the session's close
+// request is written, the server reads it and then the end of the stream
+// (the client half-closed), while the client can still read what the
+// server sends; other requests leave the connection open.
+func TestGatedConnHalfClosesAfterCloseRequest(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGatedConn(raw, raw, false)
+	defer g.Close()
+	server := <-accepted
+	defer server.Close()
+	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+
+	getData := packet(1, 4, 8)
+	if _, err := g.Write(getData); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readFull(server, len(getData)); err != nil {
+		t.Fatalf("server read the request: %d bytes, %v", len(b), err)
+	}
+	closeReq := packet(2, opCloseSession, 0)
+	if _, err := g.Write(closeReq); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readFull(server, len(closeReq)); err != nil {
+		t.Fatalf("server read the close request: %d bytes, %v", len(b), err)
+	}
+	// A getData left the connection open; after the close request the
+	// server reads the end of the stream.
+	if n, err := server.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("server read after the close request: %d bytes, %v; want io.EOF (the client half-closed)", n, err)
+	}
+	// The client still reads.
+	if _, err := server.Write(reply(16)); err != nil {
+		t.Fatal(err)
+	}
+	_ = g.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, err := readFull(g, 20); err != nil {
+		t.Fatalf("client read after its half-close: %d bytes, %v", len(b), err)
+	}
+}
+
+// TestHalfCloser: TCP and TLS connections get a half-closer (for TLS the
+// close_notify alert and the FIN); a connection with neither gets none.
+func TestHalfCloser(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if halfCloser(a) != nil {
+		t.Error("net.Pipe has no CloseWrite; want no half-closer")
+	}
+	if halfCloser(&net.TCPConn{}) == nil {
+		t.Error("a TCP connection has no half-closer")
+	}
+	if halfCloser(tls.Client(&net.TCPConn{}, &tls.Config{})) == nil {
+		t.Error("a TLS connection has no half-closer")
 	}
 }

@@ -272,7 +272,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		g := newGatedConn(newReplyGuard(&cappedConn{Conn: conn, limit: limit}, replies.limit, replies.note), hadSession.Load())
+		g := newGatedConn(newReplyGuard(&cappedConn{Conn: conn, limit: limit}, replies.limit, replies.note), conn, hadSession.Load())
 		lines.latest.Store(g)
 		return g, nil
 	})
@@ -702,8 +702,12 @@ func (s *Session) ACL() []zk.ACL { return s.acl }
 func (s *Session) Chroot() string { return s.chroot }
 
 // Close ends the session (its ephemeral nodes are deleted by ZooKeeper at
-// once) and stops every goroutine. Idempotent; blocks until done. A
-// session that is not healthy (no reply within 2/3 of its timeout) hangs
+// once) and stops every goroutine. Idempotent; blocks until done. It
+// returns once the server has read the close request (the connection is
+// half-closed after it, see gatedConn.Write), not after the close's
+// commit: the server deletes the nodes as it commits the close, moments
+// later, and a peer learns of it from its watches as ever. A session that
+// is not healthy (no reply within 2/3 of its timeout) hangs
 // up its connection at once instead of waiting for a server that does
 // not answer: ZooKeeper then expires the session (and deletes its nodes)
 // within its timeout.

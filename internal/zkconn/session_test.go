@@ -3,6 +3,7 @@ package zkconn_test
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,4 +307,58 @@ func TestSessionLease(t *testing.T) {
 		u, _, ok := s.Lease()
 		return ok && u.After(resumed.Add(window))
 	})
+}
+
+// TestSessionCloseEndsSession: Close half-closes the connection after the
+// close request instead of waiting for its reply, and ZooKeeper still ends
+// the session at once: the session's ephemeral node is gone within half
+// the session timeout after Close returned, where a close the server had
+// dropped would leave it until the session expired. Over plain TCP and
+// over TLS.
+func TestSessionCloseEndsSession(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "tls"}[secure], func(t *testing.T) {
+			c := testcluster.Shared(t)
+			cfg := zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, SessionTimeout: 10 * time.Second}
+			if secure {
+				c = testcluster.SharedSecure(t)
+				tlsCfg, err := c.PKI().ClientTLS(true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg = zkconn.Config{Servers: []string{strings.TrimSuffix(c.ZooKeeperSecureConnect(), c.Chroot())}, SessionTimeout: 10 * time.Second, TLS: tlsCfg}
+			}
+			node := "/" + testcluster.Name(t, "eph")
+			s, err := zkconn.Dial(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			obs, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, SessionTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer obs.Close()
+			ok, _, ev, err := obs.ExistsW(node)
+			if err != nil || !ok {
+				t.Fatalf("observer: exists %v, %v", ok, err)
+			}
+			began := time.Now()
+			s.Close()
+			closed := time.Now()
+			t.Logf("Close took %v", closed.Sub(began))
+			select {
+			case e := <-ev:
+				if e.Type != zk.EventNodeDeleted {
+					t.Fatalf("observer: event %v; want the node deleted", e.Type)
+				}
+				t.Logf("node gone %v after Close returned", time.Since(closed))
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the closed session's ephemeral node still exists 5s after Close: ZooKeeper did not process the close")
+			}
+		})
+	}
 }
