@@ -158,7 +158,9 @@
 // Leaving: Close stops every partition (drain, final commit), then closes
 // the ZooKeeper session, which deletes the registration and every owner
 // node in one transaction; the peers see the member and its claims go
-// together.
+// together. Close returns once ZooKeeper has read the session's close
+// request, without waiting for that transaction's commit: the nodes go
+// moments after Close returns (nothing of the member runs by then).
 //
 // What an owned partition costs: one goroutine (its slot, which claims
 // it, runs its partition manager's loop, then drains, commits and
