@@ -146,7 +146,10 @@ type Config struct {
 	// and the assignment recomputed (the members may have decided from
 	// different moments of overlapping changes). The old owner may
 	// legitimately take this long to drain; recomputing then changes
-	// nothing.
+	// nothing. A partition held by a member other than the one the
+	// assignment saw holding it (it was taken after this member read the
+	// owners) makes the member read them again within a second, whatever
+	// this setting.
 	ClaimWaitCheck time.Duration
 	// UnownedCheck is how often the owner nodes are listed (one read per
 	// subscribed topic) to catch a partition nobody claims; one unowned

@@ -174,6 +174,12 @@ type slot struct {
 	// 0 while not waiting. holder: that owner's id (nil while not waiting).
 	waitingSince atomic.Int64
 	holder       atomic.Pointer[string]
+	// seen: who the last plan that assigned the partition saw holding it
+	// ("" unowned), while seenSet; under Consumer.mu. A claim that waits
+	// on another holder shows that plan was computed from a view of the
+	// owners that has changed since (claimWaitTooLong).
+	seen    string
+	seenSet bool
 	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
 	// without a drain or a final commit, as a lost partition does.
 	lose atomic.Bool

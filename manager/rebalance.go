@@ -60,10 +60,14 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 		}
 	}
 	for tp := range mine {
-		if _, ok := c.slots[tp]; ok {
+		if sl, ok := c.slots[tp]; ok {
+			if sl.state == claiming {
+				sl.seen, sl.seenSet = pl.owners[tp], true
+			}
 			continue // running, claiming, or stopping (restarted when done)
 		}
 		c.startSlotLocked(tp, 0)
+		c.slots[tp].seen, c.slots[tp].seenSet = pl.owners[tp], true
 		added = append(added, tp)
 	}
 	if len(added) > 0 || len(revoked) > 0 {

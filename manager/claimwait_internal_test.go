@@ -1,0 +1,53 @@
+package manager
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// TestClaimWaitTooLong: a claim that waits on a holder the assignment did
+// not see makes the member read the owners again at once, once per
+// holder; a wait on the holder it saw (the previous owner draining) only
+// after ClaimWaitCheck, at most once per ClaimWaitCheck.
+func TestClaimWaitTooLong(t *testing.T) {
+	const check = time.Hour
+	type waitState struct {
+		seen    string
+		seenSet bool
+		holder  string        // "" not waiting
+		waited  time.Duration // how long the wait has lasted
+	}
+	cases := []struct {
+		name string
+		wait waitState
+		want []bool // successive calls
+	}{
+		{"no wait", waitState{seen: "a", seenSet: true}, []bool{false}},
+		{"waits on the owner the plan saw", waitState{seen: "a", seenSet: true, holder: "a", waited: time.Minute}, []bool{false, false}},
+		{"waits on another owner than the plan saw", waitState{seen: "a", seenSet: true, holder: "b"}, []bool{true, false}},
+		{"waits on an owner where the plan saw none", waitState{seen: "", seenSet: true, holder: "b"}, []bool{true, false}},
+		{"no plan saw the partition (a restart after a loss)", waitState{holder: "b"}, []bool{false}},
+		{"waits on the owner the plan saw, past ClaimWaitCheck", waitState{seen: "a", seenSet: true, holder: "a", waited: check + time.Second}, []bool{true, false}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := NewConfig()
+			cfg.ClaimWaitCheck = check
+			c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), slots: map[TopicPartition]*slot{}}
+			tp := TopicPartition{Topic: "t", Partition: 0}
+			sl := &slot{tp: tp, state: claiming, seen: tc.wait.seen, seenSet: tc.wait.seenSet}
+			if tc.wait.holder != "" {
+				h := tc.wait.holder
+				sl.holder.Store(&h)
+				sl.waitingSince.Store(time.Now().Add(-tc.wait.waited).UnixNano())
+			}
+			c.slots[tp] = sl
+			for i, want := range tc.want {
+				if got := c.claimWaitTooLong(); got != want {
+					t.Errorf("call %d: claimWaitTooLong() = %v, want %v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
