@@ -49,9 +49,11 @@ func TestForeignNodesReported(t *testing.T) {
 	}
 	nodeErrors, stop := consumeNodeErrors(t, cons)
 	defer stop()
+	// Stats counts a node as it is reported; the report reaches Errors()
+	// (and the collector) just after: wait for both.
 	await(t, 30*time.Second, "both nodes reported", func() bool {
 		st := cons.Stats()
-		return st.BadRegistrations == 2 && st.SquattedPartitions == 1 && len(st.Partitions) == 3
+		return st.BadRegistrations == 2 && st.SquattedPartitions == 1 && len(st.Partitions) == 3 && len(nodeErrors()) >= 3
 	})
 	var bad, squatted int
 	for _, ne := range nodeErrors() {
@@ -109,7 +111,7 @@ func TestPeerRegistrationOverReplyCap(t *testing.T) {
 	defer stop()
 	await(t, 30*time.Second, "the registration reported, every partition owned", func() bool {
 		st := cons.Stats()
-		return st.BadRegistrations == 1 && len(st.Partitions) == 4
+		return st.BadRegistrations == 1 && len(st.Partitions) == 4 && len(nodeErrors()) >= 1
 	})
 	got := nodeErrors()
 	if len(got) != 1 {
