@@ -175,19 +175,19 @@ func (c *Consumer) claimWaitTooLong() bool {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	due := now.Sub(c.lastClaimWaitCheck) >= c.cfg.ClaimWaitCheck
 	for _, sl := range c.slots {
-		if h := sl.holder.Load(); h != nil && sl.seenSet && *h != sl.seen && sl.waitingSince.Load() != 0 {
+		h, since := sl.holder.Load(), sl.waitingSince.Load()
+		if h == nil || since == 0 {
+			continue // not waiting
+		}
+		switch {
+		case sl.seenSet && *h != sl.seen:
 			c.log.Info("a claim waits for an owner the assignment did not see; reading the owners again",
 				"topic", sl.tp.Topic, "partition", sl.tp.Partition, "holder", *h, "seen", sl.seen)
 			sl.seen = *h // once per holder, until a plan sees it
 			return true
-		}
-	}
-	if now.Sub(c.lastClaimWaitCheck) < c.cfg.ClaimWaitCheck {
-		return false
-	}
-	for _, sl := range c.slots {
-		if since := sl.waitingSince.Load(); since != 0 && now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck {
+		case due && now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck:
 			c.lastClaimWaitCheck = now
 			c.log.Info("a claim waits for another owner; reading the owners again",
 				"topic", sl.tp.Topic, "partition", sl.tp.Partition)

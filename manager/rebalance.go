@@ -66,8 +66,8 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 			}
 			continue // running, claiming, or stopping (restarted when done)
 		}
-		c.startSlotLocked(tp, 0)
-		c.slots[tp].seen, c.slots[tp].seenSet = pl.owners[tp], true
+		sl := c.startSlotLocked(tp, 0)
+		sl.seen, sl.seenSet = pl.owners[tp], true
 		added = append(added, tp)
 	}
 	if len(added) > 0 || len(revoked) > 0 {

@@ -50,13 +50,14 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 	c.checkAppliedLocked()
 }
 
-// startSlotLocked starts a slot goroutine that claims tp after delay.
-// c.mu must be held.
-func (c *Consumer) startSlotLocked(tp TopicPartition, delay time.Duration) {
+// startSlotLocked starts a slot goroutine that claims tp after delay, and
+// returns the slot. c.mu must be held.
+func (c *Consumer) startSlotLocked(tp TopicPartition, delay time.Duration) *slot {
 	sl := &slot{tp: tp, state: claiming, revoke: make(chan struct{}), delay: delay, pre: c.takePrefetchedLocked(tp)}
 	c.slots[tp] = sl
 	c.slotsWG.Add(1)
 	go c.runSlot(sl)
+	return sl
 }
 
 func (c *Consumer) send(ev slotEvent) {
