@@ -65,7 +65,6 @@ type Consumer struct {
 	// kept off the fetch connections; lister is client with its GetOffset
 	// answered over offsetClient, the client of consumer and partitions.
 	offsetClient sarama.Client
-	owners       *ownerCache // who holds each partition, kept by watches
 	lister       *listoffsets.Client
 	strategy     assign.Strategy
 	health       *gate
@@ -314,7 +313,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
 	}
 
-	c.owners = newOwnerCache(c.session, group)
 	brokers := cfg.Brokers
 	if len(brokers) == 0 {
 		var skipped []error
@@ -558,9 +556,6 @@ func (c *Consumer) closeResources() {
 	}
 	if c.client != nil {
 		_ = c.client.Close()
-	}
-	if c.owners != nil {
-		c.owners.close()
 	}
 	if c.session != nil {
 		c.session.Close()

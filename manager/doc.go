@@ -98,9 +98,11 @@
 // A crashed coordinator broker that the controller takes longer than the
 // bound to replace makes every member leave until the new one answers.
 //
-// Reads: a member keeps who owns each partition from the owner nodes it has
-// read, each watched, and reads again only those that changed; a rebalance
-// reads the member list and the owner nodes claimed since the last one.
+// Reads: a rebalance reads the member list and every owner node of the
+// subscription, in ZooKeeper multiRead requests of up to 256 nodes
+// (ZooKeeper 3.6 and later; ZooKeeper serves each in one pass): 4
+// requests at 1,000 partitions. It keeps no copy and sets no watch on
+// them. On an older server it reads them one by one.
 //
 // Commits: every Config.Partition.CommitInterval, one request per
 // coordinator carries the acked offsets of every owned partition; the
@@ -165,8 +167,7 @@
 // What an owned partition costs: one goroutine (its slot, which claims
 // it, runs its partition manager's loop, then drains, commits and
 // releases it; TestGoroutinesPerPartition guards it); no timer while
-// idle; its claim's watch and the owners view's are session hooks,
-// not goroutines. Fetching costs no goroutine per partition: the member
+// idle; its claim's watch is a session hook, not a goroutine. Fetching costs no goroutine per partition: the member
 // runs one fetch loop per broker it fetches from, each on a connection of
 // its own, for every owned partition that broker leads, built on sarama's
 // protocol layer (a partition whose messages are not taken is left out of

@@ -123,7 +123,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	}
 	sort.Strings(topics)
 	sort.Strings(withParts)
-	owners, noDir, err := c.owners.read(withParts)
+	owners, noDir, err := readOwners(c.session, c.group, withParts)
 	if err != nil {
 		return nil, fmt.Errorf("reading owners: %w", err)
 	}

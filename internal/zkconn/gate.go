@@ -174,6 +174,7 @@ func (g *gatedConn) Close() error {
 type connLine struct {
 	closing atomic.Bool
 	latest  atomic.Pointer[gatedConn]
+	side    atomic.Pointer[sideConn] // the latest connection's, for GetMany
 }
 
 // hangUp closes the latest connection, waking go-zookeeper from a read.

@@ -3,7 +3,6 @@ package zkconn
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -15,25 +14,13 @@ import (
 // session's event callback on its receive goroutine for every event,
 // before it notifies the watch channels; the functions run there.
 //
-// A path has one hook or two (a member's owner cache and its claim both
-// follow an owned partition's node) and a member follows every
-// partition's owner node: a short slice per path, not a map, keeps that
-// small (about 100 bytes less per node).
-//
-// A prefix hook (OnPrefixEvent) follows every node under a path with one
-// entry: a member's owner cache follows the owner node of every partition
-// of its topics that way, at no cost per node but go-zookeeper's watch.
+// A path has one hook, or a few (a claim and a watch on the same node):
+// a short slice per path, not a map, keeps that small (about 100 bytes
+// less per node).
 type nodeHooks struct {
-	mu       sync.Mutex
-	next     uint64
-	fns      map[string][]nodeHook // by full path
-	prefixes []prefixHook
-}
-
-type prefixHook struct {
-	k      uint64
-	prefix string // full path and "/"
-	f      func(rel string, ev zk.Event)
+	mu   sync.Mutex
+	next uint64
+	fns  map[string][]nodeHook // by full path
 }
 
 type nodeHook struct {
@@ -51,31 +38,9 @@ func (h *nodeHooks) dispatch(ev zk.Event) {
 	for _, e := range h.fns[ev.Path] {
 		fs = append(fs, e.f)
 	}
-	var ps []prefixHook
-	for _, e := range h.prefixes {
-		if strings.HasPrefix(ev.Path, e.prefix) {
-			ps = append(ps, e)
-		}
-	}
 	h.mu.Unlock()
 	for _, f := range fs {
 		f(ev)
-	}
-	for _, e := range ps {
-		e.f(ev.Path[len(e.prefix):], ev)
-	}
-}
-
-func (h *nodeHooks) addPrefix(prefix string, f func(string, zk.Event)) (remove func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.next++
-	k := h.next
-	h.prefixes = append(h.prefixes, prefixHook{k: k, prefix: prefix, f: f})
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.prefixes = slices.DeleteFunc(h.prefixes, func(e prefixHook) bool { return e.k == k })
 	}
 }
 
@@ -114,16 +79,6 @@ func (h *nodeHooks) add(full string, f func(zk.Event)) (remove func()) {
 // the session. Safe for concurrent use.
 func (s *Session) OnNodeEvent(p string, f func(zk.Event)) (remove func()) {
 	return s.hooks.add(s.fullKept(p), f)
-}
-
-// OnPrefixEvent is OnNodeEvent for every node under the node at p (its
-// children, their children, ...; not p itself): f gets the node's path
-// below p ("t/3" for p/t/3) and the event. It costs one entry however
-// many nodes it follows. The same rules hold: f runs on the client's
-// receive goroutine, must not block nor call the session, and sees only
-// events of watches set through this session. Safe for concurrent use.
-func (s *Session) OnPrefixEvent(p string, f func(rel string, ev zk.Event)) (remove func()) {
-	return s.hooks.addPrefix(strings.TrimSuffix(s.full(p), "/")+"/", f)
 }
 
 // AfterEpoch calls f on a goroutine of its own once the session epoch

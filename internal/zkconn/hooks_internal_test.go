@@ -1,7 +1,6 @@
 package zkconn
 
 import (
-	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -40,33 +39,6 @@ func TestNodeHooks(t *testing.T) {
 	}
 	if len(h.fns) != 0 {
 		t.Fatalf("paths kept with no hook: %v", h.fns)
-	}
-}
-
-// TestPrefixHooks: a prefix hook sees the events of every node below its
-// path, with the path below it, and neither its own node's nor a sibling
-// path that merely shares the prefix; a node hook on the same path is
-// called too; a removed prefix hook sees nothing more.
-func TestPrefixHooks(t *testing.T) {
-	var h nodeHooks
-	var rels []string
-	s := &Session{chroot: "/c", hooks: &h}
-	remove := s.OnPrefixEvent("/g/owners", func(rel string, ev zk.Event) { rels = append(rels, rel) })
-	node := 0
-	removeNode := h.add("/c/g/owners/t/3", func(zk.Event) { node++ })
-	for _, p := range []string{"/c/g/owners/t/3", "/c/g/owners/t", "/c/g/owners", "/c/g/ownersX/t/1", "/g/owners/t/1", "/c/g/owners/u/10"} {
-		h.dispatch(zk.Event{Type: zk.EventNodeDeleted, Path: p})
-	}
-	h.dispatch(zk.Event{Type: zk.EventSession, Path: "/c/g/owners/t/4"})
-	if want := []string{"t/3", "t", "u/10"}; !slices.Equal(rels, want) || node != 1 {
-		t.Fatalf("prefix hook saw %q, node hook %d events; want %q and 1", rels, node, want)
-	}
-	remove()
-	remove() // a no-op
-	removeNode()
-	h.dispatch(zk.Event{Type: zk.EventNodeDeleted, Path: "/c/g/owners/t/3"})
-	if len(rels) != 3 || node != 1 || len(h.prefixes) != 0 {
-		t.Fatalf("removed hooks were called or kept: %q, %d, %v", rels, node, h.prefixes)
 	}
 }
 

@@ -21,9 +21,9 @@ func (s *Session) full(p string) string {
 
 // fullKept is full for a path kept while a watch or a hook follows the
 // node: interned (package unique), so that go-zookeeper's watch entry and
-// the node's hook share one copy of it. A member follows every
-// partition's owner node; a second copy of each path cost it about 80
-// bytes per node.
+// the node's hook share one copy of it. A member follows the owner node
+// of each partition it holds; a second copy of each path cost it about
+// 80 bytes per node.
 func (s *Session) fullKept(p string) string {
 	return unique.Make(s.full(p)).Value()
 }

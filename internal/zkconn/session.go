@@ -209,6 +209,7 @@ type Session struct {
 	usableOpen    bool
 	interrupted   chan struct{} // closed by Interrupt
 	interruptOnce sync.Once
+	noMultiRead   atomic.Bool // the server answered a multiRead "unimplemented": see GetMany
 }
 
 // settleTime is the longest a reconnected session's replies wait for
@@ -272,8 +273,10 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		g := newGatedConn(newReplyGuard(&cappedConn{Conn: conn, limit: limit}, replies.limit, replies.note), conn, hadSession.Load())
+		sc := newSideConn(&cappedConn{Conn: conn, limit: limit}, replies.limit)
+		g := newGatedConn(newReplyGuard(sc, replies.limit, replies.note), conn, hadSession.Load())
 		lines.latest.Store(g)
+		lines.side.Store(sc)
 		return g, nil
 	})
 	hooks := &nodeHooks{}

@@ -1,0 +1,326 @@
+package zkconn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ZooKeeper's opcode of multiRead (3.6 and later) and its error codes
+// that GetMany tells apart.
+const (
+	opMultiRead       = 22
+	errCodeUnimpl     = -6
+	errCodeNoNode     = -101
+	errCodeNoAuth     = -102
+	errCodeBadArgs    = -8
+	errCodeConnLoss   = -4
+	errCodeSessExpire = -112
+)
+
+// multiReadOps is the most paths one multiRead carries: with an owner
+// node's data (a member id, some 50 bytes) and its stat, a reply of about
+// 32 KiB. GetMany sends its batches at once; ZooKeeper serves each in one
+// pass, where single reads of the same nodes cost it a pass each (1,000
+// owner nodes: about 3 ms in 4 batches against 80-130 ms, on an idle
+// server of this machine).
+const multiReadOps = 256
+
+// singleReaders bounds the single reads in flight when the server has no
+// multiRead.
+const singleReaders = 64
+
+// NodeData is one node's read by GetMany: its data and stat, or Err
+// (zk.ErrNoNode, zk.ErrNoAuth, or another error of the server's) and no
+// data.
+type NodeData struct {
+	Data []byte
+	Stat zk.Stat
+	Err  error
+}
+
+// GetMany reads the nodes at paths (each without the chroot, as for Get)
+// and returns their data in the same order. It sends them in batches of
+// multiReadOps in ZooKeeper's multiRead request (3.6 and later), which
+// the server answers in one pass per batch; go-zookeeper v1.0.4 has no
+// call for it, so the session writes it on its own connection (see
+// sideConn). It sets no watch. A node's own failure (no such node, no
+// read permission) is in its NodeData; err is for the request: the
+// connection failed or the session closed. The batches are not one
+// snapshot: each is consistent in itself, as a read of each node would
+// be.
+//
+// On a server that has no multiRead (it answers "unimplemented"), the
+// session remembers it and reads each node on its own, singleReaders at
+// a time. A batch whose reply is over the session's reply cap is read
+// that way too.
+func (s *Session) GetMany(paths []string) ([]NodeData, error) {
+	out := make([]NodeData, len(paths))
+	if len(paths) == 0 {
+		return out, nil
+	}
+	if !s.noMultiRead.Load() {
+		err := s.multiReadAll(paths, out)
+		if !errors.Is(err, errMultiReadUnimplemented) {
+			return out, err
+		}
+		s.noMultiRead.Store(true)
+		s.log.Info("zkconn: ZooKeeper has no multiRead (3.6 and later); reading nodes one at a time")
+	}
+	return out, s.getEach(paths, out)
+}
+
+var errMultiReadUnimplemented = errors.New("zkconn: ZooKeeper has no multiRead")
+
+// multiReadAll reads paths into out in batches, all sent at once.
+func (s *Session) multiReadAll(paths []string, out []NodeData) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for lo := 0; lo < len(paths); lo += multiReadOps {
+		hi := min(lo+multiReadOps, len(paths))
+		wg.Go(func() {
+			err := s.multiRead(paths[lo:hi], out[lo:hi])
+			if errors.Is(err, ErrReplyTooLarge) { // nodes of unusual size
+				err = s.getEach(paths[lo:hi], out[lo:hi])
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if errors.Is(err, errMultiReadUnimplemented) {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// multiRead sends one multiRead of paths and decodes its reply into out.
+// A connection that was replaced between the wait for it and the write
+// is tried once more.
+func (s *Session) multiRead(paths []string, out []NodeData) error {
+	for try := 0; ; try++ {
+		sent, err := s.await()
+		if err != nil {
+			return err
+		}
+		if s.lines.closing.Load() {
+			return ErrClosed
+		}
+		sc := s.lines.side.Load()
+		if sc == nil {
+			return errSideClosed
+		}
+		xid := nextSideXid()
+		timeout := s.timeout()
+		ch, err := sc.send(xid, encodeMultiRead(xid, s, paths), time.Now().Add(timeout))
+		if errors.Is(err, errSideClosed) && try == 0 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("zkconn: multiRead: %w", err)
+		}
+		t := time.NewTimer(timeout)
+		var r sideReply
+		select {
+		case r = <-ch:
+		case <-t.C:
+			sc.forget(xid)
+			r.err = fmt.Errorf("%w: no multiRead reply in %v", ErrTimeout, timeout)
+		case <-s.t.Dying():
+			sc.forget(xid)
+			r.err = ErrClosed
+		}
+		t.Stop()
+		if r.err != nil {
+			return fmt.Errorf("zkconn: multiRead: %w", r.err)
+		}
+		s.answeredAt(sent)
+		code, err := decodeMultiRead(r.frame, out)
+		if code == errCodeUnimpl {
+			return errMultiReadUnimplemented
+		}
+		if code != 0 {
+			return fmt.Errorf("zkconn: multiRead: %w", codeError(code))
+		}
+		if err != nil {
+			return fmt.Errorf("zkconn: multiRead: %w", err)
+		}
+		return nil
+	}
+}
+
+// getEach reads each of paths with Get, singleReaders at a time.
+func (s *Session) getEach(paths []string, out []NodeData) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		next = make(chan int)
+	)
+	for range min(singleReaders, len(paths)) {
+		wg.Go(func() {
+			for i := range next {
+				d, st, err := s.Get(paths[i])
+				switch {
+				case err == nil:
+					out[i] = NodeData{Data: d, Stat: *st}
+				case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+					out[i] = NodeData{Err: err}
+				default:
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// encodeMultiRead returns the whole request frame: its length, xid and
+// opcode, then per path a multi header (getData, not done, no error) and
+// a getData request (the path, no watch), then the done header.
+func encodeMultiRead(xid int32, s *Session, paths []string) []byte {
+	size := 4 + 4 + 4 + 9
+	for _, p := range paths {
+		size += 9 + 4 + len(s.full(p)) + 1
+	}
+	b := make([]byte, 0, size)
+	b = binary.BigEndian.AppendUint32(b, uint32(size-4))
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	b = binary.BigEndian.AppendUint32(b, opMultiRead)
+	for _, p := range paths {
+		full := s.full(p)
+		b = appendMultiHeader(b, opGetData, false, -1)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(full)))
+		b = append(b, full...)
+		b = append(b, 0) // no watch
+	}
+	return appendMultiHeader(b, -1, true, -1)
+}
+
+func appendMultiHeader(b []byte, typ int32, done bool, code int32) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(typ))
+	if done {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	return binary.BigEndian.AppendUint32(b, uint32(code))
+}
+
+// statLen is the length of an encoded stat: three zxids, two times, three
+// versions, the ephemeral owner, the data length, the child count and
+// the child zxid.
+const statLen = 68
+
+// decodeMultiRead decodes a multiRead reply frame (xid, zxid, error,
+// then per op a multi header and a getData reply or an error) into out,
+// which has one entry per op sent. It returns the reply's error code; a
+// malformed reply is an error.
+func decodeMultiRead(frame []byte, out []NodeData) (int32, error) {
+	if len(frame) < 16 {
+		return 0, fmt.Errorf("a reply of %d bytes", len(frame))
+	}
+	if code := int32(binary.BigEndian.Uint32(frame[12:16])); code != 0 {
+		return code, nil
+	}
+	b := frame[16:]
+	short := fmt.Errorf("the reply ends early (%d bytes)", len(frame))
+	for i := 0; ; i++ {
+		if len(b) < 9 {
+			return 0, short
+		}
+		typ := int32(binary.BigEndian.Uint32(b))
+		done := b[4] != 0
+		b = b[9:]
+		if done {
+			if i != len(out) {
+				return 0, fmt.Errorf("%d results for %d reads", i, len(out))
+			}
+			return 0, nil
+		}
+		if i >= len(out) {
+			return 0, fmt.Errorf("more results than the %d reads", len(out))
+		}
+		switch typ {
+		case opGetData:
+			if len(b) < 4 {
+				return 0, short
+			}
+			n := int(int32(binary.BigEndian.Uint32(b)))
+			b = b[4:]
+			var data []byte
+			if n > 0 {
+				if len(b) < n {
+					return 0, short
+				}
+				data = append([]byte(nil), b[:n]...)
+				b = b[n:]
+			}
+			if len(b) < statLen {
+				return 0, short
+			}
+			out[i] = NodeData{Data: data, Stat: decodeStat(b[:statLen])}
+			b = b[statLen:]
+		case -1:
+			if len(b) < 4 {
+				return 0, short
+			}
+			out[i] = NodeData{Err: codeError(int32(binary.BigEndian.Uint32(b)))}
+			b = b[4:]
+		default:
+			return 0, fmt.Errorf("a result of type %d", typ)
+		}
+	}
+}
+
+func decodeStat(b []byte) zk.Stat {
+	u64 := func(o int) int64 { return int64(binary.BigEndian.Uint64(b[o:])) }
+	u32 := func(o int) int32 { return int32(binary.BigEndian.Uint32(b[o:])) }
+	return zk.Stat{
+		Czxid: u64(0), Mzxid: u64(8), Ctime: u64(16), Mtime: u64(24),
+		Version: u32(32), Cversion: u32(36), Aversion: u32(40),
+		EphemeralOwner: u64(44), DataLength: u32(52), NumChildren: u32(56), Pzxid: u64(60),
+	}
+}
+
+// codeError is go-zookeeper's error for a ZooKeeper error code.
+func codeError(code int32) error {
+	switch code {
+	case errCodeNoNode:
+		return zk.ErrNoNode
+	case errCodeNoAuth:
+		return zk.ErrNoAuth
+	case errCodeBadArgs:
+		return zk.ErrBadArguments
+	case errCodeConnLoss:
+		return zk.ErrConnectionClosed
+	case errCodeSessExpire:
+		return zk.ErrSessionExpired
+	}
+	return fmt.Errorf("zkconn: ZooKeeper error code %d", code)
+}

@@ -1,0 +1,140 @@
+package zkconn_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+)
+
+// TestGetMany: GetMany returns, in order, what Get returns for each of
+// 600 nodes (three batches, under a chroot, over plain TCP and TLS, and
+// with a reply cap under a batch's reply, which reads them one by one):
+// their data (empty too) and stats, "no node" for paths that do not
+// exist and "not authorised" for a node the session may not read, while
+// go-zookeeper's own requests go on beside it on the same connection and
+// get their own replies.
+func TestGetMany(t *testing.T) {
+	for _, mode := range []string{"plain", "tls", "capped"} {
+		t.Run(mode, func(t *testing.T) {
+			c := testcluster.Shared(t)
+			chroot := "/zkconn-" + testcluster.Name(t, "many")
+			cfg := zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second}
+			switch mode {
+			case "capped": // a batch of 256 of these nodes replies about 24 KiB
+				cfg.MaxReply = 16 << 10
+			case "tls":
+				c = testcluster.SharedSecure(t)
+				tlsCfg, err := c.PKI().ClientTLS(true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Servers = []string{strings.TrimSuffix(c.ZooKeeperSecureConnect(), c.Chroot())}
+				cfg.TLS = tlsCfg
+			}
+			s, err := zkconn.Dial(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.CreateParents("/n/x"); err != nil {
+				t.Fatal(err)
+			}
+			const nodes = 600
+			var (
+				paths   []string
+				creates []any
+			)
+			for i := range nodes {
+				p := fmt.Sprintf("/n/%d", i)
+				paths = append(paths, p)
+				if i%7 != 3 { // else never created
+					data := []byte(strings.Repeat(fmt.Sprint(i), i%5))
+					creates = append(creates, &zk.CreateRequest{Path: p, Data: data, Acl: zk.WorldACL(zk.PermAll)})
+				}
+				if len(creates) == 100 || i == nodes-1 {
+					if _, err := s.Multi(creates...); err != nil {
+						t.Fatal(err)
+					}
+					creates = creates[:0]
+				}
+			}
+			secret := "/n/secret"
+			if _, err := s.Create(secret, []byte("x"), 0, zk.WorldACL(zk.PermWrite)); err != nil {
+				t.Fatal(err)
+			}
+			paths = append(paths, secret)
+
+			// go-zookeeper's requests beside GetMany's, until it is done.
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var side int
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					d, _, err := s.Get("/n/1")
+					if err != nil || string(d) != "1" {
+						t.Errorf("Get beside GetMany: %q, %v", d, err)
+						return
+					}
+					side++
+				}
+			})
+			var got []zkconn.NodeData
+			for range 5 {
+				if got, err = s.GetMany(paths); err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(stop)
+			wg.Wait()
+			t.Logf("%d Gets went beside 5 GetMany calls", side)
+			if len(got) != len(paths) {
+				t.Fatalf("%d results for %d paths", len(got), len(paths))
+			}
+			for i, p := range paths {
+				d, st, err := s.Get(p)
+				g := got[i]
+				switch {
+				case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+					if !errors.Is(g.Err, err) {
+						t.Errorf("%s: GetMany error %v; Get says %v", p, g.Err, err)
+					}
+				case err != nil:
+					t.Fatal(err)
+				case g.Err != nil:
+					t.Errorf("%s: GetMany error %v; Get read it", p, g.Err)
+				case !bytes.Equal(g.Data, d) || g.Stat != *st:
+					t.Errorf("%s: GetMany %q %+v; Get %q %+v", p, g.Data, g.Stat, d, *st)
+				}
+			}
+			if n := count(got, zk.ErrNoNode); n != nodes/7+1 {
+				t.Errorf("%d paths without a node; want %d", n, nodes/7+1)
+			}
+			if !errors.Is(got[len(got)-1].Err, zk.ErrNoAuth) {
+				t.Errorf("the unreadable node: %v; want zk.ErrNoAuth", got[len(got)-1].Err)
+			}
+		})
+	}
+}
+
+func count(got []zkconn.NodeData, err error) int {
+	n := 0
+	for _, g := range got {
+		if errors.Is(g.Err, err) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,242 @@
+package zkconn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errSideClosed: the connection a side request went out on failed or was
+// closed before its reply came; the server may or may not have read it.
+var errSideClosed = errors.New("zkconn: the connection closed before the reply")
+
+// sideXidTop is the highest xid of a side request. go-zookeeper v1.0.4
+// numbers its requests from 1 up (masked to 31 bits) and uses -1 (watch
+// events), -2 (pings), -4 (auth) and -8 (setWatches); a reply whose xid
+// is at most sideXidTop can only answer a side request.
+const sideXidTop = -1 << 16
+
+// sideConn lets the Session send requests that go-zookeeper v1.0.4 has no
+// call for (ZooKeeper 3.6's multiRead) on the session's own connection,
+// and takes their replies out of the stream before go-zookeeper reads it.
+//
+// Writes: go-zookeeper writes one whole request per Write; a side request
+// is one Write too, and a mutex keeps the two from interleaving. The
+// write deadline go-zookeeper sets is kept and restored around a side
+// request's own.
+//
+// Reads: go-zookeeper's receive goroutine (one reader at a time, the
+// connect reply first) reads through Read, which follows the framing
+// (a 4-byte length, then that many bytes: xid, zxid, error, body). A
+// frame whose xid is a side request's is read whole and handed to its
+// waiter, and Read goes on to the next frame; every other byte passes
+// unchanged. A side reply thus costs go-zookeeper nothing, and it never
+// sees one (it would only log it: it drops replies with unknown negative
+// xids).
+//
+// A side request is written only once the connect reply has passed: the
+// session exists on this connection. When the connection fails or
+// closes, every side request still waiting gets errSideClosed.
+type sideConn struct {
+	net.Conn
+	limit int // the largest side reply read; a longer one is skipped and fails its request
+
+	wmu sync.Mutex
+	wdl time.Time // go-zookeeper's write deadline, restored after a side request
+
+	mu        sync.Mutex
+	pending   map[int32]chan sideReply
+	connected bool  // the connect reply has been passed on
+	dead      error // the connection failed or closed; no side request is written
+
+	// The receive side, used by go-zookeeper's one reader at a time.
+	head  [8]byte
+	out   []byte // head bytes of a passed-on frame not yet returned
+	left  int    // bytes of a passed-on frame still to pass
+	first bool   // the connect reply (no xid) is done
+}
+
+// sideReply is a side request's reply: its frame after the length (xid,
+// zxid, error, body), or why none came.
+type sideReply struct {
+	frame []byte
+	err   error
+}
+
+var sideXids atomic.Uint32
+
+// nextSideXid returns an xid at most sideXidTop.
+func nextSideXid() int32 {
+	return sideXidTop - int32(sideXids.Add(1)&0x3fff_ffff)
+}
+
+func newSideConn(c net.Conn, limit int) *sideConn {
+	return &sideConn{Conn: c, limit: limit, pending: map[int32]chan sideReply{}}
+}
+
+// Write writes p, one go-zookeeper request, whole.
+func (c *sideConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// SetWriteDeadline sets go-zookeeper's write deadline, which a side
+// request restores after its write.
+func (c *sideConn) SetWriteDeadline(t time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wdl = t
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines; see SetWriteDeadline.
+func (c *sideConn) SetDeadline(t time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wdl = t
+	return c.Conn.SetDeadline(t)
+}
+
+// send writes req, a whole request frame whose xid is xid (from
+// nextSideXid), within the deadline, and returns where its reply will
+// come. A failed write closes the connection (part of a request may have
+// gone out; go-zookeeper reconnects).
+func (c *sideConn) send(xid int32, req []byte, deadline time.Time) (<-chan sideReply, error) {
+	ch := make(chan sideReply, 1)
+	c.mu.Lock()
+	switch {
+	case c.dead != nil:
+		c.mu.Unlock()
+		return nil, c.dead
+	case !c.connected:
+		c.mu.Unlock()
+		return nil, errSideClosed
+	}
+	c.pending[xid] = ch
+	c.mu.Unlock()
+	c.wmu.Lock()
+	err := c.Conn.SetWriteDeadline(deadline)
+	if err == nil {
+		_, err = c.Conn.Write(req)
+	}
+	_ = c.Conn.SetWriteDeadline(c.wdl)
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("%w: %w", errSideClosed, err))
+		c.Conn.Close()
+		return nil, err
+	}
+	return ch, nil
+}
+
+// forget drops the waiter of xid (its caller gave up); the reply, if it
+// comes, is still taken out of the stream.
+func (c *sideConn) forget(xid int32) {
+	c.mu.Lock()
+	delete(c.pending, xid)
+	c.mu.Unlock()
+}
+
+// fail ends the connection for side requests: every waiter gets err.
+func (c *sideConn) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead == nil {
+		c.dead = err
+	}
+	for xid, ch := range c.pending {
+		ch <- sideReply{err: c.dead}
+		delete(c.pending, xid)
+	}
+}
+
+// Close fails the side requests waiting and closes the connection.
+func (c *sideConn) Close() error {
+	c.fail(errSideClosed)
+	return c.Conn.Close()
+}
+
+// Read returns the stream's next bytes, without the side replies.
+func (c *sideConn) Read(p []byte) (int, error) {
+	n, err := c.read(p)
+	if err != nil {
+		c.fail(fmt.Errorf("%w: %w", errSideClosed, err))
+	}
+	return n, err
+}
+
+func (c *sideConn) read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		if len(c.out) > 0 {
+			n := copy(p, c.out)
+			c.out = c.out[n:]
+			return n, nil
+		}
+		if c.left > 0 {
+			n, err := c.Conn.Read(p[:min(len(p), c.left)])
+			c.left -= n
+			return n, err
+		}
+		if !c.first { // the connect reply: a length, then the reply, no xid
+			if _, err := io.ReadFull(c.Conn, c.head[:4]); err != nil {
+				return 0, err
+			}
+			c.first = true
+			c.out, c.left = c.head[:4], int(binary.BigEndian.Uint32(c.head[:4]))
+			c.mu.Lock()
+			c.connected = true
+			c.mu.Unlock()
+			continue
+		}
+		if _, err := io.ReadFull(c.Conn, c.head[:8]); err != nil {
+			return 0, err
+		}
+		size := int(binary.BigEndian.Uint32(c.head[:4]))
+		xid := int32(binary.BigEndian.Uint32(c.head[4:8]))
+		if xid > sideXidTop || size < 4 {
+			c.out, c.left = c.head[:8], size-4
+			if size < 4 {
+				c.left = 0
+			}
+			continue
+		}
+		if err := c.take(xid, size); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// take reads the rest of the side reply to xid, size bytes after its
+// length, and hands it to its waiter, if any still waits.
+func (c *sideConn) take(xid int32, size int) error {
+	c.mu.Lock()
+	ch := c.pending[xid]
+	delete(c.pending, xid)
+	c.mu.Unlock()
+	if size > c.limit || ch == nil {
+		if _, err := io.CopyN(io.Discard, c.Conn, int64(size-4)); err != nil {
+			return err
+		}
+		if ch != nil {
+			ch <- sideReply{err: fmt.Errorf("%w: a multiRead's reply is %d bytes, over the cap of %d", ErrReplyTooLarge, size, c.limit)}
+		}
+		return nil
+	}
+	frame := make([]byte, size)
+	copy(frame, c.head[4:8])
+	if _, err := io.ReadFull(c.Conn, frame[4:]); err != nil {
+		ch <- sideReply{err: fmt.Errorf("%w: %w", errSideClosed, err)}
+		return err
+	}
+	ch <- sideReply{frame: frame}
+	return nil
+}
