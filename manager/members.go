@@ -25,18 +25,27 @@ type member struct {
 }
 
 // readMembers lists the group's members (setting a child watch) and reads
-// each registration. A member whose registration is malformed, or longer
-// than this member reads (Config.ZooKeeperMaxReply), is kept with a nil
-// subscription (it is given nothing) and its error.
+// their registrations, in one multiRead (zkconn.Session.GetMany). A
+// member whose registration is malformed, or longer than this member
+// reads (Config.ZooKeeperMaxReply), is kept with a nil subscription (it
+// is given nothing) and its error.
 func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, error) {
 	ids, _, ch, err := s.ChildrenW(zkdata.IDsPath(group))
 	if err != nil {
 		return nil, nil, err
 	}
 	sort.Strings(ids)
+	paths := make([]string, len(ids))
+	for i, id := range ids {
+		paths[i] = zkdata.IDPath(group, id)
+	}
+	regs, err := s.GetMany(paths)
+	if err != nil {
+		return nil, ch, err
+	}
 	out := make([]member, 0, len(ids))
-	for _, id := range ids {
-		data, stat, err := s.Get(zkdata.IDPath(group, id))
+	for i, id := range ids {
+		data, stat, err := regs[i].Data, regs[i].Stat, regs[i].Err
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile; the watch fires again
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -108,10 +109,6 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	if !c.session.Status().HasSession {
 		return nil, errors.New("no zookeeper session")
 	}
-	members, watch, err := readMembers(c.session, c.group)
-	if err != nil {
-		return nil, fmt.Errorf("reading members: %w", err)
-	}
 	snap := c.meta.Snapshot()
 	topics := make([]string, 0, len(snap.Topics))
 	var withParts []string
@@ -123,9 +120,22 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	}
 	sort.Strings(topics)
 	sort.Strings(withParts)
-	owners, noDir, err := readOwners(c.session, c.group, withParts)
+	// The members and the owners are read at once: two round trips to
+	// ZooKeeper in all (a children list, then one multiRead, each).
+	var (
+		owners   map[TopicPartition]string
+		noDir    []string
+		ownerErr error
+		read     sync.WaitGroup
+	)
+	read.Go(func() { owners, noDir, ownerErr = readOwners(c.session, c.group, withParts) })
+	members, watch, err := readMembers(c.session, c.group)
+	read.Wait()
 	if err != nil {
-		return nil, fmt.Errorf("reading owners: %w", err)
+		return nil, fmt.Errorf("reading members: %w", err)
+	}
+	if ownerErr != nil {
+		return nil, fmt.Errorf("reading owners: %w", ownerErr)
 	}
 	if createDirs {
 		// One parent per topic, once, before any claim: claims racing to

@@ -35,8 +35,8 @@ const multiReadOps = 256
 const singleReaders = 64
 
 // NodeData is one node's read by GetMany: its data and stat, or Err
-// (zk.ErrNoNode, zk.ErrNoAuth, or another error of the server's) and no
-// data.
+// (zk.ErrNoNode, zk.ErrNoAuth, a *ReplyTooLargeError, or another error of
+// the server's) and no data.
 type NodeData struct {
 	Data []byte
 	Stat zk.Stat
@@ -179,7 +179,7 @@ func (s *Session) getEach(paths []string, out []NodeData) error {
 				switch {
 				case err == nil:
 					out[i] = NodeData{Data: d, Stat: *st}
-				case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+				case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth), errors.Is(err, ErrReplyTooLarge):
 					out[i] = NodeData{Err: err}
 				default:
 					mu.Lock()
