@@ -113,6 +113,10 @@ func (s *Session) multiReadAll(paths []string, out []NodeData) error {
 // A connection that was replaced between the wait for it and the write
 // is tried once more.
 func (s *Session) multiRead(paths []string, out []NodeData) error {
+	fulls := make([]string, len(paths))
+	for i, p := range paths {
+		fulls[i] = s.full(p)
+	}
 	for try := 0; ; try++ {
 		sent, err := s.await()
 		if err != nil {
@@ -127,7 +131,7 @@ func (s *Session) multiRead(paths []string, out []NodeData) error {
 		}
 		xid := nextSideXid()
 		timeout := s.timeout()
-		ch, err := sc.send(xid, encodeMultiRead(xid, s, paths), time.Now().Add(timeout))
+		ch, err := sc.send(xid, encodeMultiRead(xid, fulls), time.Now().Add(timeout))
 		if errors.Is(err, errSideClosed) && try == 0 {
 			continue
 		}
@@ -201,19 +205,18 @@ func (s *Session) getEach(paths []string, out []NodeData) error {
 }
 
 // encodeMultiRead returns the whole request frame: its length, xid and
-// opcode, then per path a multi header (getData, not done, no error) and
+// opcode, then per full path (chroot applied) a multi header (getData, not done, no error) and
 // a getData request (the path, no watch), then the done header.
-func encodeMultiRead(xid int32, s *Session, paths []string) []byte {
+func encodeMultiRead(xid int32, fulls []string) []byte {
 	size := 4 + 4 + 4 + 9
-	for _, p := range paths {
-		size += 9 + 4 + len(s.full(p)) + 1
+	for _, full := range fulls {
+		size += 9 + 4 + len(full) + 1
 	}
 	b := make([]byte, 0, size)
 	b = binary.BigEndian.AppendUint32(b, uint32(size-4))
 	b = binary.BigEndian.AppendUint32(b, uint32(xid))
 	b = binary.BigEndian.AppendUint32(b, opMultiRead)
-	for _, p := range paths {
-		full := s.full(p)
+	for _, full := range fulls {
 		b = appendMultiHeader(b, opGetData, false, -1)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(full)))
 		b = append(b, full...)

@@ -49,16 +49,16 @@ type sideConn struct {
 	wmu sync.Mutex
 	wdl time.Time // go-zookeeper's write deadline, restored after a side request
 
-	mu        sync.Mutex
-	pending   map[int32]chan sideReply
-	connected bool  // the connect reply has been passed on
-	dead      error // the connection failed or closed; no side request is written
+	connected atomic.Bool // the connect reply (no xid) has been passed on
+
+	mu      sync.Mutex
+	pending map[int32]chan sideReply
+	dead    error // the connection failed or closed; no side request is written
 
 	// The receive side, used by go-zookeeper's one reader at a time.
-	head  [8]byte
-	out   []byte // head bytes of a passed-on frame not yet returned
-	left  int    // bytes of a passed-on frame still to pass
-	first bool   // the connect reply (no xid) is done
+	head [8]byte
+	out  []byte // head bytes of a passed-on frame not yet returned
+	left int    // bytes of a passed-on frame still to pass
 }
 
 // sideReply is a side request's reply: its frame after the length (xid,
@@ -108,15 +108,14 @@ func (c *sideConn) SetDeadline(t time.Time) error {
 // come. A failed write closes the connection (part of a request may have
 // gone out; go-zookeeper reconnects).
 func (c *sideConn) send(xid int32, req []byte, deadline time.Time) (<-chan sideReply, error) {
+	if !c.connected.Load() {
+		return nil, errSideClosed
+	}
 	ch := make(chan sideReply, 1)
 	c.mu.Lock()
-	switch {
-	case c.dead != nil:
+	if c.dead != nil {
 		c.mu.Unlock()
 		return nil, c.dead
-	case !c.connected:
-		c.mu.Unlock()
-		return nil, errSideClosed
 	}
 	c.pending[xid] = ch
 	c.mu.Unlock()
@@ -186,15 +185,12 @@ func (c *sideConn) read(p []byte) (int, error) {
 			c.left -= n
 			return n, err
 		}
-		if !c.first { // the connect reply: a length, then the reply, no xid
+		if !c.connected.Load() { // the connect reply: a length, then the reply, no xid
 			if _, err := io.ReadFull(c.Conn, c.head[:4]); err != nil {
 				return 0, err
 			}
-			c.first = true
 			c.out, c.left = c.head[:4], int(binary.BigEndian.Uint32(c.head[:4]))
-			c.mu.Lock()
-			c.connected = true
-			c.mu.Unlock()
+			c.connected.Store(true)
 			continue
 		}
 		if _, err := io.ReadFull(c.Conn, c.head[:8]); err != nil {
@@ -203,10 +199,7 @@ func (c *sideConn) read(p []byte) (int, error) {
 		size := int(binary.BigEndian.Uint32(c.head[:4]))
 		xid := int32(binary.BigEndian.Uint32(c.head[4:8]))
 		if xid > sideXidTop || size < 4 {
-			c.out, c.left = c.head[:8], size-4
-			if size < 4 {
-				c.left = 0
-			}
+			c.out, c.left = c.head[:8], max(size-4, 0)
 			continue
 		}
 		if err := c.take(xid, size); err != nil {
