@@ -48,8 +48,8 @@
 // Config.PartitionBuffer fetched shares its Manager has not taken; a
 // Manager waiting for MaxUnacked room takes none, so its partition is left
 // out of fetch requests). The Tracker's ring grows with the messages
-// outstanding (33 bytes each: a backlog caught up with MaxUnacked 10,000
-// outstanding grows it to 16,384 slots, about 530 KB) and gives that
+// outstanding (17 bytes each: a backlog caught up with MaxUnacked 10,000
+// outstanding grows it to 16,384 slots, about 280 KB) and gives that
 // memory back: the ring shrinks when it empties after having held far
 // more than its last run needed, and the Committer releases it once the
 // partition was idle for a whole interval. Each share taken becomes one

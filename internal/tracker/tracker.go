@@ -102,25 +102,29 @@ const oversized = 4
 // and another acks (under the owner's lock), the memory they share is 8
 // bytes per message plus a bit, not a whole entry with its time.
 //
-// Memory: an entry costs 33 bytes (offset, time, bit), so a ring grown for
-// a backlog of 10,000 outstanding messages holds 16,384 slots (about 530
-// KB) and, kept, would make every partition that once caught up a backlog
+// Memory: an entry costs 17 bytes (offset, time, bit; the time is kept as
+// nanoseconds after the first delivery's, so that no array holds a pointer
+// for the garbage collector to scan or Deliver to write), so a ring grown
+// for a backlog of 10,000 outstanding messages holds 16,384 slots (about
+// 280 KB) and, kept, would make every partition that once caught up a backlog
 // that expensive. The ring therefore grows on demand (from minCapacity,
 // doubling) and shrinks back: when it empties while much larger than the
 // most it held since it last emptied (oversized times), it is dropped and
 // the next Deliver grows a new one; and [Tracker.Trim] releases it while
 // nothing is held (the partition manager calls it for idle partitions).
 type Tracker struct {
-	offs      []int64     // ring of offsets; len is 0 or a power of two
-	ats       []time.Time // delivery time of each slot's entry
-	acked     []uint64    // one bit per slot
-	head      int         // slot of the oldest entry
-	n         int         // number of entries in the ring
-	peak      int         // most entries held since the ring last emptied
-	pending   int         // number of unacked entries in the ring
-	start     int64       // start offset set by NewTracker or Reset
-	next      int64       // smallest offset Deliver accepts: start or last delivered + 1
-	delivered bool        // whether anything was delivered since NewTracker/Reset
+	offs      []int64   // ring of offsets; len is 0 or a power of two
+	ats       []int64   // delivery time of each slot's entry: nanoseconds after base
+	base      time.Time // the first delivery's time since NewTracker or Reset (hasBase)
+	hasBase   bool
+	acked     []uint64 // one bit per slot
+	head      int      // slot of the oldest entry
+	n         int      // number of entries in the ring
+	peak      int      // most entries held since the ring last emptied
+	pending   int      // number of unacked entries in the ring
+	start     int64    // start offset set by NewTracker or Reset
+	next      int64    // smallest offset Deliver accepts: start or last delivered + 1
+	delivered bool     // whether anything was delivered since NewTracker/Reset
 }
 
 // NewTracker returns an empty Tracker whose consumption starts at start, the
@@ -143,8 +147,8 @@ func (t *Tracker) Reset(start int64) {
 	if start < 0 {
 		start = 0
 	}
-	clear(t.ats) // drop time.Location references held by stale entries
 	clear(t.acked)
+	t.base, t.hasBase = time.Time{}, false
 	t.head, t.n, t.pending, t.peak = 0, 0, 0, 0
 	t.start, t.next, t.delivered = start, start, false
 }
@@ -201,7 +205,10 @@ func (t *Tracker) Deliver(offset int64, at time.Time) error {
 		t.grow()
 	}
 	i := (t.head + t.n) & (len(t.offs) - 1)
-	t.offs[i], t.ats[i] = offset, at
+	if !t.hasBase {
+		t.base, t.hasBase = at, true
+	}
+	t.offs[i], t.ats[i] = offset, int64(at.Sub(t.base))
 	t.n++
 	if t.n > t.peak {
 		t.peak = t.n
@@ -247,7 +254,6 @@ func (t *Tracker) Truncate(offset int64) error {
 		} else {
 			t.pending--
 		}
-		t.ats[i] = time.Time{}
 	}
 	t.n = keep
 	if t.n == 0 {
@@ -301,7 +307,7 @@ func (t *Tracker) grow() {
 	if size < minCapacity {
 		size = minCapacity
 	}
-	offs, ats, acked := make([]int64, size), make([]time.Time, size), make([]uint64, (size+63)/64)
+	offs, ats, acked := make([]int64, size), make([]int64, size), make([]uint64, (size+63)/64)
 	mask := len(t.offs) - 1
 	for k := 0; k < t.n; k++ {
 		i := (t.head + k) & mask
@@ -410,7 +416,7 @@ func (t *Tracker) OldestPending() (offset int64, at time.Time, ok bool) {
 	if t.n == 0 {
 		return 0, time.Time{}, false
 	}
-	return t.offs[t.head], t.ats[t.head], true
+	return t.offs[t.head], t.base.Add(time.Duration(t.ats[t.head])), true
 }
 
 // LastDelivered returns the highest offset delivered since NewTracker or the
