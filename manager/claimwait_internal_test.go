@@ -51,3 +51,32 @@ func TestClaimWaitTooLong(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimWaiterWakesLoop: a claim that finds a holder records it and
+// wakes the loop without blocking (one signal pending at most), so that an
+// unseen holder is acted on at once rather than at the loop's next
+// second; a claim that stops waiting clears the holder and wakes nobody.
+func TestClaimWaiterWakesLoop(t *testing.T) {
+	c := &Consumer{claimWaiting: make(chan struct{}, 1)}
+	sl := &slot{tp: TopicPartition{Topic: "t", Partition: 0}}
+	waiting := c.claimWaiter(sl)
+	waiting("b")
+	waiting("c") // must not block: a signal is pending already
+	if h := sl.holder.Load(); h == nil || *h != "c" || sl.waitingSince.Load() == 0 {
+		t.Fatalf("holder %v, waiting since %d; want c, set", h, sl.waitingSince.Load())
+	}
+	select {
+	case <-c.claimWaiting:
+	default:
+		t.Fatal("the loop was not woken")
+	}
+	waiting("")
+	if sl.holder.Load() != nil || sl.waitingSince.Load() != 0 {
+		t.Fatal("the wait was not cleared")
+	}
+	select {
+	case <-c.claimWaiting:
+		t.Fatal("woken for a claim that no longer waits")
+	default:
+	}
+}

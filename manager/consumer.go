@@ -83,8 +83,13 @@ type Consumer struct {
 	// sessionChanged is signalled (buffered 1) by watchHealth after the
 	// session's state changed, for the loop.
 	sessionChanged chan struct{}
-	loopDone       chan struct{} // closed when loop returns
-	loopAt         atomic.Int64  // unix nanos of the loop's last turn
+	// claimWaits is signalled (buffered 1) by a slot whose claim found
+	// the partition held by another member, so that the loop checks at
+	// once whether the plan saw that holder (claimWaitTooLong) instead of
+	// at its next second.
+	claimWaiting chan struct{}
+	loopDone     chan struct{} // closed when loop returns
+	loopAt       atomic.Int64  // unix nanos of the loop's last turn
 	// malformedTopics counts the topic nodes reported malformed.
 	malformedTopics atomic.Uint64
 
@@ -280,6 +285,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		finished: make(chan struct{}),
 
 		sessionChanged: make(chan struct{}, 1),
+		claimWaiting:   make(chan struct{}, 1),
 		loopDone:       make(chan struct{}),
 		events:         make(chan slotEvent, 1024),
 		slots:          map[TopicPartition]*slot{},

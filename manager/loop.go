@@ -106,6 +106,10 @@ func (c *Consumer) loop(regData []byte) error {
 			if c.kafka.getPhase() == phaseLeaving {
 				c.followKafka(regData, trigger)
 			}
+		case <-c.claimWaiting:
+			if c.claimWaitTooLong() {
+				trigger(CauseClaimWait)
+			}
 		case <-check.C:
 			c.followKafka(regData, trigger)
 			c.mu.Lock()
@@ -160,10 +164,10 @@ func jittered(d time.Duration) time.Duration {
 }
 
 // claimWaitTooLong reports whether the owners should be read again for a
-// claim that waits on another owner: at once (it is called once a second)
-// when the holder is not who the plan that assigned the partition saw
-// holding it, and otherwise once it has waited ClaimWaitCheck, at most
-// once per ClaimWaitCheck.
+// claim that waits on another owner: at once (it is called once a second,
+// and as soon as a claim finds a holder) when the holder is not who the
+// plan that assigned the partition saw holding it, and otherwise once it
+// has waited ClaimWaitCheck, at most once per ClaimWaitCheck.
 //
 // A holder the plan did not see took the partition after this member read
 // the owners: the two computed from different views of overlapping

@@ -171,16 +171,7 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 			return nil
 		}
 	}
-	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits,
-		func(holder string) {
-			if holder != "" {
-				sl.holder.Store(&holder)
-				sl.waitingSince.Store(time.Now().UnixNano())
-			} else {
-				sl.waitingSince.Store(0)
-				sl.holder.Store(nil)
-			}
-		})
+	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl))
 	if err != nil {
 		return nil
 	}
@@ -208,6 +199,26 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	default:
 	}
 	return cl
+}
+
+// claimWaiter is what sl's claim calls when the partition's holder (the
+// member its claim waits for) changes; "" once it no longer waits. A new
+// holder wakes the loop (claimWaiting), which reads the owners again at
+// once if the plan did not see that holder (claimWaitTooLong).
+func (c *Consumer) claimWaiter(sl *slot) func(holder string) {
+	return func(holder string) {
+		if holder == "" {
+			sl.waitingSince.Store(0)
+			sl.holder.Store(nil)
+			return
+		}
+		sl.holder.Store(&holder)
+		sl.waitingSince.Store(time.Now().UnixNano())
+		select {
+		case c.claimWaiting <- struct{}{}:
+		default: // the loop has one to read already
+		}
+	}
 }
 
 // newPartition makes sl's partition manager (not started), and in
