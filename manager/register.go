@@ -41,14 +41,50 @@ func registration(sub *subscription.Subscription, clientID, strategy string) ([]
 	}.Marshal()
 }
 
-// ensureGroupNodes creates the group's persistent nodes.
+// ensureGroupNodes creates the group's persistent nodes that are missing
+// (and /consumers above them). One multiRead reads them all; the missing
+// ones are created in one transaction, parents first, which ZooKeeper
+// writes to its log at once (one disk sync rather than one per node). A
+// member creating them at the same moment (the transaction fails on a node
+// that exists now), a missing chroot or a read refused makes it create
+// each node with its parents, one at a time.
 func ensureGroupNodes(s *zkconn.Session, group string) error {
-	for _, p := range []string{zkdata.IDsPath(group), zkdata.OwnersPath(group), zkdata.OffsetsPath(group)} {
+	paths := []string{zkdata.ConsumersRootPath, zkdata.ConsumersPath(group),
+		zkdata.IDsPath(group), zkdata.OwnersPath(group), zkdata.OffsetsPath(group)}
+	if createMissing(s, paths) == nil {
+		return nil
+	}
+	for _, p := range paths[2:] {
 		if err := s.CreateParents(p); err != nil {
 			return fmt.Errorf("manager: creating %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// createMissing creates, in one transaction, the nodes of paths (parents
+// before children) that a multiRead finds missing; nil when none is
+// missing or the transaction succeeded.
+func createMissing(s *zkconn.Session, paths []string) error {
+	got, err := s.GetMany(paths)
+	if err != nil {
+		return err
+	}
+	var ops []any
+	for i, nd := range got {
+		switch {
+		case nd.Err == nil:
+		case errors.Is(nd.Err, zk.ErrNoNode):
+			ops = append(ops, &zk.CreateRequest{Path: paths[i]})
+		default:
+			return nd.Err
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	_, err = s.Multi(ops...)
+	return err
 }
 
 // register creates this member's ephemeral ids node under the current
