@@ -135,11 +135,22 @@ type Config struct {
 	RebalanceDelay time.Duration
 	// JoinSettle delays a new member's first assignment, so that members
 	// started together see each other before claiming anything (instead
-	// of the first claiming every partition and handing most back).
+	// of the first claiming every partition and handing some back).
 	// Meanwhile the member opens the fetchers of the partitions it would
 	// get if the group stayed as it is and nobody owns (nothing is handed
-	// out before the claim), so the settle costs little more than sarama's
-	// own start-up of those fetchers. Default 100 ms; 0 skips both.
+	// out before the claim), so the settle costs little more than their
+	// start-up.
+	//
+	// Default 0: no settle, no prefetch; the first assignment is computed
+	// as soon as the member is registered, as Kafka's group coordinator
+	// does with group.initial.rebalance.delay.ms=0 (the value of Kafka's
+	// shipped configs). Members started at the same moment mostly see each
+	// other anyway, since each registers before it reads the members; when
+	// one claimed first, the partitions it must give up move in a clean
+	// rebalance (drained and committed, nothing handed out twice) within
+	// about RebalanceDelay plus their drain. Set it (100 ms to a few
+	// seconds) when members that start together must not move partitions
+	// at all: every new member then waits that long for its first message.
 	JoinSettle time.Duration
 	// ClaimWaitCheck: when a partition this member should own is still
 	// held by another member after this long, the owners are read again
@@ -261,7 +272,7 @@ func NewConfig() *Config {
 		OffsetStorage:    StorageKafka,
 		Partition:        PartitionConfig(partition.NewConfig()),
 		RebalanceDelay:   50 * time.Millisecond,
-		JoinSettle:       100 * time.Millisecond,
+		JoinSettle:       0,
 		ClaimWaitCheck:   15 * time.Second,
 		UnownedCheck:     10 * time.Second,
 		MetadataResync:   60 * time.Second,
