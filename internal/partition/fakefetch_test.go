@@ -92,6 +92,28 @@ func (f *fakeFetcher) produce(p int32, from int64, n, slab int) {
 	}
 }
 
+// produceDeltas appends to partition p's log one record batch whose
+// records sit at these offset deltas (increasing, the first 0) from the
+// log's end, as compaction leaves a batch; the log ends after the last.
+func (f *fakeFetcher) produceDeltas(p int32, deltas []int64) {
+	f.mu.Lock()
+	l := f.logs[p]
+	last := deltas[len(deltas)-1]
+	b := &sarama.RecordBatch{FirstOffset: l.end, LastOffsetDelta: int32(last), FirstTimestamp: time.Unix(1e9, 0),
+		Records: make([]*sarama.Record, len(deltas))}
+	for i, d := range deltas {
+		b.Records[i] = &sarama.Record{OffsetDelta: d, Key: []byte("k"), Value: []byte{byte(d)}}
+	}
+	l.batches = append(l.batches, b)
+	l.end += last + 1
+	l.shares = append(l.shares, fetch.RecordsOf("t", p, l.block(b), b.FirstOffset))
+	fp := f.open[p]
+	f.mu.Unlock()
+	if fp != nil {
+		fp.signal()
+	}
+}
+
 // truncate moves partition p's log start to start (retention).
 func (f *fakeFetcher) truncate(p int32, start int64) {
 	f.mu.Lock()

@@ -419,3 +419,40 @@ func TestManagerTakesNoMoreWhileFull(t *testing.T) {
 	}
 	_ = m.Stop(false)
 }
+
+// TestManagerCompactedShares: shares with gaps in their offsets (a
+// compacted log) and shares without (tracked as a run in one call) are
+// handed out whole and in order, MaxUnacked at a time, and acked through
+// to a commit after the last offset.
+func TestManagerCompactedShares(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	cfg := NewConfig()
+	cfg.MaxUnacked = 3
+	m, store, _, out := setupBatches(t, 0, cfg, func(p *Params) {
+		f := fakeOf(*p)
+		f.produceDeltas(0, []int64{0, 2, 3, 7}) // 5, 7, 8, 12
+		f.produce(0, 13, 4, 4)                  // 13..16
+		f.produceDeltas(0, []int64{0, 1, 5})    // 17, 18, 22
+	})
+	var got []int64
+	want := []int64{5, 7, 8, 12, 13, 14, 15, 16, 17, 18, 22}
+	for len(got) < len(want) {
+		b := recvBatch(t, out)
+		if b.Len() > 3 {
+			t.Fatalf("a batch of %d with MaxUnacked 3", b.Len())
+		}
+		got = append(got, offsetsOf(b)...)
+		if r := b.Ack(); r != AckOK {
+			t.Fatalf("Ack of %v: %v", offsetsOf(b), r)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("handed out %v, want %v", got, want)
+	}
+	if err := m.Stop(true); err != nil {
+		t.Fatal(err)
+	}
+	if c := store.get(0); c != 23 {
+		t.Errorf("committed %d after the last offset acked, want 23", c)
+	}
+}

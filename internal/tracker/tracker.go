@@ -219,6 +219,46 @@ func (t *Tracker) Deliver(offset int64, at time.Time) error {
 	return nil
 }
 
+// DeliverRun records that the n messages at offsets first, first+1, ...,
+// first+n-1 were handed to the application at time at: what n calls of
+// Deliver would record, in one call and without an error check per
+// offset. first must be >= the start offset and greater than the last
+// delivered offset, and first+n-1 <= MaxOffset; otherwise DeliverRun
+// returns a *DeliverError (its Offset is first) wrapping ErrOutOfOrder
+// or ErrAboveMax and changes nothing. n < 1 changes nothing. O(n); does
+// not allocate unless the ring must grow. Not safe for concurrent use;
+// never blocks.
+func (t *Tracker) DeliverRun(first int64, n int, at time.Time) error {
+	if n < 1 {
+		return nil
+	}
+	if first > MaxOffset || int64(n-1) > MaxOffset-first {
+		return t.deliverError(first, ErrAboveMax)
+	}
+	if first < t.next {
+		return t.deliverError(first, ErrOutOfOrder)
+	}
+	for t.n+n > len(t.offs) {
+		t.grow()
+	}
+	if !t.hasBase {
+		t.base, t.hasBase = at, true
+	}
+	d := int64(at.Sub(t.base))
+	mask := len(t.offs) - 1
+	i := (t.head + t.n) & mask
+	for k := range int64(n) {
+		t.offs[i], t.ats[i] = first+k, d
+		i = (i + 1) & mask
+	}
+	t.n += n
+	t.peak = max(t.peak, t.n)
+	t.pending += n
+	t.next = first + int64(n)
+	t.delivered = true
+	return nil
+}
+
 func (t *Tracker) deliverError(offset int64, err error) error {
 	e := &DeliverError{Offset: offset, Start: t.start, HasLast: t.delivered, Err: err}
 	if t.delivered {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// FuzzTracker drives random Deliver/Ack/Reset/Truncate/Trim/Advance sequences decoded from the fuzz
+// FuzzTracker drives random Deliver/DeliverRun/Ack/Reset/Truncate/Trim/Advance sequences decoded from the fuzz
 // input and checks them against refModel after every call: Committable never
 // decreases (except across Reset), never exceeds the first unacked delivered
 // offset and matches the reference, Pending/Outstanding/LastDelivered/
@@ -41,8 +41,10 @@ func FuzzTracker(f *testing.F) {
 				next = satAdd(last, 1)
 			}
 			switch op % 16 {
-			case 0, 1, 2, 3, 4, 5: // in-order delivery, small gap
+			case 0, 1, 2, 3, 4: // in-order delivery, small gap
 				c.deliver(satAdd(next, int64(arg%4)), now)
+			case 5: // a run of up to 63 offsets (none when 0), small gap
+				c.deliverRun(satAdd(next, int64(arg%4)), int(arg/4), now)
 			case 6, 7: // absolute offset from 8 bytes (arg is the first)
 				var b [8]byte
 				b[0] = arg

@@ -435,6 +435,24 @@ func (r *refModel) deliver(off int64, t time.Time) bool {
 	return true
 }
 
+// deliverRun accepts first..first+n-1 whole, as deliver would one by one,
+// or nothing.
+func (r *refModel) deliverRun(first int64, n int, t time.Time) bool {
+	if n < 1 {
+		return true
+	}
+	if first > math.MaxInt64-1 || first < r.start || int64(n-1) > math.MaxInt64-1-first {
+		return false
+	}
+	if l, ok := r.last(); ok && first <= l {
+		return false
+	}
+	for k := range int64(n) {
+		r.deliver(first+k, t)
+	}
+	return true
+}
+
 func (r *refModel) ack(off int64) AckResult {
 	found := false
 	for _, o := range r.delivered {
@@ -514,6 +532,22 @@ func (c *checker) deliver(off int64, t time.Time) {
 		}
 	}
 	c.check("Deliver")
+}
+
+func (c *checker) deliverRun(first int64, n int, t time.Time) {
+	c.ops++
+	err := c.tr.DeliverRun(first, n, t)
+	ok := c.ref.deliverRun(first, n, t)
+	if ok != (err == nil) {
+		c.tb.Fatalf("op %d: DeliverRun(%d, %d) = %v, reference accepts=%v", c.ops, first, n, err, ok)
+	}
+	if err != nil {
+		var de *DeliverError
+		if !errors.As(err, &de) || !(errors.Is(err, ErrOutOfOrder) || errors.Is(err, ErrAboveMax)) || de.Offset != first {
+			c.tb.Fatalf("op %d: DeliverRun(%d, %d) returned unexpected error %#v", c.ops, first, n, err)
+		}
+	}
+	c.check("DeliverRun")
 }
 
 func (c *checker) ack(off int64) {
@@ -978,5 +1012,73 @@ func TestOldestPendingTimes(t *testing.T) {
 	}
 	if _, at, _ := tr.OldestPending(); !at.Equal(wall) {
 		t.Fatalf("after Reset: OldestPending time %v, want %v", at, wall)
+	}
+}
+
+// TestDeliverRun: a run delivered in one call leaves the tracker as the
+// same offsets delivered one by one do (acks, commits and times
+// included), across the ring's growth and wrap-around; a run that starts
+// out of order or ends above MaxOffset changes nothing.
+func TestDeliverRun(t *testing.T) {
+	one, run := NewTracker(5), NewTracker(5)
+	at := t0
+	first := int64(5)
+	for i, n := range []int{1, 3, 40, 0, 200, 7} {
+		at = at.Add(time.Second)
+		for k := range int64(n) {
+			if err := one.Deliver(first+k, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := run.DeliverRun(first, n, at); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		first += int64(n) + 2 // a gap, as compaction leaves
+		// Ack the older half of what is pending, so that the ring wraps.
+		for k, off := 0, one.Committable(); k < one.Pending()/2; off++ {
+			if r1, r2 := one.Ack(off), run.Ack(off); r1 != r2 {
+				t.Fatalf("Ack(%d) = %v by one, %v by run", off, r1, r2)
+			} else if r1 == AckOK {
+				k++
+			}
+		}
+		if one.Committable() != run.Committable() || one.Pending() != run.Pending() || one.Outstanding() != run.Outstanding() {
+			t.Fatalf("run %d: committable %d/%d, pending %d/%d, outstanding %d/%d (one by one / run)", i,
+				one.Committable(), run.Committable(), one.Pending(), run.Pending(), one.Outstanding(), run.Outstanding())
+		}
+		o1, a1, ok1 := one.OldestPending()
+		o2, a2, ok2 := run.OldestPending()
+		if o1 != o2 || !a1.Equal(a2) || ok1 != ok2 {
+			t.Fatalf("run %d: OldestPending %d %v %v, run %d %v %v", i, o1, a1, ok1, o2, a2, ok2)
+		}
+		l1, _ := one.LastDelivered()
+		l2, _ := run.LastDelivered()
+		if l1 != l2 {
+			t.Fatalf("run %d: LastDelivered %d, run %d", i, l1, l2)
+		}
+	}
+	last, _ := run.LastDelivered()
+	before := run.Outstanding()
+	for _, c := range []struct {
+		first int64
+		n     int
+		err   error
+	}{
+		{last, 2, ErrOutOfOrder},
+		{4, 1, ErrOutOfOrder},
+		{MaxOffset - 1, 3, ErrAboveMax},
+		{MaxOffset + 1, 1, ErrAboveMax},
+	} {
+		err := run.DeliverRun(c.first, c.n, at)
+		var de *DeliverError
+		if !errors.Is(err, c.err) || !errors.As(err, &de) || de.Offset != c.first {
+			t.Errorf("DeliverRun(%d, %d) = %v, want %v naming %d", c.first, c.n, err, c.err, c.first)
+		}
+	}
+	if l, _ := run.LastDelivered(); l != last || run.Outstanding() != before {
+		t.Errorf("refused runs changed the tracker: last %d (was %d), outstanding %d (was %d)", l, last, run.Outstanding(), before)
+	}
+	if err := run.DeliverRun(MaxOffset-1, 2, at); err != nil {
+		t.Errorf("a run ending at MaxOffset: %v", err)
 	}
 }
