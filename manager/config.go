@@ -138,19 +138,19 @@ type Config struct {
 	// of the first claiming every partition and handing some back).
 	// Meanwhile the member opens the fetchers of the partitions it would
 	// get if the group stayed as it is and nobody owns (nothing is handed
-	// out before the claim), so the settle costs little more than their
-	// start-up.
+	// out before the claim), so that their start-up overlaps the settle.
 	//
 	// Default 0: no settle, no prefetch; the first assignment is computed
 	// as soon as the member is registered, as Kafka's group coordinator
-	// does with group.initial.rebalance.delay.ms=0 (the value of Kafka's
-	// shipped configs). Members started at the same moment mostly see each
-	// other anyway, since each registers before it reads the members; when
-	// one claimed first, the partitions it must give up move in a clean
-	// rebalance (drained and committed, nothing handed out twice) within
-	// about RebalanceDelay plus their drain. Set it (100 ms to a few
-	// seconds) when members that start together must not move partitions
-	// at all: every new member then waits that long for its first message.
+	// does with group.initial.rebalance.delay.ms=0 (the server.properties
+	// Kafka ships sets 0; its built-in default is 3 s). Members started at
+	// the same moment mostly see each other anyway, since each registers
+	// before it reads the members; when one claimed first, the partitions
+	// it must give up move in a clean rebalance (drained and committed,
+	// nothing handed out twice) within about RebalanceDelay plus their
+	// drain. Set it (100 ms to a few seconds) so that members started
+	// within that time of each other move nothing: every new member then
+	// waits that long before its first message.
 	JoinSettle time.Duration
 	// ClaimWaitCheck: when a partition this member should own is still
 	// held by another member after this long, the owners are read again

@@ -117,8 +117,8 @@
 //   - OnAssigned: the partitions a rebalance gave this member, once it
 //     holds their claims (owner nodes) and before the first message of any
 //     of them is handed out: they start delivering when it returns (the
-//     partitions' fetchers start then too, unless opened ahead at the
-//     member's first assignment). A claim waits for the previous owner to
+//     partitions' fetchers start then too, unless opened ahead during
+//     Config.JoinSettle before the member's first assignment). A claim waits for the previous owner to
 //     release the partition, which it does after its OnRevoked returned:
 //     the next owner's OnAssigned comes after the previous owner's
 //     OnRevoked. The partitions claimed wait at most Config.ClaimWaitCheck
