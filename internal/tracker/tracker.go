@@ -232,11 +232,14 @@ func (t *Tracker) DeliverRun(first int64, n int, at time.Time) error {
 	if n < 1 {
 		return nil
 	}
-	if first > MaxOffset || int64(n-1) > MaxOffset-first {
+	if first > MaxOffset {
 		return t.deliverError(first, ErrAboveMax)
 	}
 	if first < t.next {
 		return t.deliverError(first, ErrOutOfOrder)
+	}
+	if int64(n-1) > MaxOffset-first { // first >= t.next >= 0 here: no overflow
+		return t.deliverError(first, ErrAboveMax)
 	}
 	for t.n+n > len(t.offs) {
 		t.grow()

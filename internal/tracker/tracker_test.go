@@ -1066,6 +1066,7 @@ func TestDeliverRun(t *testing.T) {
 	}{
 		{last, 2, ErrOutOfOrder},
 		{4, 1, ErrOutOfOrder},
+		{-5, 3, ErrOutOfOrder},
 		{MaxOffset - 1, 3, ErrAboveMax},
 		{MaxOffset + 1, 1, ErrAboveMax},
 	} {
