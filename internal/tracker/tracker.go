@@ -195,28 +195,7 @@ func (t *Tracker) emptied() {
 // not allocate unless the ring must grow. Not safe for concurrent use; never
 // blocks.
 func (t *Tracker) Deliver(offset int64, at time.Time) error {
-	if offset > MaxOffset {
-		return t.deliverError(offset, ErrAboveMax)
-	}
-	if offset < t.next {
-		return t.deliverError(offset, ErrOutOfOrder)
-	}
-	if t.n == len(t.offs) {
-		t.grow()
-	}
-	i := (t.head + t.n) & (len(t.offs) - 1)
-	if !t.hasBase {
-		t.base, t.hasBase = at, true
-	}
-	t.offs[i], t.ats[i] = offset, int64(at.Sub(t.base))
-	t.n++
-	if t.n > t.peak {
-		t.peak = t.n
-	}
-	t.pending++
-	t.next = offset + 1
-	t.delivered = true
-	return nil
+	return t.DeliverRun(offset, 1, at)
 }
 
 // DeliverRun records that the n messages at offsets first, first+1, ...,
