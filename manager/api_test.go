@@ -686,6 +686,7 @@ func TestExamples(t *testing.T) {
 		{"merged", runMerged},
 		{"partitions", runPartitions},
 		{"batches", runBatches},
+		{"messages", runMessages},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 3)

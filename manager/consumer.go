@@ -74,8 +74,11 @@ type Consumer struct {
 	partitions chan *PartitionStream
 	errors     chan error
 	// finished is closed once everything stopped and the channels were
-	// closed (finish).
+	// closed (finish); ended just before the channels are closed, once
+	// closeErr is final (Err).
 	finished chan struct{}
+	ended    chan struct{}
+	fwd      forwarder // feeds Messages()
 
 	t       tomb.Tomb
 	slotsWG sync.WaitGroup
@@ -283,6 +286,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		batches:  make(chan *partition.Batch),
 		errors:   make(chan error, cfg.ErrorsBufferSize),
 		finished: make(chan struct{}),
+		ended:    make(chan struct{}),
 
 		sessionChanged: make(chan struct{}, 1),
 		claimWaiting:   make(chan struct{}, 1),
@@ -298,6 +302,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if cfg.Mode == ModePartitions {
 		c.partitions = make(chan *PartitionStream, 1024)
 	}
+	c.fwd.cond.L = &c.fwd.mu
 	ok := false
 	defer func() {
 		if !ok {
@@ -533,12 +538,16 @@ func (c *Consumer) finish() {
 	}
 	c.slotsWG.Wait()
 	c.closeResources()
+	c.closeErr = err
+	close(c.ended)
+	// In this order: Messages() (its forwarder ends once the batches are
+	// closed), then Errors(), then Done().
 	close(c.batches)
+	c.fwd.stop()
 	close(c.errors)
 	if c.partitions != nil {
 		close(c.partitions)
 	}
-	c.closeErr = err
 	close(c.finished)
 }
 

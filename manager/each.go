@@ -25,8 +25,8 @@ var ErrMode = errors.New("manager: method does not apply to Config.Mode")
 //	}
 //
 // The loop ends when ctx ends or the consumer stops (Close, Interrupt, or
-// a failure that Close then returns); in ModePartitions it yields ErrMode
-// once and ends. Messages are fetched ahead, a batch per partition at a
+// a failure); a failure is yielded last (the error Close returns, also
+// from Err). In ModePartitions it yields ErrMode once and ends. Messages are fetched ahead, a batch per partition at a
 // time, and handed out one by one in the caller's goroutine: before each
 // message its partition is checked, so that nothing is yielded once its
 // partition was revoked or lost (the rest of that batch is abandoned: a
@@ -42,7 +42,20 @@ func (c *Consumer) Each(ctx context.Context) iter.Seq2[*Message, error] {
 	if c.cfg.Mode != ModeMerged {
 		return modeErr[*Message]()
 	}
-	return eachBatch(ctx, c.batches, &c.eachRest)
+	loop := eachBatch(ctx, c.batches, &c.eachRest)
+	return func(yield func(*Message, error) bool) {
+		left := false
+		loop(func(m *Message, err error) bool {
+			left = !yield(m, err)
+			return !left
+		})
+		if left || ctx.Err() != nil {
+			return
+		}
+		if err := c.Err(); err != nil { // the consumer stopped on a failure
+			yield(nil, err)
+		}
+	}
 }
 
 // Each is Consumer.Each for this partition: the loop ends when ctx ends

@@ -252,6 +252,7 @@ type joinOpts struct {
 	shuffle   bool          // ack in random order (batches of up to 50)
 	configure func(*manager.Config)
 	zk        string // connect string to use instead of the cluster's (a fault proxy)
+	messages  bool   // receive from Consumer.Messages instead of ranging over Each
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -290,6 +291,9 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 		rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
 		h := &heldAcks{rng: rng, ack: func(m *manager.Message) { cons.Ack(m) }}
 		src := eachSource(t, cons.Each)
+		if o.messages {
+			src = chanSource(cons.Messages())
+		}
 		for {
 			m, ok := h.next(src)
 			if !ok {

@@ -256,6 +256,7 @@ func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partiti
 			c.eachRest.abandonOf(pm)
 		}
 	}
+	params.Halted = func() { c.fwd.halted(pmOf.Load()) }
 	pm, err := partition.New(params)
 	if err != nil {
 		c.report(err)

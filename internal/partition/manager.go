@@ -52,6 +52,11 @@ type Params struct {
 	// the drain waits for acks: the place to abandon what was handed out in
 	// a batch but never reached the user (Consumer.Each's leftovers).
 	BeforeDrain func()
+	// Halted, optional, is called by every Stop, with or without drain,
+	// once nothing more is handed out (halt is closed), before the drain
+	// and before Stop returns: the place to wait for a hand-off of one of
+	// the manager's messages under way elsewhere (Consumer.Messages).
+	Halted func()
 	// Prefetched, optional, is this partition's Fetch opened before the
 	// claim (see Prefetched). The Manager owns it from Start on, also
 	// when Start fails.
@@ -701,6 +706,9 @@ func (m *Manager) Stop(drain bool) error {
 				m.p.Prefetched.close()
 			}
 		})
+		if m.p.Halted != nil {
+			m.p.Halted()
+		}
 		var errs []error
 		if drain {
 			if m.p.BeforeDrain != nil {

@@ -75,3 +75,11 @@ func (b *Batch) abandonFrom(i int) {
 		b.owner.Abandon(msg.Offset)
 	}
 }
+
+// Watch returns what a hand-off of b's messages that blocks must watch
+// after Pass said PassOK: halt, closed once b's manager stops or loses
+// the partition, and suspended, closed when the session's suspension
+// begins (as Pass last saw it). owner identifies b's manager.
+func (b *Batch) Watch() (owner *Manager, halt, suspended <-chan struct{}) {
+	return b.owner, b.owner.halt, b.suspended
+}
