@@ -302,7 +302,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if cfg.Mode == ModePartitions {
 		c.partitions = make(chan *PartitionStream, 1024)
 	}
-	c.fwd.cond.L = &c.fwd.mu
 	ok := false
 	defer func() {
 		if !ok {

@@ -23,12 +23,15 @@
 // With the defaults this is the fast path: messages are fetched a batch
 // per partition at a time and handed over one by one in the caller's
 // goroutine, each checked against its partition's ownership first.
-// Other forms, where they pay for themselves: Poll hands out a batch at a
-// time (one partition's messages, acked as a whole with Batch.Ack); with
-// Config.Mode = ModePartitions, EachPartition hands out a stream per
+// Other forms: Messages is the same stream as a channel, the shape of the
+// old ZooKeeper consumers' API (a select over Messages(), Errors() and a
+// shutdown signal; Ack, Interrupt, Close as there); Poll hands out a batch
+// at a time (one partition's messages, acked as a whole with Batch.Ack);
+// with Config.Mode = ModePartitions, EachPartition hands out a stream per
 // owned partition, each consumed by a goroutine of its own (a slow
 // partition then holds up only itself). A method of the other mode
-// returns (or yields) ErrMode.
+// returns (or yields) ErrMode; Messages then returns a closed channel and
+// reports ErrMode on Errors() and from Err.
 //
 // The ZooKeeper layout is Kafka's own:
 //
@@ -79,7 +82,11 @@
 // when the process froze (the application goes on processing it after the
 // pause). Each and PartitionStream.Each read the clock in the caller's
 // goroutine before every message; Poll hands out a whole batch at once,
-// checked when it was handed out.
+// checked when it was handed out. Messages holds up to MessagesBuffer (16)
+// messages ahead of its receiver, each checked when it was put in; they are
+// taken back when a suspension begins or their partition stops, but after
+// a freeze the receiver, waking with the process, may take those 16 before
+// any goroutine noticed that the lease had ended.
 //
 // Kafka reachability: a member that no broker answered for
 // Config.KafkaUnreachableTimeout (default the session timeout), or that

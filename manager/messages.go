@@ -22,35 +22,36 @@ import (
 // receiving until the channel is closed.
 //
 // Contract:
-//   - Unbuffered: a message is offered only while its partition is owned,
-//     the lease holds and the session is not suspended, checked on the
-//     clock before each offer as Each does; an offer is withdrawn when the
-//     partition is revoked or lost (the message and the rest of its batch
-//     go to the next owner, none is skipped) and held while the session is
-//     suspended (offered again once it is healthy). No message of a
-//     partition is received after that partition's OnRevoked or OnLost
-//     began: its Stop waits for an offer under way to be taken or withdrawn.
-//     A received message counts as handed out: a revoke's drain waits for
-//     its ack (up to PartitionConfig.DrainTimeout), so a clean handoff
-//     delivers nothing twice.
+//   - Up to MessagesBuffer messages wait in the channel ahead of the
+//     receiver, each put in only while its partition was owned, the lease
+//     held and the session was not suspended (checked on the clock, as
+//     Each does). When a suspension begins, what the receiver has not taken
+//     is taken back and offered again once the session is healthy; when a
+//     partition is revoked or lost, its messages not yet taken are taken
+//     back and abandoned (they go to the next owner; none is skipped), and
+//     its Stop waits for that: no message of a partition is received after
+//     its OnRevoked or OnLost began. A received message counts as handed
+//     out: a revoke's drain waits for its ack (up to
+//     PartitionConfig.DrainTimeout), so a clean handoff delivers nothing
+//     twice. Each partition's messages come in offset order.
 //   - Closed exactly once, by the consumer, once it stopped (Close,
 //     Interrupt, a failure) and every partition was drained, committed and
 //     stopped; then Errors() is closed, then Done(). Never closed before.
 //     Err reports why it closed.
 //   - Nobody reading: the partitions stop fetching once MaxUnacked messages
 //     or their fetch buffers are outstanding, and nothing is lost; Close
-//     does not wait for a reader (what is offered is withdrawn, what was
-//     received and not acked is waited for up to DrainTimeout).
+//     does not wait for a reader (what was not taken is taken back; what
+//     was received and not acked is waited for up to DrainTimeout).
 //   - The first call starts the one goroutine that feeds it (owned by the
 //     consumer, ended before Close returns); every call returns the same
 //     channel. Each and Poll take from the same batches: use one of them.
 //   - In ModePartitions the channel is closed at once, ErrMode is
 //     reported on Errors(), and Err returns ErrMode.
 //
-// What no check covers: the message on offer when the process froze is
-// received as soon as the process wakes, before any goroutine noticed
-// that the lease ended; it is at most one message, the same exposure as a
-// message Each yielded just before the freeze (see the package doc).
+// What no check covers: after a freeze of the process (a pause, SIGSTOP)
+// the receiver may take the messages waiting in the channel, at most
+// MessagesBuffer, before any goroutine noticed that the lease ended (see
+// the package doc).
 func (c *Consumer) Messages() <-chan *Message {
 	return c.fwd.channel(c)
 }
@@ -75,21 +76,51 @@ func (c *Consumer) Err() error {
 	}
 }
 
-// forwarder feeds Consumer.Messages from the consumer's batches, one
-// message at a time, on an unbuffered channel.
+// MessagesBuffer is how many messages Messages may hold ahead of its
+// receiver. Each was checked against its partition's ownership and the
+// lease when it was put in; a handoff through a buffer of this size costs
+// a fraction of an unbuffered one's, which parks a goroutine per message.
+const MessagesBuffer = 16
+
+// forwarder feeds Consumer.Messages from the consumer's batches on a
+// channel of MessagesBuffer. It is the channel's only sender, so it can
+// take back what the receiver has not taken yet: everything, when the
+// session's suspension begins (offered again once it is healthy), and at
+// a partition's Stop (its messages abandoned, the others offered again in
+// order).
 type forwarder struct {
 	mu      sync.Mutex
-	cond    sync.Cond // signalled when offering changes (under mu)
 	out     chan *Message
 	started bool
 	stopped bool // the batches were closed: nothing more to forward
 	modeErr bool // Messages was called in ModePartitions
 	done    chan struct{}
-	// offering is the partition manager whose batch the forwarder is
-	// handing out, nil between batches (under mu). Set before each batch's
-	// first Pass: a Stop that finds it unset after its halt was closed
-	// knows that no Pass of the forwarder can say PassOK for it any more.
-	offering *partition.Manager
+	// purges are the Stops waiting for their partition's messages to be
+	// taken back (under mu); wake tells the forwarder (buffered 1), and
+	// cancel ends a Pass waiting on a suspended session.
+	purges []purge
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// The forwarder goroutine's own: what may still be in out (the last
+	// len(out) of them are), and what was taken back, to be offered again
+	// before anything else.
+	inflight []entry
+	pending  []entry
+}
+
+// entry is a message of a batch, by index; with rest, the messages of
+// the batch from it on.
+type entry struct {
+	b    *partition.Batch
+	i    int
+	rest bool
+}
+
+type purge struct {
+	pm   *partition.Manager
+	done chan struct{}
 }
 
 // channel returns the Messages channel, starting the forwarder on the
@@ -100,7 +131,7 @@ func (f *forwarder) channel(c *Consumer) <-chan *Message {
 	if f.out != nil {
 		return f.out
 	}
-	f.out = make(chan *Message)
+	f.out = make(chan *Message, MessagesBuffer)
 	switch {
 	case c.cfg.Mode != ModeMerged:
 		f.modeErr = true
@@ -114,6 +145,8 @@ func (f *forwarder) channel(c *Consumer) <-chan *Message {
 	default:
 		f.started = true
 		f.done = make(chan struct{})
+		f.wake = make(chan struct{}, 1)
+		f.ctx, f.cancel = context.WithCancel(context.Background())
 		go f.run(c.batches)
 	}
 	return f.out
@@ -128,60 +161,186 @@ func (f *forwarder) stop() {
 	f.mu.Unlock()
 	if started {
 		<-f.done
+		f.cancel()
 	}
 }
 
-// halted is every partition manager's Params.Halted: it returns once no
-// offer of pm's messages is under way, so that none is received after it.
+// halted is every partition manager's Params.Halted, called once pm's halt
+// is closed: it returns once no message of pm is in the channel or on its
+// way there (those not received were abandoned), so that none is received
+// after it.
 func (f *forwarder) halted(pm *partition.Manager) {
 	f.mu.Lock()
-	for f.offering == pm && pm != nil {
-		f.cond.Wait()
+	if !f.started || f.stopped || pm == nil {
+		f.mu.Unlock()
+		return
 	}
+	p := purge{pm: pm, done: make(chan struct{})}
+	f.purges = append(f.purges, p)
+	cancel := f.cancel
 	f.mu.Unlock()
-}
-
-func (f *forwarder) setOffering(pm *partition.Manager) {
-	f.mu.Lock()
-	f.offering = pm
-	f.mu.Unlock()
-	if pm == nil {
-		f.cond.Broadcast()
+	cancel()
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
+	<-p.done
 }
 
 // run forwards every batch's messages until src is closed, then closes out.
 func (f *forwarder) run(src <-chan *partition.Batch) {
 	defer close(f.done)
 	defer close(f.out)
-	ctx := context.Background() // Pass waits on halt, not on a context
-	for b := range src {
-		f.forward(ctx, b)
+	var suspended <-chan struct{} // as the last PassOK saw it
+	for {
+		for len(f.pending) > 0 {
+			e := f.pending[0]
+			f.pending = f.pending[1:]
+			f.forward(e, &suspended)
+		}
+		select {
+		case b, ok := <-src:
+			if !ok {
+				return // every partition stopped: nothing is left in out
+			}
+			f.forward(entry{b: b, rest: true}, &suspended)
+		case <-f.wake:
+			f.serve()
+		case <-suspended:
+			suspended = nil
+			f.takeBack()
+		}
 	}
 }
 
-// forward offers b's messages one by one, each once Pass allowed it.
-func (f *forwarder) forward(ctx context.Context, b *partition.Batch) {
-	pm, halt, _ := b.Watch()
-	f.setOffering(pm)
-	defer f.setOffering(nil)
-	for i := 0; i < len(b.Messages); {
-		if b.Pass(ctx, i) != partition.PassOK {
-			return // stopped or lost (the rest was abandoned), or a seek
+// forward offers e's message (and with e.rest the rest of its batch), each
+// once Pass allowed it. When it must stop to take back what is in out (a
+// suspension, a Stop waiting), it puts what is left of e first in pending,
+// behind what it takes back, and returns.
+func (f *forwarder) forward(e entry, suspended *<-chan struct{}) {
+	b := e.b
+	_, halt, _ := b.Watch()
+	for e.i < len(b.Messages) {
+		switch b.Pass(f.passCtx(), e.i) {
+		case partition.PassOK:
+		case partition.PassCancelled: // a Stop is waiting
+			f.pending = append([]entry{e}, f.pending...)
+			f.serve()
+			return
+		default:
+			f.skip(b) // stopped or lost (the rest was abandoned), or a seek
+			return
 		}
-		_, _, suspended := b.Watch()
-		m := messageOf(b.Messages[i])
+		_, _, *suspended = b.Watch()
+		m := messageOf(b.Messages[e.i])
 		select {
-		case f.out <- m: // the receiver was waiting
-			i++
+		case f.out <- m: // room in the buffer
+		default:
+			select {
+			case f.out <- m:
+			case <-halt:
+				continue // Pass abandons the rest
+			case <-*suspended:
+				*suspended = nil
+				f.pending = append([]entry{e}, f.pending...)
+				f.takeBack() // offered again once the session is healthy
+				return
+			case <-f.wake:
+				f.pending = append([]entry{e}, f.pending...)
+				f.serve()
+				return
+			}
+		}
+		f.note(entry{b: b, i: e.i})
+		if e.i++; !e.rest {
+			return
+		}
+	}
+}
+
+// passCtx is the context of the forwarder's Pass calls: halted cancels it
+// so that a Pass waiting on a suspended session lets the forwarder serve
+// the Stop.
+func (f *forwarder) passCtx() context.Context {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ctx.Err() != nil {
+		f.ctx, f.cancel = context.WithCancel(context.Background())
+	}
+	return f.ctx
+}
+
+// note records e as sent, keeping at least the last len(out) entries.
+func (f *forwarder) note(e entry) {
+	f.inflight = append(f.inflight, e)
+	if len(f.inflight) > 4*MessagesBuffer {
+		keep := len(f.out) // the receiver may have taken more since: keep a few too many
+		n := copy(f.inflight, f.inflight[len(f.inflight)-keep:])
+		clear(f.inflight[n:])
+		f.inflight = f.inflight[:n]
+	}
+}
+
+// takeBack takes back what the receiver has not taken from out: the last
+// entries sent, in order, offered again before anything else.
+func (f *forwarder) takeBack() {
+	k := 0
+	for {
+		select {
+		case <-f.out:
+			k++
 			continue
 		default:
 		}
-		select {
-		case f.out <- m:
-			i++
-		case <-halt: // Pass abandons the rest
-		case <-suspended: // Pass waits until the session is healthy
+		break
+	}
+	k = min(k, len(f.inflight)) // note keeps at least len(out)
+	back := f.inflight[len(f.inflight)-k:]
+	f.pending = append(append([]entry(nil), back...), f.pending...)
+	clear(f.inflight)
+	f.inflight = f.inflight[:0]
+}
+
+// serve takes back what is in out and answers the Stops waiting: their
+// partitions' entries are dropped through Pass (halt is closed: it
+// abandons them), so that the drains do not wait for them.
+func (f *forwarder) serve() {
+	f.mu.Lock()
+	ps := f.purges
+	f.purges = nil
+	f.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	f.takeBack()
+	for _, p := range ps {
+		kept := f.pending[:0]
+		var last *partition.Batch
+		for _, e := range f.pending {
+			if owner, _, _ := e.b.Watch(); owner != p.pm {
+				kept = append(kept, e)
+				continue
+			}
+			if e.b != last { // the batch's first entry taken back: the rest follow it
+				last = e.b
+				e.b.Pass(context.Background(), e.i) // PassDropped: abandons from e.i on
+			}
+		}
+		clear(f.pending[len(kept):])
+		f.pending = kept
+		close(p.done)
+	}
+}
+
+// skip drops the pending entries of b (Pass refused it: they were
+// abandoned with the rest of b, or forgotten by a seek).
+func (f *forwarder) skip(b *partition.Batch) {
+	kept := f.pending[:0]
+	for _, e := range f.pending {
+		if e.b != b {
+			kept = append(kept, e)
 		}
 	}
+	clear(f.pending[len(kept):])
+	f.pending = kept
 }
