@@ -13,14 +13,18 @@ ZKCLUSTER := $(GO) run ./internal/testcluster/cmd/zkcluster
 .PHONY: test fmt-check vet unit fetch cluster-up cluster-down cluster-status demo demo-kafka4 bench build
 
 ## test: gofmt check, go vet, and go test -race over every package, integration tests included
+## (the root module's, then the kazoo-go compatibility module's: ./... stops at a nested go.mod)
 test: fmt-check vet fetch
-	@set -o pipefail; $(GO) test -race -count=1 -p $(TEST_P) -timeout 20m -json $(TEST_ARGS) ./... | $(GO) run ./internal/testreport
+	@set -o pipefail; { $(GO) test -race -count=1 -p $(TEST_P) -timeout 20m -json $(TEST_ARGS) ./...; a=$$?; \
+	  $(GO) -C internal/kazoocompat test -race -count=1 -timeout 20m -json $(TEST_ARGS) ./...; b=$$?; \
+	  [ $$a -eq 0 ] && [ $$b -eq 0 ]; } | $(GO) run ./internal/testreport
 
 fmt-check:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed in:"; echo "$$out"; exit 1; fi; echo "gofmt: ok"
 
 vet:
 	$(GO) vet ./...
+	$(GO) -C internal/kazoocompat vet ./...
 
 ## unit: the tests that need no cluster (fast)
 unit:

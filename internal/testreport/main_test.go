@@ -86,3 +86,39 @@ func TestAssertions(t *testing.T) {
 		}
 	}
 }
+
+// TestReportTwoStreams: make test feeds the `go test -json` streams of two
+// modules, one after the other, into one report: it counts the tests of
+// both and closes with one summary line.
+func TestReportTwoStreams(t *testing.T) {
+	root := `{"Action":"start","Package":"a"}
+{"Action":"run","Package":"a","Test":"TestA"}
+{"Action":"pass","Package":"a","Test":"TestA","Elapsed":0.1}
+{"Action":"output","Package":"a","Test":"TestS","Output":"    s_test.go:1: skipped here\n"}
+{"Action":"skip","Package":"a","Test":"TestS","Elapsed":0}
+{"Action":"pass","Package":"a","Elapsed":1}
+`
+	nested := `{"Action":"start","Package":"m/nested"}
+{"Action":"run","Package":"m/nested","Test":"TestN"}
+{"Action":"pass","Package":"m/nested","Test":"TestN/sub","Elapsed":0.1}
+{"Action":"pass","Package":"m/nested","Test":"TestN","Elapsed":0.2}
+{"Action":"pass","Package":"m/nested","Elapsed":2}
+`
+	var out bytes.Buffer
+	if code := run(strings.NewReader(root+nested), &out); code != 0 {
+		t.Errorf("exit code %d, want 0:\n%s", code, out.String())
+	}
+	for _, want := range []string{"ok   a\t1.0s", "ok   m/nested\t2.0s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "tests: "); n != 1 || !strings.HasSuffix(out.String(), "tests: 3 passed, 0 failed, 1 skipped\n") {
+		t.Errorf("want one closing line \"tests: 3 passed, 0 failed, 1 skipped\" at the end, got %d:\n%s", n, out.String())
+	}
+	out.Reset()
+	failing := strings.Replace(nested, `"pass","Package":"m/nested","Test":"TestN",`, `"fail","Package":"m/nested","Test":"TestN",`, 1)
+	if code := run(strings.NewReader(root+failing), &out); code != 1 || !strings.HasSuffix(out.String(), "tests: 2 passed, 1 failed, 1 skipped\n") {
+		t.Errorf("a failure in the second stream: exit code %d, want 1 and 2 passed, 1 failed:\n%s", code, out.String())
+	}
+}

@@ -106,8 +106,9 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 // ParseMemberRegistration decodes the ids node of consumer id. "pattern" and
 // "subscription" are required and non-empty; stream counts must be
 // non-negative integers. "timestamp" may be a string of decimal digits (as
-// the JVM writes it), a non-negative JSON integer (as older Go consumers
-// wrote it), null or absent (0). "zkgroup_strategy", when present and not
+// the JVM writes it, in milliseconds), a non-negative JSON integer (as
+// kazoo-go writes it: in seconds, taken as such below
+// secondsTimestampBelow, else as milliseconds), null or absent (0). "zkgroup_strategy", when present and not
 // null, must be a string (Strategy; "" when absent). Unknown fields are ignored. Errors wrap
 // ErrMalformed and name the member and field. It is pure, safe for
 // concurrent use, and does not block.
@@ -136,6 +137,9 @@ func ParseMemberRegistration(id string, data []byte) (MemberRegistration, error)
 	if reason != "" {
 		return MemberRegistration{}, malformed(node, "timestamp", string(raw.Timestamp), reason)
 	}
+	if len(raw.Timestamp) > 0 && raw.Timestamp[0] != '"' && ts < secondsTimestampBelow {
+		ts *= 1000
+	}
 	return MemberRegistration{
 		Version:      raw.Version,
 		Subscription: raw.Subscription,
@@ -144,6 +148,12 @@ func ParseMemberRegistration(id string, data []byte) (MemberRegistration, error)
 		Strategy:     raw.Strategy,
 	}, nil
 }
+
+// secondsTimestampBelow: a JSON integer timestamp below it is in seconds
+// (kazoo-go writes time.Now().Unix()). As milliseconds it would be before
+// March 1973, before any ZooKeeper consumer; as seconds it reaches the
+// year 5138.
+const secondsTimestampBelow = 100_000_000_000
 
 // parseTimestamp accepts a JSON string of decimal digits, a JSON integer,
 // null or nothing, and returns a reason when raw is none of these.

@@ -87,9 +87,19 @@ func TestParseMemberRegistration(t *testing.T) {
 			want: MemberRegistration{Version: 1, Pattern: "white_list", Subscription: map[string]int{"orders.*": 1}},
 		},
 		{
-			name: "old Go consumer integer timestamp",
+			name: "integer timestamp in milliseconds",
 			data: `{"pattern":"static","subscription":{"t":1},"timestamp":1440000000000,"version":1}`,
 			want: MemberRegistration{Version: 1, Pattern: "static", Timestamp: 1440000000000, Subscription: map[string]int{"t": 1}},
+		},
+		{
+			name: "kazoo-go integer timestamp in seconds",
+			data: `{"pattern":"static","subscription":{"t":1},"timestamp":1440000000,"version":1}`,
+			want: MemberRegistration{Version: 1, Pattern: "static", Timestamp: 1440000000000, Subscription: map[string]int{"t": 1}},
+		},
+		{
+			name: "a string timestamp is milliseconds however small",
+			data: `{"pattern":"static","subscription":{"t":1},"timestamp":"1440000000","version":1}`,
+			want: MemberRegistration{Version: 1, Pattern: "static", Timestamp: 1440000000, Subscription: map[string]int{"t": 1}},
 		},
 		{
 			name: "null timestamp, unknown fields, zero count",
