@@ -38,6 +38,9 @@ const (
 	// typos ("10m" for "10s"), under which a crashed member would hold its
 	// partitions for that long.
 	MaxSessionTimeout = 2 * time.Minute
+	// MaxRestartGrace bounds Config.RestartGrace: partitions stay
+	// unconsumed that long when a static member stops for good.
+	MaxRestartGrace = 10 * time.Minute
 	// DefaultZooKeeperMaxReply is the reply cap of Config.ZooKeeperMaxReply
 	// 0: 512 KiB.
 	DefaultZooKeeperMaxReply = 512 << 10
@@ -90,6 +93,17 @@ type Config struct {
 	// restarted instance reclaim its own stale nodes at once instead of
 	// waiting for its old session to expire.
 	InstanceID string
+	// RestartGrace, with InstanceID set, makes the member static: once it
+	// stopped (Close, a crash, a lost session), the group keeps its
+	// partitions for it, unconsumed, for RestartGrace, so that an
+	// instance restarted within it with the same InstanceID gets back
+	// exactly the partitions it had and no other member's assignment
+	// changes. Past it, or after Leave, the group rebalances as for any
+	// member that left. It is kept in a persistent restart marker
+	// (/consumers/<group>/static/<id>, holding the registration). 0 (the
+	// default): a stopped member's partitions move at once. At most
+	// MaxRestartGrace.
+	RestartGrace time.Duration
 	// SessionTimeout of the ZooKeeper session: 6 s to 2 min
 	// (MinSessionTimeout, MaxSessionTimeout). It is asked of the server,
 	// which may grant a shorter one; the consumer suspends after 2/3 of
@@ -286,6 +300,14 @@ func NewConfig() *Config {
 func (c *Config) Validate() error {
 	if c == nil {
 		return fmt.Errorf("%w: nil config", ErrConfig)
+	}
+	switch {
+	case c.RestartGrace < 0:
+		return fmt.Errorf("%w: RestartGrace: %v is negative", ErrConfig, c.RestartGrace)
+	case c.RestartGrace > MaxRestartGrace:
+		return fmt.Errorf("%w: RestartGrace: %v is over %v", ErrConfig, c.RestartGrace, MaxRestartGrace)
+	case c.RestartGrace > 0 && c.InstanceID == "":
+		return fmt.Errorf("%w: RestartGrace: %v needs a stable InstanceID (a restarted instance finds its partitions by it)", ErrConfig, c.RestartGrace)
 	}
 	if c.InstanceID != "" {
 		if err := zkdata.ValidateNodeName("InstanceID", c.InstanceID); err != nil {

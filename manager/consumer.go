@@ -104,8 +104,12 @@ type Consumer struct {
 	eachRest leftovers
 	// prefetched holds the consumers opened before the first assignment
 	// (see prefetch) until a slot takes them or dropPrefetched closes them.
-	prefetched     map[TopicPartition]*partition.Prefetched
-	members        []string
+	prefetched map[TopicPartition]*partition.Prefetched
+	members    []string
+	// away: the members away that the last plan kept in the group (see
+	// static.go); kept: the partitions it held for them.
+	away           map[string]awayMember
+	kept           map[TopicPartition]bool
 	assigned       []TopicPartition
 	assignedTopics []string // the subscribed topics with partitions, at the last rebalance
 	// memberSubs and relevant: the members' subscriptions and the part of
@@ -157,6 +161,8 @@ type Consumer struct {
 	// closeBegun: when Close or Interrupt was first called (unix ns, 0
 	// before): CloseTimeout counts from then (see closeDeadline).
 	closeBegun atomic.Int64
+	// leaveForGood: Leave was called; shutdown deletes the restart marker.
+	leaveForGood atomic.Bool
 }
 
 type slotState int
@@ -275,7 +281,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	}
 	storeLog := log.With("instance", id) // the offset store adds the group itself
 	log = log.With("group", group, "instance", id)
-	regData, err := registration(sub, saramaConfig(cfg).ClientID, strategy.Name())
+	regData, err := registration(sub, saramaConfig(cfg).ClientID, strategy.Name(), cfg.RestartGrace)
 	if err != nil {
 		return nil, fmt.Errorf("%w: subscription: %w", ErrConfig, err)
 	}
@@ -295,6 +301,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		slots:          map[TopicPartition]*slot{},
 		causes:         map[RebalanceCause]uint64{},
 		badNodes:       map[string]string{},
+		away:           map[string]awayMember{},
 		cb:             newCallbacks(),
 
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
@@ -417,6 +424,9 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if err := register(c.session, group, id, regData); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
 	}
+	if err := writeMarker(c.session, group, id, regData, cfg.RestartGrace); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	}
 	c.regEpoch = st.Epoch
 	c.registered = true
 	c.health.set(st.Healthy)
@@ -506,6 +516,17 @@ func (c *Consumer) beginClose() {
 		}
 	}
 	c.t.Kill(nil)
+}
+
+// Leave is Close for a member that does not come back: with
+// Config.RestartGrace it first deletes the member's restart marker, so
+// that the group moves its partitions as soon as it left instead of after
+// the grace. Without RestartGrace it is Close. Idempotent with Close; a
+// Leave after Close returns at once (the marker then stays until the
+// grace passes).
+func (c *Consumer) Leave() error {
+	c.leaveForGood.Store(true)
+	return c.Close()
 }
 
 // closeDeadline is when CloseTimeout passes: counted from Close (or

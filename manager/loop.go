@@ -50,7 +50,17 @@ const (
 // claim that waits too long, and a partition left without owner.
 func (c *Consumer) loop(regData []byte) error {
 	defer close(c.loopDone)
-	var idsWatch <-chan zk.Event
+	var idsWatch, staticWatch <-chan zk.Event
+	// grace ends the restart grace of the first member away (static.go).
+	grace := time.NewTimer(time.Hour)
+	grace.Stop()
+	defer grace.Stop()
+	armGrace := func(at time.Time) {
+		grace.Stop()
+		if !at.IsZero() {
+			grace.Reset(time.Until(at))
+		}
+	}
 	pending := map[RebalanceCause]bool{CauseStart: true}
 	c.markDirty()
 	// The first assignment waits JoinSettle, so that members started
@@ -81,6 +91,11 @@ func (c *Consumer) loop(regData []byte) error {
 		case <-idsWatch:
 			idsWatch = nil
 			trigger(CauseMembership)
+		case <-staticWatch:
+			staticWatch = nil
+			trigger(CauseMembership)
+		case <-grace.C:
+			armGrace(c.expireAway(time.Now()))
 		case <-c.meta.Changes():
 			if c.metadataMatters() {
 				trigger(CausePartitions)
@@ -98,7 +113,7 @@ func (c *Consumer) loop(regData []byte) error {
 					c.log.Error("registering again failed; retrying", "error", err)
 					retryAt = time.After(failures.Next())
 				}
-				idsWatch = nil
+				idsWatch, staticWatch = nil, nil
 				trigger(CauseSession)
 			}
 		case ev := <-c.events:
@@ -128,7 +143,7 @@ func (c *Consumer) loop(regData []byte) error {
 					retryAt = time.After(failures.Next())
 					continue
 				}
-				idsWatch = nil
+				idsWatch, staticWatch = nil, nil
 			}
 			if len(pending) > 0 {
 				debounce.Reset(0)
@@ -144,14 +159,15 @@ func (c *Consumer) loop(regData []byte) error {
 				debounce.Reset(c.kafka.interval / 2)
 				continue
 			}
-			w, err := c.rebalance(pending)
+			w, sw, graceEnd, err := c.rebalance(pending)
 			if err != nil {
 				c.log.Warn("rebalance failed; retrying", "error", err)
 				retryAt = time.After(failures.Next())
 				continue
 			}
 			failures.Reset()
-			idsWatch = w
+			idsWatch, staticWatch = w, sw
+			armGrace(graceEnd)
 			clear(pending)
 			c.dropPrefetched() // the first assignment took what it starts
 		}
@@ -211,6 +227,7 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 	snap := c.meta.Snapshot()
 	c.mu.Lock()
 	topics := append([]string(nil), c.assignedTopics...)
+	kept := c.kept // replaced, never changed in place
 	c.mu.Unlock()
 	owned, err := ownedPartitions(c.session, c.group, topics)
 	if err != nil {
@@ -222,7 +239,7 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 	for _, t := range topics {
 		for _, p := range snap.Topics[t] {
 			tp := TopicPartition{Topic: t, Partition: p.ID}
-			if !owned[tp] {
+			if !owned[tp] && !kept[tp] { // a partition kept for a member away is meant to be unowned
 				now[tp] = true
 				if before[tp] {
 					still++
@@ -241,6 +258,9 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 // st and records its epoch.
 func (c *Consumer) reregister(st zkconn.Status, regData []byte) error {
 	if err := register(c.session, c.group, c.id, regData); err != nil {
+		return err
+	}
+	if err := writeMarker(c.session, c.group, c.id, regData, c.cfg.RestartGrace); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -271,6 +291,11 @@ func (c *Consumer) markDirty() {
 // its partition stopped.
 func (c *Consumer) shutdown() error {
 	c.leaving.Store(true)
+	if c.leaveForGood.Load() && c.cfg.RestartGrace > 0 {
+		if err := writeMarker(c.session, c.group, c.id, nil, 0); err != nil {
+			c.log.Warn("deleting the restart marker failed: the group keeps this member's partitions for RestartGrace", "error", err)
+		}
+	}
 	// No routine commit starts any more: every partition's final commit
 	// comes, and would wait for it (one round more) were it started.
 	c.commits.Halt()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -22,57 +23,87 @@ type member struct {
 	// zxid of its node, which orders the members by age.
 	strategy string
 	czxid    int64
+	// away: not registered, kept in the group by its restart marker
+	// (Config.RestartGrace) for grace; version is the marker's.
+	away    bool
+	grace   time.Duration
+	version int32
 }
 
-// readMembers lists the group's members (setting a child watch) and reads
-// their registrations, in one multiRead (zkconn.Session.GetMany). A
-// member whose registration is malformed, or longer than this member
-// reads (Config.ZooKeeperMaxReply), is kept with a nil subscription (it
-// is given nothing) and its error.
-func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, error) {
+// readMembers lists the group's members (setting a child watch on the
+// registrations, and one on the restart markers) and reads their
+// registrations, in one multiRead (zkconn.Session.GetMany). A member whose
+// registration is malformed, or longer than this member reads
+// (Config.ZooKeeperMaxReply), is kept with a nil subscription (it is given
+// nothing) and its error. A restart marker without a registration is a
+// member away (see Config.RestartGrace), with the registration its marker
+// holds.
+func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, <-chan zk.Event, error) {
 	ids, _, ch, err := s.ChildrenW(zkdata.IDsPath(group))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	markers, _, sch, err := s.ChildrenW(zkdata.StaticPath(group))
+	if errors.Is(err, zk.ErrNoNode) {
+		markers, sch, err = nil, nil, nil // a group no static member joined since its creation
+	}
+	if err != nil {
+		return nil, ch, nil, err
 	}
 	sort.Strings(ids)
-	paths := make([]string, len(ids))
+	paths := make([]string, len(ids), len(ids)+len(markers))
+	registered := make(map[string]bool, len(ids))
 	for i, id := range ids {
 		paths[i] = zkdata.IDPath(group, id)
+		registered[id] = true
+	}
+	var awayIDs []string
+	for _, id := range markers {
+		if !registered[id] {
+			awayIDs = append(awayIDs, id)
+			paths = append(paths, zkdata.StaticMemberPath(group, id))
+		}
 	}
 	regs, err := s.GetMany(paths)
 	if err != nil {
-		return nil, ch, err
+		return nil, ch, sch, err
 	}
-	out := make([]member, 0, len(ids))
-	for i, id := range ids {
+	out := make([]member, 0, len(paths))
+	for i, id := range append(ids, awayIDs...) {
+		away := i >= len(ids)
 		data, stat, err := regs[i].Data, regs[i].Stat, regs[i].Err
 		if errors.Is(err, zk.ErrNoNode) {
-			continue // left meanwhile; the watch fires again
+			continue // left (or its marker went) meanwhile; the watch fires again
 		}
 		if errors.Is(err, ErrReplyTooLarge) {
 			// Longer than this member reads (Config.ZooKeeperMaxReply):
 			// like a malformed registration, it gets nothing from here.
-			out = append(out, member{id: id, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
+			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
 			continue
 		}
 		if err != nil {
-			return nil, ch, err
+			return nil, ch, sch, err
 		}
 		reg, err := zkdata.ParseMemberRegistration(id, data)
 		if err != nil {
-			out = append(out, member{id: id, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
+			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
 			continue
 		}
 		sub, err := subscription.FromRegistration(reg.Pattern, reg.Subscription)
 		if err != nil {
 			// %v: the cause wraps ErrConfig, and a peer's unreadable
 			// registration is not this member's bad config.
-			out = append(out, member{id: id, err: fmt.Errorf("%w: subscription: %v", ErrBadRegistration, err)})
+			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: subscription: %v", ErrBadRegistration, err)})
 			continue
 		}
-		out = append(out, member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid})
+		m := member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid}
+		if away {
+			m.away, m.grace, m.version = true, time.Duration(reg.RestartGraceMS)*time.Millisecond, stat.Version
+		}
+		out = append(out, m)
 	}
-	return out, ch, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, ch, sch, nil
 }
 
 // assignMembers turns members into assign.Members over the known topics.

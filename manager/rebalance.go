@@ -17,17 +17,21 @@ import (
 
 // rebalance reads the members, the owners of the subscribed partitions and
 // the metadata, computes the assignment and starts or revokes slots. It
-// returns the new watch on the members. causes are what triggered it.
-func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, error) {
+// returns the new watches on the members and on the restart markers, and
+// when the first grace of a member away ends (zero: none). causes are
+// what triggered it.
+func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan zk.Event, graceEnd time.Time, err error) {
 	began := time.Now()
 	pl, err := c.computePlan(true)
 	if err != nil {
-		return nil, err
+		return nil, nil, time.Time{}, err
 	}
 	members, watch, snap, withParts, parts, mine := pl.members, pl.watch, pl.snap, pl.withParts, pl.parts, pl.mine
-	ids := make([]string, len(members))
-	for i, m := range members {
-		ids[i] = m.id
+	var memberIDs []string
+	for _, m := range members {
+		if !m.away {
+			memberIDs = append(memberIDs, m.id)
+		}
 	}
 	c.rebalances.Add(1)
 
@@ -36,7 +40,9 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	for why := range causes {
 		c.causes[why]++
 	}
-	c.members = ids
+	c.members = memberIDs
+	graceEnd = c.noteAwayLocked(members, began)
+	c.kept = pl.kept
 	c.memberSubs = nil
 	for _, m := range members {
 		if m.sub != nil {
@@ -84,15 +90,19 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	}
 	c.pendingSince = time.Time{}
 	c.checkAppliedLocked()
-	c.log.Info("rebalanced", "members", len(ids), "partitions", len(parts), "assigned", len(mine),
+	c.log.Info("rebalanced", "members", len(memberIDs), "away", len(c.away), "partitions", len(parts), "assigned", len(mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
-	return watch, nil
+	return watch, pl.staticWatch, graceEnd, nil
 }
 
 // plan is what a rebalance reads and computes before it acts on it.
 type plan struct {
-	members   []member
-	watch     <-chan zk.Event // on the member list
+	members     []member
+	watch       <-chan zk.Event // on the member list
+	staticWatch <-chan zk.Event // on the restart markers (nil: none)
+	// kept: the partitions the assignment gives members away (held for
+	// their restart; nobody claims them).
+	kept      map[TopicPartition]bool
 	snap      metadata.Snapshot
 	withParts []string // subscribed topics with partitions, sorted
 	parts     []assign.Partition
@@ -129,7 +139,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		read     sync.WaitGroup
 	)
 	read.Go(func() { owners, noDir, ownerErr = readOwners(c.session, c.group, withParts) })
-	members, watch, err := readMembers(c.session, c.group)
+	members, watch, staticWatch, err := readMembers(c.session, c.group)
 	read.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
@@ -158,14 +168,27 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	// known here (see StrategyMismatchError).
 	choice := chooseStrategy(c.strategy, members)
 	mine := map[TopicPartition]bool{}
+	var a map[string][]assign.Partition
 	if choice.use != nil {
-		a := choice.use.Assign(assignMembers(withoutExcluded(members, choice.exclude), topics), parts)
+		a = choice.use.Assign(assignMembers(withoutExcluded(members, choice.exclude), topics), parts)
 		for _, p := range a[c.id] {
 			mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 		}
 	}
-	return &plan{members: members, watch: watch, snap: snap, withParts: withParts, parts: parts, owners: owners,
-		mine: mine, strategy: choice}, nil
+	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
+		owners: owners, mine: mine, strategy: choice}
+	if choice.use != nil && hasAway(members) {
+		pl.kept = map[TopicPartition]bool{} // the partitions held for members away
+		for _, m := range members {
+			if !m.away {
+				continue
+			}
+			for _, p := range a[m.id] {
+				pl.kept[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+			}
+		}
+	}
+	return pl, nil
 }
 
 // withoutExcluded returns members without those in exclude.

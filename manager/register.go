@@ -28,16 +28,17 @@ func newInstanceID(group string) string {
 
 // registration is the JSON of this member's ids node; strategy is the name
 // of its assignment strategy, published for the other members.
-func registration(sub *subscription.Subscription, clientID, strategy string) ([]byte, error) {
+func registration(sub *subscription.Subscription, clientID, strategy string, grace time.Duration) ([]byte, error) {
 	host, _ := os.Hostname()
 	return zkdata.MemberRegistration{
-		Version:      1,
-		Subscription: sub.Registration(),
-		Pattern:      string(sub.Pattern()),
-		Timestamp:    time.Now().UnixMilli(),
-		Host:         host,
-		ClientID:     clientID,
-		Strategy:     strategy,
+		RestartGraceMS: grace.Milliseconds(),
+		Version:        1,
+		Subscription:   sub.Registration(),
+		Pattern:        string(sub.Pattern()),
+		Timestamp:      time.Now().UnixMilli(),
+		Host:           host,
+		ClientID:       clientID,
+		Strategy:       strategy,
 	}.Marshal()
 }
 
@@ -50,7 +51,7 @@ func registration(sub *subscription.Subscription, clientID, strategy string) ([]
 // each node with its parents, one at a time.
 func ensureGroupNodes(s *zkconn.Session, group string) error {
 	paths := []string{zkdata.ConsumersRootPath, zkdata.ConsumersPath(group),
-		zkdata.IDsPath(group), zkdata.OwnersPath(group), zkdata.OffsetsPath(group)}
+		zkdata.IDsPath(group), zkdata.OwnersPath(group), zkdata.OffsetsPath(group), zkdata.StaticPath(group)}
 	if createMissing(s, paths) == nil {
 		return nil
 	}

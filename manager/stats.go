@@ -16,8 +16,11 @@ import (
 type Stats struct {
 	Group, Instance string
 	Members         []string
-	Assigned        []TopicPartition
-	Partitions      []PartitionStats
+	// AwayMembers are the static members that stopped and whose
+	// partitions the group keeps for their restart (Config.RestartGrace).
+	AwayMembers []string
+	Assigned    []TopicPartition
+	Partitions  []PartitionStats
 	// Ready: registered (and not out for Kafka unreachability), and every
 	// assigned partition is fetching.
 	Ready bool
@@ -106,6 +109,7 @@ func (c *Consumer) Stats() Stats {
 	s := Stats{
 		Group: c.group, Instance: c.id,
 		Members:           append([]string(nil), c.members...),
+		AwayMembers:       c.awayIDsLocked(),
 		Assigned:          append([]TopicPartition(nil), c.assigned...),
 		Ready:             c.applied && st.HasSession && c.regEpoch == st.Epoch && c.kafka.getPhase() == phaseIn,
 		RebalancesByCause: maps.Clone(c.causes),

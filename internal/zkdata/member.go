@@ -29,6 +29,11 @@ type MemberRegistration struct {
 	// assignments; JVM tools ignore it. Empty: left out when writing, and
 	// unknown when read (a JVM consumer or an older zkgroup).
 	Strategy string
+	// RestartGraceMS is how long, in milliseconds, the group keeps a
+	// stopped member's partitions for it (zkgroup's restart grace, under
+	// "zkgroup_restart_grace_ms"; 0: none, left out). It matters in the
+	// member's restart marker (StaticMemberPath).
+	RestartGraceMS int64
 }
 
 type memberOut struct {
@@ -39,6 +44,7 @@ type memberOut struct {
 	Host         string         `json:"host,omitempty"`
 	ClientID     string         `json:"client_id,omitempty"`
 	Strategy     string         `json:"zkgroup_strategy,omitempty"`
+	RestartGrace int64          `json:"zkgroup_restart_grace_ms,omitempty"`
 }
 
 type memberIn struct {
@@ -47,6 +53,7 @@ type memberIn struct {
 	Pattern      *string         `json:"pattern"`
 	Timestamp    json.RawMessage `json:"timestamp"`
 	Strategy     string          `json:"zkgroup_strategy"`
+	RestartGrace int64           `json:"zkgroup_restart_grace_ms"`
 }
 
 // Marshal encodes m as Kafka's ZooKeeper consumer does:
@@ -70,6 +77,8 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 		return nil, malformed(node, "timestamp", strconv.FormatInt(m.Timestamp, 10), "negative")
 	case !utf8.ValidString(m.Strategy):
 		return nil, malformed(node, "zkgroup_strategy", m.Strategy, "invalid UTF-8")
+	case m.RestartGraceMS < 0:
+		return nil, malformed(node, "zkgroup_restart_grace_ms", strconv.FormatInt(m.RestartGraceMS, 10), "negative")
 	}
 	for k, n := range m.Subscription {
 		if !utf8.ValidString(k) {
@@ -94,6 +103,7 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 		Host:         m.Host,
 		ClientID:     m.ClientID,
 		Strategy:     m.Strategy,
+		RestartGrace: m.RestartGraceMS,
 	})
 	if err != nil {
 		e := malformed(node, "", "", err.Error())
@@ -146,6 +156,8 @@ func ParseMemberRegistration(id string, data []byte) (MemberRegistration, error)
 		Pattern:      *raw.Pattern,
 		Timestamp:    ts,
 		Strategy:     raw.Strategy,
+		// A negative grace is none.
+		RestartGraceMS: max(raw.RestartGrace, 0),
 	}, nil
 }
 

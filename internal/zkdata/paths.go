@@ -23,6 +23,15 @@ func IDsPath(group string) string { return ConsumersPath(group) + "/ids" }
 // IDPath returns /consumers/<group>/ids/<id>, a member registration.
 func IDPath(group, id string) string { return IDsPath(group) + "/" + id }
 
+// StaticPath returns /consumers/<group>/static, the parent of zkgroup's
+// restart markers (Kafka's tools ignore it).
+func StaticPath(group string) string { return ConsumersPath(group) + "/static" }
+
+// StaticMemberPath returns /consumers/<group>/static/<id>: a persistent
+// node, holding the member's registration, that tells the group to keep
+// the member's partitions for it while it restarts.
+func StaticMemberPath(group, id string) string { return StaticPath(group) + "/" + id }
+
 // OwnersPath returns /consumers/<group>/owners.
 func OwnersPath(group string) string { return ConsumersPath(group) + "/owners" }
 
