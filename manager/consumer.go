@@ -219,6 +219,9 @@ type slotEvent struct {
 // bounds Join: cancelling it later does not stop the consumer (Close
 // does). The caller must Close the returned Consumer.
 func Join(ctx context.Context, group string, sub *subscription.Subscription, zookeeper string, cfg *Config) (*Consumer, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: ctx: nil", ErrConfig)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
 	}
@@ -336,6 +339,9 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		brokers, skipped, err = c.session.Brokers(cfg.Listener)
 		for _, e := range skipped {
 			log.Warn("broker registration skipped", "error", e)
+		}
+		if errors.Is(err, zkconn.ErrNoBrokerRegistered) {
+			err = fmt.Errorf("%w (Kafka 4 and other KRaft clusters register none in ZooKeeper; or the chroot is wrong): give the brokers in Config.Brokers", err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrJoin, err)

@@ -27,8 +27,8 @@ func ValidateTopic(name string) error {
 	case name == "":
 		return fmt.Errorf("%w: topic %q: empty name", ErrConfig, name)
 	case len(name) > MaxTopicLength:
-		return fmt.Errorf("%w: topic %q: %d characters, the maximum is %d",
-			ErrConfig, name, len(name), MaxTopicLength)
+		return fmt.Errorf("%w: topic %q...: %d characters, the maximum is %d",
+			ErrConfig, name[:64], len(name), MaxTopicLength)
 	case name == "." || name == "..":
 		return fmt.Errorf("%w: topic %q: reserved name", ErrConfig, name)
 	}

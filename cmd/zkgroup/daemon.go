@@ -148,7 +148,7 @@ func (d *daemon) run() int {
 		cons    *manager.Consumer
 	)
 	outcome, err := d.startWait(signals, srv, func(ctx context.Context) error {
-		if err := preflight(ctx, d.cfg, log); err != nil {
+		if err := preflight(ctx, d.cfg, log, nil); err != nil {
 			return err
 		}
 		if handler == nil {

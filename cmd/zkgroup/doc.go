@@ -4,7 +4,8 @@
 // offers the operator commands around it.
 //
 //	zkgroup run --config FILE [--<field> value ...]   the daemon
-//	zkgroup validate --config FILE [--json]           check a config, exit 2 if bad
+//	zkgroup validate --config FILE [--connect] [--json]  check a config offline, exit 2 if bad;
+//	        --connect: and meet ZooKeeper, the brokers and the topics as run does (exit 3 refused, 1 unreachable)
 //	zkgroup describe [--config FILE | --zookeeper ZK --group G] [--json]
 //	zkgroup offsets reset [--config FILE | --zookeeper ZK --group G] --topic T --to-earliest|--to-latest|
 //	        --to-offset N|--to-datetime T|--shift-by N [--execute] [--json]
@@ -36,6 +37,8 @@
 // The operator commands (describe, offsets) fail at once, with exit 1,
 // when every ZooKeeper server refuses the connection; when ZooKeeper is
 // slow to answer they say on stderr what they wait for, up to --timeout.
+// Their arguments (--timeout, --topic, --to-datetime, which must not be
+// before 1970) are checked before anything connects (exit 2).
 //
 // The daemon logs to stderr (text or JSON, log/slog). It stops cleanly on
 // SIGTERM or SIGINT (drain, commit, release, deregister) within

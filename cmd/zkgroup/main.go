@@ -27,7 +27,7 @@ const usageText = `usage: zkgroup <command> [flags]
 
 commands:
   run          run the consumer daemon (--config FILE)
-  validate     check a configuration file
+  validate     check a configuration file (--connect: and the servers it names)
   describe     show a group's members, owners, offsets and lag
   offsets      reset or migrate a group's committed offsets
   healthcheck  probe a daemon's /healthz (for container health checks)

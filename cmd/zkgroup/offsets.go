@@ -139,6 +139,9 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 	if *topic == "" {
 		return fail(stdout, stderr, g.json, exitUsage, fmt.Errorf("%w: --topic is required", errUsage))
 	}
+	if err := checkTopics("topic", *topic); err != nil {
+		return fail(stdout, stderr, g.json, exitUsage, err)
+	}
 	spec, err := r.spec()
 	if err != nil {
 		return fail(stdout, stderr, g.json, exitFor(err), err)
@@ -216,6 +219,9 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 	if !valid(*from) || !valid(*to) || *from == *to {
 		return fail(stdout, stderr, g.json, exitUsage,
 			fmt.Errorf("%w: --from and --to must be kafka and zookeeper, one each (got %q and %q)", errUsage, *from, *to))
+	}
+	if err := checkTopics("topic", splitList(*topics)...); err != nil {
+		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
 	c, err := g.connect(stderr)
 	if err != nil {
@@ -304,12 +310,7 @@ func migrationsJSON(ms []offsets.Migration) []migrationJSON {
 // migrateParts lists the partitions to migrate: every partition of the
 // given topics, or of every topic with an offset in the source.
 func migrateParts(c *conn, from, topicList string) ([]offsets.TopicPartition, error) {
-	var topics []string
-	for _, t := range strings.Split(topicList, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			topics = append(topics, t)
-		}
-	}
+	topics := splitList(topicList)
 	if len(topics) == 0 {
 		committed, err := c.committed(from)
 		if err != nil {
@@ -332,4 +333,15 @@ func migrateParts(c *conn, from, topicList string) ([]offsets.TopicPartition, er
 		}
 	}
 	return parts, nil
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }

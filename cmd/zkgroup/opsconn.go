@@ -18,6 +18,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/offsets"
+	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // errUsage marks errors in the command line (exit 2).
@@ -53,6 +54,21 @@ func (g *groupFlags) register(fs *flag.FlagSet, withStorage bool) {
 	fs.BoolVar(&g.json, "json", false, "print JSON")
 }
 
+// minTimeout is the shortest --timeout: ZooKeeper sessions are no
+// shorter than a second.
+const minTimeout = time.Second
+
+// checkTopics refuses topic names Kafka would refuse (flag names the
+// flag), before anything connects.
+func checkTopics(flag string, topics ...string) error {
+	for _, t := range topics {
+		if err := subscription.ValidateTopic(t); err != nil {
+			return fmt.Errorf("%w: --%s: %w", errUsage, flag, err)
+		}
+	}
+	return nil
+}
+
 // check loads the configuration (file, ZKGROUP_* variables, then these
 // flags), validates what the commands need and reads the passwords and
 // TLS files. Errors wrap errUsage (exit 2).
@@ -86,6 +102,8 @@ func (g *groupFlags) check() error {
 		return fmt.Errorf("%w: --zookeeper is required (or zookeeper: in --config, or ZKGROUP_ZOOKEEPER)", errUsage)
 	case cfg.Group == "":
 		return fmt.Errorf("%w: --group is required (or group: in --config, or ZKGROUP_GROUP)", errUsage)
+	case g.timeout < minTimeout:
+		return fmt.Errorf("%w: --timeout %v: must be at least %v (a ZooKeeper session's shortest)", errUsage, g.timeout, minTimeout)
 	}
 	if err := cfg.ValidateConnection(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)

@@ -39,11 +39,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		_ = os.Unsetenv(v)
 	}
 	log := newLogger(cfg.Log, stderr)
-	if unknown := config.UnknownEnv(os.Environ()); len(unknown) > 0 {
-		unknown = slices.DeleteFunc(unknown, func(v string) bool { return slices.Contains(secretVars, v) })
-		if len(unknown) > 0 {
-			log.Warn("ignoring environment variables that set no field", "vars", strings.Join(unknown, ","))
-		}
+	if unknown := unknownEnv(cfg); len(unknown) > 0 {
+		log.Warn(unknownEnvWarning, "vars", strings.Join(unknown, ","))
 	}
 	if cfg.Kafka.SASL.Mechanism == config.SASLPlain && !cfg.Kafka.TLS.Enable {
 		log.Warn("SASL PLAIN without TLS sends the password in clear text (kafka.tls.enable)")
@@ -69,4 +66,16 @@ func configFlags(fs *flag.FlagSet) func() (cfg *config.Config, path string, err 
 		}
 		return cfg, *file, err
 	}
+}
+
+// unknownEnvWarning is what run and validate say of the ZKGROUP_*
+// variables that set no field.
+const unknownEnvWarning = "ignoring environment variables that set no field"
+
+// unknownEnv lists the ZKGROUP_* variables of the environment that set no
+// field (a misspelt ZKGROUP_SESION_TIMEOUT), but for those cfg reads a
+// password from.
+func unknownEnv(cfg *config.Config) []string {
+	secretVars := cfg.PasswordEnv()
+	return slices.DeleteFunc(config.UnknownEnv(os.Environ()), func(v string) bool { return slices.Contains(secretVars, v) })
 }

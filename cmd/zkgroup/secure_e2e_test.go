@@ -318,6 +318,11 @@ func TestSecuredRefusals(t *testing.T) {
 			if tc.name != "other ZooKeeper credentials" && (code != 3 || !strings.Contains(stderr, tc.want[0])) {
 				t.Errorf("describe: exit %d: %s", code, stderr)
 			}
+			// validate --connect meets the same refusal as run, with run's hint.
+			_, stderr, code = runEnv(t, tc.s.env, "validate", "--connect", "--config", writeFile(t, "c.yaml", cfg))
+			if code != 3 || !strings.Contains(stderr, tc.want[0]) {
+				t.Errorf("validate --connect: exit %d: %s", code, stderr)
+			}
 		})
 	}
 }

@@ -12,6 +12,12 @@ import (
 // ErrNoBroker reports that no usable broker registration was found.
 var ErrNoBroker = errors.New("zkconn: no Kafka broker found")
 
+// ErrNoBrokerRegistered reports that nothing at all is registered under
+// /brokers/ids: a Kafka 4 or other KRaft cluster registers no broker in
+// ZooKeeper (or the chroot is wrong), so the brokers must be given. It
+// wraps ErrNoBroker.
+var ErrNoBrokerRegistered = fmt.Errorf("%w: nothing registered", ErrNoBroker)
+
 // Brokers reads every broker registration under /brokers/ids and returns
 // the address of each for listener ("": PLAINTEXT, or host/port). Brokers
 // whose registration is malformed or lacks the listener are skipped, with
@@ -19,7 +25,7 @@ var ErrNoBroker = errors.New("zkconn: no Kafka broker found")
 func (s *Session) Brokers(listener string) (addrs []string, skipped []error, err error) {
 	ids, _, err := s.Children(zkdata.BrokerIDsPath)
 	if errors.Is(err, zk.ErrNoNode) || (err == nil && len(ids) == 0) {
-		return nil, nil, fmt.Errorf("%w: nothing registered under %s%s", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath)
+		return nil, nil, fmt.Errorf("%w under %s%s", ErrNoBrokerRegistered, s.Chroot(), zkdata.BrokerIDsPath)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: listing %s%s: %w", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath, err)

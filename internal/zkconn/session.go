@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"gopkg.in/tomb.v2"
 )
 
@@ -122,8 +122,10 @@ func (c Config) Validate() error {
 	if len(c.Servers) == 0 {
 		return fmt.Errorf("%w: Servers: empty", ErrConfig)
 	}
-	if c.Chroot != "" && (!strings.HasPrefix(c.Chroot, "/") || strings.HasSuffix(c.Chroot, "/")) {
-		return fmt.Errorf("%w: Chroot: %q must start with / and not end with /", ErrConfig, c.Chroot)
+	if c.Chroot != "" {
+		if err := zkdata.ValidatePath("Chroot", c.Chroot); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 	}
 	if c.SessionTimeout < time.Second {
 		return fmt.Errorf("%w: SessionTimeout: %v is under 1s", ErrConfig, c.SessionTimeout)

@@ -136,3 +136,33 @@ func TestMalformedErrorFormat(t *testing.T) {
 		t.Error("MalformedError does not unwrap to Err")
 	}
 }
+
+// TestValidatePath: a chroot follows ZooKeeper's own path rules: no
+// empty, "." or ".." segment, no NUL or control or reserved character.
+func TestValidatePath(t *testing.T) {
+	for _, ok := range []string{"/", "/kafka", "/a/b.c/...", "/a b/ü"} {
+		if err := ValidatePath("chroot", ok); err != nil {
+			t.Errorf("ValidatePath(%q) = %v", ok, err)
+		}
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"", "empty"},
+		{"kafka", "must start with /"},
+		{"/kafka/", "must not end with /"},
+		{"/a//b", "segment 2 \"\": empty"},
+		{"/a/./b", "segment 2 \".\": reserved"},
+		{"/a/..", "segment 2 \"..\": reserved"},
+		{"/a\x00b", "U+0000"},
+		{"/a\x1fb", "U+001F"},
+		{"/a\x7f", "U+007F"},
+		{"/a\u009f", "U+009F"},
+		{"/a\ud7ff\ue000", "U+E000"},
+		{"/\ufff0", "U+FFF0"},
+		{"/" + strings.Repeat("x", 1<<20) + "/..", "reserved"},
+	} {
+		err := ValidatePath("chroot", tt.path)
+		if err == nil || !strings.HasPrefix(err.Error(), "chroot") || !strings.Contains(err.Error(), tt.want) || len(err.Error()) > 300 {
+			t.Errorf("ValidatePath(%.20q) = %.300v, want a short error containing %q", tt.path, err, tt.want)
+		}
+	}
+}

@@ -141,6 +141,11 @@ func TestValidate(t *testing.T) {
 		{"group", func(c *Config) { c.Group = "a/b" }},
 		{"zookeeper", func(c *Config) { c.ZooKeeper = "" }},
 		{"zookeeper", func(c *Config) { c.ZooKeeper = "host:99999" }},
+		{"zookeeper", func(c *Config) { c.ZooKeeper = "host:2181/a/../kafka" }},
+		{"zookeeper", func(c *Config) { c.ZooKeeper = "host:2181/a/./kafka" }},
+		{"zookeeper", func(c *Config) { c.ZooKeeper = "host:2181/ka\x00fka" }},
+		{"zookeeper", func(c *Config) { c.ZooKeeper = "host:2181/ka\x1bfka" }},
+		{"zookeeper", func(c *Config) { c.ZooKeeper = strings.Repeat("h", 1<<20) + ":2181/kafka" }},
 		{"subscription", func(c *Config) { c.Subscription = "" }},
 		{"subscription", func(c *Config) { c.Subscription = "whitelist:(" }},
 		{"instance_id", func(c *Config) { c.InstanceID = "x/y" }},
@@ -165,6 +170,18 @@ func TestValidate(t *testing.T) {
 			c.Sink.Type = SinkHTTP
 			c.Sink.HTTP.URL = "http://x/"
 			c.Sink.HTTP.Headers = map[string]string{"Bad Name": "v"}
+		}},
+		{"sink.http.headers", func(c *Config) {
+			c.Sink.Type, c.Sink.HTTP.URL = SinkHTTP, "http://x/"
+			c.Sink.HTTP.Headers = map[string]string{"X-Token": "abc\r\nX-Evil: 1"}
+		}},
+		{"sink.http.headers", func(c *Config) {
+			c.Sink.Type, c.Sink.HTTP.URL = SinkHTTP, "http://x/"
+			c.Sink.HTTP.Headers = map[string]string{"X-Token": "a\x00b"}
+		}},
+		{"sink.http.headers", func(c *Config) {
+			c.Sink.Type, c.Sink.HTTP.URL = SinkHTTP, "http://x/"
+			c.Sink.HTTP.Headers = map[string]string{"X-Tok\x7fen": "v"}
 		}},
 		{"sink.http.mode", func(c *Config) { c.Sink.HTTP.Mode = "stream" }},
 		{"sink.http.mode", func(c *Config) { c.Sink.HTTP.Mode = "" }},
@@ -210,8 +227,8 @@ func TestValidate(t *testing.T) {
 			if fe.Field != tc.field {
 				t.Errorf("field %q, want %q (%v)", fe.Field, tc.field, err)
 			}
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
-				t.Errorf("error %q", err)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) || len(err.Error()) > 1000 {
+				t.Errorf("error %.1000q", err)
 			}
 		})
 	}

@@ -26,14 +26,20 @@ type FieldError struct {
 	Err    error
 }
 
+// maxShownValue bounds how much of a value Error quotes.
+const maxShownValue = 128
+
 // Error formats the error as
-// `config: <field>: <reason> (value "<v>", from <origin>)`.
+// `config: <field>: <reason> (value "<v>", from <origin>)`; a value
+// longer than 128 bytes is cut, with its length.
 func (e *FieldError) Error() string {
 	msg := fmt.Sprintf("config: %s: %s", e.Field, e.Reason)
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
 	switch {
+	case e.Origin != "" && len(e.Value) > maxShownValue:
+		msg += fmt.Sprintf(" (value %q... of %d bytes, from %s)", e.Value[:maxShownValue], len(e.Value), e.Origin)
 	case e.Origin != "" && e.Value != "":
 		msg += fmt.Sprintf(" (value %q, from %s)", e.Value, e.Origin)
 	case e.Origin != "":

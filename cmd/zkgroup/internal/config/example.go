@@ -91,8 +91,8 @@ partitions are processed concurrently.`},
   http    POSTs each message or batch to sink.http.url`},
 	"sink.exec.command": {note: `Mode message: the value is on stdin; ZKGROUP_TOPIC, ZKGROUP_PARTITION,
 ZKGROUP_OFFSET, ZKGROUP_KEY, ZKGROUP_TIMESTAMP and ZKGROUP_HEADERS (JSON)
-describe the message. Exit status 0 acks the message; any other is
-retried.`, value: `["/usr/local/bin/archive-order"]`},
+describe the message; no other ZKGROUP_ variable reaches the command.
+Exit status 0 acks the message; any other is retried.`, value: `["/usr/local/bin/archive-order"]`},
 	"sink.exec.mode": {note: `Mode batch: the batch's messages are on stdin as JSON lines, exactly as
 the stdout sink writes them; ZKGROUP_TOPIC, ZKGROUP_PARTITION,
 ZKGROUP_FIRST_OFFSET, ZKGROUP_LAST_OFFSET and ZKGROUP_COUNT describe the
@@ -103,7 +103,8 @@ retries the batch.`},
 	"sink.http.url": {note: `Mode message: the body is the value; X-Kafka-Topic, X-Kafka-Partition,
 X-Kafka-Offset, X-Kafka-Key, X-Kafka-Timestamp, X-Kafka-Headers carry
 the metadata. 2xx acks; 408, 429 and 5xx are retried; other statuses
-fail at once.`},
+fail at once. Logs, errors and validate show the URL with its password
+and every query value as xxxxx.`},
 	"sink.http.mode": {note: `Mode batch: the body is the batch's messages as JSON lines, exactly as
 the stdout sink writes them (Content-Type: application/x-ndjson), with
 X-Kafka-Topic, X-Kafka-Partition, X-Kafka-First-Offset,
@@ -112,7 +113,7 @@ X-Kafka-Last-Offset and X-Kafka-Count. 2xx acks the whole batch; 408,
 sink.retry's backoff applies); any other status sends its messages one
 per request (a one-line body) to find the one refused, and on_failure
 decides for it alone.`},
-	"sink.http.headers":       {note: "Their values are redacted by zkgroup validate --json."},
+	"sink.http.headers":       {note: "Their values are redacted by zkgroup validate --json. Values with CR, LF or\nother control characters are refused."},
 	"sink.retry.max_attempts": {note: "1: no retry."},
 	"sink.on_failure": {note: `  stop         leave the message unacked and shut down cleanly; the
                daemon exits 1 and the message is retried on restart

@@ -2,13 +2,13 @@ package config
 
 import (
 	"fmt"
-	"net/url"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/manager/assign"
@@ -243,13 +243,6 @@ func fieldByPath(path string) (Field, bool) {
 	return Field{}, false
 }
 
-// RedactURL returns u with the password of its user info replaced by
-// "xxxxx" (as net/url's Redacted does); text that does not parse as a URL
-// is returned as "<unparsable URL>", since it may hold a password. Pure.
-func RedactURL(u string) string {
-	parsed, err := url.Parse(u)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	return parsed.Redacted()
-}
+// RedactURL returns u for messages with the password of its user info and
+// every query value hidden (see sink.RedactURL). Pure.
+func RedactURL(u string) string { return sink.RedactURL(u) }

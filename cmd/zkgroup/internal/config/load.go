@@ -155,6 +155,7 @@ var knownEnv = map[string]bool{
 	"ZKGROUP_CONFIG": true, "ZKGROUP_TOPIC": true, "ZKGROUP_PARTITION": true,
 	"ZKGROUP_OFFSET": true, "ZKGROUP_KEY": true, "ZKGROUP_KEY_ENCODING": true,
 	"ZKGROUP_TIMESTAMP": true, "ZKGROUP_HEADERS": true, "ZKGROUP_GROUP_INSTANCE": true,
+	"ZKGROUP_FIRST_OFFSET": true, "ZKGROUP_LAST_OFFSET": true, "ZKGROUP_COUNT": true,
 }
 
 // UnknownEnv returns the ZKGROUP_ variables in environ ("K=V" entries)

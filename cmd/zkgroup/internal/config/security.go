@@ -175,6 +175,9 @@ func (c *Config) checkKafka() error {
 	if s.Username == "" {
 		return c.bad("kafka.sasl.username", "required with kafka.sasl.mechanism", nil)
 	}
+	if strings.ContainsFunc(s.Username, unicode.IsControl) {
+		return c.bad("kafka.sasl.username", "must not hold control characters (a NUL breaks SASL PLAIN's framing)", nil)
+	}
 	return c.checkPasswordSource("kafka.sasl", s.PasswordFile, s.PasswordEnv)
 }
 
@@ -185,7 +188,10 @@ func (c *Config) checkZooKeeperSecurity() error {
 			return c.bad("zookeeper_auth.username", "required with a ZooKeeper password", nil)
 		}
 	} else {
-		if strings.ContainsAny(a.Username, ":\n") {
+		if strings.ContainsFunc(a.Username, unicode.IsControl) {
+			return c.bad("zookeeper_auth.username", "must not hold control characters", nil)
+		}
+		if strings.Contains(a.Username, ":") {
 			return c.bad("zookeeper_auth.username", "must not hold ':' (digest credentials are user:password)", nil)
 		}
 		if err := c.checkPasswordSource("zookeeper_auth", a.PasswordFile, a.PasswordEnv); err != nil {

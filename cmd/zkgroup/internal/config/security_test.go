@@ -37,6 +37,13 @@ func TestValidateSecurity(t *testing.T) {
 		}},
 		{"zookeeper_auth.username", func(c *Config) { c.ZooKeeperAuth.PasswordEnv = "P" }},
 		{"zookeeper_auth.username", func(c *Config) { c.ZooKeeperAuth.Username = "a:b"; c.ZooKeeperAuth.PasswordEnv = "P" }},
+		{"zookeeper_auth.username", func(c *Config) { c.ZooKeeperAuth.Username = "a\x1b[2J"; c.ZooKeeperAuth.PasswordEnv = "P" }},
+		{"kafka.sasl.username", func(c *Config) {
+			c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.PasswordEnv = SASLPlain, "a\x00b", "P"
+		}},
+		{"kafka.sasl.username", func(c *Config) {
+			c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.PasswordEnv = SASLScramSHA256, "a\u009bb", "P"
+		}},
 		{"zookeeper_auth.password_file", func(c *Config) { c.ZooKeeperAuth.Username = "zk" }},
 		{"zookeeper_tls.server_name", func(c *Config) { c.ZooKeeperTLS.ServerName = "zk" }},
 		{"session_timeout", func(c *Config) { c.SessionTimeout = Duration(3e11) }},
@@ -201,6 +208,61 @@ func TestResolveErrors(t *testing.T) {
 	}
 	if z := c.ZooKeeperTLSConfig(); z == nil || z.ServerName != "localhost" {
 		t.Fatalf("ZooKeeper TLS %+v", z)
+	}
+}
+
+// TestUsernameControlCharacters: a NUL or another control character in a
+// user name is refused for what it is (a newline in the ZooKeeper user was
+// refused as a ':'), and the value is shown escaped.
+func TestUsernameControlCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		set   func(*Config)
+	}{
+		{"kafka.sasl.username", func(c *Config) {
+			c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.PasswordEnv = SASLPlain, "ali\x00ce", "P"
+		}},
+		{"zookeeper_auth.username", func(c *Config) { c.ZooKeeperAuth.Username, c.ZooKeeperAuth.PasswordEnv = "zk\nuser", "P" }},
+	} {
+		c, err := Load(Sources{File: writeFile(t, validYAML)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.set(c)
+		err = c.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), "control characters") ||
+			strings.ContainsAny(err.Error(), "\x00\n") {
+			t.Errorf("Validate = %q, want %s refused for its control character, shown escaped", err, tc.field)
+		}
+	}
+}
+
+// TestURLQueryRedacted: a token in the http sink URL's query string is
+// hidden like its password, in errors and by RedactURL (validate --json),
+// every value of the query: the names stay.
+func TestURLQueryRedacted(t *testing.T) {
+	c, err := Load(Sources{File: writeFile(t, validYAML+"sink:\n  type: http\n  http:\n    url: \"gopher://h/in?token=s3cr3t&sig=abc\"\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "token=xxxxx&sig=xxxxx") {
+		t.Fatalf("Validate = %v", err)
+	}
+	// A URL that does not parse: url.Parse's error quotes it whole.
+	c.Sink.HTTP.URL = "http://h/in?token=s3cr3t\x7f"
+	if err = c.Validate(); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("Validate = %v", err)
+	}
+	for in, want := range map[string]string{
+		"https://u:p@h/x?token=t&api_key=k&flag#f": "https://u:xxxxx@h/x?token=xxxxx&api_key=xxxxx&xxxxx#f",
+		"http://h/x?a=1&&b=":                       "http://h/x?a=xxxxx&&b=xxxxx",
+		"http://h/x":                               "http://h/x",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager"
@@ -144,15 +145,14 @@ func (c *Config) checkSink() error {
 			return c.bad("sink.http.url", "required with sink.type http", nil)
 		}
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c.bad("sink.http.url", "must be an absolute http:// or https:// URL", err)
+			// url.Parse's error quotes the URL whole, secrets and all.
+			return c.bad("sink.http.url", "must be an absolute http:// or https:// URL", nil)
 		}
 		if s.HTTP.Timeout <= 0 {
 			return c.bad("sink.http.timeout", "must be positive", nil)
 		}
-		for k := range s.HTTP.Headers {
-			if k == "" || strings.ContainsAny(k, " \t\r\n:") {
-				return c.bad("sink.http.headers", fmt.Sprintf("%q is not a header name", k), nil)
-			}
+		if p := sink.HeaderProblem(s.HTTP.Headers); p != "" {
+			return c.bad("sink.http.headers", p, nil)
 		}
 	}
 	if err := c.checkSinkModes(); err != nil {

@@ -125,8 +125,7 @@ func DialZooKeeperContext(ctx context.Context, z ZooKeeper, log *slog.Logger) (*
 func Brokers(s *zkconn.Session, listener string) ([]string, error) {
 	addrs, _, err := s.Brokers(listener)
 	if err != nil {
-		ids, _, lerr := s.Children(zkdata.BrokerIDsPath)
-		if errors.Is(lerr, zk.ErrNoNode) || (lerr == nil && len(ids) == 0) {
+		if errors.Is(err, zkconn.ErrNoBrokerRegistered) {
 			return nil, fmt.Errorf("%w: no Kafka brokers known: none are registered under %s%s in ZooKeeper "+
 				"(Kafka 4 and other KRaft clusters register none; or the chroot is wrong): "+
 				"give them with --brokers host:port,... or brokers: in the config file", zkconn.ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath)

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -71,6 +72,29 @@ func TestParseDatetime(t *testing.T) {
 	}
 	if _, err := ParseDatetime("yesterday"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "yesterday") {
 		t.Errorf("err = %v", err)
+	}
+	if got, err := ParseDatetime("1970-01-01T00:00:00Z"); err != nil || got.UnixMilli() != 0 {
+		t.Errorf("ParseDatetime(1970) = %v, %v", got, err)
+	}
+}
+
+// TestDatetimeBefore1970: a time before 1970 was sent to Kafka as a
+// negative timestamp, which Kafka reads as latest (-1), earliest (-2) or
+// the largest timestamp (-3): the reset skipped the whole log. It is
+// refused, by the flag's parser and by PlanReset, before any request.
+func TestDatetimeBefore1970(t *testing.T) {
+	for _, in := range []string{"1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.9999999Z", "1969-12-31T23:59:59.998Z",
+		"1969-12-31T23:59:59.997", "1970-01-01T01:00:00+02:00", "0001-01-01T00:00:00Z"} {
+		if _, err := ParseDatetime(in); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--to-datetime") ||
+			!strings.Contains(err.Error(), "before 1970") {
+			t.Errorf("ParseDatetime(%q) = %v, want an ErrConfig about --to-datetime before 1970", in, err)
+		}
+	}
+	// No client and no store: the refusal comes before either is used.
+	_, err := PlanReset(context.Background(), nil, nil, "t", []int32{0},
+		ResetSpec{Mode: ToDatetime, Time: time.UnixMilli(-1)})
+	if !errors.Is(err, ErrConfig) {
+		t.Errorf("PlanReset before 1970 = %v, want ErrConfig", err)
 	}
 }
 

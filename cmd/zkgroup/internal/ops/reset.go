@@ -90,21 +90,51 @@ func Target(spec ResetSpec, current int64, b Bounds) int64 {
 
 // ParseDatetime accepts RFC 3339 ("2024-05-01T10:00:00Z",
 // "...+02:00", with fractions) and the forms without a zone
-// ("2024-05-01T10:00:00", "2024-05-01T10:00:00.000"), read as UTC. Pure.
+// ("2024-05-01T10:00:00", "2024-05-01T10:00:00.000"), read as UTC. A
+// time before 1970 is refused (see CheckDatetime). Pure.
 func ParseDatetime(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04:05"} {
 		if t, err := time.Parse(layout, s); err == nil {
+			if err := CheckDatetime(t); err != nil {
+				return time.Time{}, err
+			}
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%w: --to-datetime %q: want RFC 3339 such as 2024-05-01T10:00:00Z", ErrConfig, s)
+	return time.Time{}, fmt.Errorf("%w: --to-datetime %s: want RFC 3339 such as 2024-05-01T10:00:00Z", ErrConfig, quoteClipped(s))
+}
+
+// CheckDatetime refuses a time before 1970-01-01T00:00:00Z, wrapping
+// ErrConfig: Kafka's offset lookup takes milliseconds since 1970, and
+// the negative ones mean "latest" (-1), "earliest" (-2) and "the largest
+// timestamp" (-3), not a time. Pure.
+func CheckDatetime(t time.Time) error {
+	if t.UnixMilli() < 0 {
+		return fmt.Errorf("%w: --to-datetime %s: before 1970-01-01T00:00:00Z (Kafka reads negative times as latest or earliest)",
+			ErrConfig, t.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// quoteClipped quotes s, cut to 64 bytes with "..." marking a cut.
+func quoteClipped(s string) string {
+	if len(s) <= 64 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", s[:64])
 }
 
 // PlanReset reads the committed offset (from store) and the log bounds of
 // each partition of topic (all when partitions is empty) and computes the
-// new offsets. It writes nothing. Blocks on Kafka and the store.
+// new offsets; a ToDatetime before 1970 is refused (CheckDatetime). It
+// writes nothing. Blocks on Kafka and the store.
 func PlanReset(ctx context.Context, client sarama.Client, store offsets.Store, topic string, partitions []int32, spec ResetSpec) ([]ResetRow, error) {
+	if spec.Mode == ToDatetime {
+		if err := CheckDatetime(spec.Time); err != nil {
+			return nil, err
+		}
+	}
 	if len(partitions) == 0 {
 		ps, err := client.Partitions(topic)
 		if err != nil {

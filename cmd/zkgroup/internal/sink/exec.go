@@ -22,7 +22,8 @@ import (
 // metadata in environment variables ZKGROUP_TOPIC, ZKGROUP_PARTITION,
 // ZKGROUP_OFFSET, ZKGROUP_KEY (base64 with ZKGROUP_KEY_ENCODING=base64
 // when the key is not valid UTF-8 or holds a NUL), ZKGROUP_TIMESTAMP
-// (RFC 3339) and ZKGROUP_HEADERS (a JSON list as in Record). Exit status 0
+// (RFC 3339) and ZKGROUP_HEADERS (a JSON list as in Record); no other
+// ZKGROUP_ variable reaches it (see ExecConfig.Env). Exit status 0
 // means delivered. Safe for concurrent use; Deliver blocks until the
 // process exits, Timeout passes or ctx is done (then the process is
 // killed).
@@ -39,9 +40,13 @@ type Exec struct {
 type ExecConfig struct {
 	Command []string      // program and arguments, no shell
 	Timeout time.Duration // per attempt
-	Env     []string      // base environment ("K=V"), usually os.Environ()
-	Stdout  io.Writer     // the processes' stdout; nil discards
-	Stderr  io.Writer     // a copy of their stderr; nil discards
+	// Env is the base environment ("K=V"), usually os.Environ(), less its
+	// ZKGROUP_ variables: a process sees only those its own message or
+	// batch sets (a daemon started by another's exec sink would pass on
+	// the stale ones, and its own settings are none of the child's).
+	Env    []string
+	Stdout io.Writer // the processes' stdout; nil discards
+	Stderr io.Writer // a copy of their stderr; nil discards
 	// Mode is ModeMessage ("" too) or ModeBatch; NewExecSink picks the
 	// sink by it, NewExec and NewExecBatch ignore it.
 	Mode string
@@ -76,7 +81,21 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		cfg.Stderr = io.Discard
 	}
 	return &Exec{argv: append([]string(nil), cfg.Command...), timeout: cfg.Timeout,
-		env: append([]string(nil), cfg.Env...), stdout: cfg.Stdout, stderr: cfg.Stderr}, nil
+		env: baseEnv(cfg.Env), stdout: cfg.Stdout, stderr: cfg.Stderr}, nil
+}
+
+// envPrefix starts every variable the exec sinks set.
+const envPrefix = "ZKGROUP_"
+
+// baseEnv copies env without its ZKGROUP_ variables.
+func baseEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, envPrefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Env returns the variables describing m, as the child sees them. Pure.

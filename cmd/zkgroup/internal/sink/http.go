@@ -9,7 +9,6 @@ import (
 	"github.com/zkgroup/zkgroup/manager"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -119,27 +118,3 @@ func (h *HTTP) Close() error {
 	h.p.close()
 	return nil
 }
-
-// redactErr replaces the full URL in err's text by its redacted form
-// (net/http already strips passwords from its *url.Error, but a
-// transport's own text may quote the URL); err stays unwrappable when
-// nothing needed hiding.
-func redactErr(err error, full, shown string) error {
-	if full == shown || !strings.Contains(err.Error(), full) {
-		return err
-	}
-	return &redactedError{text: strings.ReplaceAll(err.Error(), full, shown), err: err}
-}
-
-// redactedError is an error whose text was redacted; it unwraps to the
-// original.
-type redactedError struct {
-	text string
-	err  error
-}
-
-// Error returns the redacted text.
-func (e *redactedError) Error() string { return e.text }
-
-// Unwrap returns the original error.
-func (e *redactedError) Unwrap() error { return e.err }

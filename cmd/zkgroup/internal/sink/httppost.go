@@ -28,7 +28,8 @@ const (
 // concurrent use.
 type poster struct {
 	url   string
-	shown string // url with its password hidden, for error texts
+	shown string   // url with its password and query values hidden, for error texts
+	red   redactor // hides them in errors of the transport
 
 	timeout time.Duration
 	headers map[string]string
@@ -45,7 +46,10 @@ func newPoster(cfg HTTPConfig) (*poster, error) {
 		return nil, fmt.Errorf("%w: http: URL does not parse", ErrConfig)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: http: URL %q is not an absolute http(s) URL", ErrConfig, u.Redacted())
+		return nil, fmt.Errorf("%w: http: URL %q is not an absolute http(s) URL", ErrConfig, RedactURL(cfg.URL))
+	}
+	if err := CheckHeaders(cfg.Headers); err != nil {
+		return nil, fmt.Errorf("http: Headers: %w", err)
 	}
 	if cfg.Timeout <= 0 {
 		return nil, fmt.Errorf("%w: http: Timeout: %v is not positive", ErrConfig, cfg.Timeout)
@@ -72,7 +76,8 @@ func newPoster(cfg HTTPConfig) (*poster, error) {
 	}
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &poster{url: cfg.URL, shown: u.Redacted(), timeout: cfg.Timeout, headers: cfg.Headers,
+	red := newRedactor(u, cfg.URL)
+	return &poster{url: cfg.URL, shown: red.shown, red: red, timeout: cfg.Timeout, headers: cfg.Headers,
 		client: &c, slots: make(chan struct{}, inFlight)}, nil
 }
 
@@ -95,7 +100,7 @@ func (p *poster) post(ctx context.Context, where string, body []byte, contentTyp
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
 	if err != nil {
-		return Permanent(fmt.Errorf("sink: http: request for %s: %w", where, redactErr(err, p.url, p.shown)))
+		return Permanent(fmt.Errorf("sink: http: request for %s: %w", where, p.red.err(err)))
 	}
 	req.Header.Set("Content-Type", contentType)
 	if meta != nil {
@@ -106,7 +111,7 @@ func (p *poster) post(ctx context.Context, where string, body []byte, contentTyp
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("sink: http: POST %s for %s: %w", p.shown, where, redactErr(err, p.url, p.shown))
+		return fmt.Errorf("sink: http: POST %s for %s: %w", p.shown, where, p.red.err(err))
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
