@@ -25,23 +25,29 @@ import (
 //   - Up to MessagesBuffer messages wait in the channel ahead of the
 //     receiver, each put in only while its partition was owned, the lease
 //     held and the session was not suspended (checked on the clock, as
-//     Each does). When a suspension begins, what the receiver has not taken
-//     is taken back and offered again once the session is healthy; when a
-//     partition is revoked or lost, its messages not yet taken are taken
-//     back and abandoned (they go to the next owner; none is skipped), and
-//     its Stop waits for that: no message of a partition is received after
-//     its OnRevoked or OnLost began. A received message counts as handed
-//     out: a revoke's drain waits for its ack (up to
-//     PartitionConfig.DrainTimeout), so a clean handoff delivers nothing
-//     twice. Each partition's messages come in offset order.
+//     Each does); each partition's messages come in offset order.
+//   - A message in the channel counts as handed out. At a revoke nothing
+//     more of the partition is put in, and its drain waits for the acks of
+//     what is in the channel as of any handed-out message (up to
+//     PartitionConfig.DrainTimeout): a clean handoff delivers nothing
+//     twice. Once the partition stopped, before its OnRevoked or OnLost,
+//     what the receiver has not taken of it (a lost partition's, or what a
+//     drain gave up on) is taken back: none of its messages is received
+//     after OnRevoked or OnLost began, and the next owner gets them.
+//   - When the session's suspension begins, what the receiver has not
+//     taken is taken back and offered again once the session is healthy:
+//     nothing is received while it is suspended, except a message the
+//     receiver takes in the instant the suspension begins, which may then
+//     come ahead of one of its partition taken back.
 //   - Closed exactly once, by the consumer, once it stopped (Close,
 //     Interrupt, a failure) and every partition was drained, committed and
 //     stopped; then Errors() is closed, then Done(). Never closed before.
 //     Err reports why it closed.
 //   - Nobody reading: the partitions stop fetching once MaxUnacked messages
-//     or their fetch buffers are outstanding, and nothing is lost; Close
-//     does not wait for a reader (what was not taken is taken back; what
-//     was received and not acked is waited for up to DrainTimeout).
+//     or their fetch buffers are outstanding, and nothing is lost. Close
+//     waits for what is in the channel as for any handed-out message, up to
+//     DrainTimeout, then takes it back: keep receiving until the channel is
+//     closed.
 //   - The first call starts the one goroutine that feeds it (owned by the
 //     consumer, ended before Close returns); every call returns the same
 //     channel. Each and Poll take from the same batches: use one of them.
@@ -84,10 +90,10 @@ const MessagesBuffer = 16
 
 // forwarder feeds Consumer.Messages from the consumer's batches on a
 // channel of MessagesBuffer. It is the channel's only sender, so it can
-// take back what the receiver has not taken yet: everything, when the
-// session's suspension begins (offered again once it is healthy), and at
-// a partition's Stop (its messages abandoned, the others offered again in
-// order).
+// take back what the receiver has not taken yet: everything when the
+// session's suspension begins (offered again once it is healthy), and a
+// partition's messages once the partition stopped (a lost one, or one
+// whose drain ended before the receiver took them).
 type forwarder struct {
 	mu      sync.Mutex
 	out     chan *Message
@@ -95,32 +101,37 @@ type forwarder struct {
 	stopped bool // the batches were closed: nothing more to forward
 	modeErr bool // Messages was called in ModePartitions
 	done    chan struct{}
-	// purges are the Stops waiting for their partition's messages to be
-	// taken back (under mu); wake tells the forwarder (buffered 1), and
-	// cancel ends a Pass waiting on a suspended session.
-	purges []purge
-	wake   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
+	// requests are the partition Stops waiting for the forwarder (under
+	// mu); wake tells it (buffered 1), and cancel ends a Pass waiting on
+	// a suspended session.
+	requests []request
+	wake     chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
 
-	// The forwarder goroutine's own: what may still be in out (the last
-	// len(out) of them are), and what was taken back, to be offered again
-	// before anything else.
+	// The forwarder goroutine's own: what was sent (the last len(out) of
+	// them may still be in out), and what was taken back, to be offered
+	// again before anything else.
 	inflight []entry
 	pending  []entry
 }
 
-// entry is a message of a batch, by index; with rest, the messages of
-// the batch from it on.
+// entry is a message of a batch, by index (m: the message, once sent);
+// with rest, the messages of the batch from it on.
 type entry struct {
 	b    *partition.Batch
 	i    int
 	rest bool
+	m    *Message
 }
 
-type purge struct {
-	pm   *partition.Manager
-	done chan struct{}
+// request is a partition's Stop waiting on the forwarder: settle, once
+// its halt is closed, until no message of pm can be put in any more;
+// withdraw, once it stopped, until none of its messages is in out.
+type request struct {
+	pm       *partition.Manager
+	withdraw bool
+	done     chan struct{}
 }
 
 // channel returns the Messages channel, starting the forwarder on the
@@ -165,18 +176,25 @@ func (f *forwarder) stop() {
 	}
 }
 
-// halted is every partition manager's Params.Halted, called once pm's halt
-// is closed: it returns once no message of pm is in the channel or on its
-// way there (those not received were abandoned), so that none is received
-// after it.
-func (f *forwarder) halted(pm *partition.Manager) {
+// halted is every partition manager's Params.Halted, called once pm's
+// halt is closed: it returns once no message of pm can be put in out any
+// more. What is in out already stays: a drain waits for its acks.
+func (f *forwarder) halted(pm *partition.Manager) { f.ask(pm, false) }
+
+// withdraw is called once pm stopped (drained and committed, or lost), before
+// its OnRevoked or OnLost: it takes back the messages of pm the receiver
+// has not taken (a lost partition's, or those a drain gave up on) and
+// abandons them, so that none is received after it.
+func (f *forwarder) withdraw(pm *partition.Manager) { f.ask(pm, true) }
+
+func (f *forwarder) ask(pm *partition.Manager, withdraw bool) {
 	f.mu.Lock()
 	if !f.started || f.stopped || pm == nil {
 		f.mu.Unlock()
 		return
 	}
-	p := purge{pm: pm, done: make(chan struct{})}
-	f.purges = append(f.purges, p)
+	r := request{pm: pm, withdraw: withdraw, done: make(chan struct{})}
+	f.requests = append(f.requests, r)
 	cancel := f.cancel
 	f.mu.Unlock()
 	cancel()
@@ -184,7 +202,7 @@ func (f *forwarder) halted(pm *partition.Manager) {
 	case f.wake <- struct{}{}:
 	default:
 	}
-	<-p.done
+	<-r.done
 }
 
 // run forwards every batch's messages until src is closed, then closes out.
@@ -208,15 +226,15 @@ func (f *forwarder) run(src <-chan *partition.Batch) {
 			f.serve()
 		case <-suspended:
 			suspended = nil
-			f.takeBack()
+			f.takeBack(nil)
 		}
 	}
 }
 
 // forward offers e's message (and with e.rest the rest of its batch), each
-// once Pass allowed it. When it must stop to take back what is in out (a
-// suspension, a Stop waiting), it puts what is left of e first in pending,
-// behind what it takes back, and returns.
+// once Pass allowed it. When it must stop to serve a request or take back
+// what is in out (a suspension), it puts what is left of e first in
+// pending and returns.
 func (f *forwarder) forward(e entry, suspended *<-chan struct{}) {
 	b := e.b
 	_, halt, _ := b.Watch()
@@ -243,7 +261,7 @@ func (f *forwarder) forward(e entry, suspended *<-chan struct{}) {
 			case <-*suspended:
 				*suspended = nil
 				f.pending = append([]entry{e}, f.pending...)
-				f.takeBack() // offered again once the session is healthy
+				f.takeBack(nil) // offered again once the session is healthy
 				return
 			case <-f.wake:
 				f.pending = append([]entry{e}, f.pending...)
@@ -251,16 +269,16 @@ func (f *forwarder) forward(e entry, suspended *<-chan struct{}) {
 				return
 			}
 		}
-		f.note(entry{b: b, i: e.i})
+		f.note(entry{b: b, i: e.i, m: m})
 		if e.i++; !e.rest {
 			return
 		}
 	}
 }
 
-// passCtx is the context of the forwarder's Pass calls: halted cancels it
-// so that a Pass waiting on a suspended session lets the forwarder serve
-// the Stop.
+// passCtx is the context of the forwarder's Pass calls: a request cancels
+// it, so that a Pass waiting on a suspended session lets the forwarder
+// serve it.
 func (f *forwarder) passCtx() context.Context {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -281,54 +299,87 @@ func (f *forwarder) note(e entry) {
 	}
 }
 
-// takeBack takes back what the receiver has not taken from out: the last
-// entries sent, in order, offered again before anything else.
-func (f *forwarder) takeBack() {
-	k := 0
+// mayHold reports whether out may hold a message of pm: one of the last
+// len(out) sent.
+func (f *forwarder) mayHold(pm *partition.Manager) bool {
+	n := min(len(f.out), len(f.inflight))
+	for _, e := range f.inflight[len(f.inflight)-n:] {
+		if owner, _, _ := e.b.Watch(); owner == pm {
+			return true
+		}
+	}
+	return false
+}
+
+// takeBack takes back everything the receiver has not taken from out. The
+// messages of drop's managers are abandoned (through Pass: their halt is
+// closed); the others go first in pending, in the order they were sent.
+// A message the receiver takes meanwhile stays taken: taken back are only
+// the messages this goroutine received, found by identity.
+func (f *forwarder) takeBack(drop map[*partition.Manager]bool) {
+	var got []*Message
 	for {
 		select {
-		case <-f.out:
-			k++
+		case m := <-f.out:
+			got = append(got, m)
 			continue
 		default:
 		}
 		break
 	}
-	k = min(k, len(f.inflight)) // note keeps at least len(out)
-	back := f.inflight[len(f.inflight)-k:]
-	f.pending = append(append([]entry(nil), back...), f.pending...)
-	clear(f.inflight)
-	f.inflight = f.inflight[:0]
-}
-
-// serve takes back what is in out and answers the Stops waiting: their
-// partitions' entries are dropped through Pass (halt is closed: it
-// abandons them), so that the drains do not wait for them.
-func (f *forwarder) serve() {
-	f.mu.Lock()
-	ps := f.purges
-	f.purges = nil
-	f.mu.Unlock()
-	if len(ps) == 0 {
+	if len(got) == 0 {
 		return
 	}
-	f.takeBack()
-	for _, p := range ps {
-		kept := f.pending[:0]
-		var last *partition.Batch
-		for _, e := range f.pending {
-			if owner, _, _ := e.b.Watch(); owner != p.pm {
-				kept = append(kept, e)
-				continue
-			}
-			if e.b != last { // the batch's first entry taken back: the rest follow it
-				last = e.b
-				e.b.Pass(context.Background(), e.i) // PassDropped: abandons from e.i on
-			}
+	back := make([]entry, 0, len(got))
+	j := 0 // got is in the order sent, a subsequence of inflight's tail
+	for _, e := range f.inflight {
+		if j < len(got) && e.m == got[j] {
+			back = append(back, e)
+			j++
 		}
-		clear(f.pending[len(kept):])
-		f.pending = kept
-		close(p.done)
+	}
+	clear(f.inflight)
+	f.inflight = f.inflight[:0]
+	kept := back[:0]
+	dropped := map[*partition.Batch]bool{}
+	for _, e := range back {
+		owner, _, _ := e.b.Watch()
+		if !drop[owner] {
+			e.m = nil
+			kept = append(kept, e)
+			continue
+		}
+		if !dropped[e.b] { // the batch's first message taken back: the rest follow it
+			dropped[e.b] = true
+			e.b.Pass(context.Background(), e.i) // PassDropped: abandons from e.i on
+		}
+	}
+	f.pending = append(kept, f.pending...)
+	for b := range dropped {
+		f.skip(b)
+	}
+}
+
+// serve answers the requests waiting: a settle needs nothing more (the
+// forwarder is between two sends; every later one is of a batch passed
+// after the halt); a withdraw takes back what the receiver has not taken,
+// dropping its partition's messages, when out may hold one.
+func (f *forwarder) serve() {
+	f.mu.Lock()
+	rs := f.requests
+	f.requests = nil
+	f.mu.Unlock()
+	drop := map[*partition.Manager]bool{}
+	for _, r := range rs {
+		if r.withdraw && f.mayHold(r.pm) {
+			drop[r.pm] = true
+		}
+	}
+	if len(drop) > 0 {
+		f.takeBack(drop)
+	}
+	for _, r := range rs {
+		close(r.done)
 	}
 }
 

@@ -146,6 +146,9 @@ func (c *Consumer) finishSlot(sl *slot, cl *claim, pm *partition.Manager, log *s
 		// Already reported on Errors() by the partition manager.
 		log.Warn("partition stopped with an error", "error", err)
 	}
+	// Messages not received yet of a lost partition, or of one whose
+	// drain gave up, are taken back before OnRevoked or OnLost.
+	c.fwd.withdraw(pm)
 	// Stopped (drained and committed unless lost), still claimed: tell
 	// the embedder (OnRevoked, or OnLost: a lost partition was neither
 	// drained nor committed, and another member may own it already), with
