@@ -14,11 +14,10 @@ import (
 	"testing"
 )
 
-// pending exempts sentinels the lead is moving (issue 18 items 1 and 5:
-// the partition sentinels become manager's own, ErrCommit the value of
-// offsets.ErrCommit, partition's ErrConfig the shared one). Keys are
-// "<dir>.<Name>". Delete an entry once its sentinel follows the rules; an
-// entry that matches nothing any more is only logged.
+// pending exempts sentinels that are being moved and do not follow the
+// rules yet. Keys are "<dir>.<Name>". Delete an entry once its sentinel
+// follows the rules; an entry that matches nothing any more is only
+// logged.
 var pending = map[string]string{}
 
 // sentinel is one exported package-level Err* variable of the module.

@@ -2,12 +2,11 @@
 // partition" on connections of its own, merging the questions that arrive
 // together for one broker into one ListOffsets request.
 //
-// Why: sarama's ConsumePartition asks both (two ListOffsets round trips)
-// for every partition it starts, through the consumer's client. A sarama
-// Broker holds its lock for a whole round trip, so on the consumer's own
-// client those requests queue with the fetches of every partition that
-// broker leads: a member starting 100 partitions held up its other
-// partitions' fetches for seconds. Not API.
+// Why connections of its own: a sarama Broker holds its lock for a whole
+// round trip, so on the fetching client these requests would queue behind
+// the fetches of every partition the broker leads (and the fetches behind
+// them), and a member starting many partitions asks for many at once.
+// Not API.
 package listoffsets
 
 import (

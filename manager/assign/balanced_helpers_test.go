@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // testClass is a class recomputed independently of classes.go: the
@@ -254,9 +255,12 @@ func renderOwners(ps []Partition) string {
 	return b.String()
 }
 
-// cases returns n, or n/5 under the race detector.
+// cases returns n, n/5 under the race detector, n/20 with -short.
 func cases(n int) int {
-	if raceEnabled {
+	switch {
+	case testing.Short():
+		return max(1, n/20)
+	case raceEnabled:
 		return max(1, n/5)
 	}
 	return n

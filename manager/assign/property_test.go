@@ -10,7 +10,7 @@ import (
 
 func TestPropertyValidAndDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for iter := range 1500 {
+	for iter := range cases(1500) {
 		uniform := iter%2 == 0
 		members, ps := randomCase(rng, 10, 200, uniform)
 		m2, p2 := shuffled(rng, members, ps)
