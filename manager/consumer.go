@@ -448,9 +448,6 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 
 func saramaConfig(cfg *Config) *sarama.Config {
 	s := saramaconf.From(cfg.Sarama, saramaconf.ClientID)
-	s.Consumer.Return.Errors = true
-	s.Consumer.Offsets.AutoCommit.Enable = false
-	s.ChannelBufferSize = max(s.ChannelBufferSize, 256)
 	// A registry of the member's own, keeping only what it reads
 	// (saramametrics.go).
 	s.MetricRegistry = newKeptMetrics(metricResponses)
