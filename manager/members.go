@@ -22,6 +22,9 @@ type member struct {
 	// zxid of its node, which orders the members by age.
 	strategy string
 	czxid    int64
+	// streams is the registration's subscription: the stream count (the
+	// old consumer's threads) per topic or wildcard expression.
+	streams map[string]int
 }
 
 // readMembers lists the group's members (setting a child watch) and reads
@@ -70,7 +73,7 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, er
 			out = append(out, member{id: id, err: fmt.Errorf("%w: subscription: %v", ErrBadRegistration, err)})
 			continue
 		}
-		out = append(out, member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid})
+		out = append(out, member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid, streams: reg.Subscription})
 	}
 	return out, ch, nil
 }

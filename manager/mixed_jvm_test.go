@@ -25,9 +25,11 @@ import (
 // one (SIGTERM: the shutdown hook commits) until only zkgroup remains; a
 // JVM member joins again and the zkgroup members leave. At each step the
 // owner nodes must split the partitions as Kafka's old assignor computes
-// them over the JVM's thread ids (<consumerId>-0); in the end every
-// message was delivered exactly once and the committed offsets are at the
-// log end. With range and ZooKeeper offsets, and with roundrobin and Kafka
+// them over the JVM's thread ids (<consumerId>-0); in the end no message
+// is missing, none a zkgroup member had is delivered again (the old
+// consumer may redeliver one message per rebalance of its own: see
+// testcluster.OldConsumer.Rebalances), and the committed offsets are at
+// the log end. With range and ZooKeeper offsets, and with roundrobin and Kafka
 // offsets (the JVM with offsets.storage=kafka and dual.commit.enabled).
 func TestMixedGroupJVM(t *testing.T) {
 	c := testcluster.Shared(t)
@@ -59,8 +61,10 @@ type mixedGroup struct {
 
 	mu  sync.Mutex
 	jvm map[string]*jvmMember // by name
-	zkg map[string]*poolInstance
-	ids map[string]string // member id -> name, for every member ever started
+	// ranJVM: every JVM member started, for its rebalance count.
+	ranJVM []*jvmMember
+	zkg    map[string]*poolInstance
+	ids    map[string]string // member id -> name, for every member ever started
 }
 
 type jvmMember struct {
@@ -113,9 +117,30 @@ func runMixedGroup(t *testing.T, c *testcluster.Cluster, strategy assign.Strateg
 	}
 	g.stopJVM("J3")
 	missing, dups := g.led.missingAndDups(topic, n)
-	t.Logf("%s: %d messages produced over 4 partitions, %d deliveries: %d missing, %d delivered twice or more; %v in all",
-		strategy.Name()+"/"+string(storage), n, g.led.total(), len(missing), len(dups), time.Since(start).Round(time.Second))
-	g.led.checkExactlyOnce(t, topic, n)
+	// A duplicate first delivered by a zkgroup member means a handover
+	// that was not exact. The old consumer redelivers on its own at
+	// times (see OldConsumer.Rebalances): at most one message per
+	// rebalance or shutdown of each JVM member, first delivered by it.
+	zkFirst, jvmFirst, allowed := 0, 0, 0
+	for _, ds := range dups {
+		if strings.HasPrefix(ds[0].who, "J") {
+			jvmFirst += len(ds) - 1
+		} else {
+			zkFirst += len(ds) - 1
+		}
+	}
+	for _, m := range g.ranJVM {
+		allowed += m.o.Rebalances() + 1
+	}
+	t.Logf("%s: %d messages produced over 4 partitions, %d deliveries: %d missing, %d redelivered after a zkgroup member had them, %d after a JVM member had them (the old consumer's own at-least-once, at most %d here); %v in all",
+		strategy.Name()+"/"+string(storage), n, g.led.total(), len(missing), zkFirst, jvmFirst, allowed, time.Since(start).Round(time.Second))
+	if len(missing) > 0 || zkFirst > 0 || jvmFirst > allowed {
+		var d []string
+		for v, ds := range dups {
+			d = append(d, fmt.Sprintf("%s %v", v, ds))
+		}
+		t.Errorf("of %d messages: %d missing (%s), duplicates: %s", n, len(missing), head(missing), head(d))
+	}
 	if got := g.committed(); !equalOffsets(got, hwm) {
 		t.Errorf("committed offsets (%s) %v, want the log end %v", storage, got, hwm)
 	}
@@ -148,6 +173,13 @@ func (g *mixedGroup) step(what string, change func()) {
 	testcluster.Await(t, 60*time.Second, 100*time.Millisecond, what+": consumption continues", func() bool {
 		return g.led.total() >= before+100
 	})
+	g.mu.Lock()
+	for name, in := range g.zkg {
+		if es := in.c.Stats().IncompatibleMembers; len(es) > 0 {
+			t.Errorf("%s: %s reports incompatible members: %v", what, name, es)
+		}
+	}
+	g.mu.Unlock()
 	t.Logf("step %-10s members %-12s owners %s (settled in %v)", what, g.names(members), g.split(got),
 		settled.Round(10*time.Millisecond))
 }
@@ -174,6 +206,7 @@ func (g *mixedGroup) startJVM(name string, fromBeginning bool) {
 	}
 	g.mu.Lock()
 	g.jvm[name] = &jvmMember{id: id, o: o}
+	g.ranJVM = append(g.ranJVM, g.jvm[name])
 	g.ids[id] = name
 	g.mu.Unlock()
 }
@@ -426,4 +459,68 @@ func utf16Units(s string) []uint16 {
 		out = append(out, uint16(r))
 	}
 	return out
+}
+
+// TestOldConsumerStreamsReported: a member registered as the old consumer
+// with two streams (threads) for the topic, which zkgroup cannot agree
+// with, is reported on Errors() and in Stats while it lasts.
+func TestOldConsumerStreamsReported(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, mixedPartitions)
+	conn := testcluster.ZooKeeper(t, c)
+	cfg := baseConfig(t, "")
+	cfg.InstanceID = ""
+	cfg.Strategy = assign.Range()
+	cfg.OffsetStorage = manager.StorageZooKeeper
+	cons, err := manager.Join(t.Context(), group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := make(chan *manager.IncompatibleMemberError, 16)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for err := range cons.Errors() {
+			var e *manager.IncompatibleMemberError
+			if errors.As(err, &e) {
+				reported <- e
+			} else {
+				t.Logf("error: %v", err)
+			}
+		}
+	})
+	defer wg.Wait()
+	defer cons.Close()
+	testcluster.Await(t, 30*time.Second, 50*time.Millisecond, "the member's partitions", func() bool {
+		return len(cons.Stats().Partitions) == mixedPartitions
+	})
+	// An id older than the member's (it sorts first): threads
+	// <jvm>-0 <jvm>-1 <member>-0 take 0,1 / 2 / 3 where zkgroup computes
+	// 0,1 / 2,3.
+	jvm := group + "_host-1000000000000-aaaaaaaa"
+	reg := fmt.Sprintf(`{"version":1,"subscription":{%q:2},"pattern":"static","timestamp":"1000000000000"}`, topic)
+	path := c.Chroot() + zkdata.IDPath(group, jvm)
+	if _, err := conn.Create(path, []byte(reg), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	var e *manager.IncompatibleMemberError
+	select {
+	case e = <-reported:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no IncompatibleMemberError reported within 30s")
+	}
+	t.Logf("reported: %v", e)
+	want := []manager.TopicPartition{{Topic: topic, Partition: 2}}
+	if e.Peer != jvm || e.Strategy != assign.NameRange || e.Differ != 1 || !slices.Equal(e.Partitions, want) ||
+		!strings.Contains(e.Reason, "2 streams") {
+		t.Errorf("got %+v, want peer %s, strategy range, partition %v, a reason naming the 2 streams", e, jvm, want)
+	}
+	if got := cons.Stats().IncompatibleMembers; len(got) != 1 || got[0].Peer != jvm {
+		t.Errorf("Stats().IncompatibleMembers = %v, want the one peer", got)
+	}
+	if err := conn.Delete(path, -1); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.Await(t, 30*time.Second, 50*time.Millisecond, "the report to clear", func() bool {
+		return len(cons.Stats().IncompatibleMembers) == 0
+	})
 }

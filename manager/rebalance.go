@@ -46,6 +46,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (<-chan zk.Event, e
 	c.relevant = relevantView(snap.Topics, c.memberSubs)
 	c.noteBadRegistrationsLocked(members)
 	c.noteStrategiesLocked(pl.strategy)
+	c.noteOldConsumersLocked(pl)
 	c.assigned = sortedTPs(mine)
 	c.assignedTopics = withParts
 	var revoked, added []TopicPartition

@@ -221,6 +221,17 @@ func (o *OldConsumer) signal(sig syscall.Signal, grace time.Duration) error {
 	}
 }
 
+// Rebalances counts the rebalances the consumer completed so far, from
+// its log. Each one, and its shutdown, may hand one message out twice:
+// the old consumer's iterator records a message as consumed only after
+// it returned it, so a commit made meanwhile (by the rebalance or the
+// shutdown hook, on another thread) leaves it uncommitted and the next
+// owner fetches it again.
+func (o *OldConsumer) Rebalances() int {
+	b, _ := os.ReadFile(filepath.Join(o.dir, "consumer.log"))
+	return strings.Count(string(b), "end rebalancing consumer")
+}
+
 // Tail returns the last n lines of the consumer's log and stderr, for
 // failure messages.
 func (o *OldConsumer) Tail(n int) string {
