@@ -30,7 +30,7 @@ vet:
 unit:
 	$(GO) test -short -race -count=1 ./...
 
-## fetch: download Kafka and ZooKeeper from Maven Central into the cache (once)
+## fetch: download Kafka, ZooKeeper and Kafka 0.11's old consumer from Maven Central into the cache (once)
 fetch:
 	@$(ZKCLUSTER) fetch
 

@@ -142,6 +142,11 @@ type Consumer struct {
 	strategyPeers   map[string]string
 	strategyInForce string
 	strategyOldest  string
+	// oldPeers: the members publishing no strategy whose assignment
+	// differs (id to reason), as reported; oldConflicts what the last
+	// rebalance found. See noteOldConsumersLocked.
+	oldPeers     map[string]string
+	oldConflicts []IncompatibleMemberError
 
 	rebalances    atomic.Uint64
 	claimWaits    atomic.Int64

@@ -23,6 +23,9 @@ type member struct {
 	// zxid of its node, which orders the members by age.
 	strategy string
 	czxid    int64
+	// streams is the registration's subscription: the stream count (the
+	// old consumer's threads) per topic or wildcard expression.
+	streams map[string]int
 	// away: not registered, kept in the group by its restart marker
 	// (Config.RestartGrace) for grace; version is the marker's.
 	away    bool
@@ -96,7 +99,7 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, <-
 			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: subscription: %v", ErrBadRegistration, err)})
 			continue
 		}
-		m := member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid}
+		m := member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid, streams: reg.Subscription}
 		if away {
 			m.away, m.grace, m.version = true, time.Duration(reg.RestartGraceMS)*time.Millisecond, stat.Version
 		}

@@ -52,6 +52,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 	c.relevant = relevantView(snap.Topics, c.memberSubs)
 	c.noteBadRegistrationsLocked(members)
 	c.noteStrategiesLocked(pl.strategy)
+	c.noteOldConsumersLocked(pl)
 	c.assigned = sortedTPs(mine)
 	c.assignedTopics = withParts
 	var revoked, added []TopicPartition

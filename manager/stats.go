@@ -74,6 +74,10 @@ type Stats struct {
 	// members and strategies, the oldest member and the strategy in
 	// force).
 	StrategyConflicts []StrategyMismatchError
+	// IncompatibleMembers lists, sorted by peer, the members publishing
+	// no strategy (Kafka's old high-level consumer) that would compute
+	// another assignment at the last rebalance, as reported on Errors().
+	IncompatibleMembers []IncompatibleMemberError
 	// MalformedTopics counts the topic nodes the metadata reader skipped
 	// as malformed (each reported on Errors() too).
 	MalformedTopics   uint64
@@ -123,6 +127,7 @@ func (c *Consumer) Stats() Stats {
 	s.SquattedPartitions = c.squatted
 	s.StrategyMismatches, s.Strategy = c.strategyMismatchesLocked(), c.strategyInForce
 	s.StrategyConflicts = c.strategyConflictsLocked()
+	s.IncompatibleMembers = slices.Clone(c.oldConflicts)
 	s.LoopAt = time.Unix(0, c.loopAt.Load())
 	s.MalformedTopics = c.malformedTopics.Load()
 	if n := len(c.history); n > 0 {

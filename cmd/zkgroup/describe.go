@@ -19,7 +19,11 @@ import (
 // "strategy_mismatch") names them and the strategy in force. The table
 // keeps Kafka's columns, for tools that parse it; --json adds
 // "claim_token", the fencing token the committed offset was written under
-// (Kafka storage: the czxid of that claim's owner node). Topics
+// (Kafka storage: the czxid of that claim's owner node). Without
+// --offset-storage (nor offset_storage in the config or environment) it
+// reads both storages and shows the one that holds the group's offsets
+// (ahead, when both do), saying which and why on its last line (--json:
+// "offset_storage" and "offset_storage_note"). Topics
 // and partitions come from Kafka's metadata (a KRaft cluster has none in
 // ZooKeeper).
 func cmdDescribe(args []string, stdout, stderr io.Writer) int {
@@ -38,18 +42,37 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 		return fail(stdout, stderr, g.json, exitFor(err), err)
 	}
 	defer c.close()
-	committed, err := c.committed(g.storage)
-	if err != nil {
-		return fail(stdout, stderr, g.json, exitFor(err), explain(err, g.cfg, sideOf(g.storage)))
+	storage, note := g.storage, ""
+	var committed ops.Offsets
+	if g.cfg.Origin("offset_storage") == "default" {
+		// Not configured: show the storage that holds the group's
+		// offsets (a group of the old ZooKeeper consumers keeps them in
+		// ZooKeeper), and say which and why.
+		zkOffs, zerr := c.committed(string(manager.StorageZooKeeper))
+		kafkaOffs, kerr := c.committed(string(manager.StorageKafka))
+		choice, err := ops.ChooseStorage(zkOffs, zerr, kafkaOffs, kerr)
+		if err != nil {
+			side := sideKafka
+			if kerr == nil {
+				side = sideZooKeeper
+			}
+			return fail(stdout, stderr, g.json, exitFor(err), explain(err, g.cfg, side))
+		}
+		storage, note, committed = choice.Storage, choice.Note, choice.Committed
+	} else {
+		var err error
+		if committed, err = c.committed(g.storage); err != nil {
+			return fail(stdout, stderr, g.json, exitFor(err), explain(err, g.cfg, sideOf(g.storage)))
+		}
 	}
 	var claims ops.Offsets
-	if manager.Storage(g.storage) != manager.StorageZooKeeper {
+	if manager.Storage(storage) != manager.StorageZooKeeper {
 		if claims, err = ops.KafkaClaims(c.admin, g.group); err != nil {
 			return fail(stdout, stderr, g.json, exitFor(err), err)
 		}
 	}
 	d, err := ops.Describe(ops.DescribeInput{Session: c.sess, Committed: committed, Claims: claims,
-		LogEnd: ops.LogEndFunc(c.client), Group: g.group, Storage: g.storage,
+		LogEnd: ops.LogEndFunc(c.client), Group: g.group, Storage: storage, StorageNote: note,
 		Topics:     func() ([]string, error) { return ops.KafkaTopics(c.client) },
 		Partitions: ops.KafkaPartitions(c.client)})
 	if err != nil {

@@ -21,6 +21,12 @@ const KafkaVersion = "3.9.2"
 // jars.
 const Kafka4Version = "4.3.1"
 
+// Kafka011Version is the Kafka release whose old high-level consumer
+// (ZookeeperConsumerConnector, run as kafka.tools.ConsoleConsumer) the
+// mixed-group tests run beside zkgroup members: the last release line
+// that ships it. Its client runs on Java 17 against KafkaVersion's brokers.
+const Kafka011Version = "0.11.0.3"
+
 // ErrNoJava reports that java or mvn is not installed.
 var ErrNoJava = errors.New("testcluster: java or mvn not found")
 
@@ -79,6 +85,14 @@ func Fetch() (FetchResult, error) {
 // in a cache folder of their own.
 func FetchKafka4() (FetchResult, error) {
 	return fetch(Kafka4Version, "kafka4/pom.xml", []string{"kafka_2.13-" + Kafka4Version + ".jar", "kafka-tools-" + Kafka4Version + ".jar"}, false)
+}
+
+// FetchKafka011 is Fetch for Kafka011Version's core jar and its runtime
+// dependencies (maven/kafka011/pom.xml: zkclient, ZooKeeper 3.4, Scala
+// 2.11, ...), in a cache folder of their own.
+func FetchKafka011() (FetchResult, error) {
+	return fetch(Kafka011Version, "kafka011/pom.xml",
+		[]string{"kafka_2.11-" + Kafka011Version + ".jar", "kafka-clients-" + Kafka011Version + ".jar", "zkclient-0.10.jar"}, true)
 }
 
 func fetch(version, pomRel string, want []string, withZooKeeper bool) (FetchResult, error) {

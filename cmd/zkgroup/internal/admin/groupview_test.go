@@ -131,6 +131,9 @@ func TestReadiness(t *testing.T) {
 	mismatch := stats()
 	mismatch.StrategyMismatches = []string{"b"}
 	mismatch.StrategyConflicts = []manager.StrategyMismatchError{{Member: "a", Strategy: "balanced", Peer: "b", PeerStrategy: "range", Oldest: "b", InForce: "range"}}
+	old := stats()
+	old.IncompatibleMembers = []manager.IncompatibleMemberError{{Member: "a", Strategy: "range", Peer: "g_h-1-aaaa",
+		Reason: "it registers 2 streams", Differ: 1, Partitions: []manager.TopicPartition{{Topic: "t", Partition: 2}}}}
 	for _, tc := range []struct {
 		name   string
 		st     manager.Stats
@@ -145,6 +148,7 @@ func TestReadiness(t *testing.T) {
 		{"rebalancing", rebalancing, true, nil, false, "rebalancing: 1 of 2 assigned partitions not fetching yet: t/1"},
 		{"out for kafka", out, true, some, false, "out of the group since 2026-12-01T14:05:39Z: no Kafka broker answered for 6.002s (bound 6s); partitions stopped without a commit, joining again once Kafka answers"},
 		{"strategy mismatch", mismatch, true, some, false, `strategy mismatch: this member a is configured with "balanced", b publishes "range"; every member computes with "range", the strategy of the oldest member b; configure every member with one strategy`},
+		{"old consumer", old, true, some, false, `incompatible member: g_h-1-aaaa publish no strategy (Kafka's old high-level consumer?) and would not agree with "range" on 1 partitions: it registers 2 streams`},
 		{"no topic", idle, true, none, false, "subscription matches no topic (static:nope)"},
 		{"idle member", idle, true, some, true, "ready: no partition assigned (2 members share the partitions)"},
 		{"idle, view unknown", idle, true, nil, true, "ready: no partition assigned"},

@@ -11,7 +11,8 @@ import (
 
 // Readiness decides /readyz: ready when the member joined, its ZooKeeper
 // session is healthy, no member of the group publishes another assignment
-// strategy, every assigned partition is fetching and none is
+// strategy nor, publishing none (Kafka's old high-level consumer), would
+// compute another assignment, every assigned partition is fetching and none is
 // suspended, and (when the group view is known) its subscription matches
 // at least one topic. reason says why not, or what it serves. view is nil
 // when unknown. Pure.
@@ -28,6 +29,9 @@ func Readiness(st manager.Stats, joined bool, view *GroupView) (ready bool, reas
 	}
 	if len(st.StrategyConflicts) > 0 {
 		return false, strategyMismatch(st.StrategyConflicts)
+	}
+	if len(st.IncompatibleMembers) > 0 {
+		return false, incompatibleMembers(st.IncompatibleMembers)
 	}
 	var suspended []string
 	for _, p := range st.Partitions {
@@ -78,6 +82,19 @@ func strategyMismatch(cs []manager.StrategyMismatchError) string {
 	}
 	return fmt.Sprintf("strategy mismatch: this member %s is configured with %q, %s; %s; configure every member with one strategy",
 		c.Member, c.Strategy, list(peers), what)
+}
+
+// incompatibleMembers says why a member is not ready while members
+// publishing no strategy (Kafka's old high-level consumer) would compute
+// another assignment. es is not empty. Pure.
+func incompatibleMembers(es []manager.IncompatibleMemberError) string {
+	peers := make([]string, 0, len(es))
+	for _, e := range es {
+		peers = append(peers, e.Peer)
+	}
+	e := es[0]
+	return fmt.Sprintf("incompatible member: %s publish no strategy (Kafka's old high-level consumer?) and would not agree with %q on %d partitions: %s",
+		list(peers), e.Strategy, e.Differ, e.Reason)
 }
 
 // list joins up to 5 names, then says how many more.

@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,10 +70,13 @@ type Row struct {
 
 // Description is a group as describe prints it.
 type Description struct {
-	Group         string   `json:"group"`
-	OffsetStorage string   `json:"offset_storage"`
-	Members       []Member `json:"members"`
-	Partitions    []Row    `json:"partitions"`
+	Group         string `json:"group"`
+	OffsetStorage string `json:"offset_storage"`
+	// OffsetStorageNote says why OffsetStorage was chosen when none was
+	// configured (see ChooseStorage); "" when it was.
+	OffsetStorageNote string   `json:"offset_storage_note,omitempty"`
+	Members           []Member `json:"members"`
+	Partitions        []Row    `json:"partitions"`
 	// StrategyMismatch is set while the members publish different
 	// assignment strategies.
 	StrategyMismatch *StrategyMismatch `json:"strategy_mismatch,omitempty"`
@@ -90,8 +94,9 @@ type DescribeInput struct {
 	// LogEnd returns a partition's log-end offset; nil leaves it unknown.
 	LogEnd func(topic string, partition int32) (int64, error)
 	Group  string
-	// Storage names where Committed came from, for the output.
-	Storage string
+	// Storage names where Committed came from, for the output, and
+	// StorageNote why, when it was chosen rather than configured.
+	Storage, StorageNote string
 	// Topics and Partitions read the cluster's topics and a topic's
 	// partitions, for the topics the members subscribe to (KafkaTopics
 	// and KafkaPartitions; a KRaft cluster has none in ZooKeeper). Nil:
@@ -107,13 +112,17 @@ type DescribeInput struct {
 // no committed offset. Blocks on ZooKeeper and on LogEnd.
 func Describe(in DescribeInput) (*Description, error) {
 	s, group := in.Session, in.Group
-	d := &Description{Group: group, OffsetStorage: in.Storage, Members: []Member{}, Partitions: []Row{}}
+	d := &Description{Group: group, OffsetStorage: in.Storage, OffsetStorageNote: in.StorageNote, Members: []Member{}, Partitions: []Row{}}
 	exists, _, err := s.Exists(zkdata.ConsumersPath(group))
 	if err != nil {
 		return nil, fmt.Errorf("ops: reading %s: %w", zkdata.ConsumersPath(group), err)
 	}
 	if !exists && len(in.Committed) == 0 {
-		return nil, fmt.Errorf("%w: %q has no node %s%s and no committed offsets in %s", ErrNoGroup, group, s.Chroot(), zkdata.ConsumersPath(group), in.Storage)
+		where := in.Storage
+		if in.StorageNote != "" {
+			where = "ZooKeeper or Kafka"
+		}
+		return nil, fmt.Errorf("%w: %q has no node %s%s and no committed offsets in %s", ErrNoGroup, group, s.Chroot(), zkdata.ConsumersPath(group), where)
 	}
 	ids, err := Members(s, group)
 	if err != nil {
@@ -162,7 +171,11 @@ func Describe(in DescribeInput) (*Description, error) {
 		if reg.Timestamp > 0 {
 			m.Registered = time.UnixMilli(reg.Timestamp).UTC()
 		}
-		m.Partitions = owned[id]
+		for o, n := range owned {
+			if o == id || !slices.Contains(ids, o) && isThreadOf(o, id) {
+				m.Partitions += n
+			}
+		}
 		if sub, err := subscription.FromRegistration(reg.Pattern, reg.Subscription); err == nil {
 			subs = append(subs, sub)
 		} else {
@@ -213,7 +226,7 @@ func Describe(in DescribeInput) (*Description, error) {
 		}
 		if o, ok := owners[tp.Topic][tp.Partition]; ok && o != "" {
 			r.ConsumerID = o
-			if m, ok := members[o]; ok {
+			if m, ok := memberOf(members, o); ok {
 				r.Host, r.ClientID = m.Host, m.ClientID
 			} else {
 				r.Host = MemberHost(group, o, nil)
@@ -235,6 +248,36 @@ func Describe(in DescribeInput) (*Description, error) {
 		return a.Partition < b.Partition
 	})
 	return d, nil
+}
+
+// isThreadOf reports whether owner is a consumer thread id of member id
+// as Kafka's old high-level consumer writes them in owner nodes:
+// <id>-<n>. Pure.
+func isThreadOf(owner, id string) bool {
+	n, ok := strings.CutPrefix(owner, id+"-")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// memberOf finds the member an owner node names: by its id, or by one of
+// its old-consumer thread ids.
+func memberOf(members map[string]Member, owner string) (Member, bool) {
+	if m, ok := members[owner]; ok {
+		return m, true
+	}
+	if i := strings.LastIndexByte(owner, '-'); i > 0 {
+		if m, ok := members[owner[:i]]; ok && isThreadOf(owner, m.ID) {
+			return m, true
+		}
+	}
+	return Member{}, false
 }
 
 // strategyMismatch returns what the members publishing a strategy
@@ -352,7 +395,11 @@ func (d *Description) Text() string {
 		fmt.Fprintf(&b, "\nSTRATEGY MISMATCH: the members publish different assignment strategies (%s); they compute with %q, the strategy of the oldest member %s, and a member that does not know it claims nothing. Configure every member with one strategy.\n",
 			strings.Join(parts, "; "), sm.InForce, sm.Oldest)
 	}
-	fmt.Fprintf(&b, "\n(offsets from %s storage)\n", d.OffsetStorage)
+	if d.OffsetStorageNote != "" {
+		fmt.Fprintf(&b, "\n(offsets from %s storage: %s; --offset-storage picks one)\n", d.OffsetStorage, d.OffsetStorageNote)
+	} else {
+		fmt.Fprintf(&b, "\n(offsets from %s storage)\n", d.OffsetStorage)
+	}
 	return b.String()
 }
 

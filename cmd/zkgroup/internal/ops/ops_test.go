@@ -121,6 +121,13 @@ func TestDescriptionText(t *testing.T) {
 		strings.Contains(out, "MISMATCH") {
 		t.Errorf("members:\n%s", out)
 	}
+	if !strings.HasSuffix(out, "\n(offsets from kafka storage)\n") {
+		t.Errorf("configured storage:\n%s", out)
+	}
+	d.OffsetStorage, d.OffsetStorageNote = "zookeeper", "ZooKeeper holds offsets for 2 partitions, Kafka none"
+	if out := d.Text(); !strings.HasSuffix(out, "\n(offsets from zookeeper storage: ZooKeeper holds offsets for 2 partitions, Kafka none; --offset-storage picks one)\n") {
+		t.Errorf("chosen storage:\n%s", out)
+	}
 }
 
 func TestStrategyMismatch(t *testing.T) {

@@ -81,7 +81,8 @@ func defaultDir() string {
 	return ".cluster"
 }
 
-// fetch caches the jars of both Kafka lines (3.9 with ZooKeeper, and 4).
+// fetch caches the jars of the Kafka lines the tests run: 3.9 with
+// ZooKeeper, 4, and 0.11's old high-level consumer.
 func fetch() error {
 	r, err := testcluster.Fetch()
 	if err != nil {
@@ -94,6 +95,12 @@ func fetch() error {
 		return err
 	}
 	fmt.Printf("Kafka %s (KRaft): %s in %v (%s)\n", testcluster.Kafka4Version, how(r4), r4.Duration.Round(time.Millisecond), r4.LibDir)
+	r011, err := testcluster.FetchKafka011()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Kafka %s (old high-level consumer): %s in %v (%s)\n", testcluster.Kafka011Version, how(r011),
+		r011.Duration.Round(time.Millisecond), r011.LibDir)
 	return nil
 }
 
