@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -173,6 +174,10 @@ func createTopicOn(t *testing.T, c *testcluster.Cluster, topic string, partition
 			t.Fatal(err)
 		}
 	}
+	// Every broker told, so that any client made from now on sees it all.
+	if err := c.WaitMetadata(ctx, topic, partitions); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // produceSized writes n messages of size bytes to each of partitions,
@@ -189,7 +194,14 @@ func produceSized(t testing.TB, c *testcluster.Cluster, topic string, partitions
 	cfg.Producer.Flush.MaxMessages = batch
 	cfg.Producer.Flush.Frequency = 20 * time.Millisecond
 	cfg.Producer.MaxMessageBytes = 8 << 20
-	p, err := sarama.NewAsyncProducer(c.Addrs(), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := c.TopicClient(ctx, cfg, topic, slices.Max(partitions)+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	p, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,10 +52,11 @@ func (c *Cluster) CreateTopic(ctx context.Context, topic string, partitions int3
 			return err
 		}
 	}
-	return nil
+	return c.WaitMetadata(ctx, topic, partitions)
 }
 
-// AddPartitions raises topic's partition count to total.
+// AddPartitions raises topic's partition count to total and waits until
+// every broker's metadata has them all, each with a leader.
 func (c *Cluster) AddPartitions(ctx context.Context, topic string, total int32) error {
 	admin, err := sarama.NewClusterAdmin(c.Addrs(), SaramaConfig())
 	if err != nil {
@@ -70,7 +71,76 @@ func (c *Cluster) AddPartitions(ctx context.Context, topic string, total int32) 
 			return err
 		}
 	}
-	return nil
+	return c.WaitMetadata(ctx, topic, total)
+}
+
+// WaitMetadata polls until every running broker's metadata lists topic
+// with at least partitions partitions, each with a leader among the live
+// brokers that broker knows. A partition's leader is written to ZooKeeper
+// (see WaitLeader) before the controller tells the brokers, which learn
+// it one after another; until then a client whose metadata comes from a
+// broker not yet told sees the topic unknown, fewer partitions (sarama's
+// producer then fails a message to a later one with ErrInvalidPartition,
+// unretried) or no leader. A client created after WaitMetadata returned
+// sees the whole topic, whichever broker it asks.
+func (c *Cluster) WaitMetadata(ctx context.Context, topic string, partitions int32) error {
+	var last error
+	for {
+		last = nil
+		for _, addr := range c.Addrs() {
+			if last = metadataComplete(addr, topic, partitions); last != nil {
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond): // polling the condition
+		case <-ctx.Done():
+			return fmt.Errorf("testcluster: waiting for the metadata of %s (%d partitions, each led) on every broker: %v: %w", topic, partitions, last, ctx.Err())
+		}
+	}
+}
+
+// metadataComplete asks the broker at addr for topic's metadata and says
+// what is missing, if anything.
+func metadataComplete(addr, topic string, partitions int32) error {
+	cfg := SaramaConfig()
+	cfg.Net.DialTimeout = 2 * time.Second
+	cfg.Net.ReadTimeout = 5 * time.Second
+	br := sarama.NewBroker(addr)
+	if err := br.Open(cfg); err != nil {
+		return err
+	}
+	defer br.Close()
+	resp, err := br.GetMetadata(sarama.NewMetadataRequest(cfg.Version, []string{topic}))
+	if err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	live := make(map[int32]bool, len(resp.Brokers))
+	for _, b := range resp.Brokers {
+		live[b.ID()] = true
+	}
+	for _, tm := range resp.Topics {
+		if tm.Name != topic {
+			continue
+		}
+		if tm.Err != sarama.ErrNoError {
+			return fmt.Errorf("%s: topic %s: %w", addr, topic, tm.Err)
+		}
+		led := int32(0)
+		for _, pm := range tm.Partitions {
+			if (pm.Err == sarama.ErrNoError || pm.Err == sarama.ErrReplicaNotAvailable) && live[pm.Leader] {
+				led++
+			}
+		}
+		if int32(len(tm.Partitions)) < partitions || led < int32(len(tm.Partitions)) {
+			return fmt.Errorf("%s: topic %s: %d partitions, %d of them led; want %d, all led", addr, topic, len(tm.Partitions), led, partitions)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: topic %s not in the metadata", addr, topic)
 }
 
 // DeleteTopic deletes topic.
@@ -190,7 +260,14 @@ func (c *Cluster) Produce(topic string, partitions int32, from, n int) (Produced
 	cfg.Producer.Retry.Max = 80
 	cfg.Producer.Flush.Messages = 500
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
-	p, err := sarama.NewAsyncProducer(c.Addrs(), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	defer cancel()
+	client, err := c.TopicClient(ctx, cfg, topic, partitions)
+	if err != nil {
+		return Produced{}, err
+	}
+	defer client.Close()
+	p, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
 		return Produced{}, fmt.Errorf("testcluster: producer: %w", err)
 	}
@@ -228,26 +305,107 @@ func (c *Cluster) Produce(topic string, partitions int32, from, n int) (Produced
 	return out, err
 }
 
+// metadataWait bounds how long the helpers below wait for metadata to
+// follow a change (a topic created or grown, a leader moved).
+const metadataWait = time.Minute
+
+// TopicClient returns a client of cfg whose metadata lists at least
+// partitions partitions of topic: it refreshes topic's metadata until it
+// does or ctx ends. sarama's producer partitions by the count its
+// client's metadata holds, and fails a message to a partition past it
+// with ErrInvalidPartition, without a retry or a refresh; a client
+// created right after the topic was created or grown may ask a broker
+// that has not learnt it yet (see WaitMetadata). The caller closes the
+// client (after the producers made from it).
+func (c *Cluster) TopicClient(ctx context.Context, cfg *sarama.Config, topic string, partitions int32) (sarama.Client, error) {
+	client, err := sarama.NewClient(c.Addrs(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: client: %w", err)
+	}
+	err = retryMetadata(ctx, client, topic, func() error {
+		parts, err := client.Partitions(topic)
+		if err == nil && int32(len(parts)) < partitions {
+			err = fmt.Errorf("%d partitions in the metadata, want %d", len(parts), partitions) // retried
+		}
+		return err
+	})
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("testcluster: metadata of %s: %w", topic, err)
+	}
+	return client, nil
+}
+
 // HighWaterMarks returns the log-end offset of each partition of topic.
+// An offset request that meets a leader moved away (a broker stopped,
+// killed or back), a broker that has not learnt the leader yet, or a new
+// leader whose high watermark is not yet known is retried on refreshed
+// metadata for up to a minute.
 func (c *Cluster) HighWaterMarks(topic string) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	defer cancel()
 	client, err := sarama.NewClient(c.Addrs(), SaramaConfig())
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: client: %w", err)
 	}
 	defer client.Close()
-	parts, err := client.Partitions(topic)
+	var parts []int32
+	err = retryMetadata(ctx, client, topic, func() (err error) {
+		parts, err = client.Partitions(topic)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: partitions of %q: %w", topic, err)
 	}
 	out := make(map[int32]int64, len(parts))
 	for _, p := range parts {
-		off, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+		err := retryMetadata(ctx, client, topic, func() error {
+			off, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+			out[p] = off
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("testcluster: offset of %s/%d: %w", topic, p, err)
 		}
-		out[p] = off
 	}
 	return out, nil
+}
+
+// retryMetadata runs f until it succeeds, fails for good (see
+// metadataLag) or ctx ends, refreshing client's metadata of topic between
+// tries.
+func retryMetadata(ctx context.Context, client sarama.Client, topic string, f func() error) error {
+	for {
+		err := f()
+		if err == nil || !metadataLag(err) {
+			return err
+		}
+		select {
+		case <-time.After(200 * time.Millisecond): // the cluster has no event to wait on
+		case <-ctx.Done():
+			return err
+		}
+		_ = client.RefreshMetadata(topic) // a failed refresh shows in f's next error
+	}
+}
+
+// metadataLag reports whether err may be metadata that has not caught up
+// yet with a change (a topic created or grown, a leader moved, a broker
+// gone), which a refresh and a retry get past. Kafka's own errors count
+// when Kafka calls them retriable; a connection's failure counts too.
+func metadataLag(err error) bool {
+	var kerr sarama.KError
+	if errors.As(err, &kerr) {
+		switch kerr {
+		case sarama.ErrUnknownTopicOrPartition, sarama.ErrLeaderNotAvailable, sarama.ErrNotLeaderForPartition,
+			sarama.ErrReplicaNotAvailable, sarama.ErrOffsetNotAvailable, sarama.ErrFencedLeaderEpoch,
+			sarama.ErrUnknownLeaderEpoch, sarama.ErrRequestTimedOut, sarama.ErrNotEnoughReplicas,
+			sarama.ErrKafkaStorageError, sarama.ErrNetworkException:
+			return true
+		}
+		return false
+	}
+	return !errors.Is(err, sarama.ErrClosedClient)
 }
 
 // CommittedOffsets returns the offsets group committed to Kafka for each

@@ -34,7 +34,8 @@ const (
 // first connection of a session has no watches; it is not gated.
 //
 // It also half-closes the connection once go-zookeeper has written the
-// session's close request (see Write).
+// session's close request, and keeps go-zookeeper from seeing a failed
+// write (see Write).
 type gatedConn struct {
 	net.Conn
 	closeWrite func() error  // the raw connection's CloseWrite; nil if it has none
@@ -42,6 +43,7 @@ type gatedConn struct {
 	openOnce   sync.Once
 	closed     chan struct{}
 	shut       sync.Once
+	closeSent  atomic.Bool // the session's close request was written
 
 	mu        sync.Mutex
 	handshake int // bytes of the connect reply left to read; -1 until its length is known
@@ -115,23 +117,43 @@ func (g *gatedConn) account(b []byte) {
 // is committed, behind the other sessions' writes and a disk sync.
 // ZooKeeper processes a close request it has read even after the
 // connection is gone (a closeSession is never dropped as stale), so the
-// session's ephemeral nodes go as they would have, moments later. Nothing
-// is written after the close request. A server that kept its side open
-// would answer the close all the same: Close then waits for the reply,
-// as before.
+// session's ephemeral nodes go as they would have, moments later. A
+// server that kept its side open would answer the close all the same:
+// Close then waits for the reply, as before.
+//
+// Nothing is written after the close request, and a write that fails
+// closes the connection: either way the write is reported done, and the
+// connection's end fails the request, once (zk.ErrConnectionClosed;
+// zk.ErrClosing after Close).
+// go-zookeeper v1.0.4 answers a failed write itself and leaves the request
+// registered, so the connection's end answers it again. A request that
+// raced Close was already answered by go-zookeeper's queueRequest, and
+// nobody reads its channel (room for two): the third answer would block
+// go-zookeeper's connection goroutine for good. A re-sent credential's
+// channel has room for one: a failed write there would block it at the
+// second, and the session would never reconnect. (On the half-closed
+// connection, any write after the close request would fail.)
 func (g *gatedConn) Write(p []byte) (int, error) {
+	if g.closeSent.Load() {
+		return len(p), nil
+	}
 	n, err := g.Conn.Write(p)
+	if err != nil {
+		g.Close() // go-zookeeper's receive loop ends, and with it the connection
+		return len(p), nil
+	}
 	if len(p) >= 12 {
 		switch int32(binary.BigEndian.Uint32(p[8:12])) {
 		case opSetWatches:
 			g.release()
 		case opCloseSession:
-			if err == nil && n == len(p) && g.closeWrite != nil {
+			g.closeSent.Store(true)
+			if n == len(p) && g.closeWrite != nil {
 				_ = g.closeWrite() // on failure the reply still ends the loop
 			}
 		}
 	}
-	return n, err
+	return n, nil
 }
 
 type closeWriter interface{ CloseWrite() error }

@@ -223,3 +223,62 @@ func TestHalfCloser(t *testing.T) {
 		t.Error("a TLS connection has no half-closer")
 	}
 }
+
+// TestGatedConnNoWriteFails: go-zookeeper never sees a write fail. A
+// request after the close request is not written (the server reads the
+// end of the stream right after the close) and is reported written; a
+// write that fails closes the connection (a read ends) and is reported
+// written.
+func TestGatedConnNoWriteFails(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGatedConn(raw, raw, false)
+	defer g.Close()
+	server := <-accepted
+	defer server.Close()
+	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+
+	closeReq := packet(1, opCloseSession, 0)
+	if _, err := g.Write(closeReq); err != nil {
+		t.Fatal(err)
+	}
+	late := packet(2, 3, 8) // an exists that raced the close
+	if n, err := g.Write(late); n != len(late) || err != nil {
+		t.Fatalf("a request after the close request: %d, %v; want %d, nil", n, err, len(late))
+	}
+	if b, err := readFull(server, len(closeReq)); err != nil {
+		t.Fatalf("server read the close request: %d bytes, %v", len(b), err)
+	}
+	if n, err := server.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("server read after the close request: %d bytes, %v; want io.EOF, nothing written after it", n, err)
+	}
+
+	// A write that fails: the connection is closed under the wrapper.
+	a, b := net.Pipe()
+	defer b.Close()
+	f := newGatedConn(a, a, false)
+	a.Close()
+	req := packet(3, 4, 8)
+	if n, err := f.Write(req); n != len(req) || err != nil {
+		t.Fatalf("a failed write: %d, %v; want %d, nil", n, err, len(req))
+	}
+	select {
+	case <-f.closed:
+	default:
+		t.Fatal("a failed write left the connection open")
+	}
+}

@@ -734,6 +734,7 @@ func (s *Session) Close() {
 		}
 		s.conn.Close()
 		_ = s.t.Wait()
+		s.awaitLoopEnd()
 		s.mu.Lock()
 		s.status.HasSession = false
 		s.status.Healthy = false
@@ -743,6 +744,30 @@ func (s *Session) Close() {
 		s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 		s.mu.Unlock()
 	})
+}
+
+// awaitLoopEnd waits until go-zookeeper's connection goroutine has ended
+// (it closes the event channel last). go-zookeeper's Close returns once
+// its close request is answered, or after a second, while that goroutine
+// still ends the connection and fails what is in flight; Close waits for
+// it so that nothing of the session outlives Close. The wait is bounded by
+// the longest go-zookeeper can take, a read of 2/3 of the timeout (see
+// cappedConn) after its close request's second, with room to spare: past
+// it the goroutine is stuck, which is logged.
+func (s *Session) awaitLoopEnd() {
+	bound := time.NewTimer(s.timeout() + 2*time.Second)
+	defer bound.Stop()
+	for {
+		select {
+		case _, ok := <-s.events:
+			if !ok {
+				return
+			}
+		case <-bound.C:
+			s.log.Error("zkconn: go-zookeeper's connection goroutine did not end after Close")
+			return
+		}
+	}
 }
 
 // WaitHealthy blocks until the session is healthy or ctx ends.
