@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -181,15 +182,31 @@ func (c *Cluster) ZooKeeperLeader() int {
 // ZooKeeperServerOf returns the server that holds a client connection of
 // session id (its cons lists "sid=0x<id>"), 0 when no serving server
 // does (the client is between two servers).
-func (c *Cluster) ZooKeeperServerOf(session int64) int {
-	want := fmt.Sprintf("sid=0x%x,", session)
+func (c *Cluster) ZooKeeperServerOf(session int64) int { return c.ZooKeeperSessions()[session] }
+
+// ZooKeeperSessions returns, for every session with a client connection
+// to a server, that server (from each server's cons). A server that does
+// not serve lists none.
+func (c *Cluster) ZooKeeperSessions() map[int64]int {
+	out := map[int64]int{}
 	for _, z := range c.zks {
-		out, err := FourLetter(z.addr(), "cons")
-		if err == nil && strings.Contains(out, want) {
-			return z.id
+		s, err := FourLetter(z.addr(), "cons")
+		if err != nil {
+			continue
+		}
+		for {
+			_, rest, ok := strings.Cut(s, "sid=0x")
+			if !ok {
+				break
+			}
+			hex, _, _ := strings.Cut(rest, ",")
+			if id, err := strconv.ParseUint(strings.TrimRight(hex, ")\n"), 16, 64); err == nil {
+				out[int64(id)] = z.id
+			}
+			s = rest
 		}
 	}
-	return 0
+	return out
 }
 
 // StopZooKeeperServer stops server n (SIGTERM) and waits for its exit.
