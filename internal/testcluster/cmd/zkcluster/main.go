@@ -165,8 +165,12 @@ func up(args []string) error {
 	if s.KRaft {
 		mode = "KRaft mode; ZooKeeper for zkgroup only: give zkgroup the brokers"
 	}
-	fmt.Printf("Kafka %s (%s) with %d broker(s) and %d ZooKeeper %s server(s), up in %v\n",
-		s.KafkaVersion, mode, *brokers, *zookeepers, s.ZooKeeperVersion, time.Since(start).Round(time.Millisecond))
+	zookeeper := "ZooKeeper " + s.ZooKeeperVersion
+	if *zookeepers > 1 {
+		zookeeper = fmt.Sprintf("an ensemble of %d ZooKeeper %s servers", *zookeepers, s.ZooKeeperVersion)
+	}
+	fmt.Printf("Kafka %s (%s) with %d broker(s) and %s, up in %v\n",
+		s.KafkaVersion, mode, *brokers, zookeeper, time.Since(start).Round(time.Millisecond))
 	printState(s)
 	fmt.Printf("stop it with: zkcluster down -dir %s   (or make cluster-down)\n", abs)
 	return nil
