@@ -17,12 +17,13 @@ import (
 // The ensemble fault tests run three members of a group on a 3-server
 // ZooKeeper ensemble, under load, through the faults a ZooKeeper ensemble
 // has in production: its leader killed, the server a member is connected
-// to killed, a server cut off from the other two (it drops its clients),
-// and every server restarted one at a time. Each member's session must
-// move to another server within its timeout, so that nothing notices
-// beyond a pause: nothing lost or delivered twice, no partition with two
-// owners, no committed offset going backwards, no rebalance, no session
-// replaced, and nothing handed out while a member's session is suspended.
+// to killed, a server (a follower, then the leader) cut off from the
+// other two (it drops its clients), and every server restarted one at a
+// time. Each member's session must move to another server within its
+// timeout, so that nothing notices beyond a pause: nothing lost or
+// delivered twice, no partition with two owners, no committed offset
+// going backwards, no rebalance, no session replaced, and nothing handed
+// out while a member's session is suspended.
 
 // ensembleSession is the members' session timeout: ZooKeeper's
 // maxSessionTimeout in the test cluster (20 ticks of 500 ms), room for an
@@ -67,16 +68,20 @@ func TestEnsembleFaults(t *testing.T) {
 		r.finish()
 	})
 
-	t.Run("CutServer", func(t *testing.T) {
+	cut := func(t *testing.T, leader bool) {
 		r := startEnsembleRun(t, c)
 		victim := r.busyServer(true)
+		if leader {
+			victim = c.ZooKeeperLeader()
+		}
 		var cut *testcluster.ZooKeeperCut
 		r.fault(fmt.Sprintf("server %d (%s), serving %s, cut off from the other two", victim, c.ZooKeeperMode(victim), r.on(victim)), func() {
 			cut = testcluster.IsolateZooKeeper(t, c, victim)
 			took := testcluster.Await(t, 30*time.Second, 20*time.Millisecond, "the cut server to stop serving", func() bool { return c.ZooKeeperMode(victim) == "" })
 			t.Logf("server %d stopped serving %v after the cut", victim, took.Round(time.Millisecond))
 			r.awaitMoved(r.from, r.faultAt, victim)
-			testcluster.Await(t, 30*time.Second, 20*time.Millisecond, "a leader among the other two", func() bool { return c.ZooKeeperLeader() != 0 })
+			took = testcluster.Await(t, 30*time.Second, 20*time.Millisecond, "a leader among the other two", func() bool { return c.ZooKeeperLeader() != 0 })
+			t.Logf("server %d leads %v after the cut", c.ZooKeeperLeader(), time.Since(r.faultAt).Round(time.Millisecond))
 		})
 		time.Sleep(2 * time.Second) // the cut holds on while the group consumes
 		if err := cut.Heal(); err != nil {
@@ -85,7 +90,9 @@ func TestEnsembleFaults(t *testing.T) {
 		took := testcluster.Await(t, 30*time.Second, 20*time.Millisecond, "the healed server to serve", func() bool { return c.ZooKeeperMode(victim) != "" })
 		t.Logf("healed: server %d serves again (%s) after %v", victim, c.ZooKeeperMode(victim), took.Round(time.Millisecond))
 		r.finish()
-	})
+	}
+	t.Run("CutServer", func(t *testing.T) { cut(t, false) })
+	t.Run("CutLeader", func(t *testing.T) { cut(t, true) })
 
 	t.Run("RollingRestart", func(t *testing.T) {
 		r := startEnsembleRun(t, c)
