@@ -92,6 +92,16 @@ func TestEnsemble(t *testing.T) {
 		t.Errorf("client after the cut: %v", err)
 	}
 	t.Logf("client session 0x%x on server %d %v after the cut", conn.SessionID(), at, time.Since(start))
+	// It stays out while the cut lasts.
+	var served []string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if m := c.ZooKeeperMode(victim); m != "" {
+			served = append(served, m)
+		}
+	}
+	if len(served) > 0 {
+		t.Errorf("the cut server %d served during the cut: %v (chain %s)", victim, served, cut.Chain())
+	}
 	if err := cut.Heal(); err != nil {
 		t.Fatal(err)
 	}
