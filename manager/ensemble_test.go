@@ -83,7 +83,12 @@ func TestEnsembleFaults(t *testing.T) {
 			took = testcluster.Await(t, 30*time.Second, 20*time.Millisecond, "a leader among the other two", func() bool { return c.ZooKeeperLeader() != 0 })
 			t.Logf("server %d leads %v after the cut", c.ZooKeeperLeader(), time.Since(r.faultAt).Round(time.Millisecond))
 		})
-		time.Sleep(2 * time.Second) // the cut holds on while the group consumes
+		// The cut holds on while the group consumes; the server stays out.
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if m := c.ZooKeeperMode(victim); m != "" {
+				t.Fatalf("the cut server %d serves again during the cut (%s)", victim, m)
+			}
+		}
 		if err := cut.Heal(); err != nil {
 			t.Fatal(err)
 		}
