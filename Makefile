@@ -35,9 +35,10 @@ fetch:
 	@$(ZKCLUSTER) fetch
 
 ## cluster-up / cluster-down: a local 3-broker cluster for trying zkgroup
-## (KAFKA=4: Kafka 4 in KRaft mode and a ZooKeeper for zkgroup alone)
+## (KAFKA=4: Kafka 4 in KRaft mode and a ZooKeeper for zkgroup alone;
+## ZOOKEEPERS=3: a ZooKeeper ensemble of three servers)
 cluster-up:
-	@$(ZKCLUSTER) up -brokers $${BROKERS:-3} -kafka $${KAFKA:-3}
+	@$(ZKCLUSTER) up -brokers $${BROKERS:-3} -zookeepers $${ZOOKEEPERS:-1} -kafka $${KAFKA:-3}
 
 cluster-down:
 	@$(ZKCLUSTER) down

@@ -41,6 +41,7 @@ var (
 	flagKeep        = flag.Bool("keep", false, "keep the cluster's folder after the run")
 	flagRejudge     = flag.String("rejudge", "", "judge the record.gob.gz of an earlier run in this folder again (no cluster, no root)")
 	flagDrain       = flag.Duration("drain", 3*time.Minute, "bound of the drain after the last heal")
+	flagZooKeepers  = flag.Int("zookeepers", 1, "ZooKeeper servers: 1, or an ensemble of 3 or 5 (adds the kinds zk-server, zk-leader, zk-cut)")
 )
 
 func TestChaos(t *testing.T) {
@@ -73,8 +74,8 @@ func TestChaos(t *testing.T) {
 	if err := os.Chmod(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	benchkit.Say("== chaos: seed %d, %s, %d partitions (replication %d), %d records/s, session %s, commit %s, strategy %s; output in %s",
-		*flagSeed, *flagDuration, *flagPartitions, *flagReplication, *flagRate, *flagSession, *flagCommit, *flagStrategy, out)
+	benchkit.Say("== chaos: seed %d, %s, %d partitions (replication %d), %d records/s, session %s, commit %s, strategy %s, %d ZooKeeper server(s); output in %s",
+		*flagSeed, *flagDuration, *flagPartitions, *flagReplication, *flagRate, *flagSession, *flagCommit, *flagStrategy, *flagZooKeepers, out)
 
 	bin, err := buildDaemon(out)
 	if err != nil {
@@ -83,7 +84,7 @@ func TestChaos(t *testing.T) {
 	ctx := context.Background()
 	clusterDir := filepath.Join(out, "cluster")
 	started := time.Now()
-	c, err := testcluster.Launch(ctx, testcluster.Brokers(3), testcluster.Dir(clusterDir))
+	c, err := testcluster.Launch(ctx, testcluster.Brokers(3), testcluster.ZooKeepers(*flagZooKeepers), testcluster.Dir(clusterDir))
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
@@ -117,7 +118,7 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(fw.close)
 	t.Cleanup(r.killAll)
 
-	sched := plan(r.rng, *flagDuration, *flagSession, *flagGap, *flagMaxCut, parseKinds(t, *flagKinds))
+	sched := plan(r.rng, *flagDuration, *flagSession, *flagGap, *flagMaxCut, parseKinds(t, *flagKinds, *flagZooKeepers > 1), *flagZooKeepers)
 	if err := writeSchedule(filepath.Join(out, "schedule.txt"), sched); err != nil {
 		t.Fatal(err)
 	}

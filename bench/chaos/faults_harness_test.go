@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +31,20 @@ const (
 
 var kinds = []string{kKill9, kTerm, kStop, kCutZK, kCutBrokers, kCutBoth, kBrokerKill, kZKRestart}
 
+// The ensemble's fault kinds, drawn only with -zookeepers 3 or 5 (where
+// zk-restart restarts every server at once). None should cost a session:
+// a member moves to another server within its timeout.
+const (
+	kZKServer = "zk-server" // SIGTERM or kill -9 one ZooKeeper server, restart it
+	kZKLeader = "zk-leader" // kill -9 the ZooKeeper leader, restart it
+	kZKCut    = "zk-cut"    // cut one ZooKeeper server off from the others (iptables)
+)
+
+var ensembleKinds = []string{kZKServer, kZKLeader, kZKCut}
+
+// allKinds is every kind, in the order the summary lists them.
+var allKinds = append(append([]string(nil), kinds...), ensembleKinds...)
+
 // hard are the kinds after which a member's last commits may legitimately
 // be lost (its process died, or its session may have expired).
 var hard = map[string]bool{kKill9: true, kStop: true, kCutZK: true, kCutBoth: true}
@@ -41,7 +57,10 @@ type Fault struct {
 	Broker int32         // for broker-kill9
 	Dur    time.Duration // how long the fault holds (cut, pause, down time, delay before a restart)
 	NewID  bool          // restart with a new instance id
-	Hard   bool          // zk-restart: kill -9 rather than SIGTERM
+	Hard   bool          // zk-restart, zk-server: kill -9 rather than SIGTERM
+	// Server is the ZooKeeper server of zk-server and zk-cut (1..n); of
+	// zk-leader, the leader found when the fault began (0 in the plan).
+	Server int
 }
 
 func (f Fault) String() string {
@@ -55,6 +74,19 @@ func (f Fault) String() string {
 			how = "kill -9"
 		}
 		s += fmt.Sprintf(" %s, down %.1fs", how, f.Dur.Seconds())
+	case kZKServer:
+		how := "SIGTERM"
+		if f.Hard {
+			how = "kill -9"
+		}
+		s += fmt.Sprintf(" server %d, %s, down %.1fs", f.Server, how, f.Dur.Seconds())
+	case kZKLeader:
+		s += fmt.Sprintf(" kill -9, down %.1fs", f.Dur.Seconds())
+		if f.Server != 0 {
+			s += fmt.Sprintf(" (server %d)", f.Server)
+		}
+	case kZKCut:
+		s += fmt.Sprintf(" server %d, %.1fs", f.Server, f.Dur.Seconds())
 	case kKill9, kTerm:
 		id := "same id"
 		if f.NewID {
@@ -74,19 +106,24 @@ type executed struct {
 	Err        string
 }
 
-func parseKinds(t *testing.T, s string) []string {
+// parseKinds returns the kinds of -kinds; empty: every kind, the
+// ensemble's only with an ensemble (a schedule without one is the same
+// for a seed as before they existed).
+func parseKinds(t *testing.T, s string, ensemble bool) []string {
 	if s == "" {
+		if ensemble {
+			return allKinds
+		}
 		return kinds
 	}
 	var out []string
 	for _, k := range strings.Split(s, ",") {
 		k = strings.TrimSpace(k)
-		found := false
-		for _, kk := range kinds {
-			found = found || kk == k
+		if !slices.Contains(allKinds, k) {
+			t.Fatalf("-kinds: unknown kind %q (known: %s)", k, strings.Join(allKinds, ","))
 		}
-		if !found {
-			t.Fatalf("-kinds: unknown kind %q (known: %s)", k, strings.Join(kinds, ","))
+		if !ensemble && slices.Contains(ensembleKinds, k) {
+			t.Fatalf("-kinds: %s needs a ZooKeeper ensemble (-zookeepers 3)", k)
 		}
 		out = append(out, k)
 	}
@@ -101,8 +138,9 @@ func uniform(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 // plan draws the schedule: one fault at a time, each followed by a quiet
-// gap, from a 15 s warm-up to the end of the run.
-func plan(rng *rand.Rand, total, session, gap, maxCut time.Duration, ks []string) []Fault {
+// gap, from a 15 s warm-up to the end of the run. zkServers is the
+// number of ZooKeeper servers.
+func plan(rng *rand.Rand, total, session, gap, maxCut time.Duration, ks []string, zkServers int) []Fault {
 	var out []Fault
 	at := 15 * time.Second
 	for at < total {
@@ -128,6 +166,19 @@ func plan(rng *rand.Rand, total, session, gap, maxCut time.Duration, ks []string
 			f.Dur = uniform(rng, time.Second, 5*time.Second)
 			f.Hard = rng.IntN(2) == 0
 			busy = 2 * time.Second
+		case kZKServer:
+			f.Server = 1 + rng.IntN(zkServers)
+			f.Dur = uniform(rng, time.Second, 5*time.Second)
+			f.Hard = rng.IntN(2) == 0
+			busy = 2 * time.Second
+		case kZKLeader:
+			f.Dur = uniform(rng, time.Second, 5*time.Second)
+			f.Hard = true
+			busy = 2 * time.Second
+		case kZKCut:
+			f.Server = 1 + rng.IntN(zkServers)
+			f.Dur = uniform(rng, 2*time.Second, min(maxCut, 20*time.Second))
+			busy = 2 * time.Second
 		}
 		out = append(out, f)
 		at += f.Dur + busy + time.Duration(float64(gap)*(0.5+rng.Float64()))
@@ -149,7 +200,7 @@ func countKinds(s []Fault) string {
 		n[f.Kind]++
 	}
 	var parts []string
-	for _, k := range kinds {
+	for _, k := range allKinds {
 		if n[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", k, n[k]))
 		}
@@ -158,10 +209,15 @@ func countKinds(s []Fault) string {
 }
 
 // firewall is an iptables chain of the run's own, jumped to from OUTPUT.
+// A cut of a ZooKeeper server from the others has a chain of its own
+// (testcluster.ZooKeeperCut), held in zkCut until healed.
 type firewall struct {
 	chain   string
-	zkPort  string
+	zkPorts []string // every server's client port
 	brokers []string // ports
+
+	mu    sync.Mutex
+	zkCut *testcluster.ZooKeeperCut
 }
 
 const chain = "ZKGCHAOS"
@@ -175,11 +231,10 @@ func ipt(args ...string) error {
 }
 
 func newFirewall(c *testcluster.Cluster) (*firewall, error) {
-	_, zp, err := net.SplitHostPort(c.ZooKeeperAddr())
-	if err != nil {
-		return nil, err
+	fw := &firewall{chain: chain}
+	for _, p := range c.ZooKeeperPorts() {
+		fw.zkPorts = append(fw.zkPorts, fmt.Sprint(p))
 	}
-	fw := &firewall{chain: chain, zkPort: zp}
 	for _, id := range c.BrokerIDs() {
 		_, bp, err := net.SplitHostPort(c.BrokerAddr(id))
 		if err != nil {
@@ -204,7 +259,7 @@ func newFirewall(c *testcluster.Cluster) (*firewall, error) {
 func (fw *firewall) cut(uid uint32, zk, brokers bool) error {
 	u := fmt.Sprint(uid)
 	if zk {
-		if err := ipt("-A", fw.chain, "-p", "tcp", "-m", "owner", "--uid-owner", u, "--dport", fw.zkPort, "-j", "DROP"); err != nil {
+		if err := ipt("-A", fw.chain, "-p", "tcp", "-m", "owner", "--uid-owner", u, "-m", "multiport", "--dports", strings.Join(fw.zkPorts, ","), "-j", "DROP"); err != nil {
 			return err
 		}
 	}
@@ -218,7 +273,32 @@ func (fw *firewall) cut(uid uint32, zk, brokers bool) error {
 
 func (fw *firewall) heal() error { return ipt("-F", fw.chain) }
 
+// cutZK cuts ZooKeeper server n off from the others until healZK.
+func (fw *firewall) cutZK(c *testcluster.Cluster, n int) error {
+	cut, err := c.CutZooKeeperServer(n)
+	if err != nil {
+		return err
+	}
+	fw.mu.Lock()
+	fw.zkCut = cut
+	fw.mu.Unlock()
+	return nil
+}
+
+// healZK heals the cut of a ZooKeeper server, if any.
+func (fw *firewall) healZK() error {
+	fw.mu.Lock()
+	cut := fw.zkCut
+	fw.zkCut = nil
+	fw.mu.Unlock()
+	if cut == nil {
+		return nil
+	}
+	return cut.Heal()
+}
+
 func (fw *firewall) close() {
+	_ = fw.healZK()
 	_ = ipt("-D", "OUTPUT", "-j", fw.chain)
 	_ = ipt("-F", fw.chain)
 	_ = ipt("-X", fw.chain)
@@ -228,7 +308,7 @@ func (fw *firewall) close() {
 // resumed, rules flushed).
 func (r *run) exec(ctx context.Context, f Fault) executed {
 	ex := executed{Fault: f, Start: time.Now().UnixNano()}
-	err := r.execFault(ctx, f)
+	err := r.execFault(ctx, &ex.Fault)
 	ex.End = time.Now().UnixNano()
 	if err != nil {
 		ex.Err = err.Error()
@@ -236,7 +316,7 @@ func (r *run) exec(ctx context.Context, f Fault) executed {
 	return ex
 }
 
-func (r *run) execFault(ctx context.Context, f Fault) error {
+func (r *run) execFault(ctx context.Context, f *Fault) error {
 	var d *daemon
 	if f.Daemon > 0 {
 		d = r.daemons[f.Daemon-1]
@@ -295,6 +375,36 @@ func (r *run) execFault(ctx context.Context, f Fault) error {
 		}
 		time.Sleep(f.Dur)
 		return r.c.StartZooKeeper(ctx)
+	case kZKServer, kZKLeader:
+		if f.Kind == kZKLeader {
+			if f.Server = r.c.ZooKeeperLeader(); f.Server == 0 {
+				return fmt.Errorf("no ZooKeeper server leads")
+			}
+		}
+		var err error
+		if f.Hard {
+			err = r.c.KillZooKeeperServer(f.Server)
+		} else {
+			err = r.c.StopZooKeeperServer(f.Server)
+		}
+		if err != nil {
+			return err
+		}
+		time.Sleep(f.Dur)
+		return r.c.StartZooKeeperServer(ctx, f.Server)
+	case kZKCut:
+		if err := r.fw.cutZK(r.c, f.Server); err != nil {
+			return err
+		}
+		time.Sleep(f.Dur)
+		if err := r.fw.healZK(); err != nil {
+			return err
+		}
+		// Back in the quorum before the next fault: a fault on another
+		// server meanwhile would leave no quorum at all.
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		return r.c.WaitZooKeeper(wctx)
 	}
 	return fmt.Errorf("unknown fault kind %q", f.Kind)
 }
@@ -304,6 +414,12 @@ func (r *run) execFault(ctx context.Context, f Fault) error {
 func (r *run) healAll() {
 	if err := r.fw.heal(); err != nil {
 		r.col.note("heal: %v", err)
+	}
+	if err := r.fw.healZK(); err != nil {
+		r.col.note("heal: ZooKeeper cut: %v", err)
+	}
+	if err := r.c.StartZooKeeper(context.Background()); err != nil {
+		r.col.note("heal: start ZooKeeper: %v", err)
 	}
 	for _, d := range r.daemons {
 		if inc := d.current(); inc != nil {

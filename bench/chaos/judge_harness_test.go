@@ -84,7 +84,7 @@ func (r *run) judge() *summary {
 			errKind[f.Kind]++
 		}
 	}
-	for _, k := range kinds {
+	for _, k := range allKinds {
 		if byKind[k] > 0 {
 			s.f("  %-13s %3d  (errors %d)", k, byKind[k], errKind[k])
 		}

@@ -78,6 +78,9 @@ func (r *run) runAll(ctx context.Context, sched []Fault) error {
 		}
 		benchkit.Say("  [%3d/%d] %6.1fs %s", i+1, len(sched), time.Since(t0).Seconds(), f)
 		ex := r.exec(ctx, f)
+		if ex.Kind == kZKLeader && ex.Server != 0 {
+			benchkit.Say("          server %d led", ex.Server)
+		}
 		if ex.Err != "" {
 			benchkit.Say("          error: %s", ex.Err)
 		}

@@ -22,7 +22,10 @@ import (
 // Options configures a cluster. The zero value is not useful: use
 // DefaultOptions and the Option functions.
 type Options struct {
-	Brokers      int           // 1 to 3 Kafka brokers
+	Brokers int // 1 to 3 Kafka brokers
+	// ZooKeepers is the number of ZooKeeper servers: 1 (standalone), or
+	// 3 or 5 (an ensemble on loopback; see ZooKeepers).
+	ZooKeepers   int
 	Chroot       string        // ZooKeeper chroot of the Kafka cluster, e.g. "/kafka"
 	Dir          string        // working folder; a temporary one when empty
 	Detach       bool          // processes survive this process (for cluster-up)
@@ -61,6 +64,16 @@ type Option func(*Options)
 // Brokers sets the number of Kafka brokers (1 to 3).
 func Brokers(n int) Option { return func(o *Options) { o.Brokers = n } }
 
+// ZooKeepers runs n ZooKeeper servers (1, the default, or an ensemble of
+// 3 or 5) on loopback: each with its own client, quorum and election
+// ports, data folder (zookeeper-N) and myid, and the four-letter words
+// enabled (srvr and cons say which server leads and which clients each
+// serves). The brokers, ZooKeeperConnect and Connect name every server.
+// Run as root, each server's JVM runs with a group id of its own, which
+// lets CutZooKeeperServer cut it off from the others (iptables owner
+// match).
+func ZooKeepers(n int) Option { return func(o *Options) { o.ZooKeepers = n } }
+
 // Chroot sets the ZooKeeper chroot under which the brokers register.
 func Chroot(path string) Option { return func(o *Options) { o.Chroot = path } }
 
@@ -81,6 +94,7 @@ func Secured() Option { return func(o *Options) { o.Secure = true } }
 func DefaultOptions() Options {
 	return Options{
 		Brokers:              1,
+		ZooKeepers:           1,
 		Chroot:               "/kafka",
 		StartTimeout:         120 * time.Second,
 		BrokerHeapMB:         512,
@@ -97,6 +111,12 @@ func (o Options) validate() error {
 	if o.Chroot != "" && (!strings.HasPrefix(o.Chroot, "/") || strings.HasSuffix(o.Chroot, "/")) {
 		return fmt.Errorf("testcluster: Chroot: %q must start with / and not end with /", o.Chroot)
 	}
+	if o.ZooKeepers != 1 && o.ZooKeepers != 3 && o.ZooKeepers != 5 {
+		return fmt.Errorf("testcluster: ZooKeepers: %d is not 1, 3 or 5", o.ZooKeepers)
+	}
+	if o.ZooKeepers > 1 && o.Secure {
+		return fmt.Errorf("testcluster: ZooKeepers: an ensemble runs without Secure")
+	}
 	if o.KRaft && o.Secure {
 		return fmt.Errorf("testcluster: Secure: secured endpoints run in ZooKeeper mode only")
 	}
@@ -112,10 +132,9 @@ type Cluster struct {
 	dir     string
 	ownsDir bool
 
-	zkPort       int
-	zkSecurePort int // with Secure
-	zk           *process
-	pki          *PKI // with Secure
+	zks          []*zkServer // server N is zks[N-1]
+	zkSecurePort int         // with Secure (standalone only)
+	pki          *PKI        // with Secure
 	clusterID    string
 
 	mu      sync.Mutex
@@ -140,9 +159,14 @@ func Attach(s State) *Cluster {
 	c.opts = DefaultOptions()
 	c.opts.KRaft = s.KRaft
 	c.opts.Chroot = strings.TrimPrefix(s.ZooKeeperConnect, s.ZooKeeper)
-	if _, p, err := net.SplitHostPort(s.ZooKeeper); err == nil {
-		c.zkPort, _ = strconv.Atoi(p)
+	for i, addr := range strings.Split(s.ZooKeeper, ",") {
+		z := &zkServer{id: i + 1}
+		if _, p, err := net.SplitHostPort(addr); err == nil {
+			z.port, _ = strconv.Atoi(p)
+		}
+		c.zks = append(c.zks, z)
 	}
+	c.opts.ZooKeepers = len(c.zks)
 	c.closeOnce.Do(func() {})
 	return c
 }
@@ -201,22 +225,27 @@ func Launch(ctx context.Context, opts ...Option) (*Cluster, error) {
 }
 
 func (c *Cluster) start(ctx context.Context) error {
-	ports, err := freePorts(2)
-	if err != nil {
-		return err
-	}
-	c.zkPort = ports[0]
 	if err := writeToolLog4j(c.dir); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}
-	if c.opts.Secure {
-		if c.pki, err = NewPKI(filepath.Join(c.dir, "pki")); err != nil {
+	if c.opts.ZooKeepers > 1 {
+		if err := c.setupEnsemble(); err != nil {
 			return err
 		}
-		c.zkSecurePort = ports[1]
-	}
-	if err := c.setupZooKeeper(); err != nil {
-		return err
+	} else {
+		ports, err := freePorts(2)
+		if err != nil {
+			return err
+		}
+		if c.opts.Secure {
+			if c.pki, err = NewPKI(filepath.Join(c.dir, "pki")); err != nil {
+				return err
+			}
+			c.zkSecurePort = ports[1]
+		}
+		if err := c.setupZooKeeper(ports[0]); err != nil {
+			return err
+		}
 	}
 	if err := c.StartZooKeeper(ctx); err != nil {
 		return err
@@ -262,7 +291,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cluster) setupZooKeeper() error {
+// setupZooKeeper writes the configuration of a standalone ZooKeeper
+// serving clients on port.
+func (c *Cluster) setupZooKeeper(port int) error {
 	dir := filepath.Join(c.dir, "zookeeper")
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
@@ -278,7 +309,7 @@ admin.enableServer=false
 4lw.commands.whitelist=*
 minSessionTimeout=%d
 maxSessionTimeout=%d
-`, c.opts.ZKTickMs, filepath.Join(dir, "data"), c.zkPort, 2*c.opts.ZKTickMs, 20*c.opts.ZKTickMs)
+`, c.opts.ZKTickMs, filepath.Join(dir, "data"), port, 2*c.opts.ZKTickMs, 20*c.opts.ZKTickMs)
 	var props []string
 	if c.opts.Secure {
 		cfg += fmt.Sprintf("secureClientPort=%d\nsecureClientPortAddress=127.0.0.1\n", c.zkSecurePort)
@@ -292,8 +323,9 @@ maxSessionTimeout=%d
 	}
 	args := append(append(jvmArgs(c.zkLib, dir, c.opts.ZKHeapMB), props...),
 		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg"))
-	c.zk = newProcess("zookeeper", dir, c.opts.Detach, nil, args...)
-	c.zk.appLog = filepath.Join(dir, "zookeeper.log")
+	z := &zkServer{id: 1, port: port, proc: newProcess("zookeeper", dir, c.opts.Detach, nil, args...)}
+	z.proc.appLog = filepath.Join(dir, "zookeeper.log")
+	c.zks = []*zkServer{z}
 	return nil
 }
 
@@ -319,13 +351,13 @@ func (c *Cluster) setupBroker(id int32) error {
 	cfg := fmt.Sprintf(`broker.id=%d
 listeners=%s
 advertised.listeners=%s
-zookeeper.connect=127.0.0.1:%d%s
+zookeeper.connect=%s
 zookeeper.session.timeout.ms=%d
 zookeeper.connection.timeout.ms=30000
 controlled.shutdown.max.retries=1
 controlled.shutdown.retry.backoff.ms=500
 leader.imbalance.check.interval.seconds=10
-`, id, listeners, listeners, c.zkPort, c.opts.Chroot, c.opts.BrokerSessionTimeout.Milliseconds()) +
+`, id, listeners, listeners, c.ZooKeeperConnect(), c.opts.BrokerSessionTimeout.Milliseconds()) +
 		serverProps(filepath.Join(dir, "data"), rf) + security
 	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
@@ -379,14 +411,27 @@ func (c *Cluster) Dir() string { return c.dir }
 // LibDir returns the folder of Kafka's jars (for running Kafka's own tools).
 func (c *Cluster) LibDir() string { return c.lib }
 
-// ZooKeeperAddr returns "127.0.0.1:port" of ZooKeeper (no chroot).
-func (c *Cluster) ZooKeeperAddr() string { return fmt.Sprintf("127.0.0.1:%d", c.zkPort) }
+// ZooKeeperAddr returns "127.0.0.1:port" of ZooKeeper (no chroot); for an
+// ensemble, every server's, comma-separated, as a connect string takes
+// them.
+func (c *Cluster) ZooKeeperAddr() string { return strings.Join(c.ZooKeeperAddrs(), ",") }
+
+// ZooKeeperAddrs returns "127.0.0.1:port" of each ZooKeeper server, in
+// server order (server N is element N-1).
+func (c *Cluster) ZooKeeperAddrs() []string {
+	out := make([]string, len(c.zks))
+	for i, z := range c.zks {
+		out[i] = z.addr()
+	}
+	return out
+}
 
 // Chroot returns the chroot the brokers register under, e.g. "/kafka".
 func (c *Cluster) Chroot() string { return c.opts.Chroot }
 
 // ZooKeeperConnect returns the connect string with the chroot, as Kafka's
-// zookeeper.connect and zkgroup take it: "127.0.0.1:port/kafka".
+// zookeeper.connect and zkgroup take it: "127.0.0.1:port/kafka" (an
+// ensemble: "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3/kafka").
 func (c *Cluster) ZooKeeperConnect() string { return c.ZooKeeperAddr() + c.opts.Chroot }
 
 // BrokerIDs returns the ids of all brokers, running or not, sorted.
@@ -500,31 +545,57 @@ func (c *Cluster) waitNoZNode(ctx context.Context, path, what string) error {
 	}
 }
 
-// StopZooKeeper stops ZooKeeper (SIGTERM) and waits for its exit; brokers
-// keep running and reconnect when it is back.
-func (c *Cluster) StopZooKeeper() error { return c.zk.stop(syscall.SIGTERM, 20*time.Second) }
+// StopZooKeeper stops every ZooKeeper server (SIGTERM) and waits for
+// their exit; brokers keep running and reconnect when it is back.
+func (c *Cluster) StopZooKeeper() error { return c.stopZooKeepers(syscall.SIGTERM, 20*time.Second) }
 
-// KillZooKeeper kills ZooKeeper with SIGKILL.
-func (c *Cluster) KillZooKeeper() error { return c.zk.stop(syscall.SIGKILL, 0) }
+// KillZooKeeper kills every ZooKeeper server with SIGKILL.
+func (c *Cluster) KillZooKeeper() error { return c.stopZooKeepers(syscall.SIGKILL, 0) }
 
-// StartZooKeeper starts ZooKeeper (again, with its data) and waits until it
-// answers on its port.
+func (c *Cluster) stopZooKeepers(sig syscall.Signal, grace time.Duration) error {
+	var errs []error
+	for _, z := range c.zks {
+		if z.proc != nil {
+			errs = append(errs, z.proc.stop(sig, grace))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StartZooKeeper starts every ZooKeeper server that is not running (again,
+// with its data) and waits until each serves clients: a standalone server
+// answers "ruok", an ensemble's servers have elected a leader and each is
+// leading or following.
 func (c *Cluster) StartZooKeeper(ctx context.Context) error {
-	if err := c.zk.start(); err != nil {
-		return err
+	for _, z := range c.zks {
+		if !z.proc.running() {
+			if err := z.proc.start(); err != nil {
+				return err
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
+	for _, z := range c.zks {
+		if err := c.waitZooKeeperServing(ctx, z); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitZooKeeperServing waits until server z serves clients.
+func (c *Cluster) waitZooKeeperServing(ctx context.Context, z *zkServer) error {
 	for {
-		if ruok(c.ZooKeeperAddr()) {
+		if len(c.zks) == 1 && ruok(z.addr()) || len(c.zks) > 1 && serving(z.addr()) {
 			return nil
 		}
-		if err := c.zk.exitError(); err != nil {
-			return fmt.Errorf("testcluster: zookeeper exited: %v\n%s", err, c.zk.tail(30))
+		if err := z.proc.exitError(); err != nil {
+			return fmt.Errorf("testcluster: %s exited: %v\n%s", z.proc.name, err, z.proc.tail(30))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("testcluster: zookeeper not serving on %s: %w\n%s", c.ZooKeeperAddr(), ctx.Err(), c.zk.tail(30))
+			return fmt.Errorf("testcluster: %s not serving on %s: %w\n%s", z.proc.name, z.addr(), ctx.Err(), z.proc.tail(30))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -550,7 +621,7 @@ func ruok(addr string) bool {
 // chroot: paths are absolute, e.g. c.Chroot()+"/brokers/ids"). The caller
 // closes it.
 func (c *Cluster) Connect(timeout time.Duration) (*zk.Conn, error) {
-	conn, _, err := zk.Connect([]string{c.ZooKeeperAddr()}, timeout, zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
+	conn, _, err := zk.Connect(c.ZooKeeperAddrs(), timeout, zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: connect zookeeper: %w", err)
 	}
@@ -656,8 +727,10 @@ func (c *Cluster) waitZNode(ctx context.Context, path string, p *process, what s
 // PIDs returns the pids of the running JVMs.
 func (c *Cluster) PIDs() []int {
 	var pids []int
-	if pid := c.zk.pid(); pid != 0 {
-		pids = append(pids, pid)
+	for _, z := range c.zks {
+		if pid := z.proc.pid(); pid != 0 {
+			pids = append(pids, pid)
+		}
 	}
 	for _, id := range c.BrokerIDs() {
 		b, _ := c.broker(id)
@@ -686,8 +759,10 @@ func (c *Cluster) Notes() []string {
 // Logs returns the tails of every process log, for a failing test.
 func (c *Cluster) Logs(lines int) string {
 	var sb strings.Builder
-	if c.zk != nil {
-		fmt.Fprintf(&sb, "=== zookeeper\n%s\n", c.zk.tail(lines))
+	for _, z := range c.zks {
+		if z.proc != nil {
+			fmt.Fprintf(&sb, "=== %s\n%s\n", z.proc.name, z.proc.tail(lines))
+		}
 	}
 	for _, id := range c.BrokerIDs() {
 		b, _ := c.broker(id)
@@ -719,8 +794,11 @@ func (c *Cluster) Close() error {
 			}()
 		}
 		wg.Wait()
-		if c.zk != nil {
-			if err := c.zk.stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		for _, z := range c.zks {
+			if z.proc == nil {
+				continue
+			}
+			if err := z.proc.stop(syscall.SIGTERM, 10*time.Second); err != nil {
 				errs = append(errs, err)
 			}
 		}

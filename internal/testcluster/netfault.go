@@ -435,10 +435,13 @@ func hexPort(s string) (int, error) {
 	return int(p), err
 }
 
-// ZooKeeperPorts returns ZooKeeper's client ports (with Secure, the
-// secure one too): what a cut from ZooKeeper drops.
+// ZooKeeperPorts returns ZooKeeper's client ports, every server's (with
+// Secure, the secure one too): what a cut from ZooKeeper drops.
 func (c *Cluster) ZooKeeperPorts() []int {
-	ports := []int{c.zkPort}
+	var ports []int
+	for _, z := range c.zks {
+		ports = append(ports, z.port)
+	}
 	if c.zkSecurePort != 0 {
 		ports = append(ports, c.zkSecurePort)
 	}

@@ -22,6 +22,10 @@ type process struct {
 	detach  bool   // survive the Go process (cluster-up); no parent-death signal
 	logPath string // stdout and stderr of the JVM
 	appLog  string // the log4j file, for tails
+	// gid, when not 0, is the group id the JVM runs with (its uid stays
+	// this process's): an iptables owner match (--gid-owner) then tells
+	// its packets from those of the other JVMs. Root only.
+	gid uint32
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -60,6 +64,9 @@ func (p *process) start() error {
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if !p.detach {
 		attr.Pdeathsig = syscall.SIGKILL
+	}
+	if p.gid != 0 {
+		attr.Credential = &syscall.Credential{Uid: uint32(os.Getuid()), Gid: p.gid}
 	}
 	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {

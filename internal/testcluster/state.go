@@ -15,13 +15,15 @@ import (
 type State struct {
 	KafkaVersion     string   `json:"kafka_version"`
 	ZooKeeperVersion string   `json:"zookeeper_version"`
-	ZooKeeper        string   `json:"zookeeper"`         // host:port, no chroot
+	ZooKeeper        string   `json:"zookeeper"`         // host:port (an ensemble: each, comma-separated), no chroot
 	ZooKeeperConnect string   `json:"zookeeper_connect"` // with chroot, for zkgroup
 	Brokers          []string `json:"brokers"`
 	Dir              string   `json:"dir"`
 	ZooKeeperPID     int      `json:"zookeeper_pid"`
-	BrokerPIDs       []int    `json:"broker_pids"`
-	LibDir           string   `json:"lib_dir"`
+	// ZooKeeperPIDs are every server's pids (an ensemble only).
+	ZooKeeperPIDs []int  `json:"zookeeper_pids,omitempty"`
+	BrokerPIDs    []int  `json:"broker_pids"`
+	LibDir        string `json:"lib_dir"`
 	// ZooKeeperLibDir holds ZooKeeper's jars when they differ from
 	// LibDir's (KRaft); KRaft says the brokers run Kafka 4 in KRaft mode.
 	ZooKeeperLibDir string `json:"zookeeper_lib_dir,omitempty"`
@@ -40,7 +42,7 @@ func (c *Cluster) State() State {
 		ZooKeeperConnect: c.ZooKeeperConnect(),
 		Brokers:          c.Addrs(),
 		Dir:              c.dir,
-		ZooKeeperPID:     c.zk.pid(),
+		ZooKeeperPID:     c.zks[0].proc.pid(),
 		LibDir:           c.lib,
 		KRaft:            c.opts.KRaft,
 	}
@@ -51,6 +53,13 @@ func (c *Cluster) State() State {
 		b, _ := c.broker(id)
 		if pid := b.proc.pid(); pid != 0 {
 			s.BrokerPIDs = append(s.BrokerPIDs, pid)
+		}
+	}
+	if len(c.zks) > 1 {
+		for _, z := range c.zks {
+			if pid := z.proc.pid(); pid != 0 {
+				s.ZooKeeperPIDs = append(s.ZooKeeperPIDs, pid)
+			}
 		}
 	}
 	return s
@@ -114,7 +123,8 @@ func stopPID(pid int, grace time.Duration) error {
 }
 
 // StopDetached stops the cluster described by the state file in dir:
-// brokers first (SIGTERM, concurrently), then ZooKeeper; then removes dir.
+// brokers first (SIGTERM, concurrently), then the ZooKeeper servers; then
+// removes dir.
 func StopDetached(dir string) error {
 	s, err := ReadState(dir)
 	if err != nil {
@@ -128,7 +138,15 @@ func StopDetached(dir string) error {
 	for range s.BrokerPIDs {
 		errs = append(errs, <-errc)
 	}
-	errs = append(errs, stopPID(s.ZooKeeperPID, 10*time.Second))
+	zkPIDs := []int{s.ZooKeeperPID}
+	for _, pid := range s.ZooKeeperPIDs {
+		if pid != s.ZooKeeperPID {
+			zkPIDs = append(zkPIDs, pid)
+		}
+	}
+	for _, pid := range zkPIDs {
+		errs = append(errs, stopPID(pid, 10*time.Second))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

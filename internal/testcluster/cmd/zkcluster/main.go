@@ -2,8 +2,9 @@
 // mode) and its ZooKeeper on loopback, for trying zkgroup and for the demo.
 //
 //	zkcluster fetch                      fetch the jars from Maven Central (cached)
-//	zkcluster up [-brokers N] [-kafka 3|4] [-dir D]
+//	zkcluster up [-brokers N] [-zookeepers N] [-kafka 3|4] [-dir D]
 //	                                     start detached, print the addresses;
+//	                                     -zookeepers 3: a ZooKeeper ensemble;
 //	                                     -kafka 4: Kafka 4 in KRaft mode and a
 //	                                     ZooKeeper of zkgroup's own
 //	zkcluster status [-json] [-dir D]    print the addresses of a running cluster
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
@@ -59,7 +61,8 @@ func main() {
 const usageText = `usage: zkcluster <command> [flags]
 
   fetch                                  fetch the jars (cached)
-  up [-brokers N] [-kafka 3|4] [-dir D]  start detached, print the addresses
+  up [-brokers N] [-zookeepers N] [-kafka 3|4] [-dir D]
+                                         start detached, print the addresses
   status [-json] [-dir D]                print the addresses of a running cluster
   down [-dir D]                          stop it
   topic -name T [-partitions P] [-replication R] [-dir D]
@@ -118,9 +121,17 @@ func envOr(name, def string) string {
 	return def
 }
 
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
 func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	brokers := fs.Int("brokers", 3, "number of Kafka brokers (1 to 3)")
+	zookeepers := fs.Int("zookeepers", envInt("ZOOKEEPERS", 1), "number of ZooKeeper servers: 1, or an ensemble of 3 or 5 (env ZOOKEEPERS)")
 	kafka := fs.String("kafka", envOr("KAFKA", "3"), "Kafka line: 3 (3.9, ZooKeeper mode) or 4 (4.x, KRaft mode with a ZooKeeper for zkgroup alone) (env KAFKA)")
 	dir := fs.String("dir", defaultDir(), "cluster folder (configs, logs, data, state)")
 	_ = fs.Parse(args)
@@ -137,7 +148,7 @@ func up(args []string) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	opts := []testcluster.Option{testcluster.Brokers(*brokers), testcluster.Dir(abs), testcluster.Detach()}
+	opts := []testcluster.Option{testcluster.Brokers(*brokers), testcluster.ZooKeepers(*zookeepers), testcluster.Dir(abs), testcluster.Detach()}
 	switch *kafka {
 	case "3", "3.9":
 	case "4":
@@ -161,8 +172,12 @@ func up(args []string) error {
 	if s.KRaft {
 		mode = "KRaft mode; ZooKeeper for zkgroup only: give zkgroup the brokers"
 	}
-	fmt.Printf("Kafka %s (%s) with %d broker(s) and ZooKeeper %s, up in %v\n",
-		s.KafkaVersion, mode, *brokers, s.ZooKeeperVersion, time.Since(start).Round(time.Millisecond))
+	zookeeper := "ZooKeeper " + s.ZooKeeperVersion
+	if *zookeepers > 1 {
+		zookeeper = fmt.Sprintf("an ensemble of %d ZooKeeper %s servers", *zookeepers, s.ZooKeeperVersion)
+	}
+	fmt.Printf("Kafka %s (%s) with %d broker(s) and %s, up in %v\n",
+		s.KafkaVersion, mode, *brokers, zookeeper, time.Since(start).Round(time.Millisecond))
 	printState(s)
 	fmt.Printf("stop it with: zkcluster down -dir %s   (or make cluster-down)\n", abs)
 	return nil
