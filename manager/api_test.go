@@ -63,9 +63,13 @@ func TestCloseTimeoutClosesChannels(t *testing.T) {
 		t.Errorf("Close took %v with CloseTimeout %v", took, cfg.CloseTimeout)
 	}
 	// Stopped: the loops end at once, the rest of the batch Each kept
-	// abandoned (not yielded).
-	if m, err := next(cons.Each, 10*time.Second); !errors.Is(err, errEnded) {
-		t.Errorf("Each after Close: %v, %v; want the loop to end by itself", m, err)
+	// abandoned (not yielded); the failure that stopped the consumer is
+	// what Each yields last, and what Err says.
+	if m, eerr := next(cons.Each, 10*time.Second); m != nil || eerr == nil || eerr.Error() != err.Error() {
+		t.Errorf("Each after Close: %v, %v; want no message and the error Close returned (%v)", m, eerr, err)
+	}
+	if got := cons.Err(); got == nil || got.Error() != err.Error() {
+		t.Errorf("Err after Close: %v; want the error Close returned (%v)", got, err)
 	}
 	if b, err := cons.Poll(t.Context()); !errors.Is(err, manager.ErrClosed) {
 		t.Errorf("Poll after Close: %v, %v; want ErrClosed", b, err)
