@@ -244,6 +244,9 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkedVersion(); err != nil {
+		return nil, err
+	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = cfg.SessionTimeout
 	}
