@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/offsets"
 )
@@ -133,7 +132,7 @@ func (c *Consumer) Stats() Stats {
 		ps := pm.Stats()
 		tot.add(ps)
 		if sl.state == running {
-			s.Partitions = append(s.Partitions, PartitionStats(ps))
+			s.Partitions = append(s.Partitions, ps)
 		}
 	}
 	c.mu.Unlock()
@@ -169,7 +168,7 @@ type partitionTotals struct {
 	delivered, acked, commitErrors, fetchErrors, resets uint64
 }
 
-func (t *partitionTotals) add(ps partition.Stats) {
+func (t *partitionTotals) add(ps PartitionStats) {
 	t.delivered += ps.Delivered
 	t.acked += ps.Acks
 	t.commitErrors += ps.CommitErrors
