@@ -284,7 +284,7 @@ func NewConfig() *Config {
 		Strategy:         assign.Balanced(),
 		Mode:             ModeMerged,
 		OffsetStorage:    StorageKafka,
-		Partition:        PartitionConfig(partition.NewConfig()),
+		Partition:        partition.NewConfig(),
 		RebalanceDelay:   50 * time.Millisecond,
 		JoinSettle:       0,
 		ClaimWaitCheck:   15 * time.Second,
@@ -337,7 +337,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: Brokers[%d]: %q %w", ErrConfig, i, b, err)
 		}
 	}
-	if err := partition.Config(c.Partition).Validate(); err != nil {
+	if err := c.Partition.Validate(); err != nil {
 		// The error wraps ErrConfig and names the field: prefix its struct.
 		return fmt.Errorf("%w: Partition.%s", ErrConfig, strings.TrimPrefix(err.Error(), ErrConfig.Error()+": "))
 	}

@@ -70,7 +70,7 @@ type Consumer struct {
 	health       *gate
 	kafka        *kafkaWatch // Kafka reachability and the member's phase (reachability.go)
 
-	batches    chan *partition.Batch // ModeMerged: every partition's batches
+	batches    chan *partition.Handout // ModeMerged: every partition's batches
 	partitions chan *PartitionStream
 	errors     chan error
 	// finished is closed once everything stopped and the channels were
@@ -297,7 +297,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	c := &Consumer{
 		group: group, id: id, sub: sub, cfg: cfg, log: log, strategy: strategy,
 		health:   newGate(),
-		batches:  make(chan *partition.Batch),
+		batches:  make(chan *partition.Handout),
 		errors:   make(chan error, cfg.ErrorsBufferSize),
 		finished: make(chan struct{}),
 		ended:    make(chan struct{}),
@@ -411,7 +411,7 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
 	}
 	c.store = c.newKafkaWatch(brokers, scfg, c.store) // bounded by Kafka's reachability
-	if c.commits, err = partition.NewCommitter(c.store, partition.Config(cfg.Partition), log); err != nil {
+	if c.commits, err = partition.NewCommitter(c.store, cfg.Partition, log); err != nil {
 		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
 	fromKafka := errors.Is(metaErr, metadata.ErrNoCluster) && len(cfg.Brokers) > 0

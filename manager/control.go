@@ -23,11 +23,14 @@ func (c *Consumer) Poll(ctx context.Context) (*Batch, error) {
 	if c.cfg.Mode != ModeMerged {
 		return nil, ErrMode
 	}
-	b, err := poll(ctx, c.batches)
-	return batchOf(b), err
+	h, err := poll(ctx, c.batches)
+	if err != nil {
+		return nil, err
+	}
+	return &h.Batch, nil
 }
 
-func poll(ctx context.Context, ch <-chan *partition.Batch) (*partition.Batch, error) {
+func poll(ctx context.Context, ch <-chan *partition.Handout) (*partition.Handout, error) {
 	select {
 	case b, ok := <-ch:
 		if !ok {

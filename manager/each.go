@@ -58,10 +58,8 @@ func (c *Consumer) Each(ctx context.Context) iter.Seq2[*Message, error] {
 	}
 }
 
-// Each is Consumer.Each for this partition: the loop ends when ctx ends
-// or the stream ends (its partition was revoked or lost, or the consumer
-// stopped). It yields no error.
-func (s *PartitionStream) Each(ctx context.Context) iter.Seq2[*Message, error] {
+// Each is PartitionStream.Each: Consumer.Each for one partition.
+func (s *partStream) Each(ctx context.Context) iter.Seq2[*Message, error] {
 	return eachBatch(ctx, s.bch, &s.rest)
 }
 
@@ -81,11 +79,11 @@ type leftovers struct {
 }
 
 type leftover struct {
-	b *partition.Batch
+	b *partition.Handout
 	i int
 }
 
-func (l *leftovers) take() (*partition.Batch, int) {
+func (l *leftovers) take() (*partition.Handout, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.rest) == 0 {
@@ -96,7 +94,7 @@ func (l *leftovers) take() (*partition.Batch, int) {
 	return x.b, x.i
 }
 
-func (l *leftovers) put(b *partition.Batch, i int) {
+func (l *leftovers) put(b *partition.Handout, i int) {
 	if i >= len(b.Messages) {
 		return
 	}
@@ -114,7 +112,7 @@ func (l *leftovers) abandonOf(pm *partition.Manager) {
 	var mine []leftover
 	kept := l.rest[:0]
 	for _, x := range l.rest {
-		if batchOf(x.b).owner == pm {
+		if x.b.Owner() == pm {
 			mine = append(mine, x)
 		} else {
 			kept = append(kept, x)
@@ -130,7 +128,7 @@ func (l *leftovers) abandonOf(pm *partition.Manager) {
 	}
 }
 
-func eachBatch(ctx context.Context, src <-chan *partition.Batch, rest *leftovers) iter.Seq2[*Message, error] {
+func eachBatch(ctx context.Context, src <-chan *partition.Handout, rest *leftovers) iter.Seq2[*Message, error] {
 	return func(yield func(*Message, error) bool) {
 		b, i := rest.take()
 		for {
@@ -150,7 +148,7 @@ func eachBatch(ctx context.Context, src <-chan *partition.Batch, rest *leftovers
 					rest.put(b, i)
 					return
 				}
-				if !yield(messageOf(b.Messages[i]), nil) {
+				if !yield(b.Messages[i], nil) {
 					rest.put(b, i+1)
 					return
 				}

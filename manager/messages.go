@@ -119,7 +119,7 @@ type forwarder struct {
 // entry is a message of a batch, by index (m: the message, once sent);
 // with rest, the messages of the batch from it on.
 type entry struct {
-	b    *partition.Batch
+	b    *partition.Handout
 	i    int
 	rest bool
 	m    *Message
@@ -206,7 +206,7 @@ func (f *forwarder) ask(pm *partition.Manager, withdraw bool) {
 }
 
 // run forwards every batch's messages until src is closed, then closes out.
-func (f *forwarder) run(src <-chan *partition.Batch) {
+func (f *forwarder) run(src <-chan *partition.Handout) {
 	defer close(f.done)
 	defer close(f.out)
 	var suspended <-chan struct{} // as the last PassOK saw it
@@ -250,7 +250,7 @@ func (f *forwarder) forward(e entry, suspended *<-chan struct{}) {
 			return
 		}
 		_, _, *suspended = b.Watch()
-		m := messageOf(b.Messages[e.i])
+		m := b.Messages[e.i]
 		select {
 		case f.out <- m: // room in the buffer
 		default:
@@ -341,7 +341,7 @@ func (f *forwarder) takeBack(drop map[*partition.Manager]bool) {
 	clear(f.inflight)
 	f.inflight = f.inflight[:0]
 	kept := back[:0]
-	dropped := map[*partition.Batch]bool{}
+	dropped := map[*partition.Handout]bool{}
 	for _, e := range back {
 		owner, _, _ := e.b.Watch()
 		if !drop[owner] {
@@ -385,7 +385,7 @@ func (f *forwarder) serve() {
 
 // skip drops the pending entries of b (Pass refused it: they were
 // abandoned with the rest of b, or forgotten by a seek).
-func (f *forwarder) skip(b *partition.Batch) {
+func (f *forwarder) skip(b *partition.Handout) {
 	kept := f.pending[:0]
 	for _, e := range f.pending {
 		if e.b != b {

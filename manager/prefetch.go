@@ -91,7 +91,7 @@ func (c *Consumer) prefetchOne(ctx context.Context, tp TopicPartition) *partitio
 	}
 	pre := &partition.Prefetched{Offset: next}
 	if !ok {
-		pre.Initial = partition.Config(c.cfg.Partition).InitialOffset()
+		pre.Initial = partition.InitialOffset(c.cfg.Partition)
 		if pre.Offset, err = c.lister.GetOffset(tp.Topic, tp.Partition, pre.Initial); err != nil {
 			return nil
 		}

@@ -117,7 +117,6 @@ func (c *Consumer) startSlot(sl *slot, cl *claim, pm *partition.Manager, stream 
 		pm.CutDrain()
 	}
 	if stream != nil {
-		stream.generation, stream.pm = pm.Generation(), pm
 		select {
 		case c.partitions <- stream:
 		case <-sl.revoke:
@@ -239,22 +238,22 @@ func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partiti
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
 		Client: c.lister, Fetcher: partition.FetcherOf(c.fetcher), Store: partitionStore{c.store, &c.final}, Committer: c.commits, Fence: cl,
 		// c.log: the partition manager adds the topic and partition itself.
-		Config: partition.Config(c.cfg.Partition), Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
+		Config: c.cfg.Partition, Logger: c.log, Report: c.report, StaleAcks: &c.staleAcks,
 		Prefetched: sl.pre,
 	}
 	sl.pre = nil // the manager owns it now, also if New fails
-	var stream *PartitionStream
+	var src *partStream
 	if c.cfg.Mode == ModePartitions {
-		stream = &PartitionStream{topic: sl.tp.Topic, partition: sl.tp.Partition, bch: make(chan *partition.Batch)}
-		params.Batches, params.CloseBatches = stream.bch, true
+		src = &partStream{bch: make(chan *partition.Handout)}
+		params.Batches, params.CloseBatches = src.bch, true
 	} else {
 		params.Batches = c.batches
 	}
 	var pmOf atomic.Pointer[partition.Manager]
 	params.BeforeDrain = func() {
 		pm := pmOf.Load()
-		if stream != nil {
-			stream.rest.abandonOf(pm)
+		if src != nil {
+			src.rest.abandonOf(pm)
 		} else {
 			c.eachRest.abandonOf(pm)
 		}
@@ -268,6 +267,11 @@ func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partiti
 		return nil, nil, false
 	}
 	pmOf.Store(pm)
+	var stream *PartitionStream
+	if src != nil {
+		src.pm = pm
+		stream = partition.NewStream(sl.tp.Topic, sl.tp.Partition, pm.Generation(), src)
+	}
 	return pm, stream, true
 }
 

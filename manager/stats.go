@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/offsets"
 )
@@ -142,7 +141,7 @@ func (c *Consumer) Stats() Stats {
 		ps := pm.Stats()
 		tot.add(ps)
 		if sl.state == running {
-			s.Partitions = append(s.Partitions, PartitionStats(ps))
+			s.Partitions = append(s.Partitions, ps)
 		}
 	}
 	c.mu.Unlock()
@@ -178,7 +177,7 @@ type partitionTotals struct {
 	delivered, acked, commitErrors, fetchErrors, resets uint64
 }
 
-func (t *partitionTotals) add(ps partition.Stats) {
+func (t *partitionTotals) add(ps PartitionStats) {
 	t.delivered += ps.Delivered
 	t.acked += ps.Acks
 	t.commitErrors += ps.CommitErrors

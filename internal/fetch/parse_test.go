@@ -14,7 +14,7 @@ import (
 // record) of producer pid.
 func batch(first, last int64, pid int64, txn bool) *sarama.Records {
 	b := &sarama.RecordBatch{FirstOffset: first, LastOffsetDelta: int32(last - first), ProducerID: pid, IsTransactional: txn,
-		FirstTimestamp: time.Unix(100, 0)}
+		FirstTimestamp: time.Unix(100, 0), MaxTimestamp: time.Unix(100, 0).Add(time.Duration(last) * time.Millisecond)}
 	for o := first; o <= last; o++ {
 		b.Records = append(b.Records, &sarama.Record{OffsetDelta: o - first, Value: fmt.Appendf(nil, "v%d", o), TimestampDelta: time.Duration(o) * time.Millisecond})
 	}
@@ -82,7 +82,8 @@ func TestParseTransactions(t *testing.T) {
 
 // TestParseFromMidBatch: a batch is returned whole; records before the
 // fetch offset are not yielded, and batches wholly before it are skipped.
-// Timestamps are the batch's first plus the record's delta.
+// Timestamps are the batch's first plus the record's delta; the block
+// timestamp is the batch's max timestamp.
 func TestParseFromMidBatch(t *testing.T) {
 	block := &sarama.FetchResponseBlock{HighWaterMarkOffset: 30, RecordsSet: []*sarama.Records{batch(0, 9, 0, false), batch(10, 19, 0, false), batch(20, 24, 0, false)}}
 	out := parseBlock("t", 0, block, 15, false)
@@ -94,7 +95,10 @@ func TestParseFromMidBatch(t *testing.T) {
 		if want := time.Unix(100, 0).Add(time.Duration(rec.Offset) * time.Millisecond); !rec.Timestamp.Equal(want) {
 			t.Fatalf("offset %d: timestamp %v, want %v", rec.Offset, rec.Timestamp, want)
 		}
-		break
+		last := rec.Offset/10*10 + 9 // the last offset of its batch
+		if want := time.Unix(100, 0).Add(time.Duration(min(last, 24)) * time.Millisecond); !rec.BlockTimestamp.Equal(want) {
+			t.Fatalf("offset %d: block timestamp %v, want %v", rec.Offset, rec.BlockTimestamp, want)
+		}
 	}
 	// Stopping the iteration early works, and iterating again yields all.
 	n := 0

@@ -13,8 +13,10 @@ import (
 // are those of sarama's ConsumerMessage (Topic and Partition are the
 // Records'): Key, Value and Headers are the decoded response's own memory
 // (no copy), Timestamp is the record's (the batch's max timestamp under
-// LogAppendTime), BlockTimestamp is the wrapper's timestamp of a legacy
-// (v0/v1) compressed message set and zero for record batches, as sarama
+// LogAppendTime). BlockTimestamp is the timestamp of the batch the record
+// came in: a record batch's max timestamp (sarama leaves it zero there),
+// the wrapper's timestamp of a legacy (v0/v1) compressed message set, or
+// a legacy uncompressed message's own timestamp (zero for v0), as sarama
 // sets it.
 type Record struct {
 	Offset         int64
@@ -76,7 +78,7 @@ func (r *Records) All() iter.Seq[*Record] {
 		var rec Record
 		for _, s := range r.segs {
 			if b := s.batch; b != nil {
-				rec.BlockTimestamp = time.Time{}
+				rec.BlockTimestamp = b.MaxTimestamp
 				for _, x := range b.Records[s.from:] {
 					rec.Offset = b.FirstOffset + x.OffsetDelta
 					rec.Key, rec.Value, rec.Headers = x.Key, x.Value, x.Headers

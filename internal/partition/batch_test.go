@@ -18,7 +18,7 @@ func TestBatchAckAndStop(t *testing.T) {
 	cfg.DrainTimeout = time.Second
 	var stale atomic.Uint64
 	m, store, _, out := setupBatches(t, 20, cfg, func(p *Params) { p.CloseBatches, p.StaleAcks = true, &stale })
-	var got []*Batch
+	var got []*Handout
 	n := 0
 	for n < 20 {
 		select {
@@ -66,4 +66,30 @@ func TestBatchAckAndStop(t *testing.T) {
 		t.Error("batch channel not closed after Stop")
 	}
 	<-m.Done()
+}
+
+// TestHandoutLinks: a Handout's public batch holds the slab's messages
+// (pointers into the slab, in order), each of them belongs to that batch
+// (its Generation is the Manager's), and the batch and its messages are
+// the Manager's partition's.
+func TestHandoutLinks(t *testing.T) {
+	m := &Manager{topic: "t", partition: 3, gen: 7}
+	slab := []Message{{Topic: "t", Partition: 3, Offset: 10}, {Topic: "t", Partition: 3, Offset: 12}}
+	h := m.newHandout(slab)
+	if h.Owner() != m || h.Topic != "t" || h.Partition != 3 || h.Len() != 2 || h.Generation() != 7 {
+		t.Fatalf("handout %s/%d, %d messages, generation %d, owner %p; want t/3, 2, 7, %p",
+			h.Topic, h.Partition, h.Len(), h.Generation(), h.Owner(), m)
+	}
+	for i := range slab {
+		if h.Messages[i] != &slab[i] {
+			t.Errorf("Messages[%d] is not the slab's message %d", i, i)
+		}
+		if g := slab[i].Generation(); g != 7 {
+			t.Errorf("message %d: generation %d, want 7", i, g)
+		}
+	}
+	var alone Message
+	if r := alone.Ack(); r != AckInvalid || alone.Generation() != 0 {
+		t.Errorf("a message of no batch: Ack %v, generation %d; want invalid, 0", r, alone.Generation())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/offsets"
+	public "github.com/zkgroup/zkgroup/partition"
 	"gopkg.in/tomb.v2"
 )
 
@@ -247,7 +248,7 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 			r.owners = append(r.owners, m)
 			r.batch = append(r.batch, offsets.Offset{TopicPartition: offsets.TopicPartition{Topic: m.topic, Partition: m.partition}, Next: next, Token: m.p.Fence.Token()})
 		} else if refused && f != nil {
-			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit",
+			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: public.OpCommit,
 				Err: fmt.Errorf("%w: offset %d not committed: %w", ErrCommit, next, ErrLost)})
 		}
 	}
@@ -272,7 +273,7 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 		}
 		if err != nil {
 			failed++
-			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit",
+			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: public.OpCommit,
 				Err: commitError(r.batch[i].Next, err)})
 		}
 		m.endCommit(r.batch[i].Next, err)

@@ -379,7 +379,7 @@ func TestCommitterClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Params{Topic: "t", Client: noResolver{}, Fetcher: newFakeFetcher(), Store: store, Fence: newFence(),
-		Batches: make(chan *Batch), Config: NewConfig()}
+		Batches: make(chan *Handout), Config: NewConfig()}
 	if _, err := Start(p); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Committer") {
 		t.Fatalf("Start without a Committer = %v, want ErrConfig naming Committer", err)
 	}

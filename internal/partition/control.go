@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/tracker"
 	"github.com/zkgroup/zkgroup/offsets"
+	public "github.com/zkgroup/zkgroup/partition"
 )
 
 // A control request (Seek, Pause, Resume) is applied by the goroutine running Run
@@ -91,7 +92,7 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 		target, err = m.resolve(req.offset)
 	}
 	if err != nil {
-		return &Error{Topic: m.topic, Partition: m.partition, Op: "seek", Err: err}
+		return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpSeek, Err: err}
 	}
 	// Wait for a commit under way: it must not land after the reset.
 	m.commitMu.Lock()
@@ -106,7 +107,7 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 		err := r.Reset(ctx, m.topic, m.partition, target)
 		cancel()
 		if err != nil {
-			return &Error{Topic: m.topic, Partition: m.partition, Op: "seek", Err: err}
+			return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpSeek, Err: err}
 		}
 		committed = target
 	}
@@ -135,7 +136,7 @@ type resetter interface {
 
 // stoppedErr is the error of a control request made to a stopped manager.
 func (m *Manager) stoppedErr() error {
-	return &Error{Topic: m.topic, Partition: m.partition, Op: "control", Err: ErrStopped}
+	return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpControl, Err: ErrStopped}
 }
 
 // Seek moves the fetch position of the live partition to offset (>= 0, or
@@ -152,7 +153,7 @@ func (m *Manager) stoppedErr() error {
 // may still happen then). Safe for concurrent use.
 func (m *Manager) Seek(ctx context.Context, offset int64) error {
 	if offset < 0 && offset != sarama.OffsetOldest && offset != sarama.OffsetNewest {
-		return &Error{Topic: m.topic, Partition: m.partition, Op: "seek",
+		return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpSeek,
 			Err: fmt.Errorf("%w: offset %d", ErrConfig, offset)}
 	}
 	return m.request(ctx, &seekRequest{offset: offset, done: make(chan error, 1)})
@@ -162,7 +163,7 @@ func (m *Manager) Seek(ctx context.Context, offset int64) error {
 // (the log end when there is none), as Kafka's ListOffsets finds it.
 func (m *Manager) SeekTime(ctx context.Context, t time.Time) error {
 	if t.IsZero() {
-		return &Error{Topic: m.topic, Partition: m.partition, Op: "seek",
+		return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpSeek,
 			Err: fmt.Errorf("%w: zero time", ErrConfig)}
 	}
 	return m.request(ctx, &seekRequest{at: t, done: make(chan error, 1)})

@@ -15,10 +15,11 @@
 // and hands them to the store in one batch (one OffsetCommit request, or
 // one ZooKeeper transaction, per interval, however many partitions).
 //
-// A Manager hands out batches, on a channel of its own (a partition
-// stream) or on one shared by the consumer's Managers (the merged stream);
-// the receiver checks each message with Batch.Pass before it reaches the
-// user.
+// A Manager hands out batches (Handout: a public partition.Batch and
+// what Pass needs), on a channel of its own (a partition stream) or on
+// one shared by the consumer's Managers (the merged stream); the receiver
+// checks each message with Handout.Pass before it reaches the user. The
+// Manager is the owner the batches and their messages ack through.
 //
 // # What an owned partition costs
 //
@@ -59,7 +60,8 @@
 // measures it (TestIdleManagerCost bounds it).
 //
 // The consumer manager (package manager) creates and stops Managers; an
-// embedder never meets this package: manager.Message and manager.Batch
-// are this package's Message and Batch seen through types of the same
-// layout, and manager's other public types are copies.
+// embedder never meets this package. The types an embedder touches
+// (Message, Batch, Stream, Config, Stats, Error) are package partition's
+// (public), which this package names by aliases and builds through
+// partlink.
 package partition

@@ -75,7 +75,7 @@ func (f *fakeFetcher) produce(p int32, from int64, n, slab int) {
 	for n > 0 {
 		k := min(n, slab)
 		b := &sarama.RecordBatch{FirstOffset: l.end, LastOffsetDelta: int32(k - 1), FirstTimestamp: time.Unix(1e9, 0),
-			Records: make([]*sarama.Record, k)}
+			MaxTimestamp: time.Unix(1e9, 0).Add(time.Duration(k-1) * time.Millisecond), Records: make([]*sarama.Record, k)}
 		for i := range k {
 			b.Records[i] = &sarama.Record{OffsetDelta: int64(i), TimestampDelta: time.Duration(i) * time.Millisecond,
 				Key: []byte("k"), Value: []byte{byte(l.end + int64(i))}}

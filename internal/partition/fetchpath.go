@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/fetch"
+	public "github.com/zkgroup/zkgroup/partition"
 )
 
 // A Manager reads its partition through the consumer's fetch.Fetcher
@@ -177,7 +178,7 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 //go:noinline
 func (m *Manager) fetchFailed(next int64, err error, stops bool) {
 	m.fetchErrors.Add(1)
-	m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
+	m.report(public.OpFetch, fmt.Errorf("%w: %w", ErrFetch, err))
 	if stops {
 		m.log.Error("fetching stopped; seek past it to go on", "offset", next, "error", err)
 	}
@@ -185,7 +186,8 @@ func (m *Manager) fetchFailed(next int64, err error, stops bool) {
 
 // slabOf makes the Messages of recs from offset next on: one slab, and
 // whether their offsets are a run (each one above the one before, as a
-// log without compaction gaps or control records has them). It is
+// log without compaction gaps or control records has them); newHandout
+// then makes them a batch's. It is
 // a function of its own, not inlined, so that its frame (the records'
 // iterator) is not part of consumeFetch's, which stays on the stack of
 // the partition's goroutine while it waits: the frames parked there must
@@ -211,7 +213,7 @@ func (m *Manager) slabOf(recs *fetch.Records, next int64) (vals []Message, run b
 		// marks walks the type's pointer bitmap per message (slabOf took
 		// 26% of BenchmarkThroughput's CPU profile that way, 19% this way).
 		v := &vals[n]
-		v.Topic, v.Partition, v.Offset, v.owner = recs.Topic, recs.Partition, r.Offset, m
+		v.Topic, v.Partition, v.Offset = recs.Topic, recs.Partition, r.Offset
 		if r.Key != nil {
 			v.Key = r.Key
 		}
@@ -221,10 +223,7 @@ func (m *Manager) slabOf(recs *fetch.Records, next int64) (vals []Message, run b
 		if r.Headers != nil {
 			v.Headers = r.Headers
 		}
-		v.Timestamp = r.Timestamp
-		if r.BlockTimestamp != (time.Time{}) {
-			v.BlockTimestamp = r.BlockTimestamp
-		}
+		v.Timestamp, v.BlockTimestamp = r.Timestamp, r.BlockTimestamp
 		n++
 	}
 	return vals[:n], run
@@ -270,12 +269,7 @@ func (m *Manager) trackSlab(vals []Message, run bool) (k int, ok bool) {
 // moves *next past them; false when the manager is stopping or a control
 // request interrupted it. Run's goroutine only.
 func (m *Manager) handOutSlab(vals []Message, next *int64) bool {
-	ptrs := make([]*Message, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	b := &Batch{Topic: m.topic, Partition: m.partition, Messages: ptrs, owner: m, seeks: m.seeks.Load()}
-	if !m.offer(b) {
+	if !m.offer(m.newHandout(vals)) {
 		return false
 	}
 	last := vals[len(vals)-1].Offset

@@ -11,14 +11,18 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/fetch"
+	public "github.com/zkgroup/zkgroup/partition"
 	"go.uber.org/goleak"
 )
 
 // recvBatch receives a batch, failing after 10 s.
-func recvBatch(t *testing.T, out <-chan *Batch) *Batch { t.Helper(); return receive(t, out, "batch") }
+func recvBatch(t *testing.T, out <-chan *Handout) *Handout {
+	t.Helper()
+	return receive(t, out, "batch")
+}
 
 // noBatch fails if a batch comes within an observation window.
-func noBatch(t *testing.T, out <-chan *Batch, what string) {
+func noBatch(t *testing.T, out <-chan *Handout, what string) {
 	t.Helper()
 	select {
 	case b := <-out:
@@ -28,7 +32,7 @@ func noBatch(t *testing.T, out <-chan *Batch, what string) {
 }
 
 // offsetsOf returns the offsets of b's messages.
-func offsetsOf(b *Batch) []int64 {
+func offsetsOf(b *Handout) []int64 {
 	var out []int64
 	for _, m := range b.Messages {
 		out = append(out, m.Offset)
@@ -173,7 +177,7 @@ func TestStartFailureClosesPrefetched(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, _, _ := fakedPartition(t, 3, NewConfig())
-			p.Batches = make(chan *Batch)
+			p.Batches = make(chan *Handout)
 			f := fakeOf(p)
 			fp, err := f.Add("t", 0, 5)
 			if err != nil {
@@ -199,8 +203,8 @@ func TestStartFailureClosesPrefetched(t *testing.T) {
 // partition is added again.
 func TestManagerOutOfRangeResets(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	for _, initial := range []string{Oldest, Newest} {
-		t.Run(initial, func(t *testing.T) {
+	for _, initial := range []public.Initial{public.InitialOldest, public.InitialNewest} {
+		t.Run(string(initial), func(t *testing.T) {
 			cfg := NewConfig()
 			cfg.Initial = initial
 			rep := make(reports, 10)
@@ -210,7 +214,7 @@ func TestManagerOutOfRangeResets(t *testing.T) {
 			})
 			f := fakeOf(m.p)
 			want := span(8, 14)
-			if initial == Newest {
+			if initial == public.InitialNewest {
 				waitFor(t, "the partition added at the log end", func() bool {
 					adds, _, _, _ := f.state(0)
 					return len(adds) == 2
@@ -230,7 +234,7 @@ func TestManagerOutOfRangeResets(t *testing.T) {
 				t.Errorf("stats: %d resets, %d fetch errors; want 1, 1", s.Resets, s.FetchErrors)
 			}
 			adds, closes, _, _ := f.state(0)
-			wantAdd := map[string]int64{Oldest: 8, Newest: 15}[initial]
+			wantAdd := map[public.Initial]int64{public.InitialOldest: 8, public.InitialNewest: 15}[initial]
 			if !slices.Equal(adds, []fakeAdd{{0, 5}, {0, wantAdd}}) || closes != 1 {
 				t.Errorf("adds %v, %d closed; want at 5 then %d, 1 closed", adds, closes, wantAdd)
 			}

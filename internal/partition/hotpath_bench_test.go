@@ -35,7 +35,7 @@ func BenchmarkHotPath(b *testing.B) {
 			per := b.N/hotParts + 1
 			total := per * hotParts
 			out := make(chan *Message)
-			bch := make(chan *Batch)
+			bch := make(chan *Handout)
 			feeds := feedsOf(hotParts, per)
 			var stop func()
 			c0 := cpuNow()

@@ -12,6 +12,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/tracker"
 	"github.com/zkgroup/zkgroup/offsets"
+	public "github.com/zkgroup/zkgroup/partition"
 )
 
 // Store is where a partition's committed offset lives (offsets.Store
@@ -48,7 +49,7 @@ type Params struct {
 	// on the same Store.
 	Committer *Committer
 	// BeforeDrain, optional, is called by a Stop with drain once nothing
-	// more is handed out (the fetch loop ended, Batch.Pass refuses), before
+	// more is handed out (the fetch loop ended, Handout.Pass refuses), before
 	// the drain waits for acks: the place to abandon what was handed out in
 	// a batch but never reached the user (Consumer.Each's leftovers).
 	BeforeDrain func()
@@ -62,11 +63,11 @@ type Params struct {
 	// when Start fails.
 	Prefetched *Prefetched
 	Fence      Fence
-	// Batches receives the messages as batches (see Batch): one send per
+	// Batches receives the messages as batches (see Handout): one send per
 	// batch, taken as fetched and as far as MaxUnacked allows. It may be
 	// shared by several Managers (the merged stream), or be this
 	// partition's alone; CloseBatches closes it after Stop.
-	Batches      chan<- *Batch
+	Batches      chan<- *Handout
 	CloseBatches bool
 	// StaleAcks, if set, counts acks of this Manager's messages made after
 	// it stopped (also counted in Stats.StaleAcks, which ends with the
@@ -297,11 +298,11 @@ func (m *Manager) report(op string, err error) {
 	}
 }
 
-// ack acks the handed-out message at offset (only Message.Ack calls it: an
+// Ack acks the handed-out message at offset (only Message.Ack calls it: an
 // offset taken for delivery but not yet handed out must not be acked).
 // Safe for concurrent use; never blocks on I/O. After Stop has committed,
 // acks are stale no-ops.
-func (m *Manager) ack(offset int64) AckResult {
+func (m *Manager) Ack(offset int64) AckResult {
 	m.mu.Lock()
 	if m.stopped || m.tracker == nil {
 		m.mu.Unlock()
@@ -363,7 +364,7 @@ func (m *Manager) startPosition() (int64, bool) {
 				m.mu.Unlock()
 				return next, true
 			}
-			return m.cfg.initialOffset(), true
+			return InitialOffset(m.cfg), true
 		}
 		select {
 		case <-m.dying: // stopping: the read was cut short, nothing failed
@@ -373,7 +374,7 @@ func (m *Manager) startPosition() (int64, bool) {
 		if !errors.Is(err, offsets.ErrFetch) {
 			err = fmt.Errorf("%w: %w", offsets.ErrFetch, err)
 		}
-		m.report("start", fmt.Errorf("reading the committed offset: %w", err))
+		m.report(public.OpStart, fmt.Errorf("reading the committed offset: %w", err))
 		m.log.Warn("reading the committed offset failed; retrying", "error", err)
 		if !b.Wait(m.dying, m.p.Fence.Lost()) {
 			return 0, false
@@ -443,7 +444,7 @@ func (m *Manager) run() error {
 //go:noinline
 func (m *Manager) openFailed(pos int64, err error) {
 	m.fetchErrors.Add(1)
-	m.report("fetch", fmt.Errorf("%w: %w", ErrFetch, err))
+	m.report(public.OpFetch, fmt.Errorf("%w: %w", ErrFetch, err))
 	m.log.Warn("starting to fetch failed; retrying", "offset", pos, "error", err)
 }
 
@@ -459,9 +460,9 @@ func (m *Manager) exitReason() error {
 // resetPosition applies the Initial policy after an out-of-range offset.
 func (m *Manager) resetPosition(pos *int64, was int64) {
 	m.resets.Add(1)
-	*pos = m.cfg.initialOffset()
+	*pos = InitialOffset(m.cfg)
 	m.log.Warn("offset out of range; resetting", "offset", was, "to", m.cfg.Initial)
-	m.report("reset", fmt.Errorf("%w: offset %d, to %s", ErrReset, was, m.cfg.Initial))
+	m.report(public.OpReset, fmt.Errorf("%w: offset %d, to %s", ErrReset, was, m.cfg.Initial))
 }
 
 // ensureTracker creates the tracker at start, or resets it when fetching
@@ -492,7 +493,7 @@ func (m *Manager) ensureTracker(start int64) {
 // Its common path is lean: single-channel non-blocking checks (no channel
 // lock when they pass), no call into the fence while healthy, and a
 // blocking send that watches three other channels.
-func (m *Manager) offer(b *Batch) bool {
+func (m *Manager) offer(b *Handout) bool {
 	out := m.p.Batches
 	for {
 		select {
@@ -596,7 +597,7 @@ func (m *Manager) endCommit(next int64, err error) {
 	defer m.commitMu.Unlock()
 	if err != nil {
 		m.commitErrors.Add(1)
-		m.report("commit", commitError(next, err))
+		m.report(public.OpCommit, commitError(next, err))
 		m.log.Warn("commit failed", "offset", next, "error", err)
 		return
 	}
@@ -628,7 +629,7 @@ func (m *Manager) finalCommit() error {
 	until, ok := m.p.Fence.Lease()
 	if !ok {
 		err := fmt.Errorf("%w: not committing offset %d: %w", ErrCommit, next, fenceError(m.p.Fence))
-		m.report("commit", err)
+		m.report(public.OpCommit, err)
 		return err
 	}
 	// The lease bounds the commit: the store sends nothing after until,
@@ -638,7 +639,7 @@ func (m *Manager) finalCommit() error {
 	if err := m.p.Store.Commit(ctx, m.topic, m.partition, next); err != nil {
 		m.commitErrors.Add(1)
 		err = commitError(next, err)
-		m.report("commit", err)
+		m.report(public.OpCommit, err)
 		return err
 	}
 	m.mu.Lock()
@@ -721,7 +722,7 @@ func (m *Manager) Stop(drain bool) error {
 				errs = append(errs, err)
 			}
 			if err := m.finalCommit(); err != nil {
-				errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: "commit", Err: err})
+				errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: public.OpCommit, Err: err})
 			}
 		}
 		m.mu.Lock()
@@ -755,12 +756,12 @@ func (m *Manager) drain() error {
 		select {
 		case <-m.space:
 		case <-m.p.Fence.Lost():
-			return &Error{Topic: m.topic, Partition: m.partition, Op: "drain", Err: ErrLost}
+			return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpDrain, Err: ErrLost}
 		case <-deadline.C:
-			return &Error{Topic: m.topic, Partition: m.partition, Op: "drain",
+			return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpDrain,
 				Err: fmt.Errorf("%w: %d unacked after %v", ErrDrainLate, n, m.cfg.DrainTimeout)}
 		case <-m.cut:
-			return &Error{Topic: m.topic, Partition: m.partition, Op: "drain",
+			return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpDrain,
 				Err: fmt.Errorf("%w: %d unacked, drain cut short", ErrDrainLate, n)}
 		}
 	}

@@ -193,12 +193,12 @@ func leakChecked(t *testing.T, test func(t *testing.T)) {
 
 // handOffTo returns p handing out on a batch channel, and a goroutine of
 // the test (ended by its cleanup) that passes each batch's messages on out
-// one by one, as Consumer.Each does: each message only once Batch.Pass
+// one by one, as Consumer.Each does: each message only once Handout.Pass
 // allows it, and p.BeforeDrain abandons what it had not passed on when the
 // manager stops with a drain.
 func handOffTo(t *testing.T, out chan *Message, p Params) Params {
 	t.Helper()
-	bch := make(chan *Batch)
+	bch := make(chan *Handout)
 	p.Batches = bch
 	stop, done := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -208,7 +208,7 @@ func handOffTo(t *testing.T, out chan *Message, p Params) Params {
 	go func() {
 		defer close(done)
 		for {
-			var b *Batch
+			var b *Handout
 			select {
 			case b = <-bch:
 			case <-stop:
@@ -257,10 +257,10 @@ func setup(t *testing.T, n int, cfg Config) (*Manager, *memStore, *testFence, ch
 
 // setupBatches starts a manager handing out n faked messages as batches,
 // with edit (may be nil) applied to its Params first.
-func setupBatches(t *testing.T, n int, cfg Config, edit func(*Params)) (*Manager, *memStore, *testFence, chan *Batch) {
+func setupBatches(t *testing.T, n int, cfg Config, edit func(*Params)) (*Manager, *memStore, *testFence, chan *Handout) {
 	t.Helper()
 	p, store, fence := fakedPartition(t, n, cfg)
-	out := make(chan *Batch)
+	out := make(chan *Handout)
 	p.Batches = out
 	if edit != nil {
 		edit(&p)

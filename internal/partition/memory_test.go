@@ -45,7 +45,7 @@ type idleCost struct {
 // PartitionBuffer pointers besides).
 func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
 	feeds := feedsOf(n, per)
-	out := make(chan *Batch) // shared, as the merged stream's
+	out := make(chan *Handout) // shared, as the merged stream's
 	fence := newFence()
 	store := &memStore{committed: map[int32]int64{}}
 	for p := range n {

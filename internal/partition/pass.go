@@ -2,7 +2,7 @@ package partition
 
 import "context"
 
-// PassResult is what Batch.Pass decided.
+// PassResult is what Handout.Pass decided.
 type PassResult int
 
 const (
@@ -20,7 +20,7 @@ const (
 	PassCancelled
 )
 
-// Pass decides whether b.Messages[i] may be passed on to the user now, for
+// Pass decides whether h.Messages[i] may be passed on to the user now, for
 // an iterator that takes a batch whole and hands its messages out one by
 // one (Consumer.Each): with it, they go out as on an unbuffered channel of
 // messages, none once the manager stops or loses the partition and none
@@ -30,24 +30,24 @@ const (
 // on one batch (one iterator takes it); the healthy path takes no lock: it
 // keeps the fence's suspension channel (closed when a suspension begins)
 // from one message to the next, as the manager's own hand-off does.
-func (b *Batch) Pass(ctx context.Context, i int) PassResult {
-	m := b.owner
+func (h *Handout) Pass(ctx context.Context, i int) PassResult {
+	m := h.m
 	for {
 		select {
 		case <-m.halt:
-			b.abandonFrom(i)
+			h.abandonFrom(i)
 			return PassDropped
 		default:
 		}
-		if m.seeks.Load() != b.seeks {
+		if m.seeks.Load() != h.seeks {
 			return PassDropped // forgotten by the seek: nothing to abandon
 		}
-		if b.suspended == nil {
-			b.suspended = m.p.Fence.Suspended()
+		if h.suspended == nil {
+			h.suspended = m.p.Fence.Suspended()
 		}
 		select {
-		case <-b.suspended:
-			b.suspended = nil // closed: ask again once healthy
+		case <-h.suspended:
+			h.suspended = nil // closed: ask again once healthy
 		default:
 			// The channel says healthy; the clock must agree: after a
 			// pause the channel is still open until a goroutine notices,
@@ -55,7 +55,7 @@ func (b *Batch) Pass(ctx context.Context, i int) PassResult {
 			if _, ok := m.p.Fence.Lease(); ok {
 				return PassOK
 			}
-			b.suspended = nil
+			h.suspended = nil
 		}
 		m.waitingReady.Store(true)
 		select {
@@ -70,16 +70,16 @@ func (b *Batch) Pass(ctx context.Context, i int) PassResult {
 }
 
 // abandonFrom abandons the batch's messages from index i on.
-func (b *Batch) abandonFrom(i int) {
-	for _, msg := range b.Messages[i:] {
-		b.owner.Abandon(msg.Offset)
+func (h *Handout) abandonFrom(i int) {
+	for _, msg := range h.Messages[i:] {
+		h.m.Abandon(msg.Offset)
 	}
 }
 
-// Watch returns what a hand-off of b's messages that blocks must watch
-// after Pass said PassOK: halt, closed once b's manager stops or loses
+// Watch returns what a hand-off of h's messages that blocks must watch
+// after Pass said PassOK: halt, closed once h's manager stops or loses
 // the partition, and suspended, closed when the session's suspension
-// begins (as Pass last saw it). owner identifies b's manager.
-func (b *Batch) Watch() (owner *Manager, halt, suspended <-chan struct{}) {
-	return b.owner, b.owner.halt, b.suspended
+// begins (as Pass last saw it). owner identifies h's manager.
+func (h *Handout) Watch() (owner *Manager, halt, suspended <-chan struct{}) {
+	return h.m, h.m.halt, h.suspended
 }

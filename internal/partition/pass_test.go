@@ -22,7 +22,7 @@ func TestBatchPass(t *testing.T) {
 	// Take batches until all 6 messages are out (the mock may yield them in
 	// more than one fetch).
 	var msgs []*Message
-	var batches []*Batch
+	var batches []*Handout
 	for len(msgs) < 6 {
 		select {
 		case b := <-out:
@@ -102,7 +102,7 @@ func TestPassLeaseExpired(t *testing.T) {
 	cfg := NewConfig()
 	m, _, fence, out := setupBatches(t, 4, cfg, nil)
 	defer m.Stop(false)
-	var b *Batch
+	var b *Handout
 	select {
 	case b = <-out:
 	case <-time.After(10 * time.Second):

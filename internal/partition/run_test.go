@@ -26,7 +26,7 @@ func TestManagerRunsOnTheCallersGoroutine(t *testing.T) {
 	cfg := NewConfig()
 	cfg.CommitInterval = time.Hour // only the final commit
 	p, store, _ := fakedPartition(t, 10, cfg)
-	out := make(chan *Batch)
+	out := make(chan *Handout)
 	p.Batches = out
 	before := goleak.IgnoreCurrent()
 	m, err := New(p)
@@ -75,7 +75,7 @@ func TestManagerRunsOnTheCallersGoroutine(t *testing.T) {
 func TestManagerRunEndsWhenLost(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	p, _, fence := fakedPartition(t, 10, NewConfig())
-	out := make(chan *Batch)
+	out := make(chan *Handout)
 	p.Batches = out
 	m, err := New(p)
 	if err != nil {
@@ -97,7 +97,7 @@ func TestManagerRunEndsWhenLost(t *testing.T) {
 func TestManagerStopOrHaltBeforeRun(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	p, _, _ := fakedPartition(t, 10, NewConfig())
-	p.Batches = make(chan *Batch)
+	p.Batches = make(chan *Handout)
 	f := p.Fetcher.(*fakeFetcher)
 	m, err := New(p)
 	if err != nil {
@@ -113,7 +113,7 @@ func TestManagerStopOrHaltBeforeRun(t *testing.T) {
 	_ = m.Stop(false)
 
 	p, _, _ = fakedPartition(t, 10, NewConfig())
-	p.Batches = make(chan *Batch)
+	p.Batches = make(chan *Handout)
 	f = p.Fetcher.(*fakeFetcher)
 	fp, err := f.Add("t", 0, 5)
 	if err != nil {

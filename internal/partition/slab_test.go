@@ -12,13 +12,14 @@ import (
 
 // TestSlabOfFields: each Message of a slab carries exactly what the
 // records iterator yields (nil and empty keys kept apart, headers, record
-// timestamps, a legacy wrapper's BlockTimestamp), records before the
+// timestamps, a record batch's max timestamp and a legacy wrapper's
+// timestamp as BlockTimestamp), records before the
 // position are left out, and the run flag says whether the offsets follow
 // each other.
 func TestSlabOfFields(t *testing.T) {
 	m := &Manager{}
 	hdr := []*sarama.RecordHeader{{Key: []byte("h"), Value: []byte("v")}}
-	batch := &sarama.RecordBatch{FirstOffset: 100, LastOffsetDelta: 4, FirstTimestamp: time.Unix(1e9, 0), Records: []*sarama.Record{
+	batch := &sarama.RecordBatch{FirstOffset: 100, LastOffsetDelta: 4, FirstTimestamp: time.Unix(1e9, 0), MaxTimestamp: time.Unix(1e9+2, 0), Records: []*sarama.Record{
 		{OffsetDelta: 0, Value: []byte("a")},
 		{OffsetDelta: 1, Key: []byte{}, Value: []byte("b"), Headers: hdr, TimestampDelta: time.Second},
 		{OffsetDelta: 2, Key: []byte("k"), TimestampDelta: 2 * time.Second},
@@ -54,7 +55,7 @@ func TestSlabOfFields(t *testing.T) {
 					continue
 				}
 				want = append(want, Message{Topic: "t", Partition: 3, Offset: r.Offset, Key: r.Key, Value: r.Value,
-					Headers: r.Headers, Timestamp: r.Timestamp, BlockTimestamp: r.BlockTimestamp, owner: m})
+					Headers: r.Headers, Timestamp: r.Timestamp, BlockTimestamp: r.BlockTimestamp})
 			}
 			got, run := m.slabOf(recs, tc.from)
 			if len(got) != len(want) || len(got) == 0 {
@@ -73,6 +74,6 @@ func TestSlabOfFields(t *testing.T) {
 }
 
 func show(m Message) string {
-	return fmt.Sprintf("%s/%d@%d key %q (nil %v) value %q (nil %v) headers %d ts %v block %v owner %p",
-		m.Topic, m.Partition, m.Offset, m.Key, m.Key == nil, m.Value, m.Value == nil, len(m.Headers), m.Timestamp, m.BlockTimestamp, m.owner)
+	return fmt.Sprintf("%s/%d@%d key %q (nil %v) value %q (nil %v) headers %d ts %v block %v",
+		m.Topic, m.Partition, m.Offset, m.Key, m.Key == nil, m.Value, m.Value == nil, len(m.Headers), m.Timestamp, m.BlockTimestamp)
 }

@@ -2,28 +2,6 @@ package partition
 
 import "time"
 
-// Stats is a snapshot of one partition manager.
-type Stats struct {
-	Topic      string
-	Partition  int32
-	Generation uint64
-	// LastFetched is the offset of the last message handed out (-1: none).
-	LastFetched int64
-	// Acked is the acked watermark: the next offset to commit.
-	Acked int64
-	// Committed is the last committed next-offset (-1: none known).
-	Committed int64
-	// HighWatermark is the partition's log-end offset as last fetched (-1: unknown).
-	HighWatermark int64
-	// Lag is HighWatermark - Committed (or - Acked when nothing is committed); -1 when unknown.
-	Lag              int64
-	Unacked          int
-	OldestUnackedAge time.Duration
-	// Suspended: waiting for the fence (the ZooKeeper session is unhealthy).
-	Suspended                                                                    bool
-	Delivered, Acks, DuplicateAcks, StaleAcks, Resets, FetchErrors, CommitErrors uint64
-}
-
 // Stats returns a snapshot. Safe for concurrent use.
 func (m *Manager) Stats() Stats {
 	s := Stats{

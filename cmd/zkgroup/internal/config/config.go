@@ -4,7 +4,6 @@ import (
 	"github.com/zkgroup/zkgroup/manager/assign"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -256,7 +255,7 @@ func Default() *Config {
 			MaxUnacked:     m.Partition.MaxUnacked,
 			CommitInterval: Duration(m.Partition.CommitInterval),
 			DrainTimeout:   Duration(m.Partition.DrainTimeout),
-			Initial:        partition.Oldest,
+			Initial:        string(m.Partition.Initial),
 		},
 		Sink: Sink{
 			Type: SinkStdout,

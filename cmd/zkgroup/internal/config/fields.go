@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/manager/assign"
 )
@@ -91,7 +90,7 @@ func enumValues(path string) []string {
 	case "offset_storage":
 		return []string{string(manager.StorageKafka), string(manager.StorageZooKeeper)}
 	case "partition.initial":
-		return []string{partition.Oldest, partition.Newest}
+		return []string{string(manager.InitialOldest), string(manager.InitialNewest)}
 	case "sink.type":
 		return []string{SinkStdout, SinkExec, SinkHTTP}
 	case "sink.exec.mode", "sink.http.mode":
