@@ -35,6 +35,15 @@ func (b *Batch) FirstOffset() int64 { return b.Messages[0].Offset }
 // LastOffset returns the offset of the last message.
 func (b *Batch) LastOffset() int64 { return b.Messages[len(b.Messages)-1].Offset }
 
+// FencingToken is the fencing token of the claim that handed the batch
+// out (see Message.FencingToken).
+func (b *Batch) FencingToken() int64 {
+	if b == nil || b.owner == nil {
+		return 0
+	}
+	return b.owner.FencingToken()
+}
+
 // Generation identifies the ownership that handed the batch out (see
 // Message.Generation).
 func (b *Batch) Generation() uint64 {

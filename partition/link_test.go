@@ -29,6 +29,7 @@ func (o *fakeOwner) AckBatch(msgs []*Message, acked *int, offset int64) AckResul
 }
 func (o *fakeOwner) Abandon(offset int64) { o.abandons = append(o.abandons, offset) }
 func (o *fakeOwner) Generation() uint64   { return 9 }
+func (o *fakeOwner) FencingToken() int64  { return 77 }
 
 // TestLinkBatch: the registered Link makes a batch of the given messages
 // (pointers into them, each pointing back), whose acks, abandons and
@@ -53,6 +54,9 @@ func TestLinkBatch(t *testing.T) {
 	}
 	if msgs[2].Generation() != 9 {
 		t.Error("Message.Generation is not the owner's")
+	}
+	if msgs[2].FencingToken() != 77 || b.FencingToken() != 77 {
+		t.Errorf("FencingToken: message %d, batch %d; want the owner's 77", msgs[2].FencingToken(), b.FencingToken())
 	}
 	msgs[0].Abandon()
 	b.AckUpTo(5)

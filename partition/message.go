@@ -58,6 +58,22 @@ func (m *Message) Abandon() {
 	m.batch.owner.Abandon(m.Offset)
 }
 
+// FencingToken is the fencing token of the claim under which the message
+// was handed out: the creation zxid of the partition's owner node in
+// ZooKeeper, which is higher for every later claim of the partition in the
+// group (whatever the member), and which the commits of that claim carry.
+// A sink outside Kafka uses it to refuse writes of an ownership that has
+// ended (a member paused past its lease, the one case no check can cover):
+// keep the highest token seen per partition, in the same transaction as the
+// write, and refuse a write that carries a lower one. 0 for a message not
+// handed out by a consumer.
+func (m *Message) FencingToken() int64 {
+	if m == nil || m.batch == nil {
+		return 0
+	}
+	return m.batch.owner.FencingToken()
+}
+
 // Generation identifies the ownership of the partition that handed the
 // message out: equal for the messages of one ownership, different after
 // the partition was revoked or lost and claimed again (0 for a message

@@ -162,13 +162,14 @@ func (r *run) readPrints(inc *incarnation, rd io.Reader) {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var rec struct {
-		Partition int32   `json:"partition"`
-		Offset    int64   `json:"offset"`
-		Value     *string `json:"value"`
+		Partition    int32   `json:"partition"`
+		Offset       int64   `json:"offset"`
+		Value        *string `json:"value"`
+		FencingToken int64   `json:"fencing_token"`
 	}
 	for sc.Scan() {
 		now := time.Now().UnixNano()
-		rec.Value = nil
+		rec.Value, rec.FencingToken = nil, 0
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			r.col.garbage(inc.id, sc.Text())
 			continue
@@ -179,7 +180,7 @@ func (r *run) readPrints(inc *incarnation, rd io.Reader) {
 				seq = v
 			}
 		}
-		r.col.addPrint(printEv{t: now, off: rec.Offset, seq: seq, p: rec.Partition, inc: inc.id})
+		r.col.addPrint(printEv{t: now, off: rec.Offset, seq: seq, p: rec.Partition, inc: inc.id, tok: rec.FencingToken})
 	}
 }
 

@@ -141,6 +141,26 @@ func (r *run) judge() *summary {
 		a := col.acked[k]
 		s.f("    p%d@%d acked %s (+%.1fs)", k.p, k.off, wall(a.t), r.rel(a.t))
 	}
+	// Fencing tokens, as a sink outside Kafka would use them: per
+	// partition, in the order the lines were read, keep the highest token
+	// and refuse a line carrying a lower one (a stale owner's write).
+	noToken, refused := 0, 0
+	highest := map[int32]int64{}
+	for _, e := range prints {
+		if e.tok <= 0 {
+			noToken++
+			continue
+		}
+		if e.tok < highest[e.p] {
+			if refused < 10 {
+				s.f("    token sink refuses p%d@%d by %s at +%.1fs: token %d < %d%s", e.p, e.off, r.incName(e.inc), r.rel(e.t), e.tok, highest[e.p], r.faultNear(e.t))
+			}
+			refused++
+			continue
+		}
+		highest[e.p] = e.tok
+	}
+	s.f("  fencing tokens: %d lines without one; a sink keeping the highest per partition refuses %d lines (stale owners' writes)", noToken, refused)
 	if mismatched > 0 || len(col.garbled) > 0 {
 		s.f("  printed values not matching the acked record: %d; unparsable stdout lines: %d", mismatched, len(col.garbled))
 		for i, g := range col.garbled {

@@ -19,6 +19,7 @@ type printEv struct {
 	seq int64 // the producer's sequence number from the value; -1 if unreadable
 	p   int32
 	inc int32
+	tok int64 // the fencing_token of the line (0: none)
 }
 
 // pk names a record.

@@ -287,6 +287,9 @@ func (m *Manager) Partition() int32 { return m.partition }
 // Generation identifies this ownership of the partition.
 func (m *Manager) Generation() uint64 { return m.gen }
 
+// FencingToken is the claim's fencing token (Fence.Token).
+func (m *Manager) FencingToken() int64 { return m.p.Fence.Token() }
+
 // Done is closed when Run returned (ownership lost, the Fetcher closed)
 // or Halt or Stop was called.
 func (m *Manager) Done() <-chan struct{} { return m.dying }

@@ -37,6 +37,8 @@ type Owner[M, R any] interface {
 	Abandon(offset int64)
 	// Generation identifies the ownership.
 	Generation() uint64
+	// FencingToken is the ownership's claim token (0: none).
+	FencingToken() int64
 }
 
 // Source is what a Stream (of messages M, batches B) runs on: one

@@ -30,6 +30,10 @@ type Record struct {
 	Value         *string   `json:"value"`
 	ValueEncoding string    `json:"value_encoding,omitempty"`
 	Headers       []Header  `json:"headers"`
+	// FencingToken is the token of the claim the message was handed out
+	// under (manager.Message.FencingToken): higher for every later claim
+	// of the partition, so a sink can refuse a write of a lower one.
+	FencingToken int64 `json:"fencing_token"`
 }
 
 // Header is one Kafka record header in a Record.
@@ -63,7 +67,8 @@ func text(b []byte) (*string, string) {
 // base64-encoded without a marker (they are rare and JSON needs text).
 // Pure; safe for concurrent use.
 func NewRecord(m *manager.Message) Record {
-	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp.UTC(), Headers: []Header{}}
+	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp.UTC(), Headers: []Header{},
+		FencingToken: m.FencingToken()}
 	r.Key, r.KeyEncoding = text(m.Key)
 	r.Value, r.ValueEncoding = text(m.Value)
 	for _, h := range m.Headers {
@@ -138,7 +143,9 @@ func AppendJSONLine(dst []byte, m *manager.Message) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
-	return append(b, "]}\n"...), nil
+	b = append(b, `],"fencing_token":`...)
+	b = strconv.AppendInt(b, m.FencingToken(), 10)
+	return append(b, "}\n"...), nil
 }
 
 // appendBytes appends v as a JSON string (text, or base64 followed by

@@ -21,6 +21,6 @@ func Example() {
 	out, _ := h.Handle(context.Background(), m)
 	os.Stdout.WriteString(out.String() + "\n")
 	// Output:
-	// {"topic":"orders","partition":1,"offset":7,"timestamp":"2024-01-02T03:04:05Z","key":"id-1","value":"//4=","value_encoding":"base64","headers":[]}
+	// {"topic":"orders","partition":1,"offset":7,"timestamp":"2024-01-02T03:04:05Z","key":"id-1","value":"//4=","value_encoding":"base64","headers":[],"fencing_token":0}
 	// delivered
 }

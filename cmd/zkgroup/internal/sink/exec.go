@@ -22,7 +22,8 @@ import (
 // metadata in environment variables ZKGROUP_TOPIC, ZKGROUP_PARTITION,
 // ZKGROUP_OFFSET, ZKGROUP_KEY (base64 with ZKGROUP_KEY_ENCODING=base64
 // when the key is not valid UTF-8 or holds a NUL), ZKGROUP_TIMESTAMP
-// (RFC 3339) and ZKGROUP_HEADERS (a JSON list as in Record); no other
+// (RFC 3339), ZKGROUP_HEADERS (a JSON list as in Record) and
+// ZKGROUP_FENCING_TOKEN (the claim's, see Record.FencingToken); no other
 // ZKGROUP_ variable reaches it (see ExecConfig.Env). Exit status 0
 // means delivered. Safe for concurrent use; Deliver blocks until the
 // process exits, Timeout passes or ctx is done (then the process is
@@ -105,6 +106,7 @@ func Env(m *manager.Message) []string {
 		"ZKGROUP_PARTITION=" + strconv.FormatInt(int64(m.Partition), 10),
 		"ZKGROUP_OFFSET=" + strconv.FormatInt(m.Offset, 10),
 		"ZKGROUP_TIMESTAMP=" + m.Timestamp.UTC().Format(time.RFC3339Nano),
+		"ZKGROUP_FENCING_TOKEN=" + strconv.FormatInt(m.FencingToken(), 10),
 	}
 	switch {
 	case m.Key == nil:

@@ -22,8 +22,9 @@ const ExitPermanent = 65
 // ExecBatch runs a command per batch of one partition's messages: the
 // messages on its stdin as JSON lines, exactly as the stdout sink writes
 // them (see Record), in offset order, and ZKGROUP_TOPIC,
-// ZKGROUP_PARTITION, ZKGROUP_FIRST_OFFSET, ZKGROUP_LAST_OFFSET and
-// ZKGROUP_COUNT describing the batch in its environment. Exit status 0
+// ZKGROUP_PARTITION, ZKGROUP_FIRST_OFFSET, ZKGROUP_LAST_OFFSET,
+// ZKGROUP_COUNT and ZKGROUP_FENCING_TOKEN describing the batch in its
+// environment. Exit status 0
 // acks the whole batch; ExitPermanent fails it permanently (the handler
 // then falls back to Deliver, the command run with one line); any other
 // status, and a kill after Timeout, are retried. Safe for concurrent use;
@@ -60,6 +61,7 @@ func BatchEnv(msgs []*manager.Message) []string {
 		"ZKGROUP_FIRST_OFFSET=" + strconv.FormatInt(first.Offset, 10),
 		"ZKGROUP_LAST_OFFSET=" + strconv.FormatInt(last.Offset, 10),
 		"ZKGROUP_COUNT=" + strconv.Itoa(len(msgs)),
+		"ZKGROUP_FENCING_TOKEN=" + strconv.FormatInt(first.FencingToken(), 10),
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // HTTP POSTs each message to a URL: the value as the body, the metadata in
-// headers (X-Kafka-Topic, X-Kafka-Partition, X-Kafka-Offset,
+// headers (X-Zkgroup-Fencing-Token, X-Kafka-Topic, X-Kafka-Partition, X-Kafka-Offset,
 // X-Kafka-Timestamp, X-Kafka-Key with X-Kafka-Key-Encoding: base64 when
 // the key is not printable ASCII, X-Kafka-Headers as JSON with non-ASCII
 // escaped). A 2xx status means delivered; 408, 429 and 5xx are retried;
@@ -98,6 +98,7 @@ func (h *HTTP) Deliver(ctx context.Context, m *manager.Message) error {
 		hd.Set("X-Kafka-Partition", strconv.FormatInt(int64(m.Partition), 10))
 		hd.Set("X-Kafka-Offset", strconv.FormatInt(m.Offset, 10))
 		hd.Set("X-Kafka-Timestamp", m.Timestamp.UTC().Format(time.RFC3339Nano))
+		hd.Set(FencingTokenHeader, strconv.FormatInt(m.FencingToken(), 10))
 		if m.Key != nil {
 			if printable(m.Key) {
 				hd.Set("X-Kafka-Key", string(m.Key))
@@ -118,3 +119,7 @@ func (h *HTTP) Close() error {
 	h.p.close()
 	return nil
 }
+
+// FencingTokenHeader carries the claim's fencing token of the message (or
+// of the batch: one partition's, one claim's) in the http sinks' requests.
+const FencingTokenHeader = "X-Zkgroup-Fencing-Token"

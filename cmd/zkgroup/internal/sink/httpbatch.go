@@ -12,7 +12,7 @@ import (
 // HTTPBatch POSTs batches of one partition's messages to a URL as
 // newline-delimited JSON (Content-Type application/x-ndjson), one line per
 // message exactly as the stdout sink writes it (see Record), in offset
-// order. Headers X-Kafka-Topic, X-Kafka-Partition, X-Kafka-First-Offset,
+// order. Headers X-Zkgroup-Fencing-Token, X-Kafka-Topic, X-Kafka-Partition, X-Kafka-First-Offset,
 // X-Kafka-Last-Offset and X-Kafka-Count describe the batch. A 2xx status
 // acks the whole batch; 408, 429, 5xx and transport failures are retried
 // (Retry-After is not read: the handler's backoff applies); any other
@@ -62,6 +62,7 @@ func (h *HTTPBatch) DeliverBatch(ctx context.Context, msgs []*manager.Message) e
 		hd.Set("X-Kafka-First-Offset", strconv.FormatInt(first.Offset, 10))
 		hd.Set("X-Kafka-Last-Offset", strconv.FormatInt(last.Offset, 10))
 		hd.Set("X-Kafka-Count", strconv.Itoa(len(msgs)))
+		hd.Set(FencingTokenHeader, strconv.FormatInt(first.FencingToken(), 10))
 	})
 }
 

@@ -99,8 +99,8 @@ func TestExecCleanEnv(t *testing.T) {
 		mode string
 		want []string // the child's ZKGROUP_ variables, sorted
 	}{
-		{ModeMessage, []string{"ZKGROUP_HEADERS", "ZKGROUP_KEY", "ZKGROUP_OFFSET", "ZKGROUP_PARTITION", "ZKGROUP_TIMESTAMP", "ZKGROUP_TOPIC"}},
-		{ModeBatch, []string{"ZKGROUP_COUNT", "ZKGROUP_FIRST_OFFSET", "ZKGROUP_LAST_OFFSET", "ZKGROUP_PARTITION", "ZKGROUP_TOPIC"}},
+		{ModeMessage, []string{"ZKGROUP_FENCING_TOKEN", "ZKGROUP_HEADERS", "ZKGROUP_KEY", "ZKGROUP_OFFSET", "ZKGROUP_PARTITION", "ZKGROUP_TIMESTAMP", "ZKGROUP_TOPIC"}},
+		{ModeBatch, []string{"ZKGROUP_COUNT", "ZKGROUP_FENCING_TOKEN", "ZKGROUP_FIRST_OFFSET", "ZKGROUP_LAST_OFFSET", "ZKGROUP_PARTITION", "ZKGROUP_TOPIC"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "env")
