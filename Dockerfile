@@ -17,7 +17,8 @@ FROM golang:1.26-bookworm AS build
 WORKDIR /src
 # Dependencies first, for the layer cache.
 COPY go.mod go.sum ./
-RUN go mod download
+COPY cmd/zkgroup/go.mod cmd/zkgroup/go.sum ./cmd/zkgroup/
+RUN cd cmd/zkgroup && GOWORK=off go mod download
 COPY . .
 ARG VERSION=dev
 RUN VERSION=${VERSION} ./scripts/build-image.sh /out

@@ -8,27 +8,26 @@ GOFLAGS   ?=
 # packages at a time keep a 2-core machine busy without starving the JVMs.
 TEST_P    ?= 2
 TEST_ARGS ?=
+# The modules of go.work but bench/ (benchmarks, run by hand): the library
+# (./...: a nested go.mod ends it), the daemon, the kazoo-go check.
+PKGS      := ./... ./cmd/zkgroup/... ./internal/kazoocompat/...
 ZKCLUSTER := $(GO) run ./internal/testcluster/cmd/zkcluster
 
 .PHONY: test fmt-check vet unit fetch cluster-up cluster-down cluster-status demo demo-kafka4 bench build
 
 ## test: gofmt check, go vet, and go test -race over every package, integration tests included
-## (the root module's, then the kazoo-go compatibility module's: ./... stops at a nested go.mod)
 test: fmt-check vet fetch
-	@set -o pipefail; { $(GO) test -race -count=1 -p $(TEST_P) -timeout 20m -json $(TEST_ARGS) ./...; a=$$?; \
-	  $(GO) -C internal/kazoocompat test -race -count=1 -timeout 20m -json $(TEST_ARGS) ./...; b=$$?; \
-	  [ $$a -eq 0 ] && [ $$b -eq 0 ]; } | $(GO) run ./internal/testreport
+	@set -o pipefail; $(GO) test -race -count=1 -p $(TEST_P) -timeout 20m -json $(TEST_ARGS) $(PKGS) | $(GO) run ./internal/testreport
 
 fmt-check:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed in:"; echo "$$out"; exit 1; fi; echo "gofmt: ok"
 
 vet:
-	$(GO) vet ./...
-	$(GO) -C internal/kazoocompat vet ./...
+	$(GO) vet $(PKGS)
 
 ## unit: the tests that need no cluster (fast)
 unit:
-	$(GO) test -short -race -count=1 ./...
+	$(GO) test -short -race -count=1 $(PKGS)
 
 ## fetch: download Kafka, ZooKeeper and Kafka 0.11's old consumer from Maven Central into the cache (once)
 fetch:
@@ -47,7 +46,7 @@ cluster-status:
 	@$(ZKCLUSTER) status
 
 build:
-	$(GO) build ./...
+	$(GO) build $(PKGS)
 
 ## demo: three daemons on a local cluster (KAFKA=4 make demo: on Kafka 4 / KRaft)
 demo:

@@ -27,8 +27,10 @@ import (
 // included). The module cache must hold the dependencies already (as
 // after building this module): nothing is downloaded.
 //
-// It needs the go command but no cluster; it is skipped under -short
-// unless CI=true.
+// It also checks that the module graph such a user gets (go list -m all)
+// holds none of the daemon's, the benchmarks' or the compatibility
+// check's dependencies. It needs the go command but no cluster; it is
+// skipped under -short unless CI=true.
 func TestExamplesOutsideModule(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("runs the go command (-short)")
@@ -79,6 +81,19 @@ func TestExamplesOutsideModule(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go vet ./... of the examples in a module of their own (%s): %v\n%s", tmp, err, out)
+	}
+	// An embedder's module graph holds the library's requirements only:
+	// not the daemon's (cmd/zkgroup is a module of its own).
+	list := exec.CommandContext(ctx, goCmd, "list", "-m", "-e", "all") // -e: modules whose info is not cached are listed all the same
+	list.Dir, list.Env = tmp, cmd.Env
+	out, err = list.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m all in the examples' module: %v\n%s", err, out)
+	}
+	for _, daemonOnly := range []string{"github.com/prometheus/", "github.com/coreos/go-systemd", "google.golang.org/protobuf", "github.com/wvanbergen/kazoo-go", "github.com/twmb/franz-go"} {
+		if strings.Contains(string(out), daemonOnly) {
+			t.Errorf("an embedder's module graph holds %s (go list -m all):\n%s", daemonOnly, out)
+		}
 	}
 }
 

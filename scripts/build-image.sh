@@ -19,12 +19,15 @@ if [ -z "${VERSION:-}" ]; then
 	VERSION=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 fi
 mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
 
 echo "build-image: go build zkgroup ${VERSION} for ${GOOS}/${GOARCH} -> ${OUTDIR}/zkgroup"
-CGO_ENABLED=0 GOOS="$GOOS" GOARCH="$GOARCH" \
-	go build -trimpath -buildvcs=false \
+# The daemon's own module, as released: its go.mod and go.sum alone (not
+# the workspace's), the library through its replace.
+CGO_ENABLED=0 GOOS="$GOOS" GOARCH="$GOARCH" GOWORK=off \
+	go build -C cmd/zkgroup -trimpath -buildvcs=false \
 	-ldflags "-s -w -X main.version=${VERSION}" \
-	-o "$OUTDIR/zkgroup" ./cmd/zkgroup
+	-o "$OUTDIR/zkgroup" .
 
 # A static binary has no PT_INTERP program header.
 if command -v file >/dev/null 2>&1; then
