@@ -19,6 +19,12 @@ import (
 // clean leaves redeliver nothing), and the committed offsets end at the
 // log-end offsets.
 func TestGroupJoinLeave(t *testing.T) {
+	groupJoinLeave(t, joinOpts{strict: true, shuffle: true, ackDelay: 200 * time.Microsecond})
+}
+
+// groupJoinLeave runs TestGroupJoinLeave's steps with members joined with
+// o (receiving from Each, or from Messages).
+func groupJoinLeave(t *testing.T, o joinOpts) {
 	c := testcluster.Shared(t)
 	ctx := context.Background()
 	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
@@ -35,7 +41,6 @@ func TestGroupJoinLeave(t *testing.T) {
 	}
 	rec := newRecorder(t)
 	prod := startProducer(c, topic, parts, 2400, 48, 50*time.Millisecond)
-	o := joinOpts{strict: true, shuffle: true, ackDelay: 200 * time.Microsecond}
 
 	a := join(t, c, group, sub, "a", rec, o)
 	t.Logf("a alone: ready in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))

@@ -194,45 +194,7 @@ func TestMessagesUnreadClose(t *testing.T) {
 // OnRevoked), nothing is lost and nothing received twice across the clean
 // handoffs, and the commits end at the log-end offsets.
 func TestMessagesGroupJoinLeave(t *testing.T) {
-	c := testcluster.Shared(t)
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
-	const parts = 24
-	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newRecorder(t)
-	prod := startProducer(c, topic, parts, 0, 48, 50*time.Millisecond)
-	o := joinOpts{strict: true, shuffle: true, ackDelay: 200 * time.Microsecond, messages: true}
-	a := join(t, c, group, sub, "a", rec, o)
-	await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) })
-	b := join(t, c, group, sub, "b", rec, o)
-	await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) })
-	cc := join(t, c, group, sub, "c", rec, o)
-	await(t, 60*time.Second, "a, b, c balanced", func() bool { return balanced(parts, a, b, cc) })
-	cc.close(t)
-	await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) })
-	b.close(t)
-	await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) })
-	n := prod.halt(t)
-	await(t, 60*time.Second, "every message consumed", func() bool { return rec.count(topic, n) == n })
-	a.close(t)
-	rec.checkExactlyOnce(t, topic, n)
-	rec.checkViolations(t)
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := committed(t, c, group, topic, parts)
-	for p := int32(0); p < parts; p++ {
-		if got[p] != hwm[p] {
-			t.Errorf("partition %d: committed %d, log-end %d", p, got[p], hwm[p])
-		}
-	}
+	groupJoinLeave(t, joinOpts{strict: true, shuffle: true, ackDelay: 200 * time.Microsecond, messages: true})
 }
 
 // TestMessagesSessionFaults: members receiving from Messages, one cut off
