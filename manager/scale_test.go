@@ -127,9 +127,16 @@ func TestRollingBrokerRestart(t *testing.T) {
 	await(t, 2*time.Minute, "every message consumed", func() bool { return rec.count(topic, n) == n })
 	for _, in := range ins {
 		b, a := before[in.name], in.c.Stats()
-		if a.Rebalances != b.Rebalances {
-			t.Errorf("%s recomputed its assignment %d times during the broker restarts (causes before %v, after %v)",
-				in.name, a.Rebalances-b.Rebalances, b.RebalancesByCause, a.RebalancesByCause)
+		// A claim that waited on a peer's since the start (under load the
+		// first claims of three members joining at once can take
+		// ClaimWaitCheck) may read the owners again meanwhile; nothing
+		// of the brokers' changes the members, the partitions or the
+		// session, which are what a rebalance follows.
+		for cause, n := range a.RebalancesByCause {
+			if cause != manager.CauseClaimWait && n != b.RebalancesByCause[cause] {
+				t.Errorf("%s recomputed its assignment for %q %d times during the broker restarts (causes before %v, after %v)",
+					in.name, cause, n-b.RebalancesByCause[cause], b.RebalancesByCause, a.RebalancesByCause)
+			}
 		}
 		if fmt.Sprint(a.Assigned) != fmt.Sprint(b.Assigned) {
 			t.Errorf("%s's partitions changed: %v -> %v", in.name, b.Assigned, a.Assigned)
