@@ -678,6 +678,15 @@ func (c *Consumer) leftForKafka() {
 	if !c.session.Status().HasSession {
 		return // the registration goes with the session if it expires; else the next call deletes it
 	}
+	// A static member leaves without its restart marker: it leaves so
+	// that others take its partitions over, not to have them kept for
+	// it. Registering again writes the marker again.
+	if c.cfg.RestartGrace > 0 {
+		if err := within(c.cfg.SessionTimeout, func() error { return writeMarker(c.session, c.group, c.id, nil, 0) }); err != nil {
+			c.log.Warn("deleting the restart marker failed; retrying", "error", err)
+			return
+		}
+	}
 	if err := within(c.cfg.SessionTimeout, func() error { return deregister(c.session, c.group, c.id) }); err != nil {
 		c.log.Warn("deregistering failed; retrying", "error", err)
 		return

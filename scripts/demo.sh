@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh (make demo): three zkgroup daemons share an 8-partition topic on a
-# local 3-broker Kafka cluster; one is stopped with SIGTERM and its
-# partitions move to the others; every message is printed exactly once.
+# local 3-broker Kafka cluster; one is stopped with SIGTERM and told to
+# leave for good (zkgroup leave), and its partitions move to the others;
+# every message is printed exactly once.
 # Everything started here is torn down on exit, also on failure or Ctrl-C.
 #
 # KAFKA=3 (default): Kafka 3.9 in ZooKeeper mode; zkgroup finds the brokers
@@ -135,7 +136,9 @@ rc=0
 wait "${PIDS[b]}" || rc=$?
 unset 'PIDS[b]'
 [ "$rc" = 0 ] || die "demo-b exited with status $rc (see $WORK/log-b.txt)"
-info "demo-b drained, committed, released its partitions and exited 0"
+info "demo-b drained, committed and exited 0; the group keeps its partitions for its restart (restart_grace)"
+"$BIN" leave --zookeeper "$ZK" --group "$GROUP" --instance-id demo-b | sed 's/^/    /'
+info "zkgroup leave: demo-b is not coming back, so its partitions move now"
 wait_for "demo-a and demo-c to own all $PARTITIONS partitions" 60 b_released
 
 step "partitions after demo-b left"

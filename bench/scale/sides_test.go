@@ -30,6 +30,44 @@ type runEnv struct {
 	tr    *tracker
 	req   *benchkit.Requests // every Kafka request of this side's members
 	errs  errLog
+	// static, when above 0, makes members static: a stable instance id
+	// per member index (zkgroup InstanceID with RestartGrace = static,
+	// sarama Consumer.Group.InstanceId, franz-go InstanceID).
+	static time.Duration
+	// redelivered, when set, counts the messages delivered again.
+	redelivered *redeliveries
+}
+
+// instanceID is member idx's stable id in a static run.
+func (env *runEnv) instanceID(idx int) string { return fmt.Sprintf("%s-m%d", env.group, idx) }
+
+// delivered records offset off of partition p as delivered, for the
+// redelivery count.
+func (env *runEnv) delivered(p int32, off int64) {
+	if env.redelivered != nil {
+		env.redelivered.add(p, off)
+	}
+}
+
+// redeliveries counts deliveries of offsets at or below the highest
+// delivered of their partition (every side delivers a partition in
+// order): messages delivered more than once.
+type redeliveries struct {
+	mu   sync.Mutex
+	high map[int32]int64
+	n    atomic.Int64
+}
+
+func newRedeliveries() *redeliveries { return &redeliveries{high: map[int32]int64{}} }
+
+func (r *redeliveries) add(p int32, off int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.high[p]; ok && off <= h {
+		r.n.Add(1)
+		return
+	}
+	r.high[p] = off
 }
 
 // errLog counts the errors members report and keeps the first few.
@@ -105,6 +143,9 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 	cfg := manager.NewConfig()
 	cfg.Sarama = clientConfig(env, fmt.Sprintf("bench-zkgroup-%d", idx))
 	cfg.Partition.Initial = manager.InitialNewest
+	if env.static > 0 {
+		cfg.InstanceID, cfg.RestartGrace = env.instanceID(idx), env.static
+	}
 	if dir := os.Getenv("ZKGROUP_BENCH_LOG"); dir != "" {
 		// A diagnostic: each member's log, at info, in a file of its own.
 		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", env.group, idx)))
@@ -143,6 +184,7 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 				return
 			}
 			env.tr.deliver(idx, msg.Partition, benchkit.ProducedAt(msg.Value))
+			env.delivered(msg.Partition, msg.Offset)
 			msg.Ack()
 		}
 	}()
@@ -192,6 +234,9 @@ func joinSarama(env *runEnv, idx int) (member, error) {
 	cfg := clientConfig(env, fmt.Sprintf("bench-sarama-%d", idx))
 	cfg.Consumer.Return.Errors = true
 	cfg.Consumer.Offsets.Initial = sarama.OffsetNewest
+	if env.static > 0 {
+		cfg.Consumer.Group.InstanceId = env.instanceID(idx)
+	}
 	st, err := saramaStrategy()
 	if err != nil {
 		return nil, err
@@ -259,6 +304,7 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 				return nil
 			}
 			h.env.tr.deliver(h.idx, p, benchkit.ProducedAt(msg.Value))
+			h.env.delivered(p, msg.Offset)
 			sess.MarkMessage(msg, "")
 		case <-sess.Context().Done():
 			return nil
@@ -290,7 +336,7 @@ func joinFranz(env *runEnv, idx int) (member, error) {
 		}
 	}
 	d := env.req.Dialer(30 * time.Second)
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(env.c.Addrs()...),
 		kgo.ClientID(fmt.Sprintf("bench-franz-go-%d", idx)),
 		kgo.ConsumerGroup(env.group),
@@ -309,7 +355,11 @@ func joinFranz(env *runEnv, idx int) (member, error) {
 		}),
 		kgo.OnPartitionsLost(own(false)),
 		kgo.Dialer(func(_ context.Context, network, host string) (net.Conn, error) { return d.Dial(network, host) }),
-	)
+	}
+	if env.static > 0 {
+		opts = append(opts, kgo.InstanceID(env.instanceID(idx)))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +376,7 @@ func joinFranz(env *runEnv, idx int) (member, error) {
 			})
 			fetches.EachRecord(func(r *kgo.Record) {
 				env.tr.deliver(idx, r.Partition, benchkit.ProducedAt(r.Value))
+				env.delivered(r.Partition, r.Offset)
 			})
 		}
 	}()

@@ -40,6 +40,9 @@ type part struct {
 	wMoved  bool
 	wMaxGap int64
 	wGapEnd int64 // when the longest gap ended (unix ns)
+	// wAnyGap: the longest gap between two deliveries by anyone (the
+	// partition unconsumed, whoever owned it).
+	wAnyGap int64
 }
 
 func newTracker(partitions int) *tracker {
@@ -108,6 +111,9 @@ func (t *tracker) deliver(m int, p int32, produced int64) {
 			x.wMaxGap, x.wGapEnd = gap, now
 		}
 	}
+	if x.lastAt > 0 {
+		x.wAnyGap = max(x.wAnyGap, now-x.lastAt)
+	}
 	x.lastAt, x.lastBy = now, m
 }
 
@@ -161,7 +167,7 @@ func (t *tracker) openWindow() {
 			x.wOwner = x.prevOwner
 		}
 		x.wMoved = false
-		x.wMaxGap, x.wGapEnd = 0, 0
+		x.wMaxGap, x.wGapEnd, x.wAnyGap = 0, 0, 0
 		x.mu.Unlock()
 	}
 }
@@ -186,6 +192,25 @@ func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Dur
 		x.mu.Unlock()
 	}
 	return out
+}
+
+// longestStretch returns, over every partition, the longest time it went
+// unconsumed in the window: the largest gap between two deliveries by
+// anyone, or the time since the last delivery at end.
+func (t *tracker) longestStretch(end time.Time) time.Duration {
+	var out int64
+	e := end.UnixNano()
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		g := x.wAnyGap
+		if x.lastAt > 0 {
+			g = max(g, e-x.lastAt)
+		}
+		out = max(out, g)
+		x.mu.Unlock()
+	}
+	return time.Duration(out)
 }
 
 // owned counts the partitions each member holds now.

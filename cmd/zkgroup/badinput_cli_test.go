@@ -30,6 +30,7 @@ func TestBadInputsRefusedUpFront(t *testing.T) {
 	crlf := config("crlf.yaml", base+"zookeeper: "+zk+"\nsink:\n  type: http\n  http:\n    url: http://127.0.0.1:1/in\n    headers: {X-Token: \"s3cr3t\\r\\nX-Evil: 1\"}\n")
 	nulUser := config("nuluser.yaml", base+"zookeeper: "+zk+"\nkafka:\n  sasl: {mechanism: PLAIN, username: \"ali\\0ce\", password_env: PW}\n")
 	nlZKUser := config("nlzkuser.yaml", base+"zookeeper: "+zk+"\nzookeeper_auth: {username: \"zk\\nuser\", password_env: PW}\n")
+	graceNoID := config("gracenoid.yaml", base+"zookeeper: "+zk+"\nrestart_grace: 30s\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -52,6 +53,11 @@ func TestBadInputsRefusedUpFront(t *testing.T) {
 		{"reset topic ..", []string{"offsets", "reset", "--zookeeper", zk, "--group", "g", "--topic", "..", "--to-earliest"}, "--topic"},
 		{"reset topic too long", []string{"offsets", "reset", "--zookeeper", zk, "--group", "g", "--topic", strings.Repeat("t", 250), "--to-earliest"}, "--topic"},
 		{"migrate bad topic", []string{"offsets", "migrate", "--zookeeper", zk, "--group", "g", "--from", "kafka", "--to", "zookeeper", "--topic", "ok,b@d"}, "--topic"},
+		{"leave without an id", []string{"leave", "--zookeeper", zk, "--group", "g"}, "--instance-id is required"},
+		{"leave bad id", []string{"leave", "--zookeeper", zk, "--group", "g", "--instance-id", "a/b"}, "--instance-id"},
+		{"leave --timeout 0s", []string{"leave", "--zookeeper", zk, "--group", "g", "--instance-id", "a", "--timeout", "0s"}, "--timeout"},
+		{"restart_grace without instance_id", []string{"validate", "--config", graceNoID}, "restart_grace"},
+		{"restart_grace without instance_id: run", []string{"run", "--config", graceNoID}, "needs instance_id"},
 		{"SASL user with NUL", []string{"validate", "--config", nulUser}, "kafka.sasl.username: must not hold control characters"},
 		{"ZooKeeper user with newline", []string{"validate", "--config", nlZKUser}, "zookeeper_auth.username: must not hold control characters"},
 	} {

@@ -16,7 +16,7 @@ func TestHelpExitsZero(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"-h"}, {"help"}, {"run", "-h"}, {"validate", "-h"}, {"describe", "-h"}, {"offsets", "-h"},
-		{"offsets", "--help"}, {"offsets", "reset", "-h"}, {"offsets", "migrate", "-h"}, {"healthcheck", "-h"}, {"version", "-h"},
+		{"offsets", "--help"}, {"offsets", "reset", "-h"}, {"offsets", "migrate", "-h"}, {"healthcheck", "-h"}, {"version", "-h"}, {"leave", "-h"},
 	} {
 		stdout, stderr, code := run(t, args...)
 		if code != 0 || stdout+stderr == "" {

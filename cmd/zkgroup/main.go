@@ -30,6 +30,7 @@ commands:
   validate     check a configuration file (--connect: and the servers it names)
   describe     show a group's members, owners, offsets and lag
   offsets      reset or migrate a group's committed offsets
+  leave        give up the partitions a stopped member (instance_id, restart_grace) keeps
   healthcheck  probe a daemon's /healthz (for container health checks)
   version      print the version
 
@@ -51,6 +52,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return cmdDescribe(rest, stdout, stderr)
 	case "offsets":
 		return cmdOffsets(rest, stdout, stderr)
+	case "leave":
+		return cmdLeave(rest, stdout, stderr)
 	case "healthcheck":
 		return cmdHealthcheck(rest, stdout, stderr)
 	case "version", "--version", "-version":

@@ -41,15 +41,20 @@ type groupFlags struct {
 }
 
 func (g *groupFlags) register(fs *flag.FlagSet, withStorage bool) {
-	g.fs = fs
-	fs.StringVar(&g.configFile, "config", envDefault("ZKGROUP_CONFIG", ""), "the daemon's YAML config file: ZooKeeper, group, brokers, Kafka TLS/SASL and\nZooKeeper credentials are read from it (env ZKGROUP_CONFIG; default: none)")
-	fs.StringVar(&g.zookeeper, "zookeeper", "", "ZooKeeper connect string host:2181/chroot (default: zookeeper of the config, env ZKGROUP_ZOOKEEPER)")
-	fs.StringVar(&g.group, "group", "", "consumer group (default: group of the config, env ZKGROUP_GROUP)")
+	g.registerZooKeeper(fs)
 	if withStorage {
 		fs.StringVar(&g.storage, "offset-storage", "", "where the group commits: kafka or zookeeper (default: offset_storage of the config, else kafka)")
 	}
 	fs.StringVar(&g.brokers, "brokers", "", "Kafka brokers host:port,... (default: brokers of the config, else read from\n/brokers/ids in ZooKeeper; required with Kafka 4 / KRaft)")
 	fs.StringVar(&g.listener, "listener", "", "broker listener name to use from /brokers/ids (default: listener of the config, else PLAINTEXT)")
+}
+
+// registerZooKeeper adds the flags of a command that needs ZooKeeper only.
+func (g *groupFlags) registerZooKeeper(fs *flag.FlagSet) {
+	g.fs = fs
+	fs.StringVar(&g.configFile, "config", envDefault("ZKGROUP_CONFIG", ""), "the daemon's YAML config file: ZooKeeper, group, brokers, Kafka TLS/SASL and\nZooKeeper credentials are read from it (env ZKGROUP_CONFIG; default: none)")
+	fs.StringVar(&g.zookeeper, "zookeeper", "", "ZooKeeper connect string host:2181/chroot (default: zookeeper of the config, env ZKGROUP_ZOOKEEPER)")
+	fs.StringVar(&g.group, "group", "", "consumer group (default: group of the config, env ZKGROUP_GROUP)")
 	fs.DurationVar(&g.timeout, "timeout", 15*time.Second, "ZooKeeper session timeout and Kafka request bound")
 	fs.BoolVar(&g.json, "json", false, "print JSON")
 }
@@ -159,17 +164,9 @@ func (g *groupFlags) connect(stderr io.Writer) (*conn, error) {
 	stderr = &lockedWriter{w: stderr}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	c := &conn{log: log, group: g.cfg.Group}
-	if err := ops.ProbeRefused(context.Background(), g.cfg.ZooKeeper); err != nil {
-		return nil, err
-	}
-	note := time.AfterFunc(waitNoteAfter, func() {
-		fmt.Fprintf(stderr, "zkgroup: waiting up to %v (--timeout) for a ZooKeeper session with %s\n", g.timeout, g.cfg.ZooKeeper)
-	})
 	var err error
-	c.sess, err = ops.DialZooKeeper(zooKeeperOf(g.cfg, g.timeout), log)
-	note.Stop()
-	if err != nil {
-		return nil, explain(err, g.cfg, sideZooKeeper)
+	if c.sess, err = g.connectZooKeeper(stderr, log); err != nil {
+		return nil, err
 	}
 	if c.brokers = g.cfg.Brokers; len(c.brokers) == 0 {
 		if c.brokers, err = ops.Brokers(c.sess, g.cfg.Listener); err != nil {
@@ -193,6 +190,22 @@ func (g *groupFlags) connect(stderr io.Writer) (*conn, error) {
 		return nil, explain(fmt.Errorf("kafka admin %v: %w", c.brokers, err), g.cfg, sideKafka)
 	}
 	return c, nil
+}
+
+// connectZooKeeper opens the command's ZooKeeper session (see connect).
+func (g *groupFlags) connectZooKeeper(stderr io.Writer, log *slog.Logger) (*zkconn.Session, error) {
+	if err := ops.ProbeRefused(context.Background(), g.cfg.ZooKeeper); err != nil {
+		return nil, err
+	}
+	note := time.AfterFunc(waitNoteAfter, func() {
+		fmt.Fprintf(stderr, "zkgroup: waiting up to %v (--timeout) for a ZooKeeper session with %s\n", g.timeout, g.cfg.ZooKeeper)
+	})
+	sess, err := ops.DialZooKeeper(zooKeeperOf(g.cfg, g.timeout), log)
+	note.Stop()
+	if err != nil {
+		return nil, explain(err, g.cfg, sideZooKeeper)
+	}
+	return sess, nil
 }
 
 // store opens the group's offset store of a kind.

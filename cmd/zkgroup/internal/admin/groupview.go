@@ -22,6 +22,22 @@ type GroupView struct {
 	// Owners maps a partition to the member id in its owner node; a
 	// partition of Partitions missing here has no owner.
 	Owners map[TopicPartition]string
+	// Away are the static members that stopped and whose partitions the
+	// group keeps, unowned, for their restart, sorted by id.
+	Away []AwayMember
+}
+
+// AwayMember is a member away within its grace (see ops.AwayMembers).
+type AwayMember struct {
+	ID    string
+	Grace time.Duration
+	// MarkerWritten is when ZooKeeper last wrote its restart marker: when
+	// it last registered, not when it stopped (which ZooKeeper does not
+	// record); zero when unknown.
+	MarkerWritten time.Time
+	// Seen is when this member's view first saw it away (by its own
+	// clock, up to a view interval late); the Viewer sets it.
+	Seen time.Time
 }
 
 // Unowned returns the partitions of the view without an owner node.
@@ -52,7 +68,8 @@ type Viewer struct {
 	readAt   time.Time // of view
 	err      error     // of the last read
 	inflight chan struct{}
-	noTopics *bool // what was logged last
+	noTopics *bool                // what was logged last
+	awaySeen map[string]time.Time // members away, by id: when a view first showed them
 }
 
 // NewViewer returns a Viewer reading with read every interval (at least a
@@ -107,6 +124,7 @@ func (v *Viewer) readOnce(done chan struct{}) {
 	if err == nil {
 		v.view, v.readAt = view, time.Now()
 		v.logTopicsLocked(view)
+		v.noteAwayLocked(v.readAt)
 	}
 	v.inflight = nil
 	v.mu.Unlock()
@@ -150,4 +168,21 @@ func (v *Viewer) Fresh() (GroupView, bool) {
 // fresh reports whether a view read at readAt is within three intervals.
 func (v *Viewer) fresh(readAt time.Time) bool {
 	return !readAt.IsZero() && time.Since(readAt) <= 3*v.every
+}
+
+// noteAwayLocked sets Seen of the view's members away: now for those it
+// shows for the first time, the earlier time for the others; it forgets
+// those no longer away. The view's Away is copied, not changed in place.
+func (v *Viewer) noteAwayLocked(now time.Time) {
+	seen := make(map[string]time.Time, len(v.view.Away))
+	away := make([]AwayMember, len(v.view.Away))
+	for i, a := range v.view.Away {
+		at, ok := v.awaySeen[a.ID]
+		if !ok {
+			at = now
+		}
+		a.Seen, seen[a.ID] = at, at
+		away[i] = a
+	}
+	v.view.Away, v.awaySeen = away, seen
 }

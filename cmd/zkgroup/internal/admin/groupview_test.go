@@ -183,3 +183,54 @@ func TestLiveness(t *testing.T) {
 		t.Fatalf("loops %v", got)
 	}
 }
+
+// TestViewerAway: a member away keeps the time a view first showed it
+// across reads, is forgotten once a view no longer shows it (a new
+// absence starts anew), and /status's group view carries it with its
+// grace and marker time.
+func TestViewerAway(t *testing.T) {
+	var mu sync.Mutex
+	var away []AwayMember
+	written := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	v := NewViewer(func() (GroupView, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		view := testView()
+		view.Away = append([]AwayMember(nil), away...)
+		return view, nil
+	}, time.Second, nil)
+	set := func(a ...AwayMember) { mu.Lock(); away = a; mu.Unlock() }
+	read := func() GroupView {
+		view, err := v.Refresh(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return view
+	}
+	set(AwayMember{ID: "i3", Grace: 10 * time.Second, MarkerWritten: written})
+	first := read().Away[0].Seen
+	if first.IsZero() {
+		t.Fatal("Seen not set")
+	}
+	time.Sleep(2 * time.Millisecond) // clocks of a coarse resolution
+	if again := read().Away[0].Seen; !again.Equal(first) {
+		t.Errorf("Seen moved from %v to %v between two reads showing i3 away", first, again)
+	}
+	gs := NewGroupViewStatus(read(), time.Now(), nil, "i1")
+	if len(gs.Away) != 1 || gs.Away[0].ID != "i3" || gs.Away[0].Grace != "10s" || gs.Away[0].GraceSeconds != 10 ||
+		gs.Away[0].MarkerWritten == nil || !gs.Away[0].MarkerWritten.Equal(written) || gs.Away[0].FirstSeen == nil ||
+		!gs.Away[0].FirstSeen.Equal(first) {
+		t.Errorf("status away: %+v", gs.Away)
+	}
+	set()
+	if n := len(read().Away); n != 0 {
+		t.Fatalf("%d away after i3 came back", n)
+	}
+	set(AwayMember{ID: "i3", Grace: 10 * time.Second})
+	if again := read().Away[0].Seen; !again.After(first) {
+		t.Errorf("i3 away again: Seen %v, not after the first absence's %v", again, first)
+	}
+	if gs := NewGroupViewStatus(testView(), time.Now(), nil, "i1"); gs.Away == nil || len(gs.Away) != 0 {
+		t.Errorf("no member away: %#v, want an empty list", gs.Away)
+	}
+}

@@ -22,8 +22,11 @@ type Status struct {
 	Liveness       string `json:"liveness"` // as /healthz says
 	SessionHealthy bool   `json:"session_healthy"`
 	SessionID      string `json:"session_id"`
-	// Members are the group's members as of this member's last rebalance.
+	// Members are the group's members as of this member's last rebalance,
+	// and AwayMembers the static members it keeps partitions for, away
+	// within their restart grace (manager.Stats.AwayMembers).
 	Members               []string          `json:"members"`
+	AwayMembers           []string          `json:"away_members"`
 	Assignment            []TopicPartition  `json:"assignment"`
 	Partitions            []PartitionStatus `json:"partitions"`
 	Rebalances            uint64            `json:"rebalances"`
@@ -86,6 +89,25 @@ type GroupViewStatus struct {
 	Members      []MemberStatus   `json:"members"`
 	Partitions   []OwnerStatus    `json:"partitions"`
 	Unowned      []TopicPartition `json:"unowned"`
+	// Away are the members away within their restart grace: their
+	// partitions are among Unowned until they are back or the grace ends.
+	Away []AwayStatus `json:"away"`
+}
+
+// AwayStatus is a member away: a static member that stopped, whose
+// partitions the group keeps unowned for its restart.
+type AwayStatus struct {
+	ID           string  `json:"id"`
+	Grace        string  `json:"grace"`
+	GraceSeconds float64 `json:"grace_seconds"`
+	// MarkerWritten is when ZooKeeper last wrote its restart marker: when
+	// it last registered, not when it stopped.
+	MarkerWritten *time.Time `json:"marker_written,omitempty"`
+	// FirstSeen is when this member's group view first showed it away
+	// (up to a view interval after it stopped, later if this member
+	// started after): the grace, counted by each member from when it saw
+	// it away, ends about Grace after the earliest of them.
+	FirstSeen *time.Time `json:"first_seen,omitempty"`
 }
 
 // MemberStatus is one member and the partitions its owner nodes name.
@@ -111,7 +133,7 @@ const recentRebalances = 20
 // Pure.
 func NewStatus(group, version string, st manager.Stats, joined bool) Status {
 	out := Status{Group: group, Version: version, Joined: joined,
-		Members: []string{}, Assignment: []TopicPartition{}, Partitions: []PartitionStatus{},
+		Members: []string{}, AwayMembers: []string{}, Assignment: []TopicPartition{}, Partitions: []PartitionStatus{},
 		RebalancesByCause: map[string]uint64{}, RecentRebalances: []RebalanceStatus{}, LagHistory: []LagPoint{}}
 	if !joined {
 		return out
@@ -121,6 +143,7 @@ func NewStatus(group, version string, st manager.Stats, joined bool) Status {
 		out.SessionID = fmt.Sprintf("0x%x", st.SessionID)
 	}
 	out.Members = append(out.Members, st.Members...)
+	out.AwayMembers = append(out.AwayMembers, st.AwayMembers...)
 	for _, tp := range st.Assigned {
 		out.Assignment = append(out.Assignment, TopicPartition{tp.Topic, tp.Partition})
 	}
@@ -160,7 +183,19 @@ func NewStatus(group, version string, st manager.Stats, joined bool) Status {
 // yet) and the error of the last read; instance marks this member. Pure.
 func NewGroupViewStatus(v GroupView, readAt time.Time, err error, instance string) *GroupViewStatus {
 	out := &GroupViewStatus{Subscription: v.Subscription, Topics: append([]string{}, v.Topics...),
-		Members: []MemberStatus{}, Partitions: []OwnerStatus{}, Unowned: []TopicPartition{}}
+		Members: []MemberStatus{}, Partitions: []OwnerStatus{}, Unowned: []TopicPartition{}, Away: []AwayStatus{}}
+	for _, a := range v.Away {
+		as := AwayStatus{ID: a.ID, Grace: a.Grace.String(), GraceSeconds: a.Grace.Seconds()}
+		if !a.MarkerWritten.IsZero() {
+			t := a.MarkerWritten.UTC()
+			as.MarkerWritten = &t
+		}
+		if !a.Seen.IsZero() {
+			t := a.Seen.UTC()
+			as.FirstSeen = &t
+		}
+		out.Away = append(out.Away, as)
+	}
 	if !readAt.IsZero() {
 		t := readAt.UTC()
 		out.ReadAt = &t

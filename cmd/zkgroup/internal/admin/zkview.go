@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -88,6 +89,13 @@ func (z *ZooKeeperView) read(sess *zkconn.Session) (GroupView, error) {
 		for p, o := range ps {
 			v.Owners[TopicPartition{t, p}] = o
 		}
+	}
+	away, err := ops.AwayMembers(sess, z.group)
+	if err != nil {
+		return v, err
+	}
+	for _, a := range away {
+		v.Away = append(v.Away, AwayMember{ID: a.ID, Grace: time.Duration(a.GraceSeconds * float64(time.Second)), MarkerWritten: a.MarkerWritten})
 	}
 	topics, err := ops.Topics(sess)
 	if err != nil {

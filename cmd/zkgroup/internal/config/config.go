@@ -27,6 +27,15 @@ const (
 	OnFailureDeadLetter = "dead-letter"
 )
 
+// RestartGrace values besides a duration.
+const (
+	// RestartGraceSessionTimeout, the default, keeps a stopped member's
+	// partitions for the session timeout (with instance_id set).
+	RestartGraceSessionTimeout = "session_timeout"
+	// RestartGraceOff moves a stopped member's partitions at once.
+	RestartGraceOff = "off"
+)
+
 // DefaultAdminListen is the admin server's default address: loopback
 // only, on a port of its own (9090 is Prometheus' own).
 const DefaultAdminListen = "127.0.0.1:9779"
@@ -53,6 +62,15 @@ type Config struct {
 	Subscription string `yaml:"subscription" json:"subscription" help:"topics: static:a,b | whitelist:regex | blacklist:regex (required)"`
 	// InstanceID names this member; empty: a new id at every start.
 	InstanceID string `yaml:"instance_id" json:"instance_id" help:"member id under /consumers/<group>/ids; empty: a new one at each start"`
+	// RestartGrace, with InstanceID set, is how long the group keeps this
+	// member's partitions, unconsumed, once it stopped (SIGTERM or a
+	// crash), so that the instance started again with the same
+	// instance_id gets back exactly the partitions it had and no other
+	// member's assignment changes (manager.Config.RestartGrace). One of
+	// RestartGraceSessionTimeout (the default: SessionTimeout),
+	// RestartGraceOff (or 0s) or a duration up to
+	// manager.MaxRestartGrace; see RestartGraceD.
+	RestartGrace string `yaml:"restart_grace" json:"restart_grace" value:"duration|off|session_timeout" help:"with instance_id: how long the group keeps this member's partitions, unconsumed, after it stopped (SIGTERM or a crash), so that an instance started again with the same instance_id gets exactly them back and no other member moves; session_timeout (the default), a duration up to 10m, or off (also 0s): its partitions move at once; a duration needs instance_id"`
 	// SessionTimeout of the ZooKeeper session, at least 6s.
 	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout" help:"ZooKeeper session timeout, 6s to 2m"`
 	// KafkaUnreachableTimeout: a member that no Kafka broker, or not its
@@ -248,6 +266,7 @@ func Default() *Config {
 	m := manager.NewConfig()
 	return &Config{
 		SessionTimeout:          Duration(m.SessionTimeout),
+		RestartGrace:            RestartGraceSessionTimeout,
 		KafkaUnreachableTimeout: Duration(m.KafkaUnreachableTimeout),
 		Strategy:                assign.DefaultName,
 		OffsetStorage:           string(m.OffsetStorage),

@@ -67,7 +67,15 @@ var exampleKeys = map[string]exampleKey{
 	"instance_id": {note: `New ids look like "<group>_<host>-<ms>-<uuid8>". A stable id (e.g. the
 hostname of a StatefulSet pod) lets a restarted instance take its
 partitions back at once instead of waiting for its old session to expire.`},
-	"session_timeout": {note: "A crashed instance's partitions move to the others after this long."},
+	"restart_grace": {note: `SIGTERM (a deploy, a restart) keeps this member's partitions for it:
+nobody else claims them until it is back or the grace ends, so a rolling
+restart moves nothing and the other members never pause. A member
+stopped for good leaves its partitions unconsumed for the grace unless
+it is told it left:
+  zkgroup leave --config zkgroup.yaml    (after it stopped)
+zkgroup describe lists the members away within their grace.`},
+	"session_timeout": {note: `A crashed instance's partitions move to the others after this long (with
+instance_id, after this and restart_grace).`},
 	"kafka_unreachable_timeout": {note: `Counted while ZooKeeper still answers; with offset_storage kafka, the
 group's coordinator must answer. The instance's partitions stop without
 a commit (the next owners start from the last one, so nothing is lost),

@@ -29,6 +29,7 @@ type Field struct {
 	index  []int
 	split  string // "space" for []string split at spaces; default ","
 	redact string // "url": the password of a URL is hidden in messages
+	value  string // the kind of value in flag help when not its type's ("duration|off|session_timeout")
 	kind   reflect.Type
 }
 
@@ -66,6 +67,7 @@ func buildFields() []Field {
 				Env:    EnvPrefix + strings.ToUpper(under),
 				Flag:   strings.ReplaceAll(under, "_", "-"),
 				Usage:  usage(sf.Type, sf.Tag.Get("split")),
+				value:  sf.Tag.Get("value"),
 				Help:   sf.Tag.Get("help"),
 				Values: enumValues(path),
 				index:  idx,

@@ -45,6 +45,9 @@ func (f Field) flagUsage(def *Config) string {
 		d = fmt.Sprintf("%q", d)
 	}
 	ph := placeholder(f.kind, f.split)
+	if f.value != "" {
+		ph = f.value
+	}
 	if len(f.Values) > 0 {
 		ph = strings.Join(f.Values, "|")
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Manager builds the consumer's configuration and subscription from c:
-// ModePartitions (one stream per owned partition) with DeliveryBatches
+// RestartGrace as RestartGraceD says, ModePartitions (one stream per owned partition) with DeliveryBatches
 // (read one message at a time through PartitionStream.Each: the per-message
 // guarantees at the cost of batches), CloseTimeout just under
 // ShutdownTimeout, logger (nil: discard), and the Kafka client settings,
@@ -28,6 +28,9 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	m.InstanceID = c.InstanceID
 	m.SessionTimeout = c.SessionTimeout.D()
 	m.KafkaUnreachableTimeout = c.KafkaUnreachableTimeout.D()
+	if m.RestartGrace, err = c.RestartGraceD(); err != nil {
+		return nil, nil, err
+	}
 	m.ZooKeeperMaxReply = c.ZooKeeperMaxReply
 	if m.Strategy, err = assign.ByName(c.Strategy); err != nil {
 		return nil, nil, fmt.Errorf("strategy: %w", err) // wraps ErrConfig

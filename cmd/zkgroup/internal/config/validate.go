@@ -88,6 +88,9 @@ func (c *Config) checkConsumer() error {
 	if c.SessionTimeout.D() > manager.MaxSessionTimeout {
 		return c.bad("session_timeout", "must be at most "+manager.MaxSessionTimeout.String()+" (ZooKeeper caps sessions at 20 x tickTime, 40s by default)", nil)
 	}
+	if err := c.checkRestartGrace(); err != nil {
+		return err
+	}
 	if d := c.KafkaUnreachableTimeout.D(); d != 0 && (d < manager.MinKafkaUnreachableTimeout || d > manager.MaxKafkaUnreachableTimeout) {
 		return c.bad("kafka_unreachable_timeout", "must be 0 (session_timeout) or from "+manager.MinKafkaUnreachableTimeout.String()+" to "+manager.MaxKafkaUnreachableTimeout.String(), nil)
 	}

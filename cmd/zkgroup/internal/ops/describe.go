@@ -80,6 +80,9 @@ type Description struct {
 	// StrategyMismatch is set while the members publish different
 	// assignment strategies.
 	StrategyMismatch *StrategyMismatch `json:"strategy_mismatch,omitempty"`
+	// Away are the static members that stopped and whose partitions the
+	// group keeps, unowned, for their restart (see AwayMembers).
+	Away []Away `json:"away_members"`
 }
 
 // DescribeInput is what Describe reads from.
@@ -185,6 +188,12 @@ func Describe(in DescribeInput) (*Description, error) {
 		members[id] = m
 	}
 	d.StrategyMismatch = strategyMismatch(d.Members)
+	if d.Away, err = AwayMembers(s, group); err != nil {
+		return nil, err
+	}
+	if d.Away == nil {
+		d.Away = []Away{}
+	}
 	topicsOf, partitionsOf := in.Topics, in.Partitions
 	if topicsOf == nil {
 		topicsOf = func() ([]string, error) { return Topics(s) }
@@ -381,6 +390,22 @@ func (d *Description) Text() string {
 			mrows = append(mrows, []string{m.ID, orDash(m.Host), orDash(m.ClientID), sub, orDash(m.Strategy), fmt.Sprint(m.Partitions)})
 		}
 		b.WriteString(Table([]string{"MEMBER", "HOST", "CLIENT-ID", "SUBSCRIPTION", "STRATEGY", "PARTITIONS"}, mrows))
+	}
+	if len(d.Away) > 0 {
+		b.WriteString("\nMembers away: stopped, their partitions kept unowned for their restart until they register again or their grace ends (MARKER-WRITTEN: when each last registered, not when it stopped, which ZooKeeper does not record):\n")
+		var arows [][]string
+		for _, a := range d.Away {
+			grace, written := orDash(a.Grace), "-"
+			if a.Error != "" {
+				grace = "unreadable: " + a.Error
+			}
+			if !a.MarkerWritten.IsZero() {
+				written = a.MarkerWritten.Format(time.RFC3339)
+			}
+			arows = append(arows, []string{a.ID, orDash(a.Host), orDash(a.ClientID), grace, written})
+		}
+		b.WriteString(Table([]string{"MEMBER", "HOST", "CLIENT-ID", "GRACE", "MARKER-WRITTEN"}, arows))
+		b.WriteString("(zkgroup leave --instance-id ID: a member stopped for good gives its partitions up at once)\n")
 	}
 	if sm := d.StrategyMismatch; sm != nil {
 		names := make([]string, 0, len(sm.Strategies))

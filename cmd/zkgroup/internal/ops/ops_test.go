@@ -149,3 +149,22 @@ func TestStrategyMismatch(t *testing.T) {
 		t.Errorf("text lacks %q or jvm's row:\n%s", want, out)
 	}
 }
+
+// TestDescriptionTextAway: members away are listed with their grace and
+// when their marker was written, said to be that and not when they
+// stopped; without any, nothing is said of them.
+func TestDescriptionTextAway(t *testing.T) {
+	d := &Description{Group: "g", OffsetStorage: "kafka"}
+	if out := d.Text(); strings.Contains(out, "away") {
+		t.Errorf("no member away, yet:\n%s", out)
+	}
+	d.Away = []Away{{ID: "web-1", Grace: "10s", GraceSeconds: 10, Host: "h1", ClientID: "zkgroup",
+		MarkerWritten: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}}
+	out := d.Text()
+	for _, want := range []string{"Members away", "not when it stopped", "MEMBER  HOST  CLIENT-ID  GRACE  MARKER-WRITTEN",
+		"web-1   h1    zkgroup    10s    2025-03-01T12:00:00Z", "zkgroup leave --instance-id"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}
