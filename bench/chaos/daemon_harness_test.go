@@ -112,6 +112,9 @@ func (r *run) start(d *daemon, newID bool) error {
 		"--zookeeper", r.c.ZooKeeperConnect(),
 		"--subscription", "static:"+r.topic,
 		"--instance-id", id,
+		// A restarted incarnation takes a new id (see above): no restart
+		// grace, or the old id's partitions would wait for it.
+		"--restart-grace", "off",
 		"--session-timeout", r.session.String(),
 		"--strategy", *flagStrategy,
 		"--partition-commit-interval", flagCommit.String(),
