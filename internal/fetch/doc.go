@@ -52,8 +52,8 @@
 // side. A session error from the broker, a new connection or the start
 // make the next request full. sarama has no setter for the forgotten
 // partitions (nor for the last fetched epoch below): the fetcher writes
-// them into sarama's request (wire.go), and goes without both if a sarama
-// version lays them out otherwise.
+// them into sarama's request (package internal/saramawire), and goes
+// without both if a sarama version lays them out otherwise.
 //
 // Fair share: each response is limited to MaxResponseSize and each
 // partition to its size; the broker fills a response in request order

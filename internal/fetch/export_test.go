@@ -1,5 +1,7 @@
 package fetch
 
+import "github.com/zkgroup/zkgroup/internal/saramawire"
+
 // SetRequestHook makes f call h before each request (set it before the
 // first Add).
 func SetRequestHook(f *Fetcher, h func(broker int32, kind, fetched, named, forgotten int)) {
@@ -15,4 +17,4 @@ const (
 
 // WireOK reports whether sarama's FetchRequest lays out the fields the
 // fetcher writes as expected.
-func WireOK() bool { return wireOK }
+func WireOK() bool { return saramawire.FetchOK }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"gopkg.in/tomb.v2"
+
+	"github.com/zkgroup/zkgroup/internal/saramawire"
 )
 
 // Fetcher fetches the partitions added to it, each from its leader, with
@@ -82,7 +84,7 @@ func New(client sarama.Client, cfg Config, log *slog.Logger) (*Fetcher, error) {
 	}
 	f := &Fetcher{
 		client: client, cfg: cfg, version: v, log: log,
-		sessions: cfg.Sessions && v >= 7 && wireOK,
+		sessions: cfg.Sessions && v >= 7 && saramawire.FetchOK,
 		parts:    map[topicPartition]*Partition{},
 		loops:    map[string]*brokerLoop{},
 		wake:     make(chan struct{}, 1),

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"github.com/IBM/sarama"
+
+	"github.com/zkgroup/zkgroup/internal/saramawire"
 )
 
 // A broker loop's fetch session (KIP-227, Fetch v7 and later): the broker
@@ -90,8 +92,8 @@ func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 		}
 		l.sent = append(l.sent, i)
 		req.AddBlock(rp.p.topic, rp.p.partition, rp.offset, rp.size, rp.epoch)
-		if req.Version >= 12 && rp.lastEpoch >= 0 && wireOK {
-			setLastFetchedEpoch(req, rp.p.topic, rp.p.partition, rp.lastEpoch)
+		if req.Version >= 12 && rp.lastEpoch >= 0 && saramawire.FetchOK {
+			saramawire.SetLastFetchedEpoch(req, rp.p.topic, rp.p.partition, rp.lastEpoch)
 		}
 	}
 	if l.kind != reqIncremental {
@@ -108,7 +110,7 @@ func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 		}
 	}
 	if forgotten != nil {
-		setForgotten(req, forgotten)
+		saramawire.SetForgotten(req, forgotten)
 	}
 }
 
