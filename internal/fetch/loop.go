@@ -138,6 +138,7 @@ func (l *brokerLoop) run() error {
 		conn, err := l.connect()
 		var resp *sarama.FetchResponse
 		if err == nil {
+			l.count()
 			resp, err = conn.Fetch(req)
 		}
 		if err != nil {
@@ -231,12 +232,10 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		// every partition is named.
 		l.kind = reqSessionless
 		req.SessionID, req.SessionEpoch = 0, -1
-		l.f.stats.sessionless.Add(1)
 	case l.sess.epoch == 0:
 		// Opens a session, closing the one named (if any).
 		l.kind = reqFull
 		req.SessionID, req.SessionEpoch = l.sess.id, 0
-		l.f.stats.full.Add(1)
 	default:
 		l.kind = reqIncremental
 		req.SessionID, req.SessionEpoch = l.sess.id, l.sess.epoch
@@ -247,18 +246,31 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		for i := range l.inReq {
 			l.inReqSet[topicPartition{l.inReq[i].p.topic, l.inReq[i].p.partition}] = struct{}{}
 		}
-		l.f.stats.incremental.Add(1)
 	}
 	// sarama encodes the blocks from a map, whose iteration order Go
 	// randomises per request: the partition order rotates by itself (in a
 	// session the broker rotates them).
 	l.addBlocks(req)
-	l.f.stats.partitionsSent.Add(uint64(len(l.sent)))
-	l.f.stats.forgotten.Add(uint64(len(l.forgot)))
+	return req
+}
+
+// count counts the request build made as it is sent (a request built
+// while the broker throttles is built again, not sent).
+func (l *brokerLoop) count() {
+	s := &l.f.stats
+	switch l.kind {
+	case reqSessionless:
+		s.sessionless.Add(1)
+	case reqFull:
+		s.full.Add(1)
+	default:
+		s.incremental.Add(1)
+	}
+	s.partitionsSent.Add(uint64(len(l.sent)))
+	s.forgotten.Add(uint64(len(l.forgot)))
 	if h := l.f.onRequest; h != nil {
 		h(l.id, l.kind, len(l.inReq), len(l.sent), len(l.forgot))
 	}
-	return req
 }
 
 // handle applies a response to the partitions asked for (in a session:
