@@ -22,13 +22,25 @@ const rackSelector = "replica.selector.class=org.apache.kafka.common.replica.Rac
 // Every record is served by broker 2 (the followers the leaders name, and
 // the leader in rack b). Broker 2 then stops: fetching goes on from the
 // leaders (1 and 3 serve what is written next) and every record is read
-// exactly once.
+// exactly once (partition 3 moves to broker 1, a new leader epoch). On
+// Kafka 3.9 (ZooKeeper mode) and Kafka 4 (KRaft).
 func TestRack(t *testing.T) {
-	checkLeaks(t) // first: its check runs after the cluster stopped
-	c := testcluster.Start(t, testcluster.Brokers(3),
-		testcluster.BrokerProps(1, "broker.rack=a", rackSelector),
-		testcluster.BrokerProps(2, "broker.rack=b", rackSelector),
-		testcluster.BrokerProps(3, "broker.rack=c", rackSelector))
+	for _, tc := range []struct {
+		name string
+		opts []testcluster.Option
+	}{{"kafka3", nil}, {"kafka4", []testcluster.Option{testcluster.KRaft(), testcluster.Chroot("/zkgroup")}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t) // first: its check runs after the cluster stopped
+			opts := append([]testcluster.Option{testcluster.Brokers(3),
+				testcluster.BrokerProps(1, "broker.rack=a", rackSelector),
+				testcluster.BrokerProps(2, "broker.rack=b", rackSelector),
+				testcluster.BrokerProps(3, "broker.rack=c", rackSelector)}, tc.opts...)
+			testRack(t, testcluster.Start(t, opts...))
+		})
+	}
+}
+
+func testRack(t *testing.T, c *testcluster.Cluster) {
 	topic := testcluster.Name(t, "")
 	assign := map[int32][]int32{0: {1, 2}, 1: {3, 2}, 2: {1, 2}, 3: {2, 1}}
 	createTopicAssigned(t, c, topic, assign)
