@@ -143,6 +143,13 @@ type Config struct {
 	// the member reads (sarama's per-broker meters and histograms cost
 	// about 0.3 MB per member).
 	Sarama *sarama.Config
+	// Rack is the member's rack (Kafka's client.rack), when set in place
+	// of Sarama.RackID: with brokers that run a rack-aware replica
+	// selector (replica.selector.class), each partition is fetched from
+	// the replica in this rack its leader names, and from the leader
+	// again when that replica fails or falls behind. Needs Sarama.Version
+	// 2.3 or later (Fetch v11). Empty: leaders only.
+	Rack string
 	// Partition configures the partition managers.
 	Partition PartitionConfig
 	// RebalanceDelay coalesces bursts of changes before a rebalance.

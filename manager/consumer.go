@@ -453,6 +453,9 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 
 func saramaConfig(cfg *Config) *sarama.Config {
 	s := saramaconf.From(cfg.Sarama, saramaconf.ClientID)
+	if cfg.Rack != "" {
+		s.RackID = cfg.Rack
+	}
 	// A registry of the member's own, keeping only what it reads
 	// (saramametrics.go).
 	s.MetricRegistry = newKeptMetrics(metricResponses)

@@ -28,6 +28,14 @@ var (
 	// Config.PartitionMaxBytesLimit. The partition is no longer fetched
 	// until SetOffset (nothing is skipped silently).
 	ErrMessageTooLarge = errors.New("fetch: record batch larger than the partition limit")
+	// ErrLogTruncated: the partition's log was truncated below the fetch
+	// position (an unclean leader election: records the fetcher handed
+	// over are not in the new leader's log). A *TruncationError says
+	// where; it also matches ErrOffsetOutOfRange: the partition is no
+	// longer fetched until SetOffset gives it a new offset (the caller's
+	// reset policy). Detected with Fetch v12 (the client's Kafka version
+	// 2.7 or later).
+	ErrLogTruncated = errors.New("fetch: log truncated below the fetch position")
 	// ErrFetch wraps a transient trouble reported to a partition (a leader
 	// move, a broker connection lost, an unexpected broker error): the
 	// partition keeps being fetched, from its new leader if it moved.
@@ -69,11 +77,33 @@ type Config struct {
 	// failed (ConfigFromSarama takes sarama's Consumer.Retry.Backoff,
 	// 2 s by default, as sarama's Consumer waits).
 	RetryBackoff time.Duration
+	// Sessions makes each broker loop fetch in a fetch session (KIP-227,
+	// Fetch v7: the client's Kafka version 1.1 or later): after the first
+	// request, each one names only the partitions whose position or size
+	// changed, and each response only the partitions with records or
+	// news, so that idle partitions cost nothing per fetch. On by
+	// default; off, every request names every partition (as Kafka before
+	// 1.1).
+	Sessions bool
+	// Rack is the client's rack (Kafka's client.rack; ConfigFromSarama
+	// takes sarama's RackID), sent in fetches from the client's Kafka
+	// version 2.3 on (Fetch v11): a leader whose brokers run a replica
+	// selector (replica.selector.class) names the replica to fetch from
+	// (one in this rack), and the partition is fetched from it until an
+	// error there, ReplicaRecheck, or its broker failing sends it back to
+	// the leader. Empty: fetch from leaders only.
+	Rack string
+	// ReplicaRecheck is how long a partition is fetched from the replica
+	// its leader named before the leader is asked again
+	// (ConfigFromSarama takes sarama's Metadata.RefreshFrequency when
+	// set), and how long a replica whose broker failed is not used.
+	ReplicaRecheck time.Duration
 }
 
 // NewConfig returns Kafka's consumer defaults: MinBytes 1, MaxWait
 // 500 ms, PartitionMaxBytes 1 MiB (no growth limit), MaxResponseSize
-// 50 MiB, read_uncommitted, PartitionBuffer 2, RetryBackoff 250 ms.
+// 50 MiB, read_uncommitted, PartitionBuffer 2, RetryBackoff 250 ms,
+// fetch sessions on, no rack, ReplicaRecheck 5 minutes.
 func NewConfig() Config {
 	return Config{
 		MinBytes:          1,
@@ -83,13 +113,16 @@ func NewConfig() Config {
 		Isolation:         sarama.ReadUncommitted,
 		PartitionBuffer:   2,
 		RetryBackoff:      250 * time.Millisecond,
+		Sessions:          true,
+		ReplicaRecheck:    5 * time.Minute,
 	}
 }
 
 // ConfigFromSarama returns NewConfig with the fetch settings of a sarama
 // consumer config: Consumer.Fetch.Min, .Default, .Max, .MaxBytes (when
-// set), Consumer.MaxWaitTime, Consumer.IsolationLevel and
-// Consumer.Retry.Backoff.
+// set), Consumer.MaxWaitTime, Consumer.IsolationLevel,
+// Consumer.Retry.Backoff, RackID and Metadata.RefreshFrequency (when set,
+// as ReplicaRecheck).
 func ConfigFromSarama(c *sarama.Config) Config {
 	cfg := NewConfig()
 	cfg.MinBytes = c.Consumer.Fetch.Min
@@ -101,6 +134,10 @@ func ConfigFromSarama(c *sarama.Config) Config {
 	cfg.MaxWait = c.Consumer.MaxWaitTime
 	cfg.Isolation = c.Consumer.IsolationLevel
 	cfg.RetryBackoff = c.Consumer.Retry.Backoff
+	cfg.Rack = c.RackID
+	if c.Metadata.RefreshFrequency > 0 {
+		cfg.ReplicaRecheck = c.Metadata.RefreshFrequency
+	}
 	return cfg
 }
 
@@ -124,6 +161,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: PartitionBuffer: %d is below 1", ErrConfig, c.PartitionBuffer)
 	case c.RetryBackoff <= 0:
 		return fmt.Errorf("%w: RetryBackoff: %v is not positive", ErrConfig, c.RetryBackoff)
+	case c.Rack != "" && c.ReplicaRecheck <= 0:
+		return fmt.Errorf("%w: ReplicaRecheck: %v is not positive", ErrConfig, c.ReplicaRecheck)
 	}
 	return nil
 }
@@ -150,3 +189,24 @@ func requestVersion(v sarama.KafkaVersion) (int16, error) {
 	}
 	return 0, fmt.Errorf("%w: the client's Kafka version %s is below 0.11.0 (Fetch v4, record batches)", ErrConfig, v)
 }
+
+// TruncationError is the stop of a partition whose log was truncated
+// below its fetch position: Offset was the position, the leader's log
+// for Epoch (the epoch of the last batch fetched) ends at EndOffset,
+// below it. Records from EndOffset to Offset that were handed over are
+// not in the log any more (others may be there now). It matches
+// ErrLogTruncated and ErrOffsetOutOfRange.
+type TruncationError struct {
+	Topic              string
+	Partition          int32
+	Offset, EndOffset  int64
+	Epoch, LeaderEpoch int32 // the last fetched batch's epoch, the leader's epoch ending at EndOffset
+}
+
+func (e *TruncationError) Error() string {
+	return fmt.Sprintf("%v: %s/%d: position %d, the log ends at %d (epoch %d, leader's epoch %d)",
+		ErrLogTruncated, e.Topic, e.Partition, e.Offset, e.EndOffset, e.Epoch, e.LeaderEpoch)
+}
+
+// Unwrap returns ErrLogTruncated and ErrOffsetOutOfRange.
+func (e *TruncationError) Unwrap() []error { return []error{ErrLogTruncated, ErrOffsetOutOfRange} }

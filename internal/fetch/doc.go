@@ -34,19 +34,35 @@
 // Flow control: a partition buffers at most PartitionBuffer (default 2)
 // Records (each its share of one response, at most PartitionMaxBytes
 // unless a larger batch made it grow). While its buffer is full the
-// partition is left out of its broker's requests, so a consumer that does
-// not take stops its partition only; a take puts it back into the next
-// request. With 2, the next share is in flight while the consumer works. A request made while some partition
+// partition is left out of its broker's requests (forgotten by its fetch
+// session), so a consumer that does not take stops its partition only; a
+// take puts it back into the next request. With 2, the next share is in
+// flight while the consumer works. A request made while some partition
 // is held so has a short MaxWait (5 ms, growing by a quarter per request
-// to MaxWait),
-// so that the take is not kept waiting behind a long poll for the others.
+// to MaxWait), so that the take is not kept waiting behind a long poll
+// for the others.
+//
+// Fetch sessions (KIP-227; Config.Sessions, on by default, from the
+// client's Kafka version 1.1): each broker loop keeps a session with its
+// broker, so that after a full request a request names only the
+// partitions whose offset, size or epochs changed (those that got records
+// last time, those added, those taken from again) and forgets those that
+// must not be fetched now; a response names only the partitions with
+// records or news. An idle partition costs nothing per fetch, on either
+// side. A session error from the broker, a new connection or the start
+// make the next request full. sarama has no setter for the forgotten
+// partitions (nor for the last fetched epoch below): the fetcher writes
+// them into sarama's request (package internal/saramawire), and goes
+// without both if a sarama version lays them out otherwise.
 //
 // Fair share: each response is limited to MaxResponseSize and each
-// partition to its size; the broker fills a response in request order,
-// and sarama encodes a request's partitions from a map, whose order Go
-// randomises on every request, so every partition is as likely to come
-// first. A partition that still went without data twice while it had
-// some is asked for alone (with the other starved ones) next.
+// partition to its size; the broker fills a response in request order
+// (in a session, in its session's order, moving the partitions that
+// returned data to the end), and sarama encodes a request's partitions
+// from a map, whose order Go randomises on every request, so every
+// partition is as likely to come first. A partition that still went
+// without data twice while it had some is asked for alone (with the other
+// starved ones, beside the session) next.
 //
 // Latency of a change: Add, SetOffset and a take of a full partition apply
 // from the broker's next request. A request under way is not cut short:
@@ -65,6 +81,28 @@
 // leader again after a metadata refresh; OffsetOutOfRange stops the
 // partition with ErrOffsetOutOfRange until SetOffset.
 //
+// Leader epochs (KIP-320): fetches carry the partition's leader epoch
+// from the client's metadata (Kafka 2.1, Fetch v9); a broker that answers
+// FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH (its metadata or ours is
+// behind) has the partition routed again after a metadata refresh,
+// without a report. From Kafka 2.7 (Fetch v12) fetches also carry the
+// epoch of the last record batch fetched, and the broker checks that its
+// log holds that epoch up to the fetch position (the check
+// OffsetForLeaderEpoch makes; sarama has no such request): after an
+// unclean leader election that truncated records already fetched, it
+// answers with the diverging epoch and its end offset, and the partition
+// stops with a *TruncationError (ErrLogTruncated, which also matches
+// ErrOffsetOutOfRange: the caller's reset policy applies) and a log line
+// with both offsets. Below 2.7 a truncation goes unnoticed, as before.
+//
+// Nearest replica (KIP-392): with Config.Rack (Kafka 2.3, Fetch v11) a
+// leader whose brokers run a rack-aware replica selector names the
+// replica to fetch from, and the partition moves to that broker's loop;
+// it goes back to its leader after an error there (offset out of range
+// included: the replica may be behind), when that broker's connection
+// fails (and avoids it for ReplicaRecheck), and after ReplicaRecheck (the
+// leader may name another one by then).
+//
 // Transactions: control batches are skipped; with ReadCommitted the
 // broker returns records up to the last stable offset and the records of
 // aborted transactions (per the response's aborted transactions list:
@@ -72,7 +110,5 @@
 // Compressed batches (gzip, snappy, lz4, zstd) are decompressed by
 // sarama's decoder.
 //
-// Not supported: fetch sessions (KIP-227: every request names all its
-// partitions), fetching from followers (KIP-392), leader epochs (KIP-320:
-// requests carry none). Needs Kafka 0.11 or later (Fetch v4).
+// Needs Kafka 0.11 or later (Fetch v4).
 package fetch

@@ -10,6 +10,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"gopkg.in/tomb.v2"
+
+	"github.com/zkgroup/zkgroup/internal/saramawire"
 )
 
 // Fetcher fetches the partitions added to it, each from its leader, with
@@ -35,6 +37,12 @@ type Fetcher struct {
 	log     *slog.Logger
 	t       tomb.Tomb
 	closing atomic.Bool
+	// sessions: fetch sessions are used (Config.Sessions, Fetch v7).
+	sessions bool
+	stats    stats
+	// onRequest, when set (tests), hears of every request: its broker,
+	// kind, and how many partitions it fetches, names and forgets.
+	onRequest func(broker int32, kind, fetched, named, forgotten int)
 
 	mu      sync.Mutex
 	parts   map[topicPartition]*Partition
@@ -55,6 +63,7 @@ type routeReq struct {
 	p       *Partition
 	refresh bool      // refresh the topic's metadata first
 	after   time.Time // not before (backoff after a failure)
+	to      int32     // the broker to fetch from (a preferred replica); -1: the leader
 }
 
 // New returns a Fetcher over client (which it does not close). log may be
@@ -75,9 +84,10 @@ func New(client sarama.Client, cfg Config, log *slog.Logger) (*Fetcher, error) {
 	}
 	f := &Fetcher{
 		client: client, cfg: cfg, version: v, log: log,
-		parts: map[topicPartition]*Partition{},
-		loops: map[string]*brokerLoop{},
-		wake:  make(chan struct{}, 1),
+		sessions: cfg.Sessions && v >= 7 && saramawire.FetchOK,
+		parts:    map[topicPartition]*Partition{},
+		loops:    map[string]*brokerLoop{},
+		wake:     make(chan struct{}, 1),
 	}
 	f.t.Go(f.route)
 	return f, nil
@@ -95,7 +105,8 @@ func (f *Fetcher) Add(topic string, partition int32, offset int64) (*Partition, 
 	p := &Partition{
 		f: f, topic: topic, partition: partition, ready: make(chan struct{}, 1),
 		offset: offset, size: f.cfg.PartitionMaxBytes,
-		buf: make([]*Records, 0, f.cfg.PartitionBuffer),
+		buf:         make([]*Records, 0, f.cfg.PartitionBuffer),
+		leaderEpoch: -1, lastEpoch: -1, replica: -1, avoid: -1,
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -107,7 +118,7 @@ func (f *Fetcher) Add(topic string, partition int32, offset int64) (*Partition, 
 		return nil, fmt.Errorf("%w: %s/%d", ErrExists, topic, partition)
 	}
 	f.parts[k] = p
-	f.pending = append(f.pending, routeReq{p: p})
+	f.pending = append(f.pending, routeReq{p: p, to: -1})
 	f.poke()
 	return p, nil
 }
@@ -137,8 +148,17 @@ func (f *Fetcher) reroute(refresh, backoff bool, ps ...*Partition) {
 	}
 	f.mu.Lock()
 	for _, p := range ps {
-		f.pending = append(f.pending, routeReq{p: p, refresh: refresh, after: after})
+		f.pending = append(f.pending, routeReq{p: p, refresh: refresh, after: after, to: -1})
 	}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// routeTo hands p back to the router to be fetched from broker id (a
+// replica its leader named).
+func (f *Fetcher) routeTo(p *Partition, id int32) {
+	f.mu.Lock()
+	f.pending = append(f.pending, routeReq{p: p, to: id})
 	f.mu.Unlock()
 	f.poke()
 }
@@ -216,14 +236,31 @@ func (f *Fetcher) routeDue(due []routeReq) {
 				f.log.Debug("metadata refresh failed", "topic", p.topic, "error", err)
 			}
 		}
-		leader, err := f.client.Leader(p.topic, p.partition)
+		leader, epoch, err := f.client.LeaderAndEpoch(p.topic, p.partition)
 		if err != nil {
 			f.log.Debug("no leader yet; retrying", "topic", p.topic, "partition", p.partition, "error", err)
 			p.setReport(fmt.Errorf("%w: %s/%d: finding the leader: %w", ErrFetch, p.topic, p.partition, err))
 			f.reroute(true, true, p)
 			continue
 		}
-		l := f.loopFor(leader)
+		target := leader
+		if r.to >= 0 && r.to != leader.ID() {
+			if b, err := f.client.Broker(r.to); err == nil {
+				target = b
+			} else {
+				f.log.Debug("preferred replica not found; fetching from the leader", "topic", p.topic, "partition", p.partition, "replica", r.to, "error", err)
+			}
+		}
+		p.mu.Lock()
+		p.leaderEpoch = epoch
+		if target == leader {
+			p.replica = -1
+		} else {
+			p.replica = target.ID()
+			p.replicaUntil = time.Now().Add(f.cfg.ReplicaRecheck)
+		}
+		p.mu.Unlock()
+		l := f.loopFor(target)
 		if l == nil {
 			return // closing
 		}

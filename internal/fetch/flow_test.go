@@ -18,8 +18,8 @@ import (
 // with 2,000 messages; the consumer of partition 0 takes nothing while
 // the three others read everything. They finish; partition 0 holds only
 // what filled its buffer (at most PartitionBuffer Records of about
-// PartitionMaxBytes, from offset 0), and once taken it is read to the end
-// too.
+// PartitionMaxBytes, from offset 0; forgotten by its fetch session), and
+// once taken it is read to the end too.
 func TestSlowPartition(t *testing.T) {
 	c := testcluster.Shared(t)
 	checkLeaks(t)
@@ -80,6 +80,11 @@ func TestSlowPartition(t *testing.T) {
 		}
 	}
 	t.Logf("partition 0 held %d Records (%d records) while not taken", len(held), buffered)
+	// In the fetch session, the held partition was forgotten (left out,
+	// it would have been fetched still).
+	if st := f.Stats(); st.Incremental == 0 || st.Forgotten == 0 {
+		t.Errorf("fetch session: %d incremental requests forgot %d partitions; want partition 0 forgotten", st.Incremental, st.Forgotten)
+	}
 	recs := held[len(held)-1]
 	r0 := &reader{t: t, p: ps[0]}
 	r0.readN(N-buffered, time.Minute)

@@ -155,7 +155,9 @@ func (r *reader) awaitNext(next int64, timeout time.Duration) {
 // (replication 1), so that one fetch loop serves them all.
 func createTopicOn(t *testing.T, c *testcluster.Cluster, topic string, partitions int32, broker int32) {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(c.Addrs(), testcluster.SaramaConfig())
+	cfg := testcluster.SaramaConfig()
+	cfg.Admin.Timeout = time.Minute // a thousand partitions on a busy machine
+	admin, err := sarama.NewClusterAdmin(c.Addrs(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -36,17 +37,28 @@ type brokerLoop struct {
 	raw    net.Conn // conn's socket, closed to cut a fetch short at Close
 	closed bool
 
+	records atomic.Uint64 // handed over (Stats)
+
 	// run goroutine only
 	throttleUntil time.Time
-	inReq         []reqPart
+	inReq         []reqPart // the partitions the request fetches (named in it or not)
 	snap          []*Partition
+	sess          session
+	kind          int                         // of the request: reqSessionless, reqFull, reqIncremental
+	sent          []int                       // indexes in inReq of the partitions named
+	forgot        []topicPartition            // the partitions an incremental request forgets
+	inReqSet      map[topicPartition]struct{} // inReq's, for an incremental request
 }
 
 // reqPart is a partition as a request asked for it.
 type reqPart struct {
-	p      *Partition
-	offset int64
-	seq    uint64
+	p         *Partition
+	offset    int64
+	seq       uint64
+	size      int32
+	epoch     int32 // current leader epoch
+	lastEpoch int32 // last fetched epoch
+	replica   bool  // fetched from a replica the leader named, not the leader
 }
 
 func newBrokerLoop(f *Fetcher, id int32, addr string) *brokerLoop {
@@ -126,6 +138,7 @@ func (l *brokerLoop) run() error {
 		conn, err := l.connect()
 		var resp *sarama.FetchResponse
 		if err == nil {
+			l.count()
 			resp, err = conn.Fetch(req)
 		}
 		if err != nil {
@@ -137,11 +150,13 @@ func (l *brokerLoop) run() error {
 }
 
 // build makes the next request from the partitions' state: closed ones
-// leave the loop, stopped ones and those whose buffer is full (the
-// consumer has not taken) are left out (the latter shorten the request's MaxWait, see
-// heldWaitBase). When some partition went without data for two responses
-// though it had some (starved), only the starved ones are asked for. It
-// returns nil when there is nothing to fetch.
+// leave the loop, those fetched from a replica past ReplicaRecheck go
+// back to their leader, stopped ones and those whose buffer is full (the
+// consumer has not taken) are left out (forgotten in a session; the
+// latter shorten the request's MaxWait, see heldWaitBase). When some
+// partition went without data for two responses though it had some
+// (starved), only the starved ones are asked for, outside the session.
+// It returns nil when there is nothing to fetch.
 func (l *brokerLoop) build() *sarama.FetchRequest {
 	l.mu.Lock()
 	l.snap = append(l.snap[:0], l.parts...)
@@ -150,7 +165,8 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	l.inReq = l.inReq[:0]
 	wait := cfg.MaxWait
 	starvedOnly := false
-	var gone []*Partition
+	var gone, back []*Partition
+	var now time.Time
 	for _, p := range l.snap {
 		p.mu.Lock()
 		if p.starved >= 2 && !p.closed && p.stop == nil && len(p.buf) < cap(p.buf) {
@@ -160,6 +176,16 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	}
 	for _, p := range l.snap {
 		p.mu.Lock()
+		if p.replica == l.id && !p.closed && p.loop == l {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if now.After(p.replicaUntil) {
+				back = append(back, p)
+				p.mu.Unlock()
+				continue
+			}
+		}
 		switch {
 		case p.closed || p.loop != l:
 			gone = append(gone, p)
@@ -174,7 +200,8 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 			wait = min(wait, p.heldWait)
 		case starvedOnly && p.starved == 0:
 		default:
-			l.inReq = append(l.inReq, reqPart{p: p, offset: p.offset, seq: p.seq})
+			l.inReq = append(l.inReq, reqPart{p: p, offset: p.offset, seq: p.seq, size: p.size,
+				epoch: p.leaderEpoch, lastEpoch: p.lastEpoch, replica: p.replica == l.id})
 		}
 		p.mu.Unlock()
 	}
@@ -183,52 +210,116 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		l.parts = slices.DeleteFunc(l.parts, func(q *Partition) bool { return slices.Contains(gone, q) })
 		l.mu.Unlock()
 	}
+	if len(back) > 0 {
+		l.f.log.Debug("fetching from the leaders again after ReplicaRecheck", "broker", l.id, "partitions", len(back))
+		l.release(back...)
+		l.f.reroute(false, false, back...)
+	}
 	if len(l.inReq) == 0 {
 		return nil
 	}
 	req := &sarama.FetchRequest{
-		Version:      l.f.version,
-		MinBytes:     cfg.MinBytes,
-		MaxWaitTime:  int32(max(wait/time.Millisecond, 1)),
-		MaxBytes:     cfg.MaxResponseSize,
-		Isolation:    cfg.Isolation,
-		SessionID:    0,  // no fetch session (KIP-227):
-		SessionEpoch: -1, // every request is complete
+		Version:     l.f.version,
+		MinBytes:    cfg.MinBytes,
+		MaxWaitTime: int32(max(wait/time.Millisecond, 1)),
+		MaxBytes:    cfg.MaxResponseSize,
+		Isolation:   cfg.Isolation,
+		RackID:      cfg.Rack,
 	}
-	for _, rp := range l.inReq {
-		rp.p.mu.Lock()
-		size := rp.p.size
-		rp.p.mu.Unlock()
-		// sarama encodes the blocks from a map, whose iteration order Go
-		// randomises per request: the partition order rotates by itself.
-		req.AddBlock(rp.p.topic, rp.p.partition, rp.offset, size, -1)
+	switch {
+	case starvedOnly || !l.f.sessions:
+		// No session (or a request beside it that leaves it as it is):
+		// every partition is named.
+		l.kind = reqSessionless
+		req.SessionID, req.SessionEpoch = 0, -1
+	case l.sess.epoch == 0:
+		// Opens a session, closing the one named (if any).
+		l.kind = reqFull
+		req.SessionID, req.SessionEpoch = l.sess.id, 0
+	default:
+		l.kind = reqIncremental
+		req.SessionID, req.SessionEpoch = l.sess.id, l.sess.epoch
+		clear(l.inReqSet)
+		if l.inReqSet == nil {
+			l.inReqSet = make(map[topicPartition]struct{}, len(l.inReq))
+		}
+		for i := range l.inReq {
+			l.inReqSet[topicPartition{l.inReq[i].p.topic, l.inReq[i].p.partition}] = struct{}{}
+		}
 	}
+	// sarama encodes the blocks from a map, whose iteration order Go
+	// randomises per request: the partition order rotates by itself (in a
+	// session the broker rotates them).
+	l.addBlocks(req)
 	return req
 }
 
-// handle applies a response to the partitions asked for.
+// count counts the request build made as it is sent (a request built
+// while the broker throttles is built again, not sent).
+func (l *brokerLoop) count() {
+	s := &l.f.stats
+	switch l.kind {
+	case reqSessionless:
+		s.sessionless.Add(1)
+	case reqFull:
+		s.full.Add(1)
+	default:
+		s.incremental.Add(1)
+	}
+	s.partitionsSent.Add(uint64(len(l.sent)))
+	s.forgotten.Add(uint64(len(l.forgot)))
+	if h := l.f.onRequest; h != nil {
+		h(l.id, l.kind, len(l.inReq), len(l.sent), len(l.forgot))
+	}
+}
+
+// handle applies a response to the partitions asked for (in a session:
+// to those of the session; a partition the response leaves out has
+// nothing new).
 func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 	if resp.ThrottleTime > 0 {
 		l.throttleUntil = time.Now().Add(resp.ThrottleTime)
 	}
+	if !l.sessionDone(resp) {
+		return // a session error: asked again, in full
+	}
+	if resp.ErrorCode != 0 {
+		l.fail(fmt.Errorf("fetch response: %w", sarama.KError(resp.ErrorCode)))
+		return
+	}
 	committed := l.f.cfg.Isolation == sarama.ReadCommitted
-	var moved []*Partition
+	var moved, back []*Partition
 	var movedErr error
 	alone := len(l.inReq) == 1
 	// A throttled response may come back empty: it says nothing of the
 	// partitions' logs.
 	throttled := resp.ThrottleTime > 0
-	for _, rp := range l.inReq {
+	for i := range l.inReq {
+		rp := &l.inReq[i]
 		p := rp.p
 		block := resp.GetBlock(p.topic, p.partition)
 		if block == nil {
-			continue // not answered (a throttled empty response): asked again
+			continue // nothing new (in a session), or not answered (throttled): asked again
+		}
+		if rp.replica && (!errors.Is(block.Err, sarama.ErrNoError) || block.DivergingEpoch != nil) {
+			// The replica the leader named fell behind, lost the
+			// partition or failed: back to the leader, which answers for
+			// itself (an offset out of range there is the partition's).
+			l.f.log.Debug("replica failed a fetch; back to the leader", "broker", l.id, "topic", p.topic, "partition", p.partition, "error", block.Err)
+			back = append(back, p)
+			continue
 		}
 		switch {
 		case errors.Is(block.Err, sarama.ErrNoError):
 		case errors.Is(block.Err, sarama.ErrOffsetOutOfRange):
 			l.stop(rp, fmt.Errorf("%w: %s/%d at offset %d (log start %d, high watermark %d)", ErrOffsetOutOfRange,
 				p.topic, p.partition, rp.offset, block.LogStartOffset, block.HighWaterMarkOffset))
+			continue
+		case errors.Is(block.Err, sarama.ErrFencedLeaderEpoch), errors.Is(block.Err, sarama.ErrUnknownLeaderEpoch):
+			// Our metadata or the broker's is behind: routed again after
+			// a refresh, not reported.
+			moved = append(moved, p)
+			movedErr = block.Err
 			continue
 		case leaderMoved(block.Err):
 			moved = append(moved, p)
@@ -240,6 +331,13 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 			p.setReport(fmt.Errorf("%w: %s/%d: broker %d: %w", ErrFetch, p.topic, p.partition, l.id, block.Err))
 			l.release(p)
 			l.f.reroute(true, true, p)
+			continue
+		}
+		if d := block.DivergingEpoch; d != nil && (d.EndOffset < rp.offset || d.Epoch < rp.lastEpoch) {
+			l.truncated(rp, d)
+			continue
+		}
+		if r := block.PreferredReadReplica; r >= 0 && r != l.id && len(block.RecordsSet) == 0 && l.prefer(p, r) {
 			continue
 		}
 		out := parseBlock(p.topic, p.partition, block, rp.offset, committed)
@@ -257,20 +355,23 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		case out.recs != nil:
 			p.buf = append(p.buf, out.recs)
 			p.offset = out.next
+			p.lastEpoch = out.epoch
 			p.size = l.f.cfg.PartitionMaxBytes
 			p.starved = 0
 		case out.partial:
 			tooLarge = !p.grow(l.f.cfg.PartitionMaxBytesLimit)
 		case out.next > rp.offset:
 			p.offset = out.next // only control or aborted batches
+			p.lastEpoch = out.epoch
 			p.starved = 0
 			gap = p.skipTo(block)
 		case throttled:
 		case bound > rp.offset && alone && p.starved > 0:
 			// Asked alone and still nothing below the bound: the batch
 			// there holds no record (sarama drops empty batches when
-			// decoding, and with them their end). Step over it.
+			// decoding, and with them their end and epoch). Step over it.
 			p.offset++
+			p.lastEpoch = -1
 			p.starved = 0
 			gap = p.skipTo(block)
 		case bound > rp.offset:
@@ -283,8 +384,23 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 			l.stop(rp, fmt.Errorf("%w: %s/%d at offset %d: limit %d bytes", ErrMessageTooLarge,
 				p.topic, p.partition, rp.offset, l.f.cfg.PartitionMaxBytesLimit))
 		} else if out.recs != nil || gap {
+			if out.recs != nil {
+				l.records.Add(uint64(out.recs.Len()))
+			}
 			p.signal()
 		}
+	}
+	if len(back) > 0 {
+		l.release(back...)
+		// Not this replica again for a moment, so that a replica behind
+		// the leader does not make the partition bounce between the two.
+		until := time.Now().Add(4 * l.f.cfg.RetryBackoff)
+		for _, p := range back {
+			p.mu.Lock()
+			p.replica, p.avoid, p.avoidUntil = -1, l.id, until
+			p.mu.Unlock()
+		}
+		l.f.reroute(true, false, back...)
 	}
 	if len(moved) > 0 {
 		l.f.log.Info("partitions moved away from broker; routing them again", "broker", l.id, "partitions", len(moved), "error", movedErr)
@@ -293,6 +409,35 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		// a while, and an immediate reroute would bounce between the two.
 		l.f.reroute(true, true, moved...)
 	}
+}
+
+// prefer moves p to replica r, which its leader named as the one to fetch
+// from, unless r's broker failed lately. It reports whether p moved.
+func (l *brokerLoop) prefer(p *Partition, r int32) bool {
+	p.mu.Lock()
+	avoided := p.avoid == r && time.Now().Before(p.avoidUntil)
+	p.mu.Unlock()
+	if avoided {
+		return false
+	}
+	l.f.log.Debug("fetching from the replica the leader named", "leader", l.id, "topic", p.topic, "partition", p.partition, "replica", r)
+	l.release(p)
+	l.f.routeTo(p, r)
+	return true
+}
+
+// truncated stops p: the broker says the log it fetched from diverged
+// below the fetch position (a truncation; Fetch v12 with the last fetched
+// epoch).
+func (l *brokerLoop) truncated(rp *reqPart, d *sarama.FetchResponseDivergingEpoch) {
+	p := rp.p
+	err := &TruncationError{Topic: p.topic, Partition: p.partition, Offset: rp.offset,
+		EndOffset: min(d.EndOffset, rp.offset), Epoch: rp.lastEpoch, LeaderEpoch: d.Epoch}
+	l.f.stats.truncations.Add(1)
+	l.f.log.Warn("log truncated below the fetch position; the partition stops until it is given an offset",
+		"topic", p.topic, "partition", p.partition, "broker", l.id,
+		"offset", rp.offset, "end_offset", err.EndOffset, "epoch", rp.lastEpoch, "leader_epoch", d.Epoch)
+	l.stop(rp, err)
 }
 
 // skipTo hands the move of p.offset past offsets without records over to
@@ -328,7 +473,7 @@ func (p *Partition) grow(limit int32) bool {
 }
 
 // stop stops p with err until SetOffset, unless it was sought since rp.
-func (l *brokerLoop) stop(rp reqPart, err error) {
+func (l *brokerLoop) stop(rp *reqPart, err error) {
 	p := rp.p
 	p.mu.Lock()
 	if p.closed || p.seq != rp.seq {
@@ -358,6 +503,7 @@ func leaderMoved(err sarama.KError) bool {
 // back to the router, which finds their leaders again after RetryBackoff.
 func (l *brokerLoop) fail(err error) {
 	l.dropConn()
+	l.sess.reset(true) // a new connection: the next request is full
 	select {
 	case <-l.f.t.Dying():
 		return
@@ -373,6 +519,12 @@ func (l *brokerLoop) fail(err error) {
 		mine := p.loop == l && !p.closed
 		if mine {
 			p.loop = nil
+			if p.replica == l.id {
+				// Not this replica again for a while, whatever the
+				// leader says.
+				p.replica, p.avoid = -1, l.id
+				p.avoidUntil = time.Now().Add(l.f.cfg.ReplicaRecheck)
+			}
 		}
 		p.mu.Unlock()
 		if mine {

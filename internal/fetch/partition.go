@@ -48,6 +48,17 @@ type Partition struct {
 	// starved counts responses that brought nothing though the partition
 	// had data (another partition filled the response).
 	starved int
+	// leaderEpoch is the leader's epoch as the metadata named it when
+	// the partition was routed (-1: unknown), sent in fetches (Fetch v9
+	// and later); lastEpoch the epoch of the record batch that ends at
+	// offset (-1: unknown), sent (Fetch v12) for the broker to check that
+	// the log was not truncated below offset.
+	leaderEpoch, lastEpoch int32
+	// replica is the broker the leader named to fetch from (-1: the
+	// leader), until replicaUntil; avoid a replica whose broker failed,
+	// not used again until avoidUntil.
+	replica, avoid           int32
+	replicaUntil, avoidUntil time.Time
 }
 
 // Topic returns the partition's topic.
@@ -133,6 +144,7 @@ func (p *Partition) SetOffset(offset int64) error {
 	p.report, p.stop = nil, nil
 	p.size = p.f.cfg.PartitionMaxBytes
 	p.starved, p.held, p.heldWait = 0, false, 0
+	p.lastEpoch = -1
 	l := p.loop
 	p.mu.Unlock()
 	if l != nil {

@@ -130,6 +130,9 @@ type parsed struct {
 	// partial: nothing whole came, only the start of a batch larger than
 	// what was asked for.
 	partial bool
+	// epoch is the partition leader epoch of the batch that ends at next
+	// (-1: unknown, a legacy message set), when next moved.
+	epoch int32
 }
 
 // parseBlock walks a partition's response block fetched at offset from:
@@ -140,7 +143,7 @@ type parsed struct {
 // offset up to its abort marker). Nothing is copied: the Records refer to
 // the decoded batches.
 func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock, from int64, committed bool) parsed {
-	out := parsed{next: from}
+	out := parsed{next: from, epoch: -1}
 	var recs *Records
 	var aborted []*sarama.AbortedTransaction
 	var active map[int64]struct{}
@@ -201,6 +204,7 @@ func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock,
 				}
 			}
 			out.next = last + 1
+			out.epoch = b.PartitionLeaderEpoch
 			continue
 		}
 		ms := rs.MsgSet
@@ -218,6 +222,7 @@ func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock,
 			if i < len(inner) {
 				add(segment{legacy: outer, from: i}, len(inner)-i)
 				out.next = inner[len(inner)-1].Offset + base + 1
+				out.epoch = -1
 			}
 		}
 		if ms.PartialTrailingMessage {

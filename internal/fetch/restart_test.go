@@ -22,6 +22,8 @@ import (
 // started again. Every partition follows its new leader (reports wrapping
 // ErrFetch, no stop): each is read to its high watermark with no offset
 // missing or repeated, and every acknowledged message is among them.
+// The fetch sessions the loops hold are lost with their brokers and
+// opened again with a full request.
 func TestBrokerRestart(t *testing.T) {
 	checkLeaks(t) // first: its check runs after the cluster stopped
 	c := testcluster.Start(t, testcluster.Brokers(2))
@@ -149,6 +151,7 @@ func TestBrokerRestart(t *testing.T) {
 		t.Logf("progress: %s", progress())
 	}
 	waitProduced(200)
+	before := f.Stats()
 	t.Log("stopping broker 1")
 	if err := c.StopBroker(1); err != nil {
 		t.Fatal(err)
@@ -235,4 +238,11 @@ func TestBrokerRestart(t *testing.T) {
 		t.Error("no leader move or broker loss reported")
 	}
 	t.Logf("%d messages acknowledged, %v high watermarks, %d reports", produced.Load(), hwm, reports)
+	// Fetch sessions: lost with each broker and opened again (a full
+	// request), incremental in between.
+	after := f.Stats()
+	t.Logf("stats before the restarts: %+v; after: %+v", before, after)
+	if before.Full < 1 || before.Incremental < 1 || after.Full < before.Full+2 || after.Incremental <= before.Incremental {
+		t.Errorf("fetch sessions: before the restarts %d full, %d incremental requests; after %d, %d", before.Full, before.Incremental, after.Full, after.Incremental)
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/IBM/sarama"
+
+	"github.com/zkgroup/zkgroup/internal/saramawire"
 )
 
 // ErrNoBlock is returned when a broker's answer leaves out a partition
@@ -47,6 +49,7 @@ type queue struct {
 type query struct {
 	topic     string
 	partition int32
+	epoch     int32 // the leader's epoch in the metadata (-1: unknown)
 	broker    *sarama.Broker
 	offset    int64
 	err       error
@@ -65,7 +68,11 @@ func New(client sarama.Client) *Lister {
 // Offset returns the offset at time t (sarama.OffsetOldest or
 // sarama.OffsetNewest, or a timestamp in milliseconds) of a partition,
 // like sarama.Client.GetOffset: after a failure it refreshes the topic's
-// metadata and asks once more. Blocks for about one round trip to the
+// metadata and asks once more. The request carries the leader's epoch
+// from the metadata (ListOffsets v4, Kafka 2.1): a broker whose epoch
+// differs answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH rather than
+// an offset it may no longer lead for, and the question is asked again
+// after the refresh. Blocks for about one round trip to the
 // partition's leader, two when a request to it is already in flight.
 func (l *Lister) Offset(topic string, partition int32, t int64) (int64, error) {
 	off, err := l.offset(topic, partition, t)
@@ -79,11 +86,11 @@ func (l *Lister) Offset(topic string, partition int32, t int64) (int64, error) {
 }
 
 func (l *Lister) offset(topic string, partition int32, t int64) (int64, error) {
-	broker, err := l.client.Leader(topic, partition)
+	broker, epoch, err := l.client.LeaderAndEpoch(topic, partition)
 	if err != nil {
 		return -1, err
 	}
-	q := &query{topic: topic, partition: partition, broker: broker, done: make(chan struct{}), lead: make(chan struct{})}
+	q := &query{topic: topic, partition: partition, epoch: epoch, broker: broker, done: make(chan struct{}), lead: make(chan struct{})}
 	k := queueKey{broker.ID(), t}
 	l.mu.Lock()
 	qu := l.queues[k]
@@ -140,6 +147,9 @@ func ask(v sarama.KafkaVersion, t int64, batch []*query) {
 	req := sarama.NewOffsetRequest(v)
 	for _, q := range batch {
 		req.AddBlock(q.topic, q.partition, t, 1)
+		if q.epoch >= 0 && req.Version >= 4 && saramawire.OffsetOK {
+			saramawire.SetCurrentLeaderEpoch(req, q.topic, q.partition, q.epoch)
+		}
 	}
 	broker := batch[0].broker
 	resp, err := broker.GetAvailableOffsets(req)

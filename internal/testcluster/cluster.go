@@ -49,6 +49,10 @@ type Options struct {
 	// secure client port (TLS, client certificate required). ZooKeeper
 	// mode only.
 	Secure bool
+	// BrokerProps are server.properties lines added to each broker's
+	// (ZooKeeper mode) or node's (KRaft), by broker id, after the
+	// defaults: a key set here wins. See BrokerProps.
+	BrokerProps map[int32]string
 
 	// For the harness's own tests: how long a KRaft node may stay out
 	// of the metadata before it is restarted (0: kraftStuckAfter), and
@@ -89,6 +93,19 @@ func KRaft() Option { return func(o *Options) { o.KRaft = true } }
 
 // Secured adds the secured endpoints (see Options.Secure).
 func Secured() Option { return func(o *Options) { o.Secure = true } }
+
+// BrokerProps adds server.properties lines to broker id's configuration
+// (for example "broker.rack=b"); a key given here overrides the default.
+func BrokerProps(id int32, props ...string) Option {
+	return func(o *Options) {
+		if o.BrokerProps == nil {
+			o.BrokerProps = map[int32]string{}
+		}
+		for _, p := range props {
+			o.BrokerProps[id] += p + "\n"
+		}
+	}
+}
 
 // DefaultOptions returns 1 broker under chroot /kafka.
 func DefaultOptions() Options {
@@ -358,7 +375,7 @@ controlled.shutdown.max.retries=1
 controlled.shutdown.retry.backoff.ms=500
 leader.imbalance.check.interval.seconds=10
 `, id, listeners, listeners, c.ZooKeeperConnect(), c.opts.BrokerSessionTimeout.Milliseconds()) +
-		serverProps(filepath.Join(dir, "data"), rf) + security
+		serverProps(filepath.Join(dir, "data"), rf) + security + c.opts.BrokerProps[id]
 	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}

@@ -62,7 +62,7 @@ controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 broker.session.timeout.ms=%d
-`, b.id, strings.Join(voters, ","), b.port, b.ctrlPort, b.port, kraftSessionTimeout.Milliseconds()) + serverProps(filepath.Join(b.dir, "data"), rf)
+`, b.id, strings.Join(voters, ","), b.port, b.ctrlPort, b.port, kraftSessionTimeout.Milliseconds()) + serverProps(filepath.Join(b.dir, "data"), rf) + c.opts.BrokerProps[b.id]
 		props := filepath.Join(b.dir, "server.properties")
 		if err := os.WriteFile(props, []byte(cfg), 0o644); err != nil {
 			return fmt.Errorf("testcluster: %w", err)

@@ -45,6 +45,10 @@ type Kafka struct {
 	// every record up to the high watermark; read_committed reads up to
 	// the last stable offset and drops aborted transactions' records.
 	IsolationLevel string `yaml:"isolation_level" json:"isolation_level" help:"Kafka's isolation.level: read_uncommitted reads every record up to the high watermark, read_committed only committed transactions' records up to the last stable offset"`
+	// Rack is Kafka's client.rack: the member fetches each partition from
+	// the replica in this rack its leader names (brokers with a
+	// rack-aware replica.selector.class; version 2.3.0 or later).
+	Rack string `yaml:"rack" json:"rack" help:"Kafka's client.rack: fetch each partition from the replica in this rack its leader names (brokers with a rack-aware replica.selector.class; kafka.version 2.3.0 or later); empty: from leaders"`
 	// TLS secures the connections to the brokers (SSL and SASL_SSL
 	// listeners).
 	TLS TLS `yaml:"tls" json:"tls" help:"TLS to the brokers (SSL and SASL_SSL listeners)"`
@@ -157,6 +161,9 @@ func (c *Config) checkKafka() error {
 	}
 	if err := c.checkOneOf("kafka.isolation_level"); err != nil {
 		return err
+	}
+	if strings.ContainsFunc(k.Rack, unicode.IsControl) || len(k.Rack) > 255 {
+		return c.bad("kafka.rack", "must be printable text of at most 255 bytes", nil)
 	}
 	if err := c.checkTLS("kafka.tls", k.TLS); err != nil {
 		return err
@@ -356,6 +363,7 @@ func (c *Config) Sarama() (*sarama.Config, error) {
 	if c.Kafka.IsolationLevel == IsolationReadCommitted {
 		s.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
+	s.RackID = c.Kafka.Rack
 	needs := c.Kafka.TLS.Enable || c.Kafka.SASL.Mechanism != ""
 	if needs && !c.resolved() {
 		return nil, fmt.Errorf("%w: kafka: TLS or SASL configured but Resolve has not run", ErrConfig)

@@ -20,6 +20,7 @@ func TestValidateSecurity(t *testing.T) {
 	}{
 		{"kafka.client_id", func(c *Config) { c.Kafka.ClientID = "" }},
 		{"kafka.client_id", func(c *Config) { c.Kafka.ClientID = "two\nlines" }},
+		{"kafka.rack", func(c *Config) { c.Kafka.Rack = "two\nlines" }},
 		{"kafka.version", func(c *Config) { c.Kafka.Version = "two" }},
 		{"kafka.version", func(c *Config) { c.Kafka.Version = "0.10.0.0" }},
 		{"kafka.tls.ca_file", func(c *Config) { c.Kafka.TLS.CAFile = "/ca.pem" }},
@@ -305,6 +306,22 @@ func TestIsolationLevel(t *testing.T) {
 		}
 		if s.Consumer.IsolationLevel != tc.want {
 			t.Errorf("isolation_level %q: sarama's %v; want %v", tc.level, s.Consumer.IsolationLevel, tc.want)
+		}
+	}
+}
+
+// TestRack: kafka.rack reaches the sarama config the consumer's fetcher
+// reads (RackID); the default is none.
+func TestRack(t *testing.T) {
+	for _, rack := range []string{"", "eu-west-1b"} {
+		c := Default()
+		c.Kafka.Rack = rack
+		s, err := c.Sarama()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.RackID != rack {
+			t.Errorf("rack %q: sarama's RackID %q", rack, s.RackID)
 		}
 	}
 }

@@ -1,0 +1,147 @@
+package fetch_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/zkgroup/zkgroup/internal/fetch"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+// sentReq is one request as the fetcher's hook heard of it.
+type sentReq struct {
+	broker                          int32
+	kind, fetched, named, forgotten int
+}
+
+// requestLog keeps what a fetcher's hook hears.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []sentReq
+}
+
+func (r *requestLog) hook(broker int32, kind, fetched, named, forgotten int) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, sentReq{broker, kind, fetched, named, forgotten})
+	r.mu.Unlock()
+}
+
+// since returns the requests from the i-th on.
+func (r *requestLog) since(i int) []sentReq {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sentReq(nil), r.reqs[min(i, len(r.reqs)):]...)
+}
+
+func (r *requestLog) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reqs)
+}
+
+// TestSessionIdlePartitions: with fetch sessions, what a request names
+// does not grow with idle partitions. One partition takes writes while
+// 10, then 999 idle partitions of the same broker are fetched beside it:
+// once a request has fetched them all (named them once, in the session's
+// full request or an incremental one that adds them), every incremental
+// request names at most the one active partition and forgets at most it;
+// every message is read exactly once. On Kafka 3.9 (ZooKeeper mode) and
+// Kafka 4 (KRaft).
+func TestSessionIdlePartitions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cluster func(testing.TB) *testcluster.Cluster
+	}{{"kafka3", testcluster.Shared}, {"kafka4", testcluster.SharedKRaft}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cluster(t) // (shared: started before the leak check)
+			checkLeaks(t)
+			testSessionIdle(t, c)
+		})
+	}
+}
+
+func testSessionIdle(t *testing.T, c *testcluster.Cluster) {
+	topic := testcluster.Name(t, "")
+	const P = 1000
+	createTopicOn(t, c, topic, P, 1)
+	client := newClient(t, c)
+	cfg := fetch.NewConfig()
+	cfg.MaxWait = 100 * time.Millisecond
+	f, err := fetch.New(client, cfg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log requestLog
+	fetch.SetRequestHook(f, log.hook)
+	t.Cleanup(func() { _ = f.Close() })
+
+	active, err := f.Add(topic, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &reader{t: t, p: active}
+	const perPhase = 200
+	phase := func(idle int32, from int32, want int) []sentReq {
+		t.Helper()
+		start := log.len()
+		for i := from; i < idle+1; i++ {
+			if _, err := f.Add(topic, i, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 10 {
+			produceSized(t, c, topic, []int32{0}, perPhase/10, 100, 10, sarama.CompressionNone)
+			r.readN(len(r.recs)+perPhase/10, time.Minute)
+		}
+		if len(r.recs) != want {
+			t.Fatalf("read %d records; want %d", len(r.recs), want)
+		}
+		return log.since(start)
+	}
+	check := func(name string, reqs []sentReq, total int) {
+		t.Helper()
+		all := -1 // the first request that fetched every partition
+		steady, withP0 := 0, 0
+		for i, q := range reqs {
+			if q.kind == fetch.KindSessionless {
+				t.Errorf("%s: request %d: sessionless (%+v)", name, i, q)
+			}
+			if all < 0 {
+				if q.fetched == total {
+					all = i
+				}
+				continue
+			}
+			if q.kind != fetch.KindIncremental {
+				t.Errorf("%s: request %d after the session held every partition: %+v", name, i, q)
+				continue
+			}
+			steady++
+			if q.named > 1 || q.forgotten > 1 {
+				t.Errorf("%s: incremental request %d names %d partitions and forgets %d (fetches %d); want at most the active one", name, i, q.named, q.forgotten, q.fetched)
+			}
+			withP0 += q.named
+		}
+		if all < 0 {
+			t.Fatalf("%s: no request fetched all %d partitions: %+v", name, total, reqs)
+		}
+		if steady < 5 || withP0 < 3 {
+			t.Errorf("%s: %d incremental requests after the session held every partition, %d naming the active one; want more", name, steady, withP0)
+		}
+		t.Logf("%s: %d requests, %d incremental after all %d partitions were in the session, naming %d partitions in all", name, len(reqs), steady, total, withP0)
+	}
+	check("10 idle", phase(10, 1, perPhase), 11)
+	check("999 idle", phase(P-1, 11, 2*perPhase), P)
+	// Exactly once: offsets 0..n-1 in strictly increasing order.
+	if first, last := r.recs[0].offset, r.recs[len(r.recs)-1].offset; first != 0 || last != int64(len(r.recs)-1) {
+		t.Errorf("offsets %d..%d over %d records", first, last, len(r.recs))
+	}
+	st := f.Stats()
+	t.Logf("stats: %+v", st)
+	if st.Full < 1 || st.Incremental < 20 || st.SessionErrors != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+}
