@@ -27,3 +27,12 @@ var ErrConfig = errors.New("zkgroup: invalid config")
 // no more until it is restarted with a larger cap. manager.ErrReplyTooLarge is this same value. It is a
 // read-only value, safe for concurrent use.
 var ErrReplyTooLarge = errors.New("zkgroup: ZooKeeper reply over the member's reply cap")
+
+// ErrLogTruncated is wrapped by the error of a partition whose log was
+// truncated below the consumer's position (an unclean leader election:
+// records already read are not in the new leader's log, and the records
+// the new leader writes there were never read). The message gives the
+// position and the new log end. partition.ErrTruncated and
+// manager.ErrTruncated are this same value. It is a read-only value,
+// safe for concurrent use.
+var ErrLogTruncated = errors.New("zkgroup: partition log truncated below the position")

@@ -65,4 +65,5 @@ var (
 	ErrReset     = partition.ErrReset
 	ErrStopped   = partition.ErrStopped
 	ErrDrainLate = partition.ErrDrainLate
+	ErrTruncated = partition.ErrTruncated
 )

@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"github.com/zkgroup/zkgroup"
 
 	"github.com/zkgroup/zkgroup/offsets"
 )
@@ -83,4 +84,10 @@ var (
 	ErrStopped = errors.New("partition: manager stopped")
 	// ErrDrainLate: the drain deadline passed with unacked messages.
 	ErrDrainLate = errors.New("partition: drain deadline passed with unacked messages")
+	// ErrTruncated: the partition's log was truncated below the position
+	// (an unclean leader election), reported with Op OpFetch and both
+	// offsets; the position is then reset after Config.Initial (OpReset
+	// follows). zkgroup.ErrLogTruncated, the same value. Detected with
+	// the Kafka protocol version 2.7 or later (Config.Sarama.Version).
+	ErrTruncated = zkgroup.ErrLogTruncated
 )

@@ -35,7 +35,7 @@ var (
 	// longer fetched until SetOffset gives it a new offset (the caller's
 	// reset policy). Detected with Fetch v12 (the client's Kafka version
 	// 2.7 or later).
-	ErrLogTruncated = errors.New("fetch: log truncated below the fetch position")
+	ErrLogTruncated = zkgroup.ErrLogTruncated
 	// ErrFetch wraps a transient trouble reported to a partition (a leader
 	// move, a broker connection lost, an unexpected broker error): the
 	// partition keeps being fetched, from its new leader if it moved.

@@ -17,6 +17,7 @@ var (
 	ErrReset     = public.ErrReset
 	ErrStopped   = public.ErrStopped
 	ErrDrainLate = public.ErrDrainLate
+	ErrTruncated = public.ErrTruncated
 )
 
 // commitError wraps err, the failure to commit offset next, in ErrCommit

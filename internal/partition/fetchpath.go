@@ -115,6 +115,10 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 		switch {
 		case errors.Is(err, fetch.ErrOffsetOutOfRange):
 			m.fetchErrors.Add(1)
+			if errors.Is(err, fetch.ErrLogTruncated) { // both offsets are in err; the reset follows
+				m.log.Warn("partition log truncated below the position", "error", err)
+				m.report("fetch", err)
+			}
 			return next, true, false
 		case errors.Is(err, fetch.ErrClosed):
 			return next, false, true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -459,4 +460,32 @@ func TestManagerCompactedShares(t *testing.T) {
 	if c := store.get(0); c != 23 {
 		t.Errorf("committed %d after the last offset acked, want 23", c)
 	}
+}
+
+// TestManagerTruncationReported: a truncation below the position (an
+// unclean leader election, found by the fetcher) is reported with Op fetch,
+// wrapping ErrTruncated with both offsets, before the reset the Initial
+// policy makes of it.
+func TestManagerTruncationReported(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	rep := make(reports, 10)
+	m, _, _, out := setupBatches(t, 10, NewConfig(), func(p *Params) { p.Report = rep.report })
+	b := recvBatch(t, out)
+	f := fakeOf(m.p)
+	next := b.LastOffset() + 1
+	if !f.fail(0, &fetch.TruncationError{Topic: "t", Partition: 0, Offset: next, EndOffset: next - 3}) {
+		t.Fatal("no open fetch to fail")
+	}
+	err := rep.next(t)
+	var pe *Error
+	if !errors.Is(err, ErrTruncated) || !errors.As(err, &pe) || pe.Op != "fetch" {
+		t.Fatalf("reported %v; want a fetch *Error wrapping ErrTruncated", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("position %d", next)) || !strings.Contains(msg, fmt.Sprintf("ends at %d", next-3)) {
+		t.Errorf("report %q does not give both offsets", msg)
+	}
+	if err := rep.next(t); !errors.Is(err, ErrReset) {
+		t.Errorf("then reported %v, want the reset", err)
+	}
+	_ = m.Stop(false)
 }
