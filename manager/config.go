@@ -13,18 +13,11 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
 )
-
-// ErrConfig reports an invalid Config or Join argument; the message names
-// the field. It is zkgroup.ErrConfig, the module's one sentinel for an
-// invalid configuration or argument: offsets.ErrConfig,
-// subscription.ErrConfig and assign.ErrConfig are the same value.
-var ErrConfig = zkgroup.ErrConfig
 
 // Bounds checked by Validate.
 const (

@@ -9,10 +9,6 @@ import (
 	"github.com/zkgroup/zkgroup/internal/partition"
 )
 
-// ErrNotOwned: a control call named a partition this member does not own
-// (or whose claim is not held yet).
-var ErrNotOwned = errors.New("manager: partition not owned")
-
 // Poll returns the next batch of the merged stream (ModeMerged), waiting
 // until one is fetched: nothing is handed out until asked. A batch is one
 // partition's messages, in offset order, checked against its ownership's

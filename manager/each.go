@@ -2,16 +2,11 @@ package manager
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"sync"
 
 	"github.com/zkgroup/zkgroup/internal/partition"
 )
-
-// ErrMode: a method of the other Config.Mode was called (Each, Poll in
-// ModePartitions; EachPartition in ModeMerged).
-var ErrMode = errors.New("manager: method does not apply to Config.Mode")
 
 // Each returns the consumer's loop (ModeMerged): every owned partition's
 // messages, one at a time, each partition's in offset order.

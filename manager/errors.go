@@ -46,3 +46,27 @@ func (e *NodeError) Error() string { return fmt.Sprintf("%s: %v", e.Path, e.Err)
 
 // Unwrap returns Err.
 func (e *NodeError) Unwrap() error { return e.Err }
+
+// ErrConfig reports an invalid Config or Join argument; the message names
+// the field. It is zkgroup.ErrConfig, the module's one sentinel for an
+// invalid configuration or argument: offsets.ErrConfig,
+// subscription.ErrConfig and assign.ErrConfig are the same value.
+var ErrConfig = zkgroup.ErrConfig
+
+// ErrNotOwned: a control call named a partition this member does not own
+// (or whose claim is not held yet).
+var ErrNotOwned = errors.New("manager: partition not owned")
+
+// ErrMode: a method of the other Config.Mode was called (Each, Poll in
+// ModePartitions; EachPartition in ModeMerged).
+var ErrMode = errors.New("manager: method does not apply to Config.Mode")
+
+// ErrIncompatibleMember: a member that publishes no assignment strategy
+// (Kafka's old high-level consumer) would compute another assignment than
+// the group's members (see IncompatibleMemberError).
+var ErrIncompatibleMember = errors.New("manager: a member publishing no strategy computes another assignment")
+
+// ErrKafkaUnreachable: a request to Kafka's offset store was not sent, or
+// was abandoned, because Kafka has not answered the member's probes for
+// Config.KafkaUnreachableTimeout.
+var ErrKafkaUnreachable = errors.New("manager: kafka unreachable")

@@ -2,7 +2,6 @@ package manager
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,11 +11,6 @@ import (
 	"github.com/zkgroup/zkgroup/manager/assign"
 	"github.com/zkgroup/zkgroup/subscription"
 )
-
-// ErrIncompatibleMember: a member that publishes no assignment strategy
-// (Kafka's old high-level consumer) would compute another assignment than
-// the group's members (see IncompatibleMemberError).
-var ErrIncompatibleMember = errors.New("manager: a member publishing no strategy computes another assignment")
 
 // IncompatibleMemberError reports a member of the group that publishes no
 // assignment strategy, as Kafka's old high-level consumer

@@ -482,11 +482,6 @@ func (p *kafkaProbe) close() {
 	}
 }
 
-// ErrKafkaUnreachable: a request to Kafka's offset store was not sent, or
-// was abandoned, because Kafka has not answered the member's probes for
-// Config.KafkaUnreachableTimeout.
-var ErrKafkaUnreachable = errors.New("manager: kafka unreachable")
-
 // newKafkaWatch sets up the probing of Kafka for the consumer: the brokers
 // of the fetching client (seeds before it knows any) and, with Kafka
 // offset storage, the group's coordinator. It returns st, bounded by the
