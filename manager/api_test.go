@@ -700,7 +700,7 @@ func TestExamples(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- tc.run(ctx, c.ZooKeeperConnect(), group, sub, apiConfig(t)) }()
-			awaitCommittedAtEnd(t, c, group, topic, 3)
+			testcluster.AwaitCommittedAtEnd(t, c, group, topic, 3)
 			cancel()
 			select {
 			case err := <-done:

@@ -307,7 +307,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 		t.Errorf("close: %v", err)
 	}
 	<-done
-	hwm := awaitCommittedAtEnd(t, c, group, topic, parts)
+	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	for p := int32(0); p < parts; p++ {
 		if hwm[p] != per {
 			t.Errorf("partition %d: log-end %d, want %d", p, hwm[p], per)

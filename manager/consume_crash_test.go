@@ -238,7 +238,7 @@ func TestConsumeCrashNoLoss(t *testing.T) {
 	t.Logf("survivors took over in %v after the kill", took)
 	n := prod.halt(t)
 	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
-	hwm := awaitCommittedAtEnd(t, c, group, topic, parts)
+	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	a.close(t)
 	b.close(t)
 

@@ -272,34 +272,6 @@ func newTopic(t *testing.T, c *testcluster.Cluster, parts int32) (topic, group s
 	return topic, group, sub
 }
 
-// awaitCommittedAtEnd waits until the group's Kafka-committed offsets equal
-// the log-end offsets and returns the latter.
-func awaitCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
-	t.Helper()
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[int32]int64
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got = committed(t, c, group, topic, parts)
-		same := true
-		for p := int32(0); p < parts; p++ {
-			if got[p] != hwm[p] {
-				same = false
-			}
-		}
-		if same {
-			return hwm
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v never reached the log-end offsets %v", got, hwm)
-		}
-		time.Sleep(200 * time.Millisecond) // polling Kafka: no event to wait on
-	}
-}
-
 // checkCommitted fails t unless the Kafka-committed offsets equal want.
 func checkCommitted(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32, want map[int32]int64) {
 	t.Helper()

@@ -37,7 +37,7 @@ func TestConsume100kRandomAcks(t *testing.T) {
 	await(t, 60*time.Second, "a, b, c balanced", func() bool { return poolBalanced(parts, a, b, cc) })
 	await(t, 5*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
 	t.Logf("consumed %d messages in %v", n, time.Since(start))
-	hwm := awaitCommittedAtEnd(t, c, group, topic, parts)
+	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	lost := sessions.lost()
 
 	ins := []*poolInstance{a, b, cc}

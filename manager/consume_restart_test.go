@@ -55,7 +55,7 @@ func TestConsumeCleanRestartNoDuplicates(t *testing.T) {
 
 	n := prod.halt(t)
 	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
-	hwm := awaitCommittedAtEnd(t, c, group, topic, parts)
+	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	for _, in := range all() {
 		in.close(t)
 	}

@@ -263,7 +263,7 @@ func TestConsumePartitionStreams(t *testing.T) {
 
 	n := prod.halt(t)
 	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
-	hwm := awaitCommittedAtEnd(t, c, group, topic, parts)
+	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	a.close(t)
 	// EachPartition ends by itself after Close (its context never ends
 	// here: a loop that waited would hang the test, hence the timeout).

@@ -19,16 +19,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
 
 // testLogger logs through t.Log.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(logcheck.Check(t, slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t testing.TB) *slog.Logger { return logcheck.TestLogger(t, slog.LevelDebug) }
 
 // verifyNoLeaks, called at the start of a test (after testcluster.Shared),
 // fails the test if goroutines started during it still run after its

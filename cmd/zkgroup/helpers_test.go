@@ -368,22 +368,7 @@ func httpGet(url string) (string, error) {
 // interval), then checks it as checkCommittedAtEnd does.
 func awaitCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
 	t.Helper()
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	await(t, 60*time.Second, "every partition committed at its log end", func() bool {
-		committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
-		if err != nil {
-			return false
-		}
-		for p := int32(0); p < parts; p++ {
-			if committed[p] != hwm[p] {
-				return false
-			}
-		}
-		return true
-	})
+	testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	return checkCommittedAtEnd(t, c, group, topic, parts)
 }
 

@@ -270,3 +270,29 @@ func Check(t TB, next slog.Handler) *Handler {
 	})
 	return NewHandler(next, rec)
 }
+
+// LogTB is what TestLogger needs of a test: TB, and Log.
+type LogTB interface {
+	TB
+	Log(args ...any)
+}
+
+// TestLogger returns a text logger, at level, that writes through tb.Log
+// and fails tb on a record with a repeated key (Check). Only for loggers
+// that nothing uses once the test returned: tb.Log panics then.
+func TestLogger(tb LogTB, level slog.Level) *slog.Logger {
+	return slog.New(Check(tb, slog.NewTextHandler(&tbWriter{tb: tb}, &slog.HandlerOptions{Level: level})))
+}
+
+// tbWriter writes each record as one tb.Log line. Safe for concurrent use.
+type tbWriter struct {
+	mu sync.Mutex
+	tb LogTB
+}
+
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

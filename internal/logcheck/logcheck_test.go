@@ -72,3 +72,33 @@ func TestJSONKeys(t *testing.T) {
 		t.Errorf("slog line %s: %v %v", buf.String(), got, err)
 	}
 }
+
+// fakeTB records what a TestLogger does with its test.
+type fakeTB struct {
+	logs, errs []string
+	cleanups   []func()
+}
+
+func (f *fakeTB) Helper()                        {}
+func (f *fakeTB) Cleanup(fn func())              { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Errorf(format string, _ ...any) { f.errs = append(f.errs, format) }
+func (f *fakeTB) Log(args ...any)                { f.logs = append(f.logs, args[0].(string)) }
+
+// TestTestLogger: records at the level and above become one Log line each;
+// a repeated key fails the test at its cleanup.
+func TestTestLogger(t *testing.T) {
+	tb := &fakeTB{}
+	log := TestLogger(tb, slog.LevelInfo)
+	log.Debug("hidden")
+	log.Info("shown", "k", 1)
+	log.With("k", 1).Info("repeated", "k", 2)
+	if len(tb.logs) != 2 || !strings.Contains(tb.logs[0], "msg=shown k=1") || strings.HasSuffix(tb.logs[0], "\n") {
+		t.Errorf("logged %q", tb.logs)
+	}
+	for _, fn := range tb.cleanups {
+		fn()
+	}
+	if len(tb.errs) != 1 {
+		t.Errorf("errors at cleanup %q; want the repeated key", tb.errs)
+	}
+}

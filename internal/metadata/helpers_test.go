@@ -1,12 +1,10 @@
 package metadata_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,21 +76,7 @@ func preferred(t *testing.T, s metadata.Snapshot) {
 }
 
 // testLogger logs through t.Log.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(logcheck.Check(t, slog.NewTextHandler(&tWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
-}
-
-type tWriter struct {
-	mu sync.Mutex
-	t  *testing.T
-}
-
-func (w *tWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return logcheck.TestLogger(t, slog.LevelInfo) }
 
 // only selects the given topics.
 func only(topics ...string) func(string) bool {

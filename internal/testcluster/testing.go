@@ -223,3 +223,31 @@ func FreePort(tb testing.TB) int {
 	}
 	return ports[0]
 }
+
+// AwaitCommittedAtEnd waits, up to a minute, until the group's
+// Kafka-committed offset of every partition of topic is its log end, for
+// members still running (they commit on their own interval), and returns
+// the log ends; it fails tb, with both, when they never meet.
+func AwaitCommittedAtEnd(tb testing.TB, c *Cluster, group, topic string, parts int32) map[int32]int64 {
+	tb.Helper()
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var got map[int32]int64
+	if !Poll(60*time.Second, 100*time.Millisecond, func() bool { // polling Kafka: no event to wait on
+		got, err = c.CommittedOffsets(context.Background(), group, topic, parts)
+		if err != nil {
+			return false
+		}
+		for p := int32(0); p < parts; p++ {
+			if got[p] != hwm[p] {
+				return false
+			}
+		}
+		return true
+	}) {
+		tb.Fatalf("committed offsets %v (last error %v) never reached the log ends %v", got, err, hwm)
+	}
+	return hwm
+}
