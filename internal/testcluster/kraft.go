@@ -24,11 +24,18 @@ import (
 const storageToolClass = "kafka.tools.StorageTool"
 
 // newClusterID returns a random Kafka cluster id: 16 bytes, URL-safe
-// base64 without padding, as kafka-storage random-uuid prints.
+// base64 without padding, as kafka-storage random-uuid prints, and, as
+// Kafka's own Uuid.randomUuid does, never one that starts with '-': the
+// storage tool's argument parser would take it for an option (one start
+// in 64 failed so).
 func newClusterID() string {
 	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	for {
+		_, _ = rand.Read(b)
+		if id := base64.RawURLEncoding.EncodeToString(b); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // setupKRaft writes the configuration of every node (combined broker and

@@ -51,3 +51,20 @@ func TestKRaftRestartsStuckNode(t *testing.T) {
 		}
 	}
 }
+
+// TestNewClusterID: ids are 22 characters of URL-safe base64 and never
+// start with '-' (the storage tool would take one for an option), over
+// enough draws that a leading '-' (1 in 64) would have come many times.
+func TestNewClusterID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 5000 {
+		id := newClusterID()
+		if len(id) != 22 || id[0] == '-' || strings.ContainsAny(id, "+/=") {
+			t.Fatalf("cluster id %q", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 5000 {
+		t.Errorf("%d distinct ids of 5000", len(seen))
+	}
+}
