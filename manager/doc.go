@@ -108,8 +108,10 @@
 // Reads: a rebalance reads the member list and every owner node of the
 // subscription, in ZooKeeper multiRead requests of up to 256 nodes
 // (ZooKeeper 3.6 and later; ZooKeeper serves each in one pass): 4
-// requests at 1,000 partitions. It keeps no copy and sets no watch on
-// them. On an older server it reads them one by one.
+// requests at 1,000 partitions, with the list of restart markers read
+// beside the members' (see Config.RestartGrace). It keeps no copy and sets
+// no watch on the owner nodes. On an older server it reads them one by
+// one.
 //
 // Commits: every Config.Partition.CommitInterval, one request per
 // coordinator carries the acked offsets of every owned partition; the

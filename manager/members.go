@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -42,16 +43,24 @@ type member struct {
 // member away (see Config.RestartGrace), with the registration its marker
 // holds.
 func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, <-chan zk.Event, error) {
+	// The two lists are read at once: one round trip.
+	var (
+		markers []string
+		sch     <-chan zk.Event
+		serr    error
+		read    sync.WaitGroup
+	)
+	read.Go(func() { markers, _, sch, serr = s.ChildrenW(zkdata.StaticPath(group)) })
 	ids, _, ch, err := s.ChildrenW(zkdata.IDsPath(group))
+	read.Wait()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	markers, _, sch, err := s.ChildrenW(zkdata.StaticPath(group))
-	if errors.Is(err, zk.ErrNoNode) {
-		markers, sch, err = nil, nil, nil // a group no static member joined since its creation
+	if errors.Is(serr, zk.ErrNoNode) {
+		markers, sch, serr = nil, nil, nil // a group created before restart markers existed
 	}
-	if err != nil {
-		return nil, ch, nil, err
+	if serr != nil {
+		return nil, ch, nil, serr
 	}
 	sort.Strings(ids)
 	paths := make([]string, len(ids), len(ids)+len(markers))

@@ -238,8 +238,11 @@ func (f *forwarder) run(src <-chan *partition.Handout) {
 func (f *forwarder) forward(e entry, suspended *<-chan struct{}) {
 	b := e.b
 	_, halt, _ := b.Watch()
+	// One context for the call: a request cancels it, which matters only
+	// to a Pass that waits on a suspended session, and then this returns.
+	ctx := f.passCtx()
 	for e.i < len(b.Messages) {
-		switch b.Pass(f.passCtx(), e.i) {
+		switch b.Pass(ctx, e.i) {
 		case partition.PassOK:
 		case partition.PassCancelled: // a Stop is waiting
 			f.pending = append([]entry{e}, f.pending...)
