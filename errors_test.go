@@ -39,7 +39,7 @@ func (s sentinel) doc() string { return s.pkg + "." + s.name }
 // TestOneSentinelPerMeaning holds the rules of docs/errors.md over every
 // exported Err* variable of the module (tests and the bench module
 // aside): no ErrInvalid* spelling; every ErrConfig is this package's
-// value; each errors.New text starts with its package's name and, that
+// value; public sentinels of one name are one value; each errors.New text starts with its package's name and, that
 // prefix aside, is unique (one sentinel per meaning); only ErrConfig says
 // "invalid" or "bad"; a public package never re-exports an internal
 // package's sentinel (go doc would name the internal package); and every
@@ -86,6 +86,41 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 				s.pos, s.doc(), s.text, o.doc(), o.text, o.pos)
 		}
 		byText[norm] = s
+	}
+	// One value per name: public sentinels that share a name resolve (through
+	// their `= pkg.ErrX` re-declarations) to one declaration.
+	byKey := map[string]sentinel{}
+	for _, s := range sentinels {
+		byKey[s.key()] = s
+	}
+	resolve := func(s sentinel) sentinel {
+		for range len(sentinels) {
+			dir, ok := strings.CutPrefix(s.sel[0], "github.com/zkgroup/zkgroup")
+			if s.sel[0] == "" || !ok {
+				return s
+			}
+			dir = strings.TrimPrefix(dir, "/")
+			if dir == "" {
+				dir = "."
+			}
+			next, ok := byKey[dir+"."+s.sel[1]]
+			if !ok {
+				return s
+			}
+			s = next
+		}
+		return s
+	}
+	byName := map[string]sentinel{}
+	for _, s := range sentinels {
+		if !s.public || exempt(s) {
+			continue
+		}
+		if o, dup := byName[s.name]; dup && resolve(o).key() != resolve(s).key() {
+			t.Errorf("%s: %s and %s (%s) are two values under one name: re-declare one as the other, or rename the one that means something else",
+				s.pos, s.doc(), o.doc(), o.pos)
+		}
+		byName[s.name] = s
 	}
 	for k := range pending {
 		if !used[k] {

@@ -374,8 +374,8 @@ func (m *Manager) startPosition() (int64, bool) {
 			return 0, false
 		default:
 		}
-		if !errors.Is(err, offsets.ErrFetch) {
-			err = fmt.Errorf("%w: %w", offsets.ErrFetch, err)
+		if !errors.Is(err, offsets.ErrFetchOffset) {
+			err = fmt.Errorf("%w: %w", offsets.ErrFetchOffset, err)
 		}
 		m.report(public.OpStart, fmt.Errorf("reading the committed offset: %w", err))
 		m.log.Warn("reading the committed offset failed; retrying", "error", err)
