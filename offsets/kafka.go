@@ -114,7 +114,7 @@ type KafkaStore struct {
 	parts     map[TopicPartition]*kpart   // managed partitions
 	sending   map[TopicPartition]struct{} // written by the round under way
 	roundDone chan struct{}               // closed when the round under way ends
-	hold      *KafkaHold                  // while set, no Commit or Reset is taken into a round (kafka_hold.go)
+	hold      *kafkaHold                  // while set, no Commit or Reset is taken into a round (kafka_hold.go)
 
 	stats kafkaCounters
 

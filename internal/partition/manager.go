@@ -353,7 +353,7 @@ func (m *Manager) newBackoff() *retry.Backoff {
 // A Halt or Stop ends the read at once (dyingCtx): Stop must not wait
 // for it, and at Close the offset store holds its reads for the final
 // commits' round, which waits for this manager to stop (see
-// offsets.KafkaStore.Hold).
+// offsets/kafka_hold.go).
 func (m *Manager) startPosition() (int64, bool) {
 	b := m.newBackoff()
 	for {
