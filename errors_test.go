@@ -14,12 +14,6 @@ import (
 	"testing"
 )
 
-// pending exempts sentinels that are being moved and do not follow the
-// rules yet. Keys are "<dir>.<Name>". Delete an entry once its sentinel
-// follows the rules; an entry that matches nothing any more is only
-// logged.
-var pending = map[string]string{}
-
 // sentinel is one exported package-level Err* variable of the module.
 type sentinel struct {
 	dir    string // package directory relative to the module root, "." for the root
@@ -49,23 +43,15 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 	if len(sentinels) < 30 {
 		t.Fatalf("found only %d sentinels: the scan is broken", len(sentinels))
 	}
-	used := map[string]bool{}
-	exempt := func(s sentinel) bool {
-		if _, ok := pending[s.key()]; ok {
-			used[s.key()] = true
-			return true
-		}
-		return false
-	}
 	byText := map[string]sentinel{}
 	for _, s := range sentinels {
 		if strings.HasPrefix(s.name, "ErrInvalid") {
 			t.Errorf("%s: %s: an invalid config or argument is ErrConfig (= zkgroup.ErrConfig), not a spelling of its own", s.pos, s.name)
 		}
-		if s.name == "ErrConfig" && s.dir != "." && s.sel != [2]string{"github.com/zkgroup/zkgroup", "ErrConfig"} && !exempt(s) {
+		if s.name == "ErrConfig" && s.dir != "." && s.sel != [2]string{"github.com/zkgroup/zkgroup", "ErrConfig"} {
 			t.Errorf("%s: %s.ErrConfig must be declared as zkgroup.ErrConfig, the module's one value for it", s.pos, s.pkg)
 		}
-		if s.public && strings.Contains(s.sel[0], "/internal/") && !exempt(s) {
+		if s.public && strings.Contains(s.sel[0], "/internal/") {
 			t.Errorf("%s: public %s = %s.%s names an internal package in go doc and cannot be documented there",
 				s.pos, s.doc(), s.sel[0], s.sel[1])
 		}
@@ -77,11 +63,11 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 			t.Errorf("%s: %s's text %q does not start with %q", s.pos, s.name, s.text, s.pkg+": ")
 			continue
 		}
-		if s.dir != "." && regexp.MustCompile(`(?i)\b(invalid|bad)\b`).MatchString(rest) && !exempt(s) {
+		if s.dir != "." && regexp.MustCompile(`(?i)\b(invalid|bad)\b`).MatchString(rest) {
 			t.Errorf("%s: %s %q: an invalid config or argument is ErrConfig (= zkgroup.ErrConfig)", s.pos, s.doc(), s.text)
 		}
 		norm := strings.ToLower(rest)
-		if o, dup := byText[norm]; dup && !exempt(s) && !exempt(o) {
+		if o, dup := byText[norm]; dup {
 			t.Errorf("%s: %s %q means what %s %q means (%s): declare one and re-declare it as that value",
 				s.pos, s.doc(), s.text, o.doc(), o.text, o.pos)
 		}
@@ -113,7 +99,7 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 	}
 	byName := map[string]sentinel{}
 	for _, s := range sentinels {
-		if !s.public || exempt(s) {
+		if !s.public {
 			continue
 		}
 		if o, dup := byName[s.name]; dup && resolve(o).key() != resolve(s).key() {
@@ -121,11 +107,6 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 				s.pos, s.doc(), o.doc(), o.pos)
 		}
 		byName[s.name] = s
-	}
-	for k := range pending {
-		if !used[k] {
-			t.Logf("pending entry %s matches nothing any more: delete it", k)
-		}
 	}
 
 	table, err := os.ReadFile("docs/errors.md")
