@@ -36,3 +36,10 @@ var ErrReplyTooLarge = errors.New("zkgroup: ZooKeeper reply over the member's re
 // manager.ErrTruncated are this same value. It is a read-only value,
 // safe for concurrent use.
 var ErrLogTruncated = errors.New("zkgroup: partition log truncated below the position")
+
+// ErrClosed is returned (wrapped) by a method called on something already
+// closed or closing: a manager.Consumer after Close or Interrupt, an offset
+// store after its Close. manager.ErrClosed and offsets.ErrClosed are this
+// same value, so one errors.Is test covers a consumer and the store it
+// commits through. It is a read-only value, safe for concurrent use.
+var ErrClosed = errors.New("zkgroup: closed")

@@ -14,12 +14,6 @@ import (
 	"testing"
 )
 
-// pending exempts sentinels that are being moved and do not follow the
-// rules yet. Keys are "<dir>.<Name>". Delete an entry once its sentinel
-// follows the rules; an entry that matches nothing any more is only
-// logged.
-var pending = map[string]string{}
-
 // sentinel is one exported package-level Err* variable of the module.
 type sentinel struct {
 	dir    string // package directory relative to the module root, "." for the root
@@ -39,7 +33,7 @@ func (s sentinel) doc() string { return s.pkg + "." + s.name }
 // TestOneSentinelPerMeaning holds the rules of docs/errors.md over every
 // exported Err* variable of the module (tests and the bench module
 // aside): no ErrInvalid* spelling; every ErrConfig is this package's
-// value; each errors.New text starts with its package's name and, that
+// value; public sentinels of one name are one value; each errors.New text starts with its package's name and, that
 // prefix aside, is unique (one sentinel per meaning); only ErrConfig says
 // "invalid" or "bad"; a public package never re-exports an internal
 // package's sentinel (go doc would name the internal package); and every
@@ -49,23 +43,15 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 	if len(sentinels) < 30 {
 		t.Fatalf("found only %d sentinels: the scan is broken", len(sentinels))
 	}
-	used := map[string]bool{}
-	exempt := func(s sentinel) bool {
-		if _, ok := pending[s.key()]; ok {
-			used[s.key()] = true
-			return true
-		}
-		return false
-	}
 	byText := map[string]sentinel{}
 	for _, s := range sentinels {
 		if strings.HasPrefix(s.name, "ErrInvalid") {
 			t.Errorf("%s: %s: an invalid config or argument is ErrConfig (= zkgroup.ErrConfig), not a spelling of its own", s.pos, s.name)
 		}
-		if s.name == "ErrConfig" && s.dir != "." && s.sel != [2]string{"github.com/zkgroup/zkgroup", "ErrConfig"} && !exempt(s) {
+		if s.name == "ErrConfig" && s.dir != "." && s.sel != [2]string{"github.com/zkgroup/zkgroup", "ErrConfig"} {
 			t.Errorf("%s: %s.ErrConfig must be declared as zkgroup.ErrConfig, the module's one value for it", s.pos, s.pkg)
 		}
-		if s.public && strings.Contains(s.sel[0], "/internal/") && !exempt(s) {
+		if s.public && strings.Contains(s.sel[0], "/internal/") {
 			t.Errorf("%s: public %s = %s.%s names an internal package in go doc and cannot be documented there",
 				s.pos, s.doc(), s.sel[0], s.sel[1])
 		}
@@ -77,20 +63,50 @@ func TestOneSentinelPerMeaning(t *testing.T) {
 			t.Errorf("%s: %s's text %q does not start with %q", s.pos, s.name, s.text, s.pkg+": ")
 			continue
 		}
-		if s.dir != "." && regexp.MustCompile(`(?i)\b(invalid|bad)\b`).MatchString(rest) && !exempt(s) {
+		if s.dir != "." && regexp.MustCompile(`(?i)\b(invalid|bad)\b`).MatchString(rest) {
 			t.Errorf("%s: %s %q: an invalid config or argument is ErrConfig (= zkgroup.ErrConfig)", s.pos, s.doc(), s.text)
 		}
 		norm := strings.ToLower(rest)
-		if o, dup := byText[norm]; dup && !exempt(s) && !exempt(o) {
+		if o, dup := byText[norm]; dup {
 			t.Errorf("%s: %s %q means what %s %q means (%s): declare one and re-declare it as that value",
 				s.pos, s.doc(), s.text, o.doc(), o.text, o.pos)
 		}
 		byText[norm] = s
 	}
-	for k := range pending {
-		if !used[k] {
-			t.Logf("pending entry %s matches nothing any more: delete it", k)
+	// One value per name: public sentinels that share a name resolve (through
+	// their `= pkg.ErrX` re-declarations) to one declaration.
+	byKey := map[string]sentinel{}
+	for _, s := range sentinels {
+		byKey[s.key()] = s
+	}
+	resolve := func(s sentinel) sentinel {
+		for range len(sentinels) {
+			dir, ok := strings.CutPrefix(s.sel[0], "github.com/zkgroup/zkgroup")
+			if s.sel[0] == "" || !ok {
+				return s
+			}
+			dir = strings.TrimPrefix(dir, "/")
+			if dir == "" {
+				dir = "."
+			}
+			next, ok := byKey[dir+"."+s.sel[1]]
+			if !ok {
+				return s
+			}
+			s = next
 		}
+		return s
+	}
+	byName := map[string]sentinel{}
+	for _, s := range sentinels {
+		if !s.public {
+			continue
+		}
+		if o, dup := byName[s.name]; dup && resolve(o).key() != resolve(s).key() {
+			t.Errorf("%s: %s and %s (%s) are two values under one name: re-declare one as the other, or rename the one that means something else",
+				s.pos, s.doc(), o.doc(), o.pos)
+		}
+		byName[s.name] = s
 	}
 
 	table, err := os.ReadFile("docs/errors.md")

@@ -9,7 +9,9 @@ import (
 
 // Sentinel errors.
 var (
-	ErrClosed = errors.New("manager: consumer closed")
+	// ErrClosed (zkgroup.ErrClosed, offsets.ErrClosed): the consumer is
+	// closed or closing.
+	ErrClosed = zkgroup.ErrClosed
 	ErrJoin   = errors.New("manager: join failed")
 	// ErrBadRegistration: a member's node under /consumers/<group>/ids
 	// cannot be read as a registration; that member is given no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/zkgroup/zkgroup/internal/offsetslink"
 	"github.com/zkgroup/zkgroup/offsets"
 )
 
@@ -12,7 +13,7 @@ import (
 // OffsetFetch (the read-back) for all of them. Without it, the partition
 // whose drain ended first had its final commit sent in a round of its own,
 // and the others waited for that round to end before theirs began: two
-// rounds, four round trips, where one round does (see offsets.KafkaHold).
+// rounds, four round trips, where one round does (see offsets/kafka_hold.go).
 // Nothing is committed later than before except by the other partitions'
 // drains: the hold ends once every stopping partition has queued its
 // final commit or stopped without one, and at the latest after
@@ -23,7 +24,7 @@ type finalCommits struct {
 	ks *offsets.KafkaStore // nil: offsets in ZooKeeper
 
 	mu      sync.Mutex
-	hold    *offsets.KafkaHold
+	hold    offsetslink.Holder
 	waiting map[TopicPartition]bool // stopping at Close, final commit not queued yet
 }
 
@@ -38,7 +39,7 @@ func (f *finalCommits) begin(tps []TopicPartition) {
 	for _, tp := range tps {
 		f.waiting[tp] = true
 	}
-	f.hold = f.ks.Hold(len(tps))
+	f.hold, _ = offsetslink.Hold(f.ks, len(tps))
 }
 
 // committing notes that tp's final commit is being queued (the store

@@ -29,12 +29,9 @@ type Stats struct {
 	// SessionTimeout is the session timeout the server granted (the
 	// asked Config.SessionTimeout until it has told).
 	SessionTimeout time.Duration
-	Rebalances     uint64
-	// LastRebalanceDuration: from the first change noticed to every
-	// assigned partition fetching, for the last rebalance that moved
-	// something (Rebalances[len-1].Took); zero before the first.
-	LastRebalanceDuration time.Duration
-	LastRebalanceApplied  time.Time
+	// Rebalances counts the assignments computed (most move nothing for
+	// this member; History keeps those that did).
+	Rebalances uint64
 	// LoopAt is when the consumer's manager loop last went round (it does
 	// at least once a second while it is not blocked): a heartbeat for
 	// watchdogs.
@@ -44,7 +41,7 @@ type Stats struct {
 	// most computations after the first move nothing for this member).
 	RebalancesByCause map[RebalanceCause]uint64
 	// History: the last 64 rebalances of this member that moved
-	// something, oldest first.
+	// something, oldest first (see LastRebalance).
 	History    []Rebalance
 	ClaimWaits int64
 	// Delivered and Acked count every message handed out and acked by this
@@ -129,9 +126,6 @@ func (c *Consumer) Stats() Stats {
 	s.IncompatibleMembers = slices.Clone(c.oldConflicts)
 	s.LoopAt = time.Unix(0, c.loopAt.Load())
 	s.MalformedTopics = c.malformedTopics.Load()
-	if n := len(c.history); n > 0 {
-		s.LastRebalanceDuration, s.LastRebalanceApplied = c.history[n-1].Took, c.history[n-1].Applied
-	}
 	tot := c.past
 	for _, sl := range c.slots {
 		pm := sl.pm.Load()
@@ -170,6 +164,17 @@ func (c *Consumer) Stats() Stats {
 	}
 	c.kafkaStats(&s)
 	return s
+}
+
+// LastRebalance returns the newest rebalance of History: when it applied
+// and how long it took from the first change noticed to every assigned
+// partition fetching. ok is false before the first rebalance that moved
+// something.
+func (s Stats) LastRebalance() (r Rebalance, ok bool) {
+	if len(s.History) == 0 {
+		return Rebalance{}, false
+	}
+	return s.History[len(s.History)-1], true
 }
 
 // partitionTotals adds up partition counters over ownerships.

@@ -114,7 +114,7 @@ type KafkaStore struct {
 	parts     map[TopicPartition]*kpart   // managed partitions
 	sending   map[TopicPartition]struct{} // written by the round under way
 	roundDone chan struct{}               // closed when the round under way ends
-	hold      *KafkaHold                  // while set, no Commit or Reset is taken into a round (kafka_hold.go)
+	hold      *kafkaHold                  // while set, no Commit or Reset is taken into a round (kafka_hold.go)
 
 	stats kafkaCounters
 
@@ -214,7 +214,7 @@ func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *
 
 // Fetch reads the partition's committed offset from the group coordinator
 // (not from a cache), in the next round together with the other Fetch
-// calls. ok is false when nothing is committed. Errors wrap ErrFetch (or
+// calls. ok is false when nothing is committed. Errors wrap ErrFetchOffset (or
 // ErrClosed). Safe for concurrent use; blocks until the coordinator
 // answers, CommitTimeout or ctx.
 func (s *KafkaStore) Fetch(ctx context.Context, topic string, partition int32) (int64, bool, error) {
@@ -233,7 +233,7 @@ func (s *KafkaStore) Fetch(ctx context.Context, topic string, partition int32) (
 	case errors.Is(err, ErrClosed):
 		return 0, false, partErr("fetch", topic, partition, err)
 	case err != nil:
-		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetch, err))
+		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetchOffset, err))
 	}
 	return o.items[0].next, o.items[0].ok, nil
 }

@@ -44,7 +44,7 @@ type kop struct {
 	ctx    context.Context
 	kind   kopKind
 	verify bool // read written entries back
-	single bool // a Commit or Reset (counted by a KafkaHold)
+	single bool // a Commit or Reset (counted by a kafkaHold)
 	items  []kitem
 	state  atomic.Int32
 	done   chan struct{}

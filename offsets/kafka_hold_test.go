@@ -6,8 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/offsetslink"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
+
+// TestKafkaHoldLinkOthers: offsetslink.Hold holds nothing but a KafkaStore.
+func TestKafkaHoldLinkOthers(t *testing.T) {
+	var nilStore *KafkaStore
+	for _, store := range []any{nil, nilStore, &ZooKeeperStore{}} {
+		if h, ok := offsetslink.Hold(store, 1); ok || h != nil {
+			t.Errorf("offsetslink.Hold(%T): %v, %v; want nil, false", store, h, ok)
+		}
+	}
+}
 
 // TestKafkaHold: commits queued under a hold, one after another, go out in
 // one round (one OffsetCommit, one read-back) once the expected number
@@ -37,11 +48,15 @@ func TestKafkaHold(t *testing.T) {
 		return &wg
 	}
 
-	// All expected calls come: one round.
+	// All expected calls come: one round. The hold is taken as manager
+	// takes it, through offsetslink.
 	before := s.Stats()
-	h := s.Hold(partitions)
+	hl, ok := offsetslink.Hold(s, partitions)
+	if !ok {
+		t.Fatal("offsetslink.Hold of a KafkaStore: not held")
+	}
 	commitAll([]int32{0, 1, 2, 3, 4, 5}, 10, 5*time.Millisecond).Wait()
-	h.Release()
+	hl.Release()
 	after := s.Stats()
 	if r, cr := after.Rounds-before.Rounds, after.CommitRequests-before.CommitRequests; r != 1 || cr != 1 {
 		t.Errorf("%d commits under a hold of %d: %d rounds, %d OffsetCommit requests; want 1 and 1", partitions, partitions, r, cr)
@@ -53,7 +68,7 @@ func TestKafkaHold(t *testing.T) {
 	// Two of four come, Fewer(2) says the others will not: the two go
 	// out together.
 	before = s.Stats()
-	h = s.Hold(4)
+	h := s.startHold(4)
 	wg := commitAll([]int32{0, 1}, 20, 5*time.Millisecond)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -70,7 +85,7 @@ func TestKafkaHold(t *testing.T) {
 	}
 
 	// Release ends a hold at once.
-	h = s.Hold(10)
+	h = s.startHold(10)
 	wg = commitAll([]int32{2}, 30, 0)
 	h.Release()
 	wg.Wait()
@@ -80,7 +95,7 @@ func TestKafkaHold(t *testing.T) {
 	// holds back the final commits the hold waits for), except a batch
 	// entry of a partition whose held Commit is queued before it: it
 	// stays behind that Commit.
-	h = s.Hold(2)
+	h = s.startHold(2)
 	defer h.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a round takes well under it
 	defer cancel()

@@ -550,7 +550,7 @@ func TestKafkaStoreMockFetchBatch(t *testing.T) {
 	}
 	// A group-level error fails every partition of the request.
 	m.set("OffsetFetchRequest", sarama.NewMockOffsetFetchResponse(t).SetError(sarama.ErrGroupAuthorizationFailed))
-	if _, _, err := s.Fetch(context.Background(), "t", 0); !errors.Is(err, ErrFetch) || !errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
+	if _, _, err := s.Fetch(context.Background(), "t", 0); !errors.Is(err, ErrFetchOffset) || !errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
 		t.Fatalf("fetch refused for the group: %v", err)
 	}
 }

@@ -27,7 +27,7 @@ import (
 // move an offset backwards whenever they land.
 type Store interface {
 	// Fetch returns the committed offset of a partition; ok is false when
-	// nothing is committed. Errors wrap ErrFetch (or ErrClosed).
+	// nothing is committed. Errors wrap ErrFetchOffset (or ErrClosed).
 	Fetch(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
 
 	// Commit stores next synchronously and durably: it returns nil only
@@ -97,11 +97,13 @@ type Offset struct {
 var (
 	// ErrCommit is wrapped by every failed Commit or Reset.
 	ErrCommit = errors.New("offsets: commit failed")
-	// ErrFetch is wrapped by every failed Fetch.
-	ErrFetch = errors.New("offsets: fetch failed")
+	// ErrFetchOffset is wrapped by every failed Fetch (reading a committed
+	// offset; fetching messages is partition.ErrFetch).
+	ErrFetchOffset = errors.New("offsets: reading the committed offset failed")
 	// ErrClosed is returned (wrapped) by every method of a closed store
-	// except Close.
-	ErrClosed = errors.New("offsets: store closed")
+	// except Close. It is zkgroup.ErrClosed (manager.ErrClosed is the
+	// same value).
+	ErrClosed = zkgroup.ErrClosed
 	// ErrRelease is wrapped by a Release that could not finish in time.
 	ErrRelease = errors.New("offsets: release failed")
 	// ErrConfig is wrapped by errors about bad arguments or configuration
@@ -117,7 +119,7 @@ var (
 )
 
 // PartitionError is the error of one store operation on one partition. It
-// unwraps to Err, which wraps ErrCommit, ErrFetch, ErrRelease, ErrClosed or
+// unwraps to Err, which wraps ErrCommit, ErrFetchOffset, ErrRelease, ErrClosed or
 // ErrConfig and the underlying cause. It is a plain value, safe for
 // concurrent reads.
 type PartitionError struct {

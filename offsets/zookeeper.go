@@ -107,14 +107,14 @@ func (s *ZooKeeperStore) check(topic string, partition int32, next int64, checkN
 
 // Fetch reads the partition's offset node. A missing node gives ok=false;
 // a node that does not hold a non-negative decimal gives an error wrapping
-// ErrFetch that names the path and the content.
+// ErrFetchOffset that names the path and the content.
 // Safe for concurrent use; blocks on one ZooKeeper round trip.
 func (s *ZooKeeperStore) Fetch(ctx context.Context, topic string, partition int32) (int64, bool, error) {
 	if err := s.check(topic, partition, 0, false); err != nil {
 		return 0, false, partErr("fetch", topic, partition, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetch, err))
+		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetchOffset, err))
 	}
 	path := zkdata.OffsetPath(s.group, topic, partition)
 	data, _, err := s.nodes.Get(path)
@@ -122,11 +122,11 @@ func (s *ZooKeeperStore) Fetch(ctx context.Context, topic string, partition int3
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: get %s: %w", ErrFetch, path, err))
+		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: get %s: %w", ErrFetchOffset, path, err))
 	}
 	next, err := s.parse(path, topic, partition, data)
 	if err != nil {
-		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetch, err))
+		return 0, false, partErr("fetch", topic, partition, fmt.Errorf("%w: %w", ErrFetchOffset, err))
 	}
 	return next, true, nil
 }

@@ -149,7 +149,7 @@ func TestZooKeeperStoreCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = s.Fetch(ctx, "orders", 2)
-	if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"oops"`) {
+	if !errors.Is(err, ErrFetchOffset) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"oops"`) {
 		t.Fatalf("fetch of bad data: %v", err)
 	}
 	if err := s.Commit(ctx, "orders", 2, 5); !errors.Is(err, ErrCommit) || !strings.Contains(err.Error(), `"oops"`) {

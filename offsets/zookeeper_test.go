@@ -372,7 +372,7 @@ func TestZooKeeperStoreBadData(t *testing.T) {
 			if err == nil || ok {
 				t.Fatalf("fetch of %q: ok=%v err=%v, want an error", bad, ok, err)
 			}
-			checkBadDataErr(t, err, ErrFetch, path, bad)
+			checkBadDataErr(t, err, ErrFetchOffset, path, bad)
 			err = s.Commit(context.Background(), "t", 2, 7)
 			checkBadDataErr(t, err, ErrCommit, path, bad)
 			if got, _ := f.data(path); got != bad {
@@ -536,8 +536,8 @@ func FuzzZooKeeperStoreFetch(f *testing.F) {
 		s := newTestZKStore(t, fz)
 		got, ok, err := s.Fetch(context.Background(), "t", 0)
 		if err != nil {
-			if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), path) {
-				t.Fatalf("error %v does not wrap ErrFetch and name %s", err, path)
+			if !errors.Is(err, ErrFetchOffset) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v does not wrap ErrFetchOffset and name %s", err, path)
 			}
 			return
 		}

@@ -11,7 +11,7 @@ import (
 // Error is the error of one partition, on manager.Consumer.Errors() or
 // returned by a call on it: its topic, partition and operation, unwrapping
 // to the cause. The cause wraps one of ErrFetch, ErrCommit
-// (offsets.ErrCommit), offsets.ErrFetch, ErrLost, ErrSuspended, ErrReset,
+// (offsets.ErrCommit), offsets.ErrFetchOffset, ErrLost, ErrSuspended, ErrReset,
 // ErrStopped, ErrDrainLate or zkgroup.ErrConfig (see the Op values).
 type Error struct {
 	Topic     string
@@ -40,7 +40,7 @@ const (
 	// not allow it); a routine commit is retried at the next interval.
 	OpCommit = "commit"
 	// OpStart: reading the committed offset failed (wraps
-	// offsets.ErrFetch); retried with a backoff.
+	// offsets.ErrFetchOffset); retried with a backoff.
 	OpStart = "start"
 	// OpReset: the position was out of range and was reset after
 	// Config.Initial (wraps ErrReset); messages may have been skipped (the
@@ -63,7 +63,7 @@ const (
 // ErrFetch, and so on).
 var (
 	// ErrFetch: fetching messages from Kafka failed (reading a committed
-	// offset is offsets.ErrFetch).
+	// offset is offsets.ErrFetchOffset).
 	ErrFetch = errors.New("partition: fetching messages failed")
 	// ErrCommit: a commit failed: offsets.ErrCommit, the same value.
 	ErrCommit = offsets.ErrCommit

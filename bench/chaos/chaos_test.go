@@ -1,6 +1,6 @@
 // Package chaos runs a long randomized fault schedule against three zkgroup
 // daemons on a real Kafka 3.9 (ZooKeeper mode) cluster and judges the
-// outcome (issue 17, "Benchmark and evidence"): messages lost, committed
+// outcome (bench/README.md, "chaos"): messages lost, committed
 // offsets that went backwards (read from Kafka), redeliveries of committed
 // messages, two owners at once, and how long a brokers-only cut stalled the
 // cut member's partitions. It needs root (iptables, useradd) and is not part

@@ -13,7 +13,7 @@ import (
 // summarize prints each side's medians over the rounds and its median
 // ratio (of each round's ratio) to its base side: kcat for the
 // command-line consumers, the per-message mode for a batch mode. Then the
-// goals of issue 20 that the run can check.
+// daemon's goals (bench/README.md, "daemon") that the run can check.
 func summarize(b *testing.B, sds []side, got map[string][]result) {
 	benchkit.Say("== BenchmarkDaemon summary: medians over %d round(s); a ratio is the median of each round's ratio to the side named under vs", *flagRounds)
 	benchkit.Say("   %-26s %8s %10s %-16s %6s %10s %6s %8s %6s %9s %9s %s", "side", "msgs", "msgs/s", "vs", "ratio", "from 1st", "ratio", "cpu µs", "ratio", "first ms", "SIGTERM", "exit")
@@ -61,7 +61,8 @@ func summarize(b *testing.B, sds []side, got map[string][]result) {
 	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", loadAvg())
 }
 
-// goals prints the targets of issue 20 that the sides run can check.
+// goals prints the daemon's targets (bench/README.md, "daemon") that the
+// sides run can check.
 func goals(med map[string]map[string]float64) {
 	check := func(ok bool) string {
 		if ok {

@@ -1,5 +1,5 @@
 // Package scale holds the group-membership benchmarks of zkgroup against
-// sarama's ConsumerGroup on the local test cluster (issue 9):
+// sarama's ConsumerGroup on the local test cluster (bench/README.md, "scale"):
 //
 //   - BenchmarkScale: many partitions, members joining 1 s apart, then
 //     leaving 1 s apart, traffic throughout;

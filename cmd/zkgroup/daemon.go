@@ -35,6 +35,9 @@ type daemon struct {
 	live   *admin.Liveness
 	timer  *admin.SinkTimer
 	viewer *admin.Viewer // nil when the group view cannot be read
+	// joined is the consumer once the daemon joined: the group view reads
+	// through its ZooKeeper session.
+	joined atomic.Pointer[manager.Consumer]
 	// hurry tells the pipeline's workers to stop lingering for fuller
 	// batches (set once the pipeline runs; shutdown calls it).
 	hurry func()
@@ -104,7 +107,7 @@ func (d *daemon) run() int {
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(signals)
 
-	view, err := admin.NewZooKeeperView(d.dialGroupView, d.cfg.Group, d.cfg.Subscription)
+	view, err := admin.NewZooKeeperView(d.groupViewSession, d.cfg.Group, d.cfg.Subscription)
 	if err != nil { // Validate parsed the subscription already
 		log.Error("bad configuration", "error", err)
 		return exitUsage
@@ -195,6 +198,7 @@ func (d *daemon) run() int {
 		return exitFor(err)
 	}
 	log.Info("joined", "instance", cons.ID(), "took", time.Since(d.start).Round(time.Millisecond))
+	d.joined.Store(cons)
 	if srv != nil {
 		srv.SetSource(cons)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,8 +12,8 @@ import (
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/admin"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
-	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/sink"
+	"github.com/zkgroup/zkgroup/internal/sessionlink"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
@@ -21,11 +22,18 @@ import (
 // the admin server and the no-topic warning.
 const groupViewEvery = 5 * time.Second
 
-// dialGroupView opens the read-only ZooKeeper session of the group view,
-// to the daemon's ZooKeeper, with its session timeout.
-func (d *daemon) dialGroupView() (*zkconn.Session, error) {
-	// The same TLS and credentials as the consumer.
-	return ops.DialZooKeeper(zooKeeperOf(d.cfg, d.cfg.SessionTimeout.D()), d.log.With("component", "group-view"))
+// errNotJoined: the group view is read through the member's session,
+// which exists once the daemon joined.
+var errNotJoined = errors.New("zkgroup: not joined yet")
+
+// groupViewSession returns the session the group view reads through: the
+// running consumer's (one ZooKeeper connection per daemon).
+func (d *daemon) groupViewSession() (*zkconn.Session, error) {
+	s, ok := sessionlink.Session(d.joined.Load())
+	if !ok {
+		return nil, errNotJoined
+	}
+	return s, nil
 }
 
 // levelLogger rebuilds the daemon's logger (newLogger's format, on

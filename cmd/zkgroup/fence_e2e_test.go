@@ -10,7 +10,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
-// Fault tests of the daemon's fencing (issue 17): a member's commit must
+// Fault tests of the daemon's fencing: a member's commit must
 // never take effect after its ownership may have ended, and a member that
 // wakes from a pause hands out nothing another member took over. Each
 // test runs daemons as system users of their own and cuts one of them off

@@ -17,7 +17,7 @@ var (
 	// names it): the module's one value for it, zkgroup.ErrConfig.
 	ErrConfig = zkgroup.ErrConfig
 	// ErrClosed: the Partition or the Fetcher was closed.
-	ErrClosed = errors.New("fetch: closed")
+	ErrClosed = errors.New("fetch: fetcher closed")
 	// ErrExists: the partition is already added (and not closed).
 	ErrExists = errors.New("fetch: partition already added")
 	// ErrOffsetOutOfRange: the broker does not have the fetch offset (below

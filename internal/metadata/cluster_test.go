@@ -77,14 +77,17 @@ func TestZooKeeperRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaks := goleak.IgnoreCurrent()
-	w, err := metadata.Open(c.ZooKeeperConnect(), nil, testConfig(), testLogger(t))
+	zs := dial(t, c.ZooKeeperConnect())
+	w, err := metadata.OpenSession(zs, nil, testConfig(), testLogger(t))
 	if err != nil {
+		zs.Close()
 		t.Fatal(err)
 	}
 	closed := false
 	defer func() {
 		if !closed {
 			_ = w.Close()
+			zs.Close()
 		}
 	}()
 	await(t, w, "the first topic", led(before, 2))
@@ -111,8 +114,8 @@ func TestZooKeeperRestart(t *testing.T) {
 	await(t, w, "the topic created after the restart", led(after, 3))
 	await(t, w, "the first topic still there", led(before, 2))
 
-	// Close while ZooKeeper is down: it returns once the client gave up,
-	// and leaves no goroutine behind.
+	// Close, and the session's, while ZooKeeper is down: they return once
+	// the client gave up, and leave no goroutine behind.
 	if err := c.StopZooKeeper(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +124,7 @@ func TestZooKeeperRestart(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
+	zs.Close()
 	t.Logf("Close with ZooKeeper down took %v", time.Since(start))
 	// The harness's waiter of the restarted ZooKeeper process is its own.
 	goleak.VerifyNone(t, leaks, goleak.IgnoreAnyFunction("github.com/zkgroup/zkgroup/internal/testcluster.(*process).start.func1"))

@@ -7,17 +7,12 @@ import (
 
 // Limits checked by Config.Validate.
 const (
-	MinSessionTimeout = 2 * time.Second
-	MinResync         = time.Second
+	MinResync = time.Second
 )
 
 // Config tunes a Watcher. It is a plain value: copy it freely; safe for
 // concurrent reads.
 type Config struct {
-	// SessionTimeout is the ZooKeeper session timeout of the session Open
-	// dials for the watcher; OpenSession, over a session the caller holds,
-	// does not use it. Default 10s, at least 2s.
-	SessionTimeout time.Duration
 	// Resync is the mean interval of the safety resync, which reads the
 	// topic list and every selected topic node again (never the partition
 	// state nodes) in case a watch was lost. Every change is seen through
@@ -36,13 +31,12 @@ type Config struct {
 	OnMalformed func(err error)
 }
 
-// NewConfig returns the defaults: 10s session, 60s resync, 100ms debounce.
+// NewConfig returns the defaults: 60s resync, 100ms debounce.
 // It is safe for concurrent use and does not block.
 func NewConfig() Config {
 	return Config{
-		SessionTimeout: 10 * time.Second,
-		Resync:         60 * time.Second,
-		Debounce:       100 * time.Millisecond,
+		Resync:   60 * time.Second,
+		Debounce: 100 * time.Millisecond,
 	}
 }
 
@@ -51,9 +45,6 @@ func NewConfig() Config {
 // use and does not block.
 func (c Config) Validate() error {
 	var errs []error
-	if c.SessionTimeout < MinSessionTimeout {
-		errs = append(errs, &ConfigError{Field: "SessionTimeout", Value: c.SessionTimeout, Reason: "must be at least " + MinSessionTimeout.String()})
-	}
 	if c.Resync < MinResync {
 		errs = append(errs, &ConfigError{Field: "Resync", Value: c.Resync, Reason: "must be at least " + MinResync.String()})
 	}

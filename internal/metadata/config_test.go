@@ -15,12 +15,11 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"defaults", func(*Config) {}, nil},
 		{"minimums", func(c *Config) {
-			c.SessionTimeout, c.Resync, c.Debounce = 2*time.Second, time.Second, 0
+			c.Resync, c.Debounce = time.Second, 0
 		}, nil},
-		{"short session", func(c *Config) { c.SessionTimeout = time.Second }, []string{"SessionTimeout"}},
 		{"short resync", func(c *Config) { c.Resync = 999 * time.Millisecond }, []string{"Resync"}},
 		{"negative debounce", func(c *Config) { c.Debounce = -1 }, []string{"Debounce"}},
-		{"zero value", func(c *Config) { *c = Config{} }, []string{"SessionTimeout", "Resync"}},
+		{"zero value", func(c *Config) { *c = Config{} }, []string{"Resync"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +50,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestNewConfigDefaults(t *testing.T) {
 	c := NewConfig()
-	if c.SessionTimeout != 10*time.Second || c.Resync != 60*time.Second || c.Debounce != 100*time.Millisecond {
+	if c.Resync != 60*time.Second || c.Debounce != 100*time.Millisecond {
 		t.Fatalf("NewConfig() = %+v", c)
 	}
 }

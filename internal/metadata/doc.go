@@ -5,8 +5,8 @@
 //
 // A Watcher reads them through a go-zookeeper session (internal/zkconn):
 // a consumer group member's own coordination session (OpenSession), so that
-// a member holds one ZooKeeper connection, over TLS when its session is;
-// or, for a Watcher alone, a session Open dials for it. It reads two kinds
+// a member holds one ZooKeeper connection, over TLS when its session is.
+// It reads two kinds
 // of znode, and watches both:
 //
 //   - a child watch on /brokers/topics sees topics created and deleted;
@@ -43,6 +43,6 @@
 //
 // Goroutines: one loop per Watcher (a tomb) and up to eight readers
 // during a refresh; none per watch (a node-event hook of the session
-// follows each watched node), and the session's own. Close stops them
-// all, and with Open closes the session.
+// follows each watched node), and the session's own. Close stops the
+// Watcher's; the session stays open.
 package metadata

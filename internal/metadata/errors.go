@@ -14,7 +14,7 @@ import (
 var (
 	// ErrClosed is returned by Err after Close.
 	ErrClosed = errors.New("metadata: watcher closed")
-	// ErrConfig is wrapped by every *ConfigError and *ConnectError: it is
+	// ErrConfig is wrapped by every *ConfigError: it is
 	// zkgroup.ErrConfig, the module's one sentinel for an invalid
 	// configuration or argument.
 	ErrConfig = zkgroup.ErrConfig
@@ -30,9 +30,9 @@ var (
 // ConfigError names a Config field whose value is out of range. It unwraps
 // to ErrConfig. It is a plain value, safe for concurrent reads.
 type ConfigError struct {
-	Field  string        // e.g. "SessionTimeout"
+	Field  string        // e.g. "Resync"
 	Value  time.Duration // the offending value
-	Reason string        // e.g. "must be at least 2s"
+	Reason string        // e.g. "must be at least 1s"
 }
 
 // Error formats the error as "metadata: invalid config: <field> <value>: <reason>".
@@ -42,26 +42,6 @@ func (e *ConfigError) Error() string {
 
 // Unwrap returns ErrConfig.
 func (e *ConfigError) Unwrap() error { return ErrConfig }
-
-// ConnectError describes a ZooKeeper connect string that cannot be used. It
-// unwraps to ErrConfig. It is a plain value, safe for concurrent
-// reads.
-type ConnectError struct {
-	Connect string // the whole connect string
-	Part    string // the offending part, e.g. a server or the chroot
-	Reason  string
-}
-
-// Error formats the error as `metadata: invalid zookeeper connect string "<s>": <part> "<v>": <reason>`.
-func (e *ConnectError) Error() string {
-	if e.Part == "" {
-		return fmt.Sprintf("metadata: invalid zookeeper connect string %q: %s", e.Connect, e.Reason)
-	}
-	return fmt.Sprintf("metadata: invalid zookeeper connect string %q: %q: %s", e.Connect, e.Part, e.Reason)
-}
-
-// Unwrap returns ErrConfig.
-func (e *ConnectError) Unwrap() error { return ErrConfig }
 
 // MalformedError describes a znode whose data could not be decoded (a topic
 // node). The Watcher logs and skips such nodes;

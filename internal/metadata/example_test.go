@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
 func ExampleConfig_Validate() {
 	cfg := metadata.NewConfig()
 	fmt.Println(cfg.Validate())
-	cfg.SessionTimeout = time.Second
+	cfg.Resync = 500 * time.Millisecond
 	fmt.Println(cfg.Validate())
 	// Output:
 	// <nil>
-	// metadata: invalid config: SessionTimeout 1s: must be at least 2s
+	// metadata: invalid config: Resync 500ms: must be at least 1s
 }
 
 func ExampleSnapshot_Selected() {
@@ -30,10 +31,17 @@ func ExampleSnapshot_Selected() {
 	// Output: [orders payments] 3
 }
 
-// ExampleOpen shows the usual loop; it needs a cluster, so it only compiles.
-func ExampleOpen() {
+// ExampleOpenSession shows the usual loop over the member's session; it
+// needs a cluster, so it only compiles.
+func ExampleOpenSession() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	w, err := metadata.Open("127.0.0.1:2181/kafka", func(t string) bool { return strings.HasPrefix(t, "orders.") }, metadata.NewConfig(), logger)
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{"127.0.0.1:2181"}, Chroot: "/kafka", SessionTimeout: 10 * time.Second, Logger: logger})
+	if err != nil {
+		logger.Error("dial", "error", err)
+		return
+	}
+	defer s.Close()
+	w, err := metadata.OpenSession(s, func(t string) bool { return strings.HasPrefix(t, "orders.") }, metadata.NewConfig(), logger)
 	if err != nil {
 		logger.Error("open", "error", err)
 		return

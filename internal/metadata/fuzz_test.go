@@ -9,37 +9,6 @@ import (
 	"github.com/zkgroup/zkgroup/internal/retry"
 )
 
-func FuzzParseConnect(f *testing.F) {
-	for _, s := range []string{"h1:2181,h2:2181/chroot", "zk", "zk:2181/", "[::1]:2181/a/b", "", "/", "h:0", "h//x", "h,/x", "h:1/a/../b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		servers, chroot, err := parseConnect(s)
-		if err != nil {
-			if !errors.Is(err, ErrConfig) || servers != nil || chroot != "" {
-				t.Fatalf("parseConnect(%q) = %q, %q, %v", s, servers, chroot, err)
-			}
-			return
-		}
-		if len(servers) == 0 {
-			t.Fatalf("parseConnect(%q): no servers and no error", s)
-		}
-		for _, h := range servers {
-			if h == "" || strings.ContainsAny(h, "/, \t\n") {
-				t.Fatalf("parseConnect(%q): bad server %q", s, h)
-			}
-		}
-		if chroot != "" && (!strings.HasPrefix(chroot, "/") || strings.HasSuffix(chroot, "/") || strings.Contains(chroot, "//")) {
-			t.Fatalf("parseConnect(%q): bad chroot %q", s, chroot)
-		}
-		// The servers and chroot rebuild an equivalent string.
-		again, chroot2, err := parseConnect(strings.Join(servers, ",") + chroot)
-		if err != nil || strings.Join(again, ",") != strings.Join(servers, ",") || chroot2 != chroot {
-			t.Fatalf("parseConnect(%q) does not round-trip: %q %q %v", s, again, chroot2, err)
-		}
-	})
-}
-
 // viewFromBytes builds a small view from fuzz input: each byte pair is a
 // topic (a..d) with a partition count and leader.
 func viewFromBytes(b []byte) map[string][]Partition {

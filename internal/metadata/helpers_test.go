@@ -11,12 +11,12 @@ import (
 	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
 // testConfig resyncs as often as allowed, so that awaitResyncs is quick.
 func testConfig() metadata.Config {
 	cfg := metadata.NewConfig()
-	cfg.SessionTimeout = 6 * time.Second
 	cfg.Resync = metadata.MinResync
 	cfg.Debounce = 50 * time.Millisecond
 	return cfg
@@ -83,12 +83,31 @@ func only(topics ...string) func(string) bool {
 	return func(t string) bool { return slices.Contains(topics, t) }
 }
 
-// open opens a Watcher on c and closes it at the end of the test.
+// dial opens a ZooKeeper session on connect ("host:port/chroot") for a
+// Watcher to read through, as a member's coordination session; the
+// caller closes it after the Watcher.
+func dial(t *testing.T, connect string) *zkconn.Session {
+	t.Helper()
+	servers, chroot, err := zkconn.ParseConnect(connect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zkconn.Dial(zkconn.Config{Servers: servers, Chroot: chroot, SessionTimeout: 6 * time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// open opens a Watcher on c over a session of the test's and closes both
+// at the end of the test.
 func open(t *testing.T, c *testcluster.Cluster, filter func(string) bool) *metadata.Watcher {
 	t.Helper()
-	w, err := metadata.Open(c.ZooKeeperConnect(), filter, testConfig(), testLogger(t))
+	s := dial(t, c.ZooKeeperConnect())
+	t.Cleanup(s.Close)
+	w, err := metadata.OpenSession(s, filter, testConfig(), testLogger(t))
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("OpenSession: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := w.Close(); err != nil {

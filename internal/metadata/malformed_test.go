@@ -69,14 +69,17 @@ func TestMalformedNodesSkipped(t *testing.T) {
 		reported[me.Path]++
 		mu.Unlock()
 	}
-	w, err := metadata.Open(c.ZooKeeperAddr()+f.chroot, nil, cfg, testLogger(t))
+	zs := dial(t, c.ZooKeeperAddr()+f.chroot)
+	w, err := metadata.OpenSession(zs, nil, cfg, testLogger(t))
 	if err != nil {
+		zs.Close()
 		t.Fatal(err)
 	}
 	defer func() {
 		if err := w.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+		zs.Close()
 		goleak.VerifyNone(t, leaks)
 	}()
 	s := w.Snapshot()
@@ -118,7 +121,9 @@ func TestOnlyAssignmentChangesFire(t *testing.T) {
 	f := fakeLayout{t: t, conn: conn, chroot: "/" + testcluster.Name(t, "fake")}
 	f.put("/brokers/topics/a", `{"version":1,"partitions":{"0":[1,2],"1":[2,1]}}`)
 	f.put("/brokers/topics/a/partitions/0/state", `{"leader":1,"isr":[1,2]}`)
-	w, err := metadata.Open(c.ZooKeeperAddr()+f.chroot, nil, testConfig(), testLogger(t))
+	zs := dial(t, c.ZooKeeperAddr()+f.chroot)
+	defer zs.Close()
+	w, err := metadata.OpenSession(zs, nil, testConfig(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,7 @@ import (
 // Watcher keeps a current view of the cluster's topics and of the
 // partitions, replica assignments and preferred leaders of the topics
 // selected by a filter, read and watched through a go-zookeeper session:
-// the member's own coordination session (OpenSession), or one of its own
-// (Open). It never reads partition state nodes, so a live leader change
+// the member's own coordination session (OpenSession). It never reads partition state nodes, so a live leader change
 // costs it nothing and never changes its view. All its methods are safe
 // for concurrent use.
 type Watcher struct {
@@ -40,44 +39,14 @@ type Watcher struct {
 	closeErr  error
 }
 
-// Open connects to ZooKeeper on a session of its own (zkConnect is
-// "h1:2181,h2:2181/chroot"; plain TCP, no credentials), reads an initial
-// snapshot and starts watching. filter selects the topics whose partitions
-// are read; nil selects all. logger may be nil. Open blocks until it has
-// the snapshot or fails: on a bad argument, when no session comes up within
-// cfg.SessionTimeout, or when no Kafka cluster is registered under the
-// chroot (ErrNoCluster). Close the Watcher when done; it closes the
-// session. A consumer group member uses OpenSession instead, over the
-// session it already holds.
-func Open(zkConnect string, filter func(topic string) bool, cfg Config, logger *slog.Logger) (*Watcher, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	servers, chroot, err := parseConnect(zkConnect)
-	if err != nil {
-		return nil, err
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	logger = logger.With("zookeeper", zkConnect)
-	s, err := zkconn.Dial(zkconn.Config{Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout, Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("metadata: connect zookeeper %v: %w", servers, err)
-	}
-	w := newWatcher(cfg, filter, logger)
-	if err := w.start(newZKStore(s, true, w.onFire)); err != nil {
-		return nil, fmt.Errorf("metadata: initial snapshot from %s: %w", zkConnect, err)
-	}
-	return w, nil
-}
-
-// OpenSession is Open over s, a session the caller holds and closes (the
-// member's coordination session, whatever its transport, TLS included, and
-// credentials): the Watcher reads and watches the topics through it, so
-// that the member needs no second ZooKeeper connection. Paths are relative
-// to s's chroot; cfg.SessionTimeout is not used. It blocks until it has the
-// snapshot or fails (ErrNoCluster when s's chroot holds no Kafka cluster).
+// OpenSession reads an initial snapshot through s, a session the caller
+// holds and closes (the member's coordination session, whatever its
+// transport, TLS included, and credentials), and starts watching: the
+// Watcher reads and watches the topics through it, so that the member needs
+// no second ZooKeeper connection. filter selects the topics whose
+// partitions are read; nil selects all. logger may be nil. Paths are
+// relative to s's chroot. It blocks until it has the snapshot or fails: on
+// a bad cfg, or when s's chroot holds no Kafka cluster (ErrNoCluster).
 // Close the Watcher before s (it leaves s open); the watches it set stay
 // with s until they fire or the session ends, a few bytes each.
 func OpenSession(s *zkconn.Session, filter func(topic string) bool, cfg Config, logger *slog.Logger) (*Watcher, error) {
@@ -88,7 +57,7 @@ func OpenSession(s *zkconn.Session, filter func(topic string) bool, cfg Config, 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	w := newWatcher(cfg, filter, logger)
-	if err := w.start(newZKStore(s, false, w.onFire)); err != nil {
+	if err := w.start(newZKStore(s, w.onFire)); err != nil {
 		return nil, fmt.Errorf("metadata: initial snapshot: %w", err)
 	}
 	return w, nil

@@ -127,7 +127,9 @@ func TestFilterExcludes(t *testing.T) {
 
 func TestOpenFails(t *testing.T) {
 	c := testcluster.Shared(t)
-	_, err := metadata.Open(c.ZooKeeperAddr()+"/no-such-chroot", nil, testConfig(), testLogger(t))
+	zs := dial(t, c.ZooKeeperAddr()+"/no-such-chroot")
+	defer zs.Close()
+	_, err := metadata.OpenSession(zs, nil, testConfig(), testLogger(t))
 	if !errors.Is(err, metadata.ErrNoCluster) {
 		t.Errorf("wrong chroot: err = %v, want ErrNoCluster", err)
 	}
@@ -139,8 +141,10 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err := c.CreateTopic(ctxT(t), topic, 3, 3); err != nil {
 		t.Fatal(err)
 	}
+	zs := dial(t, c.ZooKeeperConnect())
+	defer zs.Close()
 	before := goleak.IgnoreCurrent()
-	w, err := metadata.Open(c.ZooKeeperConnect(), nil, testConfig(), testLogger(t))
+	w, err := metadata.OpenSession(zs, nil, testConfig(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

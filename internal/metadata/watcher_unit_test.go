@@ -252,12 +252,9 @@ func TestWatcherResyncsAndRecovers(t *testing.T) {
 	}
 }
 
-func TestOpenRejectsBadArguments(t *testing.T) {
-	if _, err := Open("zk:2181", nil, Config{}, nil); !errors.Is(err, ErrConfig) {
+func TestOpenRejectsBadConfig(t *testing.T) {
+	if _, err := OpenSession(nil, nil, Config{}, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("zero Config: %v", err)
-	}
-	if _, err := Open("zk:2181/a/", nil, NewConfig(), nil); !errors.Is(err, ErrConfig) {
-		t.Errorf("bad chroot: %v", err)
 	}
 }
 

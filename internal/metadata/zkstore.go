@@ -13,8 +13,7 @@ import (
 )
 
 // zkStore is the store over a zkconn.Session: the member's own
-// coordination session (OpenSession) or one Open dialled for the Watcher
-// alone. Every go-zookeeper value stays inside this file.
+// coordination session (OpenSession), which it leaves open. Every go-zookeeper value stays inside this file.
 //
 // A watch costs no goroutine: the store follows each watched node with a
 // node-event hook of the session (Session.OnNodeEvent), registered before
@@ -30,15 +29,14 @@ import (
 type zkStore struct {
 	s    *zkconn.Session
 	fire func(watchKey)
-	own  bool // Open dialled s: close closes it
 
 	mu     sync.Mutex
 	hooks  map[watchKey]func() // removers of the node-event hooks
 	closed bool
 }
 
-func newZKStore(s *zkconn.Session, own bool, fire func(watchKey)) *zkStore {
-	return &zkStore{s: s, fire: fire, own: own, hooks: map[watchKey]func(){}}
+func newZKStore(s *zkconn.Session, fire func(watchKey)) *zkStore {
+	return &zkStore{s: s, fire: fire, hooks: map[watchKey]func(){}}
 }
 
 // hook makes sure the events of the node of k reach fire.
@@ -140,9 +138,6 @@ func (z *zkStore) close() error {
 		delete(z.hooks, k)
 	}
 	z.mu.Unlock()
-	if z.own {
-		z.s.Close()
-	}
 	return nil
 }
 

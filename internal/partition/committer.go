@@ -34,7 +34,7 @@ var ErrCommitterClosed = errors.New("partition: committer closed")
 // visit releases the offset-tracking memory of partitions that were idle
 // for a whole interval.
 //
-// A Manager registers itself at Start (Params.Committer) and leaves at
+// A Manager registers itself at New (Params.Committer) and leaves at
 // Stop. Create one Committer per consumer, with the store the Managers
 // use; it runs one goroutine of its own. Safe for concurrent use. The
 // creator calls Close once the Managers have stopped.

@@ -43,7 +43,7 @@ func newGroup(t *testing.T, n, per int) *group {
 	feeds := feedsOf(n, per)
 	for p := range int32(n) {
 		f := newFence()
-		m, err := Start(handOffTo(t, g.out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
+		m, err := start(handOffTo(t, g.out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
 			Store: g.store, Committer: g.c, Fence: f, Config: cfg,
 			Report: func(err error) { g.reported <- err }}))
 		if err != nil {
@@ -265,7 +265,7 @@ func TestCommitterFinalCommitWaits(t *testing.T) {
 	c := committerFor(t, store, cfg)
 	out := make(chan *Message, 10)
 	feeds := feedsOf(1, 3)
-	m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Fetcher: feeds,
+	m, err := start(handOffTo(t, out, Params{Topic: "t", Partition: 0, Client: noResolver{}, Fetcher: feeds,
 		Store: store, Committer: c, Fence: newFence(), Config: cfg}))
 	if err != nil {
 		t.Fatal(err)
@@ -380,8 +380,8 @@ func TestCommitterClosed(t *testing.T) {
 	}
 	p := Params{Topic: "t", Client: noResolver{}, Fetcher: newFakeFetcher(), Store: store, Fence: newFence(),
 		Batches: make(chan *Handout), Config: NewConfig()}
-	if _, err := Start(p); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Committer") {
-		t.Fatalf("Start without a Committer = %v, want ErrConfig naming Committer", err)
+	if _, err := start(p); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Committer") {
+		t.Fatalf("New without a Committer = %v, want ErrConfig naming Committer", err)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -390,11 +390,11 @@ func TestCommitterClosed(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	p.Committer = c
-	if m, err := Start(p); !errors.Is(err, ErrCommitterClosed) {
+	if m, err := start(p); !errors.Is(err, ErrCommitterClosed) {
 		if m != nil {
 			_ = m.Stop(false)
 		}
-		t.Fatalf("Start with a closed Committer = %v, want ErrCommitterClosed", err)
+		t.Fatalf("New with a closed Committer = %v, want ErrCommitterClosed", err)
 	}
 }
 
@@ -408,7 +408,7 @@ func TestCommitterTicks(t *testing.T) {
 	out := make(chan *Message, 10)
 	feeds := feedsOf(2, 2)
 	for p := range int32(2) {
-		m, err := Start(handOffTo(t, out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
+		m, err := start(handOffTo(t, out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
 			Store: store, Committer: c, Fence: newFence(), Config: cfg}))
 		if err != nil {
 			t.Fatal(err)

@@ -26,8 +26,8 @@
 // Goroutines per owned partition: none of its own. New starts nothing;
 // the Manager runs on the goroutine that calls Run (the consumer
 // manager's slot goroutine, which also claims the partition before and
-// releases it after: one goroutine per owned partition in all; Start's
-// goroutine in this package's tests): Run reads the committed offset,
+// releases it after: one goroutine per owned partition in all; a
+// goroutine of the test in this package's tests): Run reads the committed offset,
 // adds the partition to the Fetcher and takes its records, hands
 // messages out, until Halt, Stop or the loss of ownership. The fetch
 // itself runs no goroutine per partition.

@@ -191,14 +191,11 @@ func (m *Manager) fetchFailed(next int64, err error, stops bool) {
 // slabOf makes the Messages of recs from offset next on: one slab, and
 // whether their offsets are a run (each one above the one before, as a
 // log without compaction gaps or control records has them); newHandout
-// then makes them a batch's. It is
-// a function of its own, not inlined, so that its frame (the records'
-// iterator) is not part of consumeFetch's, which stays on the stack of
-// the partition's goroutine while it waits: the frames parked there must
-// stay under about 1.2 KiB in all for the runtime to shrink a stack grown
-// to 8 KiB (by a claim, the manager's construction) back to 4 KiB or less
-// at a collection (BenchmarkScale's "memory at steady state": heap/stacks
-// 10.6 MB for 10 members of 100 partitions, 15.8 MB before).
+// then makes them a batch's. It is a function of its own, not inlined, so
+// that its frame (the records' iterator) is not part of consumeFetch's,
+// which stays on the stack of the partition's goroutine while it waits:
+// the frames parked there must stay small (about 1.2 KiB in all) for the
+// runtime to shrink a stack grown to 8 KiB back to 4 KiB at a collection.
 //
 //go:noinline
 func (m *Manager) slabOf(recs *fetch.Records, next int64) (vals []Message, run bool) {
@@ -214,8 +211,7 @@ func (m *Manager) slabOf(recs *fetch.Records, next int64) (vals []Message, run b
 		prev = r.Offset
 		// Field by field into the zeroed slab, and only what is not zero:
 		// a struct assignment is a bulk copy, which while the collector
-		// marks walks the type's pointer bitmap per message (slabOf took
-		// 26% of BenchmarkThroughput's CPU profile that way, 19% this way).
+		// marks walks the type's pointer bitmap per message.
 		v := &vals[n]
 		v.Topic, v.Partition, v.Offset = recs.Topic, recs.Partition, r.Offset
 		if r.Key != nil {

@@ -168,9 +168,9 @@ func TestManagerUsesPrefetched(t *testing.T) {
 	}
 }
 
-// TestStartFailureClosesPrefetched: the Manager owns Params.Prefetched
-// from Start on: a Start that fails closes its Fetch.
-func TestStartFailureClosesPrefetched(t *testing.T) {
+// TestNewFailureClosesPrefetched: the Manager owns Params.Prefetched
+// from New on: a New that fails closes its Fetch.
+func TestNewFailureClosesPrefetched(t *testing.T) {
 	for name, edit := range map[string]func(*Params){
 		"no batch channel": func(p *Params) { p.Batches = nil },
 		"bad config":       func(p *Params) { p.Config.MaxUnacked = 0 },
@@ -186,12 +186,12 @@ func TestStartFailureClosesPrefetched(t *testing.T) {
 			}
 			p.Prefetched = &Prefetched{FP: fp, Offset: 5}
 			edit(&p)
-			if m, err := Start(p); err == nil {
+			if m, err := start(p); err == nil {
 				_ = m.Stop(false)
-				t.Fatal("Start succeeded")
+				t.Fatal("New succeeded")
 			}
 			if n := f.openFetches(); n != 0 {
-				t.Errorf("the prefetched Fetch is still open after a failed Start")
+				t.Errorf("the prefetched Fetch is still open after a failed New")
 			}
 		})
 	}

@@ -54,7 +54,7 @@ func BenchmarkHotPath(b *testing.B) {
 				for p := int32(0); p < hotParts; p++ {
 					// Each claim has channels of its own, as in the consumer.
 					fence := newFence()
-					m, err := Start(Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
+					m, err := start(Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
 						Store: store, Committer: committer, Fence: fence, Batches: bch, Config: NewConfig()})
 					if err != nil {
 						b.Fatal(err)

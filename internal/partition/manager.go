@@ -59,8 +59,8 @@ type Params struct {
 	// the manager's messages under way elsewhere (Consumer.Messages).
 	Halted func()
 	// Prefetched, optional, is this partition's Fetch opened before the
-	// claim (see Prefetched). The Manager owns it from Start on, also
-	// when Start fails.
+	// claim (see Prefetched). The Manager owns it from New on, also
+	// when New fails.
 	Prefetched *Prefetched
 	Fence      Fence
 	// Batches receives the messages as batches (see Handout): one send per
@@ -85,7 +85,7 @@ var generations atomic.Uint64
 // Manager consumes one owned partition. Its methods are safe for concurrent
 // use. It runs on a goroutine that is not its own: the caller of Run (the
 // consumer manager's slot goroutine, which also claims and releases the
-// partition; Start's goroutine in tests). The consumer manager must call
+// partition; a goroutine of the test in tests). The consumer manager must call
 // Stop once it no longer owns the partition (or Done is closed).
 type Manager struct {
 	topic     string
@@ -167,18 +167,6 @@ type Manager struct {
 	stopOnce sync.Once
 	stopErr  error
 	stopDone chan struct{}
-}
-
-// Start is New, then Run on a goroutine of its own, which Stop ends and
-// waits for. It does not block on I/O: the committed offset is read and
-// fetching starts in the background. The caller must call Stop.
-func Start(p Params) (*Manager, error) {
-	m, err := New(p)
-	if err != nil {
-		return nil, err
-	}
-	go func() { _ = m.Run() }()
-	return m, nil
 }
 
 // New validates p and registers the manager with p.Committer. It starts
@@ -353,7 +341,7 @@ func (m *Manager) newBackoff() *retry.Backoff {
 // A Halt or Stop ends the read at once (dyingCtx): Stop must not wait
 // for it, and at Close the offset store holds its reads for the final
 // commits' round, which waits for this manager to stop (see
-// offsets.KafkaStore.Hold).
+// offsets/kafka_hold.go).
 func (m *Manager) startPosition() (int64, bool) {
 	b := m.newBackoff()
 	for {
@@ -374,8 +362,8 @@ func (m *Manager) startPosition() (int64, bool) {
 			return 0, false
 		default:
 		}
-		if !errors.Is(err, offsets.ErrFetch) {
-			err = fmt.Errorf("%w: %w", offsets.ErrFetch, err)
+		if !errors.Is(err, offsets.ErrFetchOffset) {
+			err = fmt.Errorf("%w: %w", offsets.ErrFetchOffset, err)
 		}
 		m.report(public.OpStart, fmt.Errorf("reading the committed offset: %w", err))
 		m.log.Warn("reading the committed offset failed; retrying", "error", err)

@@ -248,7 +248,7 @@ func setup(t *testing.T, n int, cfg Config) (*Manager, *memStore, *testFence, ch
 	t.Helper()
 	p, store, fence := fakedPartition(t, n, cfg)
 	out := make(chan *Message)
-	m, err := Start(handOffTo(t, out, p))
+	m, err := start(handOffTo(t, out, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func setupBatches(t *testing.T, n int, cfg Config, edit func(*Params)) (*Manager
 	if edit != nil {
 		edit(&p)
 	}
-	m, err := Start(p)
+	m, err := start(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestManagerStopForgetsWhatWasNotHandedOut(t *testing.T) {
 func TestManagerStopsWhenLost(t *testing.T) {
 	p, _, fence := fakedPartition(t, 10, NewConfig())
 	out := make(chan *Message)
-	m, err := Start(handOffTo(t, out, p))
+	m, err := start(handOffTo(t, out, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func TestManagerStopsWhenLost(t *testing.T) {
 	_ = m.Stop(false)
 
 	p, _, fence = fakedPartition(t, 10, NewConfig())
-	if m, err = Start(handOffTo(t, make(chan *Message), p)); err != nil {
+	if m, err = start(handOffTo(t, make(chan *Message), p)); err != nil {
 		t.Fatal(err)
 	}
 	_ = m.Stop(false)

@@ -58,7 +58,7 @@ func measureIdle(t testing.TB, n, per int, ackLate bool) idleCost {
 	h0, s0 := liveMem()
 	var ms []*Manager
 	for p := range n {
-		m, err := Start(Params{Topic: "t", Partition: int32(p), Client: noResolver{}, Fetcher: feeds,
+		m, err := start(Params{Topic: "t", Partition: int32(p), Client: noResolver{}, Fetcher: feeds,
 			Store: store, Committer: committer, Fence: fence, Batches: out, Config: cfg})
 		if err != nil {
 			t.Fatal(err)

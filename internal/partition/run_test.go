@@ -17,6 +17,17 @@ func runOn(m *Manager) <-chan error {
 	return done
 }
 
+// start is New, then Run on a goroutine of its own, which Stop ends and
+// waits for (the consumer manager runs Run on its slot goroutine instead).
+func start(p Params) (*Manager, error) {
+	m, err := New(p)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = m.Run() }()
+	return m, nil
+}
+
 // TestManagerRunsOnTheCallersGoroutine: New starts no goroutine; Run runs
 // the manager on the caller's and hands messages out; Halt makes Run
 // return (Done closed) without a drain, which Stop then makes: the final

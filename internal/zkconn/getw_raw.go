@@ -8,17 +8,9 @@ import "github.com/go-zookeeper/zk"
 // callers that hold one watch per owned partition and never read the
 // event's path.
 func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	sent, err := s.await()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	full := s.fullKept(p)
-	if err := s.replies.refused(full); err != nil {
-		return nil, nil, nil, err
-	}
-	d, st, ch, err := s.conn.GetW(full)
-	s.note(sent, err)
-	return d, st, ch, s.replies.overCap(full, err)
+	return capped(s, s.fullKept(p), func(full string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+		return s.conn.GetW(full)
+	})
 }
 
 // ChildrenWFull lists a node's children and sets a child watch like
@@ -27,15 +19,7 @@ func (s *Session) GetWFull(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) 
 // follows the node with OnNodeEvent may drop the channel: go-zookeeper
 // sends it one event into its buffer and closes it.
 func (s *Session) ChildrenWFull(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	sent, err := s.await()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	full := s.fullKept(p)
-	if err := s.replies.refused(full); err != nil {
-		return nil, nil, nil, err
-	}
-	c, st, ch, err := s.conn.ChildrenW(full)
-	s.note(sent, err)
-	return c, st, ch, s.replies.overCap(full, err)
+	return capped(s, s.fullKept(p), func(full string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+		return s.conn.ChildrenW(full)
+	})
 }

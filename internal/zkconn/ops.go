@@ -80,34 +80,40 @@ func (s *Session) watch(ch <-chan zk.Event) <-chan zk.Event {
 	return out
 }
 
-// Get reads a node.
-func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
+// capped is a read of the node at full (chroot included) whose reply the
+// cap applies to (data or children): it waits for the connection, refuses
+// a node already known to be over the cap, notes the answer, and turns a
+// reply over the cap into ErrReplyTooLarge. read runs the request on
+// s.conn; ch is its watch channel (nil without a watch), as go-zookeeper
+// gives it.
+func capped[T any](s *Session, full string, read func(full string) (T, *zk.Stat, <-chan zk.Event, error)) (v T, st *zk.Stat, ch <-chan zk.Event, err error) {
 	sent, err := s.await()
 	if err != nil {
-		return nil, nil, err
+		return v, nil, nil, err
 	}
-	full := s.full(p)
 	if err := s.replies.refused(full); err != nil {
-		return nil, nil, err
+		return v, nil, nil, err
 	}
-	b, st, err := s.conn.Get(full)
+	v, st, ch, err = read(full)
 	s.note(sent, err)
-	return b, st, s.replies.overCap(full, err)
+	return v, st, ch, s.replies.overCap(full, err)
+}
+
+// Get reads a node.
+func (s *Session) Get(p string) ([]byte, *zk.Stat, error) {
+	b, st, _, err := capped(s, s.full(p), func(full string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+		b, st, err := s.conn.Get(full)
+		return b, st, nil, err
+	})
+	return b, st, err
 }
 
 // GetW reads a node and sets a data watch.
 func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	sent, err := s.await()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	full := s.full(p)
-	if err := s.replies.refused(full); err != nil {
-		return nil, nil, nil, err
-	}
-	b, st, ch, err := s.conn.GetW(full)
-	s.note(sent, err)
-	return b, st, s.watch(ch), s.replies.overCap(full, err)
+	b, st, ch, err := capped(s, s.full(p), func(full string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+		return s.conn.GetW(full)
+	})
+	return b, st, s.watch(ch), err
 }
 
 // Exists reports whether a node exists.
@@ -135,32 +141,19 @@ func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 
 // Children lists a node's children.
 func (s *Session) Children(p string) ([]string, *zk.Stat, error) {
-	sent, err := s.await()
-	if err != nil {
-		return nil, nil, err
-	}
-	full := s.full(p)
-	if err := s.replies.refused(full); err != nil {
-		return nil, nil, err
-	}
-	c, st, err := s.conn.Children(full)
-	s.note(sent, err)
-	return c, st, s.replies.overCap(full, err)
+	c, st, _, err := capped(s, s.full(p), func(full string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+		c, st, err := s.conn.Children(full)
+		return c, st, nil, err
+	})
+	return c, st, err
 }
 
 // ChildrenW lists a node's children and sets a child watch.
 func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	sent, err := s.await()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	full := s.full(p)
-	if err := s.replies.refused(full); err != nil {
-		return nil, nil, nil, err
-	}
-	c, st, ch, err := s.conn.ChildrenW(full)
-	s.note(sent, err)
-	return c, st, s.watch(ch), s.replies.overCap(full, err)
+	c, st, ch, err := capped(s, s.full(p), func(full string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+		return s.conn.ChildrenW(full)
+	})
+	return c, st, s.watch(ch), err
 }
 
 // Set writes a node's data if its version matches (-1: any version).

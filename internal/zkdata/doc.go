@@ -4,8 +4,6 @@
 //
 //	/brokers/ids/<id>                            broker registration (JSON)
 //	/brokers/topics/<topic>                      partition replica lists (JSON)
-//	/brokers/topics/<topic>/partitions/<p>/state leader and ISR (JSON)
-//	/controller                                  active controller (JSON)
 //	/consumers/<group>/ids/<consumerId>          member registration (JSON)
 //	/consumers/<group>/owners/<topic>/<p>        owner id (plain text)
 //	/consumers/<group>/offsets/<topic>/<p>       next offset (plain decimal)

@@ -84,35 +84,6 @@ func FuzzParseTopic(f *testing.F) {
 	})
 }
 
-func FuzzParsePartitionState(f *testing.F) {
-	for _, s := range []string{
-		`{"controller_epoch":5,"leader":1,"version":1,"leader_epoch":3,"isr":[1,2,3]}`,
-		`{"leader":-1,"isr":[]}`, `{"leader":-2}`, `{"isr":[1]}`,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, data string) {
-		st, err := ParsePartitionState("t", 0, []byte(data))
-		checkErr(t, err, `zkdata: partition state "t"/0: `)
-		if err == nil && st.Leader < NoLeader {
-			t.Fatalf("leader %d", st.Leader)
-		}
-	})
-}
-
-func FuzzParseController(f *testing.F) {
-	for _, s := range []string{`{"version":1,"brokerid":1,"timestamp":"1"}`, `{"brokerid":-1}`, `{}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, data string) {
-		c, err := ParseController([]byte(data))
-		checkErr(t, err, "zkdata: controller: ")
-		if err == nil && c.BrokerID < 0 {
-			t.Fatalf("broker id %d", c.BrokerID)
-		}
-	})
-}
-
 func FuzzParseMemberRegistration(f *testing.F) {
 	for _, s := range []string{
 		`{"version":1,"subscription":{"topicA":1,"topicB":1},"pattern":"static","timestamp":"1440000000000"}`,

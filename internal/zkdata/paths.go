@@ -7,7 +7,6 @@ const (
 	ConsumersRootPath = "/consumers"
 	BrokerIDsPath     = "/brokers/ids"
 	TopicsPath        = "/brokers/topics"
-	ControllerPath    = "/controller"
 )
 
 // The path builders below are pure, safe for concurrent use and do not
@@ -59,8 +58,3 @@ func BrokerPath(id int32) string { return BrokerIDsPath + "/" + strconv.FormatIn
 
 // TopicPath returns /brokers/topics/<topic>.
 func TopicPath(topic string) string { return TopicsPath + "/" + topic }
-
-// PartitionStatePath returns /brokers/topics/<topic>/partitions/<p>/state.
-func PartitionStatePath(topic string, p int32) string {
-	return TopicPath(topic) + "/partitions/" + strconv.FormatInt(int64(p), 10) + "/state"
-}

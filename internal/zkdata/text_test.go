@@ -73,10 +73,8 @@ func TestPaths(t *testing.T) {
 		{OffsetPath("g", "t", 12), "/consumers/g/offsets/t/12"},
 		{BrokerPath(1001), "/brokers/ids/1001"},
 		{TopicPath("t"), "/brokers/topics/t"},
-		{PartitionStatePath("t", 0), "/brokers/topics/t/partitions/0/state"},
 		{BrokerIDsPath, "/brokers/ids"},
 		{TopicsPath, "/brokers/topics"},
-		{ControllerPath, "/controller"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

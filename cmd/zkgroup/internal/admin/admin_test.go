@@ -39,7 +39,7 @@ func stats() manager.Stats {
 				Unacked: 1, OldestUnackedAge: 2 * time.Second, CommitErrors: 3, FetchErrors: 4, Resets: 1},
 			{Topic: "t", Partition: 1, Generation: 8, Committed: -1, HighWatermark: -1, Lag: -1},
 		},
-		Ready: true, SessionHealthy: true, Rebalances: 3, LastRebalanceDuration: 1500 * time.Millisecond, ClaimWaits: 2,
+		Ready: true, SessionHealthy: true, Rebalances: 3, ClaimWaits: 2,
 		RebalancesByCause: map[manager.RebalanceCause]uint64{manager.CauseStart: 1, manager.CauseMembership: 2},
 		History: []manager.Rebalance{
 			{Seq: 1, Took: 300 * time.Millisecond, Causes: []manager.RebalanceCause{manager.CauseStart}, Added: 4},

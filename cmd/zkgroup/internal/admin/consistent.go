@@ -24,7 +24,8 @@ const viewRefreshWait = 2 * time.Second
 // read before the member's last rebalance applied: it misses what the
 // member claimed or released then. Pure.
 func readBefore(readAt time.Time, st manager.Stats) bool {
-	return readAt.IsZero() || readAt.Before(st.LastRebalanceApplied)
+	last, _ := st.LastRebalance()
+	return readAt.IsZero() || readAt.Before(last.Applied)
 }
 
 // showsOwn reports whether v shows this member registered and owning

@@ -44,7 +44,8 @@ func (z *fakeZK) claim(owner string, ps ...int32) {
 
 // fetching is i1 ready, fetching ps, its rebalance applied at applied.
 func fetching(applied time.Time, ps ...int32) manager.Stats {
-	st := manager.Stats{Group: "g", Instance: "i1", Members: []string{"i1"}, Ready: true, SessionHealthy: true, LastRebalanceApplied: applied}
+	st := manager.Stats{Group: "g", Instance: "i1", Members: []string{"i1"}, Ready: true, SessionHealthy: true,
+		History: []manager.Rebalance{{Seq: 1, Applied: applied}}}
 	for _, p := range ps {
 		st.Assigned = append(st.Assigned, manager.TopicPartition{Topic: "t", Partition: p})
 		st.Partitions = append(st.Partitions, manager.PartitionStats{Topic: "t", Partition: p, Committed: -1, HighWatermark: -1, Lag: -1})

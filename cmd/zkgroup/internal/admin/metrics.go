@@ -173,7 +173,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for cause, n := range st.RebalancesByCause {
 		counter(c.rebalances, float64(n), string(cause))
 	}
-	gauge(c.lastRebalance, st.LastRebalanceDuration.Seconds())
+	last, _ := st.LastRebalance()
+	gauge(c.lastRebalance, last.Took.Seconds())
 	counter(c.claimWaits, float64(st.ClaimWaits))
 	counter(c.restarts, float64(st.PartitionRestarts))
 	gauge(c.kafkaUnreachable, b2f(st.KafkaUnreachable))

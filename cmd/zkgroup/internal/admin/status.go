@@ -170,9 +170,10 @@ func NewStatus(group, version string, st manager.Stats, joined bool) Status {
 		}
 		out.RecentRebalances = append(out.RecentRebalances, rs)
 	}
-	out.LastRebalanceDuration = st.LastRebalanceDuration.String()
-	if !st.LastRebalanceApplied.IsZero() {
-		t := st.LastRebalanceApplied.UTC()
+	last, _ := st.LastRebalance()
+	out.LastRebalanceDuration = last.Took.String()
+	if !last.Applied.IsZero() {
+		t := last.Applied.UTC()
 		out.LastRebalanceApplied = &t
 	}
 	out.ClaimWaits, out.PartitionRestarts = st.ClaimWaits, st.PartitionRestarts

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/ops"
@@ -13,66 +13,40 @@ import (
 )
 
 // ZooKeeperView reads a group's view from ZooKeeper, read-only, through a
-// session of its own (dialed on first use, and again after a read
-// failed). Safe for concurrent use; Read blocks on ZooKeeper.
+// session it borrows (the running member's) and never closes. Safe for
+// concurrent use; Read blocks on ZooKeeper.
 type ZooKeeperView struct {
-	dial  func() (*zkconn.Session, error)
-	group string
-	sub   *subscription.Subscription
-	spec  string
-
-	mu     sync.Mutex
-	sess   *zkconn.Session
-	closed bool
+	session func() (*zkconn.Session, error)
+	group   string
+	sub     *subscription.Subscription
+	spec    string
+	closed  atomic.Bool
 }
 
 var errViewClosed = errors.New("admin: group view closed")
 
 // NewZooKeeperView returns a reader of group's members, owners and the
-// topics spec (a subscription as configured) matches, through sessions
-// that dial opens (with the daemon's ZooKeeper address, credentials and
-// TLS). It does not dial yet.
-func NewZooKeeperView(dial func() (*zkconn.Session, error), group, spec string) (*ZooKeeperView, error) {
+// topics spec (a subscription as configured) matches, through the session
+// that session returns at each read (an error: none yet, the read fails
+// with it).
+func NewZooKeeperView(session func() (*zkconn.Session, error), group, spec string) (*ZooKeeperView, error) {
 	sub, err := subscription.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("admin: group view: subscription %q: %w", spec, err)
 	}
-	return &ZooKeeperView{dial: dial, group: group, sub: sub, spec: spec}, nil
+	return &ZooKeeperView{session: session, group: group, sub: sub, spec: spec}, nil
 }
 
-// Read reads the view: a ViewReader. Reads are not meant to overlap (the
-// Viewer makes one at a time); Close may run during one and ends it.
+// Read reads the view: a ViewReader.
 func (z *ZooKeeperView) Read() (GroupView, error) {
-	z.mu.Lock()
-	sess, closed := z.sess, z.closed
-	z.mu.Unlock()
-	if closed {
+	if z.closed.Load() {
 		return GroupView{}, errViewClosed
 	}
-	if sess == nil {
-		s, err := z.dial()
-		if err != nil {
-			return GroupView{}, err
-		}
-		z.mu.Lock()
-		if z.closed {
-			z.mu.Unlock()
-			s.Close()
-			return GroupView{}, errViewClosed
-		}
-		z.sess, sess = s, s
-		z.mu.Unlock()
-	}
-	v, err := z.read(sess)
+	sess, err := z.session()
 	if err != nil {
-		z.mu.Lock()
-		if z.sess == sess { // dial again next time
-			z.sess.Close()
-			z.sess = nil
-		}
-		z.mu.Unlock()
+		return GroupView{}, err
 	}
-	return v, err
+	return z.read(sess)
 }
 
 func (z *ZooKeeperView) read(sess *zkconn.Session) (GroupView, error) {
@@ -118,14 +92,6 @@ func (z *ZooKeeperView) read(sess *zkconn.Session) (GroupView, error) {
 	return v, nil
 }
 
-// Close closes the session, if one is open; reads after it fail. It
-// does not wait for a read under way.
-func (z *ZooKeeperView) Close() {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	z.closed = true
-	if z.sess != nil {
-		z.sess.Close()
-		z.sess = nil
-	}
-}
+// Close makes later reads fail; it leaves the session open (its owner
+// closes it) and does not wait for a read under way.
+func (z *ZooKeeperView) Close() { z.closed.Store(true) }

@@ -191,13 +191,9 @@ func writeExample(b *strings.Builder, t reflect.Type, v reflect.Value, prefix st
 	ind := strings.Repeat("  ", depth)
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
-		key := strings.Split(sf.Tag.Get("yaml"), ",")[0]
-		if key == "" || key == "-" {
+		key, path, ok := yamlKey(sf, prefix)
+		if !ok {
 			continue
-		}
-		path := key
-		if prefix != "" {
-			path = prefix + "." + key
 		}
 		ex := exampleKeys[path]
 		if i > 0 || depth == 0 {

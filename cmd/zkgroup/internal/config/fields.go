@@ -38,6 +38,19 @@ const EnvPrefix = "ZKGROUP_"
 
 var fieldList = buildFields()
 
+// yamlKey returns sf's YAML key and its dotted path under prefix ("" at
+// the top); ok is false for a field YAML leaves out. Pure.
+func yamlKey(sf reflect.StructField, prefix string) (key, path string, ok bool) {
+	key = strings.Split(sf.Tag.Get("yaml"), ",")[0]
+	if key == "" || key == "-" {
+		return "", "", false
+	}
+	if prefix == "" {
+		return key, key, true
+	}
+	return key, prefix + "." + key, true
+}
+
 // Fields returns every settable field in declaration order. Safe for
 // concurrent use; does not block.
 func Fields() []Field { return append([]Field(nil), fieldList...) }
@@ -48,13 +61,9 @@ func buildFields() []Field {
 	walk = func(t reflect.Type, prefix string, index []int) {
 		for i := 0; i < t.NumField(); i++ {
 			sf := t.Field(i)
-			key := strings.Split(sf.Tag.Get("yaml"), ",")[0]
-			if key == "" || key == "-" {
+			_, path, ok := yamlKey(sf, prefix)
+			if !ok {
 				continue
-			}
-			path := key
-			if prefix != "" {
-				path = prefix + "." + key
 			}
 			idx := append(append([]int(nil), index...), i)
 			if sf.Type.Kind() == reflect.Struct {

@@ -12,9 +12,9 @@ import (
 )
 
 // Manager builds the consumer's configuration and subscription from c:
-// RestartGrace as RestartGraceD says, ModePartitions (one stream per owned partition) with DeliveryBatches
-// (read one message at a time through PartitionStream.Each: the per-message
-// guarantees at the cost of batches), CloseTimeout just under
+// RestartGrace as RestartGraceD says, ModePartitions (one stream per owned
+// partition, which the daemon's pipeline reads message by message, or with
+// Poll for a batch sink), CloseTimeout just under
 // ShutdownTimeout, logger (nil: discard), and the Kafka client settings,
 // ZooKeeper credentials and ZooKeeper TLS that Resolve read (before
 // Resolve, with TLS or SASL configured, those are left out). It runs

@@ -233,7 +233,7 @@ func (w *treeWalker) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 		keys := map[string]reflect.Type{}
 		for i := 0; i < t.NumField(); i++ {
-			if k := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; k != "" && k != "-" {
+			if k, _, ok := yamlKey(t.Field(i), ""); ok {
 				keys[k] = t.Field(i).Type
 			}
 		}
