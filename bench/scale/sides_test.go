@@ -152,7 +152,7 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Logger = slog.New(slog.NewTextHandler(f, nil))
 	}
 	if *flagZkStrategy != "" {
 		s, err := assign.ByName(*flagZkStrategy)
