@@ -9,6 +9,7 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/twmb/franz-go v1.22.3
 	github.com/zkgroup/zkgroup v0.0.0-00010101000000-000000000000
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 )
 
 require (

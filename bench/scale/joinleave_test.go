@@ -3,6 +3,8 @@ package scale
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/trace"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 type jlEvent struct {
 	moves, claims int64
 	pause         time.Duration // the steady members' longest pause on the partitions they kept
+	during        time.Duration // of those pauses, the longest that overlaps the change (event -> flowing again)
 	resume        flowResult    // event -> every partition flowing again
 	zk            int64         // ZooKeeper write transactions (all of the ensemble)
 	zkGroup       int           // of those, by the group's own sessions (from the transaction log; -1 without it)
@@ -109,6 +112,8 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 
 	event := func(ev *jlEvent, members []int, change func()) {
 		env.tr.openWindow()
+		stopTrace := startTrace(fmt.Sprintf("%s-%s-%d", sd.name, evName(ev == &res.join), round))
+		defer stopTrace()
 		m0, c0 := env.tr.moves.Load(), env.tr.claims.Load()
 		r0 := env.req.Snapshot()
 		z0 := zx.Mark()
@@ -123,7 +128,9 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 		if os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" {
 			benchkit.Say("   longest gaps on kept partitions, from the event:%s", env.tr.longestGaps(t, below(S)))
 		}
-		ev.pause = maxPause(env.tr.closeWindow(time.Now(), below(S)))
+		now := time.Now()
+		ev.during = env.tr.pauseDuring(t, t.Add(ev.resume.d), now, below(S))
+		ev.pause = maxPause(env.tr.closeWindow(now, below(S)))
 		z1 := zx.Mark()
 		ev.d = time.Since(t)
 		ev.req = env.req.Snapshot().Sub(r0)
@@ -168,6 +175,33 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 	return res
 }
 
+func evName(join bool) string {
+	if join {
+		return "join"
+	}
+	return "leave"
+}
+
+// startTrace, with ZKGROUP_BENCH_TRACE set to a directory (a diagnostic),
+// writes a runtime trace of one event there; it returns what ends it.
+func startTrace(name string) func() {
+	dir := os.Getenv("ZKGROUP_BENCH_TRACE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name+".trace"))
+	if err != nil {
+		benchkit.Say("   trace: %v", err)
+		return func() {}
+	}
+	if err := trace.Start(f); err != nil {
+		benchkit.Say("   trace: %v", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { trace.Stop(); f.Close() }
+}
+
 func maxPause(p map[int]time.Duration) time.Duration {
 	var m time.Duration
 	for _, d := range p {
@@ -179,8 +213,8 @@ func maxPause(p map[int]time.Duration) time.Duration {
 func printJoinLeave(r int, s jlRound) {
 	P := *flagJLPartitions
 	ev := func(e jlEvent) string {
-		return fmt.Sprintf("moved %d (claims %d), steady members' longest pause %s, every partition flowing after %s, ZooKeeper writes %d (group's own %d), coordinator requests %d, OffsetCommit %d",
-			e.moves, e.claims, ms(e.pause), flow(e.resume, P), e.zk, e.zkGroup, e.req.Sum(benchkit.CoordinatorAPIs...), e.req[benchkit.APIOffsetCommit])
+		return fmt.Sprintf("moved %d (claims %d), steady members' longest pause %s (overlapping the change %s), every partition flowing after %s, ZooKeeper writes %d (group's own %d), coordinator requests %d, OffsetCommit %d",
+			e.moves, e.claims, ms(e.pause), ms(e.during), flow(e.resume, P), e.zk, e.zkGroup, e.req.Sum(benchkit.CoordinatorAPIs...), e.req[benchkit.APIOffsetCommit])
 	}
 	if s.failed != "" {
 		benchkit.Say("   round %d %-8s RUN FAILED: %s", r+1, s.side, s.failed)
@@ -196,7 +230,7 @@ func printJoinLeave(r int, s jlRound) {
 
 func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
 	benchkit.Say("== BenchmarkJoinLeave summary over %d round(s): %d partitions, %d steady members + 1 joining and leaving", *flagJLRounds, *flagJLPartitions, *flagJLSteady)
-	benchkit.Say("   %-8s %-6s %14s %22s %22s %14s", "side", "event", "moved p50/max", "longest pause p50/p99", "flowing again p50/p99", "ZK writes p50")
+	benchkit.Say("   %-8s %-6s %14s %22s %22s %22s %14s", "side", "event", "moved p50/max", "longest pause p50/p99", "during change p50/p99", "flowing again p50/p99", "ZK writes p50")
 	for _, sd := range sds {
 		var quiet []float64
 		for _, r := range results[sd.name] {
@@ -204,7 +238,7 @@ func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
 		}
 		benchkit.Say("   %-8s %-6s %14s %10.0f/%-8.0f ms", sd.name, "none", "", benchkit.Median(quiet), benchkit.Percentile(quiet, 99))
 		for _, which := range []string{"join", "leave"} {
-			var moved, pause, resume, zk []float64
+			var moved, pause, during, resume, zk []float64
 			silent := 0
 			for _, r := range results[sd.name] {
 				e := r.join
@@ -213,6 +247,7 @@ func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
 				}
 				moved = append(moved, float64(e.moves))
 				pause = append(pause, e.pause.Seconds()*1000)
+				during = append(during, e.during.Seconds()*1000)
 				if !e.resume.ok() {
 					silent++
 				}
@@ -223,8 +258,9 @@ func summarizeJoinLeave(sds []side, results map[string][]jlRound) {
 			if silent > 0 {
 				note = fmt.Sprintf(" (%d did not converge, counted as infinite)", silent)
 			}
-			benchkit.Say("   %-8s %-6s %7.0f/%-6.0f %10.0f/%-8.0f ms %10.0f/%-8.0f ms %14.0f%s", sd.name, which,
+			benchkit.Say("   %-8s %-6s %7.0f/%-6.0f %10.0f/%-8.0f ms %10.0f/%-8.0f ms %10.0f/%-8.0f ms %14.0f%s", sd.name, which,
 				benchkit.Median(moved), maxOr0(moved), benchkit.Median(pause), benchkit.Percentile(pause, 99),
+				benchkit.Median(during), benchkit.Percentile(during, 99),
 				benchkit.Median(resume), benchkit.Percentile(resume, 99), benchkit.Median(zk), note)
 		}
 	}

@@ -43,7 +43,17 @@ type part struct {
 	// wAnyGap: the longest gap between two deliveries by anyone (the
 	// partition unconsumed, whoever owned it).
 	wAnyGap int64
+	// wGaps: the owner's gaps of the window over gapNoted, for the pause
+	// that overlaps a given stretch (pauseDuring).
+	wGaps []gapRec
 }
+
+// gapRec is one gap between two deliveries by the same member (unix ns).
+type gapRec struct{ start, end int64 }
+
+// gapNoted: shorter gaps are not kept for pauseDuring (a partition of the
+// benches gets a message every few ms).
+const gapNoted = 5 * time.Millisecond
 
 func newTracker(partitions int) *tracker {
 	t := &tracker{parts: make([]part, partitions)}
@@ -107,8 +117,12 @@ func (t *tracker) deliver(m int, p int32, produced int64) {
 		x.ownerProduced = produced
 	}
 	if x.lastBy == m && x.lastAt > 0 {
-		if gap := now - x.lastAt; gap > x.wMaxGap {
+		gap := now - x.lastAt
+		if gap > x.wMaxGap {
 			x.wMaxGap, x.wGapEnd = gap, now
+		}
+		if gap >= int64(gapNoted) {
+			x.wGaps = append(x.wGaps, gapRec{x.lastAt, now})
 		}
 	}
 	if x.lastAt > 0 {
@@ -168,6 +182,7 @@ func (t *tracker) openWindow() {
 		}
 		x.wMoved = false
 		x.wMaxGap, x.wGapEnd, x.wAnyGap = 0, 0, 0
+		x.wGaps = x.wGaps[:0]
 		x.mu.Unlock()
 	}
 }
@@ -192,6 +207,32 @@ func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Dur
 		x.mu.Unlock()
 	}
 	return out
+}
+
+// pauseDuring returns the longest pause on a partition kept through the
+// window (as closeWindow counts them) that overlaps [from, to]: what a
+// change in that stretch may have caused, where closeWindow's figure also
+// holds the pauses of the rest of the window. now closes a gap still open.
+func (t *tracker) pauseDuring(from, to, now time.Time, ok func(int) bool) time.Duration {
+	f, e, n := from.UnixNano(), to.UnixNano(), now.UnixNano()
+	var out int64
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) {
+			gaps := x.wGaps
+			if x.lastBy == x.wOwner && x.lastAt > 0 {
+				gaps = append(gaps[:len(gaps):len(gaps)], gapRec{x.lastAt, n})
+			}
+			for _, g := range gaps {
+				if g.end >= f && g.start <= e {
+					out = max(out, g.end-g.start)
+				}
+			}
+		}
+		x.mu.Unlock()
+	}
+	return time.Duration(out)
 }
 
 // longestStretch returns, over every partition, the longest time it went
