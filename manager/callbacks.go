@@ -207,6 +207,15 @@ func (c *Consumer) sessionLossLocked(id int64) *cbGroup {
 // nextCallbackLocked returns the next call to make, or nil and how long
 // until one may be due without a kick (0: none).
 func (c *Consumer) nextCallbackLocked() (call func(context.Context), wait time.Duration) {
+	if call := c.nextStopCallLocked(); call != nil {
+		return call, 0
+	}
+	return c.nextAssignCallLocked()
+}
+
+// nextStopCallLocked returns the call of the first group of losses, then
+// of revokes, whose partitions all stopped (nil: none).
+func (c *Consumer) nextStopCallLocked() func(context.Context) {
 	// Losses, then revokes: their claims wait on the call.
 	for _, kind := range []cbKind{cbLost, cbRevoked} {
 		for i, g := range c.cb.groups {
@@ -215,13 +224,19 @@ func (c *Consumer) nextCallbackLocked() (call func(context.Context), wait time.D
 			}
 			c.cb.groups = slices.Delete(c.cb.groups, i, i+1)
 			if len(g.done) == 0 {
-				return func(context.Context) {}, 0 // nobody left to tell
+				return func(context.Context) {} // nobody left to tell
 			}
-			return c.stopCall(g), 0
+			return c.stopCall(g)
 		}
 	}
-	// Assignments: once no claim is under way, or the oldest claim
-	// waiting to be told has waited ClaimWaitCheck.
+	return nil
+}
+
+// nextAssignCallLocked returns the OnAssigned call of the partitions
+// claimed and not told yet: once no claim is under way, or the oldest
+// claim waiting to be told has waited ClaimWaitCheck (until then, how
+// long is left).
+func (c *Consumer) nextAssignCallLocked() (call func(context.Context), wait time.Duration) {
 	var ready []*slot
 	var oldest time.Time
 	underWay := false

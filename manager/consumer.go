@@ -258,27 +258,15 @@ func Join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	}
 }
 
+// join is Join's work, in its steps: check the arguments, connect to
+// ZooKeeper, open the Kafka clients and the metadata, the offset store,
+// register, and start the consumer's goroutines. Whatever a failed step
+// leaves open is closed before join returns.
 func join(ctx context.Context, group string, sub *subscription.Subscription, zookeeper string, cfg *Config) (*Consumer, error) {
-	if cfg == nil {
-		cfg = NewConfig()
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, servers, chroot, err := checkJoin(group, sub, zookeeper, cfg)
+	if err != nil {
 		return nil, err
 	}
-	if group == "" {
-		return nil, fmt.Errorf("%w: group: empty", ErrConfig)
-	}
-	if err := zkdata.ValidateNodeName("group", group); err != nil {
-		return nil, fmt.Errorf("%w: group: %w", ErrConfig, err)
-	}
-	if sub == nil {
-		return nil, fmt.Errorf("%w: subscription: nil", ErrConfig)
-	}
-	servers, chroot, err := zkconn.ParseConnect(zookeeper)
-	if err != nil {
-		return nil, fmt.Errorf("%w: zookeeper: %w", ErrConfig, err)
-	}
-	strategy := cfg.Strategy
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -289,13 +277,75 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	}
 	storeLog := log.With("instance", id) // the offset store adds the group itself
 	log = log.With("group", group, "instance", id)
-	regData, err := registration(sub, saramaConfig(cfg).ClientID, strategy.Name(), cfg.RestartGrace)
+	regData, err := registration(sub, saramaConfig(cfg).ClientID, cfg.Strategy.Name(), cfg.RestartGrace)
 	if err != nil {
 		return nil, fmt.Errorf("%w: subscription: %w", ErrConfig, err)
 	}
+	c := newConsumer(group, id, sub, cfg, log)
+	ok := false
+	defer func() {
+		if !ok {
+			c.closeResources()
+		}
+	}()
+	if err := c.dialZooKeeper(ctx, servers, chroot); err != nil {
+		return nil, err
+	}
+	brokers, err := c.brokerList()
+	if err != nil {
+		return nil, err
+	}
+	scfg := saramaConfig(cfg)
+	metaErr, err := c.openKafka(brokers, scfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.openStore(brokers, scfg, storeLog); err != nil {
+		return nil, err
+	}
+	if err := c.metadataFromKafka(brokers, metaErr); err != nil {
+		return nil, err
+	}
+	if err := c.registerMember(ctx, regData); err != nil {
+		return nil, err
+	}
+	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy.Name())
+	ok = true
+	c.start(regData)
+	return c, nil
+}
 
+// checkJoin checks Join's arguments before anything is opened, and returns
+// the config to use (NewConfig for nil) and the ZooKeeper servers and
+// chroot.
+func checkJoin(group string, sub *subscription.Subscription, zookeeper string, cfg *Config) (*Config, []string, string, error) {
+	if cfg == nil {
+		cfg = NewConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, "", err
+	}
+	if group == "" {
+		return nil, nil, "", fmt.Errorf("%w: group: empty", ErrConfig)
+	}
+	if err := zkdata.ValidateNodeName("group", group); err != nil {
+		return nil, nil, "", fmt.Errorf("%w: group: %w", ErrConfig, err)
+	}
+	if sub == nil {
+		return nil, nil, "", fmt.Errorf("%w: subscription: nil", ErrConfig)
+	}
+	servers, chroot, err := zkconn.ParseConnect(zookeeper)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: zookeeper: %w", ErrConfig, err)
+	}
+	return cfg, servers, chroot, nil
+}
+
+// newConsumer returns a Consumer with its channels and maps made and
+// nothing opened.
+func newConsumer(group, id string, sub *subscription.Subscription, cfg *Config, log *slog.Logger) *Consumer {
 	c := &Consumer{
-		group: group, id: id, sub: sub, cfg: cfg, log: log, strategy: strategy,
+		group: group, id: id, sub: sub, cfg: cfg, log: log, strategy: cfg.Strategy,
 		health:   newGate(),
 		batches:  make(chan *partition.Handout),
 		errors:   make(chan error, cfg.ErrorsBufferSize),
@@ -317,44 +367,55 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if cfg.Mode == ModePartitions {
 		c.partitions = make(chan *PartitionStream, 1024)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			c.closeResources()
-		}
-	}()
+	return c
+}
 
+// dialZooKeeper opens the member's ZooKeeper session.
+func (c *Consumer) dialZooKeeper(ctx context.Context, servers []string, chroot string) error {
+	cfg := c.cfg
 	var auth []zkconn.Auth
 	for _, a := range cfg.Auth {
 		auth = append(auth, zkconn.Auth{Scheme: a.Scheme, Credentials: []byte(a.Credentials)})
 	}
+	var err error
 	c.session, err = zkconn.DialContext(ctx, zkconn.Config{
 		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
-		Auth: auth, Logger: log, TLS: cfg.ZooKeeperTLS,
+		Auth: auth, Logger: c.log, TLS: cfg.ZooKeeperTLS,
 		MaxRequest: zkconn.MaxRequestMember, // a member's requests are short (see zkconn's Buffers)
 		MaxReply:   cmp.Or(cfg.ZooKeeperMaxReply, DefaultZooKeeperMaxReply), MaxReplyField: "Config.ZooKeeperMaxReply",
 	})
 	if err != nil {
+		return fmt.Errorf("%w: %w", ErrJoin, err)
+	}
+	return nil
+}
+
+// brokerList returns Config.Brokers, or else the brokers registered in
+// ZooKeeper.
+func (c *Consumer) brokerList() ([]string, error) {
+	if len(c.cfg.Brokers) > 0 {
+		return c.cfg.Brokers, nil
+	}
+	brokers, skipped, err := c.session.Brokers(c.cfg.Listener)
+	for _, e := range skipped {
+		c.log.Warn("broker registration skipped", "error", e)
+	}
+	if errors.Is(err, zkconn.ErrNoBrokerRegistered) {
+		err = fmt.Errorf("%w (Kafka 4 and other KRaft clusters register none in ZooKeeper; or the chroot is wrong): give the brokers in Config.Brokers", err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
 	}
+	return brokers, nil
+}
 
-	brokers := cfg.Brokers
-	if len(brokers) == 0 {
-		var skipped []error
-		brokers, skipped, err = c.session.Brokers(cfg.Listener)
-		for _, e := range skipped {
-			log.Warn("broker registration skipped", "error", e)
-		}
-		if errors.Is(err, zkconn.ErrNoBrokerRegistered) {
-			err = fmt.Errorf("%w (Kafka 4 and other KRaft clusters register none in ZooKeeper; or the chroot is wrong): give the brokers in Config.Brokers", err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrJoin, err)
-		}
-	}
-	scfg := saramaConfig(cfg)
+// openKafka connects the Kafka clients and the metadata reader, and makes
+// the lister and the fetcher. The metadata reader's error is returned
+// apart (metaErr): without a Kafka cluster registered in ZooKeeper,
+// metadataFromKafka reads the metadata from the brokers instead.
+func (c *Consumer) openKafka(brokers []string, scfg *sarama.Config) (metaErr, err error) {
 	mcfg := metadata.NewConfig()
-	mcfg.Resync = cfg.MetadataResync
+	mcfg.Resync = c.cfg.MetadataResync
 	mcfg.OnMalformed = c.noteMalformedTopic
 	// The fetching client, a second client for what must not queue with
 	// the fetches, and the metadata reader connect at the same time: each
@@ -364,9 +425,9 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	// ConsumePartition, would wait behind fetches, and fetches behind
 	// them.) Errors are reported in this order.
 	var (
-		wg                 sync.WaitGroup
-		offsetErr, metaErr error
-		watcher            *metadata.Watcher
+		wg        sync.WaitGroup
+		offsetErr error
+		watcher   *metadata.Watcher
 	)
 	wg.Go(func() { c.client, err = sarama.NewClient(brokers, scfg) })
 	// The offsets client asks only for the coordinator and the leaders of
@@ -377,78 +438,106 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, &ocfg) })
 	// The metadata reader reads and watches through the member's own
 	// session (TLS and credentials included): one ZooKeeper connection.
-	wg.Go(func() { watcher, metaErr = metadata.OpenSession(c.session, sub.Match, mcfg, log) })
+	wg.Go(func() { watcher, metaErr = metadata.OpenSession(c.session, c.sub.Match, mcfg, c.log) })
 	wg.Wait()
 	if watcher != nil {
 		c.meta = watcher // closed with the rest should Join fail
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
+		return metaErr, fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
 	}
 	if offsetErr != nil {
-		return nil, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, offsetErr)
+		return metaErr, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, offsetErr)
 	}
 	c.lister = listoffsets.Wrap(c.client, listoffsets.New(c.offsetClient))
 	// One fetch loop per broker for every owned partition it leads, on
 	// connections of its own (package internal/fetch).
-	c.fetcher, err = fetch.New(c.client, fetch.ConfigFromSarama(scfg), log)
+	c.fetcher, err = fetch.New(c.client, fetch.ConfigFromSarama(scfg), c.log)
 	if err != nil {
-		return nil, fmt.Errorf("%w: kafka fetcher: %w", ErrJoin, err)
+		return metaErr, fmt.Errorf("%w: kafka fetcher: %w", ErrJoin, err)
 	}
-	switch cfg.OffsetStorage {
+	return metaErr, nil
+}
+
+// openStore opens the offset store, bounds it by Kafka's reachability
+// (newKafkaWatch) and makes the partitions' committer over it.
+func (c *Consumer) openStore(brokers []string, scfg *sarama.Config, storeLog *slog.Logger) error {
+	var (
+		st  store
+		ks  *offsets.KafkaStore
+		err error
+	)
+	switch c.cfg.OffsetStorage {
 	case StorageZooKeeper:
-		c.store, err = offsets.NewZooKeeperStore(c.session, group, c.session.ACL())
+		st, err = offsets.NewZooKeeperStore(c.session, c.group, c.session.ACL())
 	default:
 		kc := offsets.NewKafkaConfig()
-		kc.CommitTimeout = cfg.Partition.CommitTimeout
-		var ks *offsets.KafkaStore
-		ks, err = offsets.NewKafkaStore(c.offsetClient, group, kc, storeLog)
+		kc.CommitTimeout = c.cfg.Partition.CommitTimeout
+		ks, err = offsets.NewKafkaStore(c.offsetClient, c.group, kc, storeLog)
 		if err == nil {
-			c.store, c.final.ks = ks, ks
+			st, c.final.ks = ks, ks
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: offset store: %w", ErrJoin, err)
+		return fmt.Errorf("%w: offset store: %w", ErrJoin, err)
 	}
-	c.store = c.newKafkaWatch(brokers, scfg, c.store) // bounded by Kafka's reachability
-	if c.commits, err = partition.NewCommitter(c.store, cfg.Partition, log); err != nil {
-		return nil, fmt.Errorf("%w: committer: %w", ErrJoin, err)
+	c.store = c.newKafkaWatch(brokers, scfg, st, ks) // bounded by Kafka's reachability
+	if c.commits, err = partition.NewCommitter(c.store, c.cfg.Partition, c.log); err != nil {
+		return fmt.Errorf("%w: committer: %w", ErrJoin, err)
 	}
-	fromKafka := errors.Is(metaErr, metadata.ErrNoCluster) && len(cfg.Brokers) > 0
+	return nil
+}
+
+// metadataFromKafka decides where the metadata comes from once the
+// metadata reader answered metaErr: with no Kafka cluster registered in
+// ZooKeeper and Config.Brokers given, ZooKeeper coordinates only, and the
+// topics are learnt from Kafka.
+func (c *Consumer) metadataFromKafka(brokers []string, metaErr error) error {
+	fromKafka := errors.Is(metaErr, metadata.ErrNoCluster) && len(c.cfg.Brokers) > 0
 	switch {
 	case fromKafka:
-		// ZooKeeper coordinates only: learn the topics from Kafka.
-		log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
-		if c.meta, err = newKafkaMeta(c.client, sub.Match, cfg.MetadataPoll, log); err != nil {
-			return nil, fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
+		c.log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
+		var err error
+		if c.meta, err = newKafkaMeta(c.client, c.sub.Match, c.cfg.MetadataPoll, c.log); err != nil {
+			return fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
 		}
 	case metaErr != nil:
-		return nil, fmt.Errorf("%w: cluster metadata: %w", ErrJoin, metaErr)
+		return fmt.Errorf("%w: cluster metadata: %w", ErrJoin, metaErr)
 	}
-	if err := ensureGroupNodes(c.session, group); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	return nil
+}
+
+// registerMember creates the group's nodes, registers the member and
+// writes its restart marker, unless ctx ended first.
+func (c *Consumer) registerMember(ctx context.Context, regData []byte) error {
+	if err := ensureGroupNodes(c.session, c.group); err != nil {
+		return fmt.Errorf("%w: %w", ErrJoin, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrJoin, err) // before anything is registered
+		return fmt.Errorf("%w: %w", ErrJoin, err) // before anything is registered
 	}
 	st := c.session.Status()
-	if err := register(c.session, group, id, regData); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	if err := register(c.session, c.group, c.id, regData); err != nil {
+		return fmt.Errorf("%w: %w", ErrJoin, err)
 	}
-	if err := writeMarker(c.session, group, id, regData, cfg.RestartGrace); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
+	if err := writeMarker(c.session, c.group, c.id, regData, c.cfg.RestartGrace); err != nil {
+		return fmt.Errorf("%w: %w", ErrJoin, err)
 	}
 	c.regEpoch = st.Epoch
 	c.registered = true
 	c.health.set(st.Healthy)
-	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy.Name())
-	ok = true
+	return nil
+}
+
+// start starts the consumer's goroutines: under its tomb the Kafka probe,
+// the health watch, the loop and the callbacks' dispatcher; and finish,
+// which waits for them and closes everything.
+func (c *Consumer) start(regData []byte) {
 	c.t.Go(c.runKafkaWatch)
 	c.t.Go(c.watchHealth)
 	c.t.Go(func() error { return c.loop(regData) })
 	c.t.Go(c.dispatchCallbacks)
 	go c.finish()
-	return c, nil
 }
 
 func saramaConfig(cfg *Config) *sarama.Config {

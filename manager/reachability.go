@@ -484,10 +484,11 @@ func (p *kafkaProbe) close() {
 
 // newKafkaWatch sets up the probing of Kafka for the consumer: the brokers
 // of the fetching client (seeds before it knows any) and, with Kafka
-// offset storage, the group's coordinator. It returns st, bounded by the
-// reachability (kafkaBoundStore) when it is Kafka's. runKafkaWatch
-// starts the probes.
-func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) store {
+// offset storage, the group's coordinator. st is the offset store and ks
+// the same store when it is Kafka's (nil otherwise), whose answers count
+// as the coordinator's. It returns st, bounded by the reachability
+// (kafkaBoundStore) when it is Kafka's. runKafkaWatch starts the probes.
+func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store, ks *offsets.KafkaStore) store {
 	bound := c.cfg.kafkaBound()
 	brokers := func() []string {
 		var out []string
@@ -507,7 +508,7 @@ func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) 
 		if c.client != nil {
 			b = responses(c.client.Config())
 		}
-		if ks, ok := st.(*offsets.KafkaStore); ok {
+		if ks != nil {
 			s := ks.Stats()
 			co = s.Committed + s.Verified
 		}

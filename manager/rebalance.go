@@ -26,13 +26,6 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
-	members, watch, snap, withParts, parts, mine := pl.members, pl.watch, pl.snap, pl.withParts, pl.parts, pl.mine
-	var memberIDs []string
-	for _, m := range members {
-		if !m.away {
-			memberIDs = append(memberIDs, m.id)
-		}
-	}
 	c.rebalances.Add(1)
 
 	c.mu.Lock()
@@ -40,44 +33,8 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 	for why := range causes {
 		c.causes[why]++
 	}
-	c.members = memberIDs
-	graceEnd = c.noteAwayLocked(members, began)
-	c.kept = pl.kept
-	c.memberSubs = nil
-	for _, m := range members {
-		if m.sub != nil {
-			c.memberSubs = append(c.memberSubs, m.sub)
-		}
-	}
-	c.relevant = relevantView(snap.Topics, c.memberSubs)
-	c.noteBadRegistrationsLocked(members)
-	c.noteStrategiesLocked(pl.strategy)
-	c.noteOldConsumersLocked(pl)
-	c.assigned = sortedTPs(mine)
-	c.assignedTopics = withParts
-	var revoked, added []TopicPartition
-	var g *cbGroup // this rebalance's OnRevoked
-	for tp, sl := range c.slots {
-		if !mine[tp] && sl.state != stopping {
-			if g == nil {
-				g = c.newGroupLocked(cbRevoked)
-			}
-			c.stopSlotLocked(sl, g)
-			revoked = append(revoked, tp)
-			delete(c.restartBackoff, tp)
-		}
-	}
-	for tp := range mine {
-		if sl, ok := c.slots[tp]; ok {
-			if sl.state == claiming {
-				sl.seen, sl.seenSet = pl.owners[tp], true
-			}
-			continue // running, claiming, or stopping (restarted when done)
-		}
-		sl := c.startSlotLocked(tp, 0)
-		sl.seen, sl.seenSet = pl.owners[tp], true
-		added = append(added, tp)
-	}
+	graceEnd = c.noteViewLocked(pl, began)
+	added, revoked := c.applyPlanLocked(pl)
 	if len(added) > 0 || len(revoked) > 0 {
 		// This change is what the next "applied" measures, from the first
 		// trigger that led to it (or from an earlier change still being
@@ -91,9 +48,67 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 	}
 	c.pendingSince = time.Time{}
 	c.checkAppliedLocked()
-	c.log.Info("rebalanced", "members", len(memberIDs), "away", len(c.away), "partitions", len(parts), "assigned", len(mine),
+	c.log.Info("rebalanced", "members", len(c.members), "away", len(c.away), "partitions", len(pl.parts), "assigned", len(pl.mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
-	return watch, pl.staticWatch, graceEnd, nil
+	return pl.watch, pl.staticWatch, graceEnd, nil
+}
+
+// noteViewLocked records what plan pl saw of the group: the members (and
+// those away, whose first grace end it returns), their subscriptions and
+// the metadata they select, the assignment, and what is reported about
+// the members' registrations and strategies.
+func (c *Consumer) noteViewLocked(pl *plan, began time.Time) (graceEnd time.Time) {
+	var memberIDs []string
+	for _, m := range pl.members {
+		if !m.away {
+			memberIDs = append(memberIDs, m.id)
+		}
+	}
+	c.members = memberIDs
+	graceEnd = c.noteAwayLocked(pl.members, began)
+	c.kept = pl.kept
+	c.memberSubs = nil
+	for _, m := range pl.members {
+		if m.sub != nil {
+			c.memberSubs = append(c.memberSubs, m.sub)
+		}
+	}
+	c.relevant = relevantView(pl.snap.Topics, c.memberSubs)
+	c.noteBadRegistrationsLocked(pl.members)
+	c.noteStrategiesLocked(pl.strategy)
+	c.noteOldConsumersLocked(pl)
+	c.assigned = sortedTPs(pl.mine)
+	c.assignedTopics = pl.withParts
+	return graceEnd
+}
+
+// applyPlanLocked revokes the slots of partitions pl does not give this
+// member and starts those of the partitions it gives and that have none;
+// it returns the partitions added and revoked.
+func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
+	var g *cbGroup // this rebalance's OnRevoked
+	for tp, sl := range c.slots {
+		if !pl.mine[tp] && sl.state != stopping {
+			if g == nil {
+				g = c.newGroupLocked(cbRevoked)
+			}
+			c.stopSlotLocked(sl, g)
+			revoked = append(revoked, tp)
+			delete(c.restartBackoff, tp)
+		}
+	}
+	for tp := range pl.mine {
+		if sl, ok := c.slots[tp]; ok {
+			if sl.state == claiming {
+				sl.seen, sl.seenSet = pl.owners[tp], true
+			}
+			continue // running, claiming, or stopping (restarted when done)
+		}
+		sl := c.startSlotLocked(tp, 0)
+		sl.seen, sl.seenSet = pl.owners[tp], true
+		added = append(added, tp)
+	}
+	return added, revoked
 }
 
 // plan is what a rebalance reads and computes before it acts on it.
@@ -121,16 +136,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		return nil, errors.New("no zookeeper session")
 	}
 	snap := c.meta.Snapshot()
-	topics := make([]string, 0, len(snap.Topics))
-	var withParts []string
-	for t, ps := range snap.Topics {
-		topics = append(topics, t)
-		if len(ps) > 0 {
-			withParts = append(withParts, t)
-		}
-	}
-	sort.Strings(topics)
-	sort.Strings(withParts)
+	topics, withParts := snapshotTopics(snap)
 	// The members and the owners are read at once: two round trips to
 	// ZooKeeper in all (a children list, then one multiRead, each).
 	var (
@@ -164,32 +170,56 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 				Owner: owners[TopicPartition{Topic: t, Partition: p.ID}]})
 		}
 	}
+	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
+		owners: owners}
+	c.assignPlan(pl, topics)
+	return pl, nil
+}
+
+// snapshotTopics returns the topics of snap, and those with partitions,
+// sorted.
+func snapshotTopics(snap metadata.Snapshot) (topics, withParts []string) {
+	topics = make([]string, 0, len(snap.Topics))
+	for t, ps := range snap.Topics {
+		topics = append(topics, t)
+		if len(ps) > 0 {
+			withParts = append(withParts, t)
+		}
+	}
+	sort.Strings(topics)
+	sort.Strings(withParts)
+	return topics, withParts
+}
+
+// assignPlan computes pl's assignment from its members and partitions:
+// this member's partitions (mine), the strategy used, and the partitions
+// kept for members away.
+func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	// Members publishing different strategies would never agree:
 	// compute with the oldest one's, or claim nothing when it is not
 	// known here (see StrategyMismatchError).
-	choice := chooseStrategy(c.strategy, members)
-	mine := map[TopicPartition]bool{}
-	var a map[string][]assign.Partition
-	if choice.use != nil {
-		a = choice.use.Assign(assignMembers(withoutExcluded(members, choice.exclude), topics), parts)
-		for _, p := range a[c.id] {
-			mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+	choice := chooseStrategy(c.strategy, pl.members)
+	pl.strategy = choice
+	pl.mine = map[TopicPartition]bool{}
+	if choice.use == nil {
+		return
+	}
+	a := choice.use.Assign(assignMembers(withoutExcluded(pl.members, choice.exclude), topics), pl.parts)
+	for _, p := range a[c.id] {
+		pl.mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+	}
+	if !hasAway(pl.members) {
+		return
+	}
+	pl.kept = map[TopicPartition]bool{} // the partitions held for members away
+	for _, m := range pl.members {
+		if !m.away {
+			continue
+		}
+		for _, p := range a[m.id] {
+			pl.kept[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 		}
 	}
-	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
-		owners: owners, mine: mine, strategy: choice}
-	if choice.use != nil && hasAway(members) {
-		pl.kept = map[TopicPartition]bool{} // the partitions held for members away
-		for _, m := range members {
-			if !m.away {
-				continue
-			}
-			for _, p := range a[m.id] {
-				pl.kept[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
-			}
-		}
-	}
-	return pl, nil
 }
 
 // withoutExcluded returns members without those in exclude.

@@ -96,14 +96,7 @@ func chooseStrategy(own assign.Strategy, members []member) strategyChoice {
 	}
 	ch.oldest, ch.oldestStrategy = oldest.id, oldest.strategy
 	if _, err := assign.ByName(oldest.strategy); err != nil {
-		for _, m := range members {
-			if m.strategy != "" && m.strategy != oldest.strategy {
-				if ch.exclude == nil {
-					ch.exclude = map[string]bool{}
-				}
-				ch.exclude[m.id] = true
-			}
-		}
+		ch.exclude = publishingOther(members, oldest.strategy)
 	}
 	if oldest.strategy == own.Name() {
 		return ch
@@ -115,6 +108,21 @@ func chooseStrategy(own assign.Strategy, members []member) strategyChoice {
 	}
 	ch.use = s
 	return ch
+}
+
+// publishingOther returns the members publishing a strategy other than
+// name (nil: none).
+func publishingOther(members []member, name string) map[string]bool {
+	var out map[string]bool
+	for _, m := range members {
+		if m.strategy != "" && m.strategy != name {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[m.id] = true
+		}
+	}
+	return out
 }
 
 // noteStrategiesLocked reports each peer publishing another strategy on
