@@ -1,28 +1,24 @@
 package manager
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/fetch"
 	"github.com/zkgroup/zkgroup/internal/listoffsets"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/partition"
-	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/saramaconf"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
 	"github.com/zkgroup/zkgroup/offsets"
 	"github.com/zkgroup/zkgroup/subscription"
-	"gopkg.in/tomb.v2"
 )
 
 // store is what the consumer needs of an offsets store.
@@ -46,168 +42,47 @@ type store interface {
 // (Config.ErrorsBufferSize) and closed once the consumer stopped; when
 // full, further errors are dropped, logged and counted in Stats: an unread
 // Errors() never stalls consumption.
+//
+// A Consumer composes parts, each owning one concern and its state:
+// conns (the connections and the offset store), groupView (what the
+// last rebalance saw of the group, under mu), rebalanceLog (the
+// rebalances counted and timed, under mu), slotTable (the claims and
+// slots, under mu), outputs (the channels handed to the embedder),
+// closing (the shutdown sequence, see its doc), kafka (Kafka
+// reachability), final (the final commits at Close) and cb (the
+// rebalance callbacks).
 type Consumer struct {
-	group   string
-	id      string
-	sub     *subscription.Subscription
-	cfg     *Config
-	log     *slog.Logger
-	session *zkconn.Session
-	meta    metaSource
-	client  sarama.Client
-	fetcher *fetch.Fetcher // fetches every owned partition
-	store   store
+	group    string
+	id       string
+	sub      *subscription.Subscription
+	cfg      *Config
+	log      *slog.Logger
+	strategy assign.Strategy
+	health   *gate
+	kafka    *kafkaWatch // Kafka reachability and the member's phase (reachability.go)
 	// final gathers the final commits at Close into one round of the
 	// Kafka offset store (finalcommits.go).
-	final   finalCommits
-	commits *partition.Committer // the partitions' routine commits
-	// offsetClient is the client of commits and offset queries (ListOffsets),
-	// kept off the fetch connections; lister is client with its GetOffset
-	// answered over offsetClient, the client of consumer and partitions.
-	offsetClient sarama.Client
-	lister       *listoffsets.Client
-	strategy     assign.Strategy
-	health       *gate
-	kafka        *kafkaWatch // Kafka reachability and the member's phase (reachability.go)
+	final finalCommits
 
-	batches    chan *partition.Handout // ModeMerged: every partition's batches
-	partitions chan *PartitionStream
-	errors     chan error
-	// finished is closed once everything stopped and the channels were
-	// closed (finish); ended just before the channels are closed, once
-	// closeErr is final (Err).
-	finished chan struct{}
-	ended    chan struct{}
-	fwd      forwarder // feeds Messages()
+	conns
+	outputs
+	closing
 
-	t       tomb.Tomb
-	slotsWG sync.WaitGroup
-	events  chan slotEvent
 	// sessionChanged is signalled (buffered 1) by watchHealth after the
 	// session's state changed, for the loop.
 	sessionChanged chan struct{}
-	// claimWaits is signalled (buffered 1) by a slot whose claim found
-	// the partition held by another member, so that the loop checks at
-	// once whether the plan saw that holder (claimWaitTooLong) instead of
-	// at its next second.
-	claimWaiting chan struct{}
-	loopDone     chan struct{} // closed when loop returns
-	loopAt       atomic.Int64  // unix nanos of the loop's last turn
-	// malformedTopics counts the topic nodes reported malformed.
-	malformedTopics atomic.Uint64
+	loopAt         atomic.Int64 // unix nanos of the loop's last turn
 
-	mu    sync.Mutex
-	slots map[TopicPartition]*slot
+	// mu guards the parts marked "under mu": the view, the rebalance
+	// log, the slots, the callbacks, eachRest.
+	mu sync.Mutex
+	groupView
+	rebalanceLog
+	slotTable
 	// cb: the rebalance callbacks' state (callbacks.go).
 	cb callbacks
 	// eachRest: what Each loops left early (see Each).
 	eachRest leftovers
-	// prefetched holds the consumers opened before the first assignment
-	// (see prefetch) until a slot takes them or dropPrefetched closes them.
-	prefetched map[TopicPartition]*partition.Prefetched
-	members    []string
-	// away: the members away that the last plan kept in the group (see
-	// static.go); kept: the partitions it held for them.
-	away           map[string]awayMember
-	kept           map[TopicPartition]bool
-	assigned       []TopicPartition
-	assignedTopics []string // the subscribed topics with partitions, at the last rebalance
-	// memberSubs and relevant: the members' subscriptions and the part of
-	// the metadata they select, at the last rebalance (relevant is nil
-	// before the first).
-	memberSubs []*subscription.Subscription
-	relevant   map[string][]metadata.Partition
-	applied    bool
-	registered bool
-	regEpoch   uint64
-	// pendingSince: the first trigger not yet acted on; current: the
-	// change being applied (nil: none); history: the last maxHistory
-	// changes applied, numbered by seq.
-	pendingSince       time.Time
-	current            *Rebalance
-	history            []Rebalance
-	seq                uint64
-	causes             map[RebalanceCause]uint64
-	restartBackoff     map[TopicPartition]*retry.Backoff // lost partitions claimed again
-	lastClaimWaitCheck time.Time
-	// badNodes: the ZooKeeper nodes reported on Errors() (by path, with
-	// the error text), so that each problem is reported once while it
-	// lasts; squatted: partitions held by a non-member now.
-	badNodes map[string]string
-	squatted int
-	// strategyPeers: the members publishing another strategy (id to
-	// name), as reported; strategyInForce: what the last rebalance
-	// computed with ("" none), strategyOldest the member whose strategy
-	// that is. See noteStrategiesLocked.
-	strategyPeers   map[string]string
-	strategyInForce string
-	strategyOldest  string
-	// oldPeers: the members publishing no strategy whose assignment
-	// differs (id to reason), as reported; oldConflicts what the last
-	// rebalance found. See noteOldConsumersLocked.
-	oldPeers     map[string]string
-	oldConflicts []IncompatibleMemberError
-
-	rebalances    atomic.Uint64
-	claimWaits    atomic.Int64
-	droppedErrors atomic.Uint64
-	staleAcks     atomic.Uint64
-	restarts      atomic.Uint64
-	// Counts of partition managers that have stopped, so that the
-	// consumer's totals never go down when a partition moves.
-	past     partitionTotals // under mu
-	closeErr error           // set before finished is closed
-	// cutDrains: CloseTimeout passed; drains are cut short.
-	cutDrains atomic.Bool
-	// leaving: Close began; a slot that stops keeps its owner node, and
-	// closing the session deletes them all, and the registration, in one
-	// ZooKeeper transaction (see shutdown).
-	leaving atomic.Bool
-	// closeBegun: when Close or Interrupt was first called (unix ns, 0
-	// before): CloseTimeout counts from then (see closeDeadline).
-	closeBegun atomic.Int64
-	// leaveForGood: Leave was called; shutdown deletes the restart marker.
-	leaveForGood atomic.Bool
-}
-
-type slotState int
-
-const (
-	claiming slotState = iota
-	running
-	stopping
-)
-
-// slot is one partition this instance wants or still holds.
-type slot struct {
-	tp     TopicPartition
-	state  slotState
-	revoke chan struct{} // closed: stop (drain) or cancel the claim
-	delay  time.Duration // before claiming (a restart after a loss)
-	// pre is the partition's consumer opened before the claim, or nil;
-	// the slot goroutine owns it (hands it to the manager or closes it).
-	pre *partition.Prefetched
-	pm  atomic.Pointer[partition.Manager]
-	// waitingSince: unix nanos since the claim waits for another owner;
-	// 0 while not waiting. holder: that owner's id (nil while not waiting).
-	waitingSince atomic.Int64
-	holder       atomic.Pointer[string]
-	// seen: who the last plan that assigned the partition saw holding it
-	// ("" unowned), while seenSet; under Consumer.mu. A claim that waits
-	// on another holder shows that plan was computed from a view of the
-	// owners that has changed since (claimWaitTooLong).
-	seen    string
-	seenSet bool
-	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
-	// without a drain or a final commit, as a lost partition does.
-	lose atomic.Bool
-	cb   slotCB // under Consumer.mu (callbacks.go)
-}
-
-type slotEvent struct {
-	sl      *slot
-	started bool // the partition manager started
-	done    bool // the slot goroutine ended
 }
 
 // Join joins group as a new member consuming sub, coordinated through the
@@ -285,13 +160,13 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	ok := false
 	defer func() {
 		if !ok {
-			c.closeResources()
+			c.conns.close(c.log)
 		}
 	}()
-	if err := c.dialZooKeeper(ctx, servers, chroot); err != nil {
+	if err := c.dialZooKeeper(ctx, cfg, log, servers, chroot); err != nil {
 		return nil, err
 	}
-	brokers, err := c.brokerList()
+	brokers, err := c.brokerList(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -344,69 +219,17 @@ func checkJoin(group string, sub *subscription.Subscription, zookeeper string, c
 // newConsumer returns a Consumer with its channels and maps made and
 // nothing opened.
 func newConsumer(group, id string, sub *subscription.Subscription, cfg *Config, log *slog.Logger) *Consumer {
-	c := &Consumer{
+	return &Consumer{
 		group: group, id: id, sub: sub, cfg: cfg, log: log, strategy: cfg.Strategy,
-		health:   newGate(),
-		batches:  make(chan *partition.Handout),
-		errors:   make(chan error, cfg.ErrorsBufferSize),
-		finished: make(chan struct{}),
-		ended:    make(chan struct{}),
-
+		health:         newGate(),
+		outputs:        newOutputs(cfg),
+		closing:        newClosing(),
 		sessionChanged: make(chan struct{}, 1),
-		claimWaiting:   make(chan struct{}, 1),
-		loopDone:       make(chan struct{}),
-		events:         make(chan slotEvent, 1024),
-		slots:          map[TopicPartition]*slot{},
-		causes:         map[RebalanceCause]uint64{},
-		badNodes:       map[string]string{},
-		away:           map[string]awayMember{},
+		groupView:      newGroupView(),
+		rebalanceLog:   rebalanceLog{causes: map[RebalanceCause]uint64{}},
+		slotTable:      newSlotTable(),
 		cb:             newCallbacks(),
-
-		restartBackoff: map[TopicPartition]*retry.Backoff{},
 	}
-	if cfg.Mode == ModePartitions {
-		c.partitions = make(chan *PartitionStream, 1024)
-	}
-	return c
-}
-
-// dialZooKeeper opens the member's ZooKeeper session.
-func (c *Consumer) dialZooKeeper(ctx context.Context, servers []string, chroot string) error {
-	cfg := c.cfg
-	var auth []zkconn.Auth
-	for _, a := range cfg.Auth {
-		auth = append(auth, zkconn.Auth{Scheme: a.Scheme, Credentials: []byte(a.Credentials)})
-	}
-	var err error
-	c.session, err = zkconn.DialContext(ctx, zkconn.Config{
-		Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
-		Auth: auth, Logger: c.log, TLS: cfg.ZooKeeperTLS,
-		MaxRequest: zkconn.MaxRequestMember, // a member's requests are short (see zkconn's Buffers)
-		MaxReply:   cmp.Or(cfg.ZooKeeperMaxReply, DefaultZooKeeperMaxReply), MaxReplyField: "Config.ZooKeeperMaxReply",
-	})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrJoin, err)
-	}
-	return nil
-}
-
-// brokerList returns Config.Brokers, or else the brokers registered in
-// ZooKeeper.
-func (c *Consumer) brokerList() ([]string, error) {
-	if len(c.cfg.Brokers) > 0 {
-		return c.cfg.Brokers, nil
-	}
-	brokers, skipped, err := c.session.Brokers(c.cfg.Listener)
-	for _, e := range skipped {
-		c.log.Warn("broker registration skipped", "error", e)
-	}
-	if errors.Is(err, zkconn.ErrNoBrokerRegistered) {
-		err = fmt.Errorf("%w (Kafka 4 and other KRaft clusters register none in ZooKeeper; or the chroot is wrong): give the brokers in Config.Brokers", err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrJoin, err)
-	}
-	return brokers, nil
 }
 
 // openKafka connects the Kafka clients and the metadata reader, and makes
@@ -524,7 +347,6 @@ func (c *Consumer) registerMember(ctx context.Context, regData []byte) error {
 		return fmt.Errorf("%w: %w", ErrJoin, err)
 	}
 	c.regEpoch = st.Epoch
-	c.registered = true
 	c.health.set(st.Healthy)
 	return nil
 }
@@ -602,22 +424,6 @@ func (c *Consumer) Close() error {
 	return c.closeErr
 }
 
-// beginClose notes when closing began and kills the consumer's tomb. A
-// member whose session is suspended (no lease) can commit nothing and
-// must not wait for ZooKeeper to come back: its session is interrupted
-// (zkconn.Session.Interrupt), so that a loop waiting for a connection in
-// a ZooKeeper read (an owner check, a rebalance) returns at once and the
-// shutdown begins.
-func (c *Consumer) beginClose() {
-	c.closeBegun.CompareAndSwap(0, time.Now().UnixNano())
-	if c.session != nil {
-		if _, _, ok := c.session.Lease(); !ok {
-			c.session.Interrupt()
-		}
-	}
-	c.t.Kill(nil)
-}
-
 // Leave is Close for a member that does not come back: with
 // Config.RestartGrace it first deletes the member's restart marker, so
 // that the group moves its partitions as soon as it left instead of after
@@ -627,72 +433,4 @@ func (c *Consumer) beginClose() {
 func (c *Consumer) Leave() error {
 	c.leaveForGood.Store(true)
 	return c.Close()
-}
-
-// closeDeadline is when CloseTimeout passes: counted from Close (or
-// Interrupt), or from now when the consumer stops by itself.
-func (c *Consumer) closeDeadline() time.Time {
-	begun := time.Now()
-	if ns := c.closeBegun.Load(); ns != 0 {
-		begun = time.Unix(0, ns)
-	}
-	return begun.Add(c.cfg.CloseTimeout)
-}
-
-// finish waits for the consumer's goroutine to end, cuts short the drains
-// of partitions still stopping past CloseTimeout, waits for every
-// partition, and then closes the connections and the channels: nobody
-// sends on them any more.
-func (c *Consumer) finish() {
-	err := c.t.Wait()
-	if err != nil { // CloseTimeout passed with partitions still stopping
-		c.cutDrains.Store(true)
-		c.mu.Lock()
-		for _, sl := range c.slots {
-			if pm := sl.pm.Load(); pm != nil {
-				pm.CutDrain()
-			}
-		}
-		c.mu.Unlock()
-		err = fmt.Errorf("%w (their drains were cut short)", err)
-	}
-	c.slotsWG.Wait()
-	c.closeResources()
-	c.closeErr = err
-	close(c.ended)
-	// In this order: Messages() (its forwarder ends once the batches are
-	// closed), then Errors(), then Done().
-	close(c.batches)
-	c.fwd.stop()
-	close(c.errors)
-	if c.partitions != nil {
-		close(c.partitions)
-	}
-	close(c.finished)
-}
-
-func (c *Consumer) closeResources() {
-	if c.meta != nil {
-		_ = c.meta.Close()
-	}
-	if c.fetcher != nil {
-		_ = c.fetcher.Close()
-	}
-	if c.commits != nil {
-		_ = c.commits.Close()
-	}
-	if c.store != nil {
-		if err := c.store.Close(); err != nil {
-			c.log.Warn("closing the offset store", "error", err)
-		}
-	}
-	if c.offsetClient != nil {
-		_ = c.offsetClient.Close()
-	}
-	if c.client != nil {
-		_ = c.client.Close()
-	}
-	if c.session != nil {
-		c.session.Close()
-	}
 }

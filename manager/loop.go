@@ -57,7 +57,9 @@ func (c *Consumer) loop(regData []byte) error {
 	l.grace = time.NewTimer(time.Hour)
 	l.grace.Stop()
 	defer l.grace.Stop()
-	c.markDirty()
+	c.mu.Lock()
+	c.markDirtyLocked()
+	c.mu.Unlock()
 	// The first assignment waits JoinSettle, so that members started
 	// together do not each claim everything first.
 	l.debounce = time.NewTimer(c.cfg.JoinSettle)
@@ -84,7 +86,7 @@ func (c *Consumer) loop(regData []byte) error {
 		case <-c.meta.Changes():
 			l.onMetadata()
 		case <-c.kafka.changed:
-			c.followKafka(regData, l.trigger)
+			l.followKafka()
 		case <-c.sessionChanged:
 			l.onSessionChanged()
 		case ev := <-c.events:
@@ -94,7 +96,7 @@ func (c *Consumer) loop(regData []byte) error {
 		case <-check.C:
 			l.onCheck()
 		case <-unowned.C:
-			l.unownedBefore = c.checkUnowned(l.unownedBefore, l.trigger)
+			l.checkUnowned()
 			unowned.Reset(jittered(c.cfg.UnownedCheck))
 		case <-l.retryAt:
 			l.onRetry()
@@ -126,7 +128,9 @@ type loopState struct {
 // trigger notes why a rebalance is due and (re)starts its debounce.
 func (l *loopState) trigger(why RebalanceCause) {
 	if len(l.pending) == 0 {
-		l.c.markDirty()
+		l.c.mu.Lock()
+		l.c.markDirtyLocked()
+		l.c.mu.Unlock()
 	}
 	l.pending[why] = true
 	l.debounce.Reset(l.c.cfg.RebalanceDelay)
@@ -149,7 +153,7 @@ func (l *loopState) onMetadata() {
 func (l *loopState) onSlotEvent(ev slotEvent) {
 	l.c.onSlotEvent(ev)
 	if l.c.kafka.getPhase() == phaseLeaving {
-		l.c.followKafka(l.regData, l.trigger)
+		l.followKafka()
 	}
 }
 
@@ -163,7 +167,7 @@ func (l *loopState) onClaimWaiting() {
 // partitions squatted, the claims waiting.
 func (l *loopState) onCheck() {
 	c := l.c
-	c.followKafka(l.regData, l.trigger)
+	l.followKafka()
 	c.mu.Lock()
 	c.noteSquatsLocked(time.Now())
 	c.mu.Unlock()
@@ -180,7 +184,7 @@ func (l *loopState) onSessionChanged() {
 	// registers again only once Kafka answers (followKafka).
 	if st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
 		c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
-		if err := c.reregister(st, l.regData); err != nil {
+		if err := l.reregister(st); err != nil {
 			c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
 			c.log.Error("registering again failed; retrying", "error", err)
 			l.retryAt = time.After(l.failures.Next())
@@ -195,7 +199,7 @@ func (l *loopState) onRetry() {
 	c := l.c
 	l.retryAt = nil
 	if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
-		if err := c.reregister(st, l.regData); err != nil {
+		if err := l.reregister(st); err != nil {
 			l.retryAt = time.After(l.failures.Next())
 			return
 		}
@@ -278,10 +282,12 @@ func (c *Consumer) claimWaitTooLong() bool {
 
 // checkUnowned lists the owner nodes (one read per topic) and triggers a
 // rebalance when a partition was without owner in this check and the one
-// before; it returns this check's unowned partitions.
-func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(RebalanceCause)) map[TopicPartition]bool {
+// before; it keeps this check's unowned partitions for the next.
+func (l *loopState) checkUnowned() {
+	c, before := l.c, l.unownedBefore
+	l.unownedBefore = nil
 	if !c.session.Status().HasSession {
-		return nil
+		return
 	}
 	snap := c.meta.Snapshot()
 	c.mu.Lock()
@@ -291,7 +297,7 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 	owned, err := ownedPartitions(c.session, c.group, topics)
 	if err != nil {
 		c.log.Debug("checking owners failed", "error", err)
-		return nil
+		return
 	}
 	now := map[TopicPartition]bool{}
 	still := 0
@@ -308,147 +314,25 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 	}
 	if still > 0 {
 		c.log.Info("partitions without owner; reading the owners again", "partitions", still)
-		trigger(CauseUnowned)
+		l.trigger(CauseUnowned)
 	}
-	return now
+	l.unownedBefore = now
 }
 
 // reregister creates this member's ids node again under the session of
 // st and records its epoch.
-func (c *Consumer) reregister(st zkconn.Status, regData []byte) error {
-	if err := register(c.session, c.group, c.id, regData); err != nil {
+func (l *loopState) reregister(st zkconn.Status) error {
+	c := l.c
+	if err := register(c.session, c.group, c.id, l.regData); err != nil {
 		return err
 	}
-	if err := writeMarker(c.session, c.group, c.id, regData, c.cfg.RestartGrace); err != nil {
+	if err := writeMarker(c.session, c.group, c.id, l.regData, c.cfg.RestartGrace); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	c.regEpoch = st.Epoch
 	c.mu.Unlock()
 	return nil
-}
-
-// markDirty records when the first change not yet applied was noticed.
-func (c *Consumer) markDirty() {
-	c.mu.Lock()
-	if c.pendingSince.IsZero() {
-		c.pendingSince = time.Now()
-	}
-	c.mu.Unlock()
-}
-
-// shutdown revokes every slot, waits for them (bounded by CloseTimeout,
-// counted from Close: see closeDeadline) and leaves the group. The slots stop fetching, drain and commit, but keep
-// their owner nodes: once every slot has stopped, closing the session
-// deletes the owner nodes and the registration at once, in the one
-// transaction that ends the session, where deleting each would take a
-// transaction of its own (101 for a member of 100 partitions). The peers
-// see the member and its claims go together. If CloseTimeout passes first,
-// the registration is deleted at once, so that the peers start their
-// rebalance, and the remaining owner nodes go when the session is closed,
-// after the last slot stopped (finish): a claim is never given up before
-// its partition stopped.
-func (c *Consumer) shutdown() error {
-	c.leaving.Store(true)
-	if c.leaveForGood.Load() && c.cfg.RestartGrace > 0 {
-		if err := writeMarker(c.session, c.group, c.id, nil, 0); err != nil {
-			c.log.Warn("deleting the restart marker failed: the group keeps this member's partitions for RestartGrace", "error", err)
-		}
-	}
-	// No routine commit starts any more: every partition's final commit
-	// comes, and would wait for it (one round more) were it started.
-	c.commits.Halt()
-	c.stopAllSlots()
-	defer c.final.release()
-	done := make(chan struct{})
-	go func() {
-		// Slot goroutines report on c.events; swallow those here.
-		for {
-			select {
-			case <-c.events:
-			case <-done:
-				return
-			}
-		}
-	}()
-	err := c.awaitSlots()
-	close(done)
-	if err == nil {
-		c.session.Close() // deletes the registration and every owner node
-		c.log.Info("left group")
-		return nil
-	}
-	// Past CloseTimeout: wait for ZooKeeper no more (closing the session,
-	// in finish, deletes the registration anyway); a connected session
-	// deletes it at once.
-	c.session.Interrupt()
-	if derr := within(min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10), func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
-		c.log.Warn("deregistering failed", "error", derr)
-	}
-	c.log.Info("left group")
-	return err
-}
-
-// stopAllSlots revokes every slot not stopping yet, with Close's
-// OnRevoked, their final commits held to share one round
-// (finalcommits.go) from before the first can come.
-func (c *Consumer) stopAllSlots() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.newGroupLocked(cbRevoked) // Close's OnRevoked
-	var tps []TopicPartition
-	for _, sl := range c.slots {
-		if sl.state != stopping {
-			tps = append(tps, sl.tp)
-		}
-	}
-	c.final.begin(tps)
-	for _, sl := range c.slots {
-		if sl.state != stopping {
-			c.stopSlotLocked(sl, g)
-		}
-	}
-}
-
-// awaitSlots waits for every slot to end, releasing the final commits'
-// hold after CommitInterval at the latest, and returns an error once
-// CloseTimeout passes first (the drains under way are then cut short).
-func (c *Consumer) awaitSlots() error {
-	waited := make(chan struct{})
-	go func() { c.slotsWG.Wait(); close(waited) }()
-	// The hold ends at the latest after CommitInterval: a final commit
-	// waits for the others' drains no longer than a routine commit would.
-	bound := time.NewTimer(c.cfg.Partition.CommitInterval)
-	defer bound.Stop()
-	closeBy := time.NewTimer(time.Until(c.closeDeadline()))
-	defer closeBy.Stop()
-	for {
-		select {
-		case <-waited:
-			return nil
-		case <-bound.C:
-			c.final.release()
-		case <-closeBy.C:
-			err := fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
-			c.log.Error("close timed out", "error", err)
-			c.final.release()
-			c.cutDrainsNow() // here: the consumer's tomb waits for the slots (dispatchCallbacks)
-			return err
-		}
-	}
-}
-
-// cutDrainsNow cuts short the drains under way, and those of partitions
-// starting after it (runSlot checks cutDrains).
-func (c *Consumer) cutDrainsNow() {
-	c.cutDrains.Store(true)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, sl := range c.slots {
-		if pm := sl.pm.Load(); pm != nil {
-			pm.CutDrain()
-		}
-	}
 }
 
 // watchHealth opens and shuts the partitions' gate as the session's health

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -30,23 +31,9 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for why := range causes {
-		c.causes[why]++
-	}
 	graceEnd = c.noteViewLocked(pl, began)
 	added, revoked := c.applyPlanLocked(pl)
-	if len(added) > 0 || len(revoked) > 0 {
-		// This change is what the next "applied" measures, from the first
-		// trigger that led to it (or from an earlier change still being
-		// applied, which it joins).
-		if c.current == nil {
-			c.current = &Rebalance{Started: c.pendingSince}
-		}
-		c.current.Causes = mergeCauses(c.current.Causes, causes)
-		c.current.Added += len(added)
-		c.current.Revoked += len(revoked)
-	}
-	c.pendingSince = time.Time{}
+	c.noteRebalance(causes, len(added), len(revoked))
 	c.checkAppliedLocked()
 	c.log.Info("rebalanced", "members", len(c.members), "away", len(c.away), "partitions", len(pl.parts), "assigned", len(pl.mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
@@ -90,9 +77,9 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 	for tp, sl := range c.slots {
 		if !pl.mine[tp] && sl.state != stopping {
 			if g == nil {
-				g = c.newGroupLocked(cbRevoked)
+				g = c.cb.newGroupLocked(cbRevoked)
 			}
-			c.stopSlotLocked(sl, g)
+			sl.stopLocked(g)
 			revoked = append(revoked, tp)
 			delete(c.restartBackoff, tp)
 		}
@@ -109,6 +96,69 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 		added = append(added, tp)
 	}
 	return added, revoked
+}
+
+// rebalanceLog is the consumer's part that counts and times the
+// rebalances. Under Consumer.mu, except rebalances (atomic).
+type rebalanceLog struct {
+	// pendingSince: the first trigger not yet acted on; current: the
+	// change being applied (nil: none); history: the last maxHistory
+	// changes applied, numbered by seq.
+	pendingSince time.Time
+	current      *Rebalance
+	history      []Rebalance
+	seq          uint64
+	causes       map[RebalanceCause]uint64
+	// applied: every assigned partition is fetching and nothing else is
+	// held (checkAppliedLocked).
+	applied    bool
+	rebalances atomic.Uint64
+}
+
+// noteRebalance notes a rebalance of causes that added and revoked partitions:
+// when it moved something, it is what the next "applied" measures, from
+// the first trigger that led to it (or from an earlier change still being
+// applied, which it joins).
+func (r *rebalanceLog) noteRebalance(causes map[RebalanceCause]bool, added, revoked int) {
+	for why := range causes {
+		r.causes[why]++
+	}
+	if added > 0 || revoked > 0 {
+		if r.current == nil {
+			r.current = &Rebalance{Started: r.pendingSince}
+		}
+		r.current.Causes = mergeCauses(r.current.Causes, causes)
+		r.current.Added += added
+		r.current.Revoked += revoked
+	}
+	r.pendingSince = time.Time{}
+}
+
+// noteApplied records whether the assignment is applied; the change under
+// way, if any, is then done and kept in history, which it returns (nil:
+// none ended).
+func (r *rebalanceLog) noteApplied(applied bool) *Rebalance {
+	r.applied = applied
+	if !applied || r.current == nil {
+		return nil
+	}
+	done := *r.current
+	r.current = nil
+	r.seq++
+	done.Seq, done.Applied = r.seq, time.Now()
+	done.Took = done.Applied.Sub(done.Started)
+	r.history = append(r.history, done)
+	if len(r.history) > maxHistory {
+		r.history = slices.Delete(r.history, 0, len(r.history)-maxHistory)
+	}
+	return &done
+}
+
+// markDirtyLocked records when the first change not yet applied was noticed.
+func (r *rebalanceLog) markDirtyLocked() {
+	if r.pendingSince.IsZero() {
+		r.pendingSince = time.Now()
+	}
 }
 
 // plan is what a rebalance reads and computes before it acts on it.
@@ -333,20 +383,10 @@ func (c *Consumer) checkAppliedLocked() {
 			}
 		}
 	}
-	if applied && c.current != nil {
-		r := *c.current
-		c.current = nil
-		c.seq++
-		r.Seq, r.Applied = c.seq, time.Now()
-		r.Took = r.Applied.Sub(r.Started)
-		c.history = append(c.history, r)
-		if len(c.history) > maxHistory {
-			c.history = slices.Delete(c.history, 0, len(c.history)-maxHistory)
-		}
+	if r := c.noteApplied(applied); r != nil {
 		c.log.Info("assignment applied", "partitions", len(want), "took", r.Took,
 			"added", r.Added, "revoked", r.Revoked, "causes", r.Causes)
 	}
-	c.applied = applied
 }
 
 // maxHistory bounds the rebalances kept for Stats.

@@ -163,12 +163,12 @@ func (c *Consumer) noteStrategiesLocked(ch strategyChoice) {
 
 // strategyMismatchesLocked lists the peers publishing another strategy,
 // sorted. c.mu must be held.
-func (c *Consumer) strategyMismatchesLocked() []string {
-	if len(c.strategyPeers) == 0 {
+func (v *groupView) strategyMismatchesLocked() []string {
+	if len(v.strategyPeers) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(c.strategyPeers))
-	for id := range c.strategyPeers {
+	out := make([]string, 0, len(v.strategyPeers))
+	for id := range v.strategyPeers {
 		out = append(out, id)
 	}
 	slices.Sort(out)
