@@ -42,16 +42,15 @@ type store interface {
 // (Config.ErrorsBufferSize) and closed once the consumer stopped; when
 // full, further errors are dropped, logged and counted in Stats: an unread
 // Errors() never stalls consumption.
-//
-// A Consumer composes parts, each owning one concern and its state:
-// conns (the connections and the offset store), groupView (what the
-// last rebalance saw of the group, under mu), rebalanceLog (the
-// rebalances counted and timed, under mu), slotTable (the claims and
-// slots, under mu), outputs (the channels handed to the embedder),
-// closing (the shutdown sequence, see its doc), kafka (Kafka
-// reachability), final (the final commits at Close) and cb (the
-// rebalance callbacks).
 type Consumer struct {
+	// A Consumer composes parts, each owning one concern and its state:
+	// conns (the connections and the offset store), groupView (what the
+	// last rebalance saw of the group, under mu), rebalanceLog (the
+	// rebalances counted and timed, under mu), slotTable (the claims and
+	// slots, under mu), outputs (the channels handed to the embedder),
+	// closing (the shutdown sequence, see its doc), kafka (Kafka
+	// reachability), final (the final commits at Close) and cb (the
+	// rebalance callbacks). The loop's own state is loopState (loop.go).
 	group    string
 	id       string
 	sub      *subscription.Subscription
