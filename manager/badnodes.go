@@ -60,10 +60,10 @@ func (c *Consumer) noteNodeLocked(path string, err error, msg string) {
 
 // forgetNodesLocked forgets the reported nodes under prefix that are not in
 // now, so that a problem that comes back is reported again.
-func (c *Consumer) forgetNodesLocked(prefix string, now map[string]bool) {
-	for p := range c.badNodes {
+func (v *groupView) forgetNodesLocked(prefix string, now map[string]bool) {
+	for p := range v.badNodes {
 		if strings.HasPrefix(p, prefix) && !now[p] {
-			delete(c.badNodes, p)
+			delete(v.badNodes, p)
 		}
 	}
 }

@@ -64,17 +64,17 @@ type callbacks struct {
 
 func newCallbacks() callbacks { return callbacks{kick: make(chan struct{}, 1)} }
 
-func (c *Consumer) kickCallbacks() {
+func (cb *callbacks) signal() {
 	select {
-	case c.cb.kick <- struct{}{}:
+	case cb.kick <- struct{}{}:
 	default:
 	}
 }
 
 // newGroupLocked opens a stop group.
-func (c *Consumer) newGroupLocked(kind cbKind) *cbGroup {
+func (cb *callbacks) newGroupLocked(kind cbKind) *cbGroup {
 	g := &cbGroup{kind: kind}
-	c.cb.groups = append(c.cb.groups, g)
+	cb.groups = append(cb.groups, g)
 	return g
 }
 
@@ -82,17 +82,17 @@ func (c *Consumer) newGroupLocked(kind cbKind) *cbGroup {
 // canceled or its partition stops (its manager halts at once: its loop
 // runs on the slot goroutine, which then drains), and, if the embedder
 // knows it, it is told in g's call.
-func (c *Consumer) stopSlotLocked(sl *slot, g *cbGroup) {
+func (sl *slot) stopLocked(g *cbGroup) {
 	sl.state = stopping
 	close(sl.revoke)
 	if pm := sl.pm.Load(); pm != nil {
 		pm.Halt()
 	}
-	c.joinGroupLocked(sl, g)
+	sl.joinGroupLocked(g)
 }
 
 // joinGroupLocked moves an announced slot, still to report, into g.
-func (c *Consumer) joinGroupLocked(sl *slot, g *cbGroup) {
+func (sl *slot) joinGroupLocked(g *cbGroup) {
 	if sl.cb.phase != cbAnnouncing && sl.cb.phase != cbAnnounced || sl.cb.group == g {
 		return
 	}
@@ -118,7 +118,7 @@ func (c *Consumer) awaitAssigned(sl *slot, cl *claim) bool {
 	assigned := make(chan struct{})
 	sl.cb.phase, sl.cb.claimedAt, sl.cb.assigned = cbClaimed, time.Now(), assigned
 	c.mu.Unlock()
-	c.kickCallbacks()
+	c.cb.signal()
 	select {
 	case <-assigned:
 		return true
@@ -129,7 +129,7 @@ func (c *Consumer) awaitAssigned(sl *slot, cl *claim) bool {
 	if sl.cb.phase == cbClaimed {
 		sl.cb.phase = cbNone
 		c.mu.Unlock()
-		c.kickCallbacks() // one claim fewer to wait for
+		c.cb.signal() // one claim fewer to wait for
 		return false
 	}
 	c.mu.Unlock()
@@ -163,9 +163,9 @@ func (c *Consumer) stopped(sl *slot, cl *claim, lost bool) {
 		if kind == cbLost && cl.sessionEnded() {
 			g = c.sessionLossLocked(cl.sessionID)
 		} else {
-			g = c.newGroupLocked(kind)
+			g = c.cb.newGroupLocked(kind)
 		}
-		c.joinGroupLocked(sl, g)
+		sl.joinGroupLocked(g)
 	}
 	g.pending--
 	sl.cb.phase = cbReported
@@ -181,7 +181,7 @@ func (c *Consumer) stopped(sl *slot, cl *claim, lost bool) {
 		g.done = append(g.done, sl)
 	}
 	c.mu.Unlock()
-	c.kickCallbacks()
+	c.cb.signal()
 	<-released
 }
 
@@ -194,11 +194,11 @@ func (c *Consumer) sessionLossLocked(id int64) *cbGroup {
 			return g
 		}
 	}
-	g := c.newGroupLocked(cbLost)
+	g := c.cb.newGroupLocked(cbLost)
 	g.session = id
 	for _, sl := range c.slots {
 		if sl.cb.claim != nil && sl.cb.claim.sessionID == id {
-			c.joinGroupLocked(sl, g)
+			sl.joinGroupLocked(g)
 		}
 	}
 	return g
@@ -207,6 +207,15 @@ func (c *Consumer) sessionLossLocked(id int64) *cbGroup {
 // nextCallbackLocked returns the next call to make, or nil and how long
 // until one may be due without a kick (0: none).
 func (c *Consumer) nextCallbackLocked() (call func(context.Context), wait time.Duration) {
+	if call := c.nextStopCallLocked(); call != nil {
+		return call, 0
+	}
+	return c.nextAssignCallLocked()
+}
+
+// nextStopCallLocked returns the call of the first group of losses, then
+// of revokes, whose partitions all stopped (nil: none).
+func (c *Consumer) nextStopCallLocked() func(context.Context) {
 	// Losses, then revokes: their claims wait on the call.
 	for _, kind := range []cbKind{cbLost, cbRevoked} {
 		for i, g := range c.cb.groups {
@@ -215,13 +224,19 @@ func (c *Consumer) nextCallbackLocked() (call func(context.Context), wait time.D
 			}
 			c.cb.groups = slices.Delete(c.cb.groups, i, i+1)
 			if len(g.done) == 0 {
-				return func(context.Context) {}, 0 // nobody left to tell
+				return func(context.Context) {} // nobody left to tell
 			}
-			return c.stopCall(g), 0
+			return c.stopCall(g)
 		}
 	}
-	// Assignments: once no claim is under way, or the oldest claim
-	// waiting to be told has waited ClaimWaitCheck.
+	return nil
+}
+
+// nextAssignCallLocked returns the OnAssigned call of the partitions
+// claimed and not told yet: once no claim is under way, or the oldest
+// claim waiting to be told has waited ClaimWaitCheck (until then, how
+// long is left).
+func (c *Consumer) nextAssignCallLocked() (call func(context.Context), wait time.Duration) {
 	var ready []*slot
 	var oldest time.Time
 	underWay := false

@@ -49,7 +49,7 @@ func cbConsumer(t *testing.T, r *cbRecorder) *Consumer {
 	cfg := NewConfig()
 	cfg.ClaimWaitCheck = time.Hour
 	r.wire(cfg)
-	c := &Consumer{cfg: cfg, slots: map[TopicPartition]*slot{}, cb: newCallbacks(), loopDone: make(chan struct{})}
+	c := &Consumer{cfg: cfg, slotTable: slotTable{slots: map[TopicPartition]*slot{}}, cb: newCallbacks(), closing: closing{loopDone: make(chan struct{})}}
 	done := make(chan error)
 	go func() { done <- c.dispatchCallbacks() }()
 	t.Cleanup(func() {
@@ -125,7 +125,7 @@ func TestCallbacksAssignWaitsForClaims(t *testing.T) {
 	}
 	noCall(t, r, "partition 1 is still being claimed")
 	c.mu.Lock()
-	c.stopSlotLocked(s3, c.newGroupLocked(cbRevoked)) // revoked before it was named
+	s3.stopLocked(c.cb.newGroupLocked(cbRevoked)) // revoked before it was named
 	c.mu.Unlock()
 	if ok := <-res; ok {
 		t.Fatal("the revoked slot's wait ended with true")
@@ -180,9 +180,9 @@ func TestCallbacksRevokeGroup(t *testing.T) {
 		sls, cls = append(sls, sl), append(cls, cl)
 	}
 	c.mu.Lock()
-	g := c.newGroupLocked(cbRevoked)
+	g := c.cb.newGroupLocked(cbRevoked)
 	for _, sl := range sls[:3] {
-		c.stopSlotLocked(sl, g)
+		sl.stopLocked(g)
 	}
 	c.mu.Unlock()
 	var released atomic.Int32

@@ -136,23 +136,9 @@ var afterCreate atomic.Pointer[func(path string)]
 // counts the waits.
 func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
 	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string)) (*claim, error) {
-	p := zkdata.OwnerPath(group, tp.Topic, tp.Partition)
-	bo := retry.New(50*time.Millisecond, 2*time.Second)
-	logged, waitingFor := false, ""
-	setWaiting := func(holder string) {
-		if holder != waitingFor && waiting != nil {
-			waiting(holder)
-		}
-		waitingFor = holder
-	}
-	defer setWaiting("")
-	// created: a create of ours may have made the node since it was last
-	// read. Until it is read back, a cancel must not end the claim: the
-	// node would stay, ephemeral, held by this session for its whole
-	// life, for a partition this member no longer runs; nobody would
-	// delete it, and its next owner would wait for it for ever. Read back,
-	// the claim is returned and its caller releases it.
-	created := false
+	a := &acquirer{s: s, path: zkdata.OwnerPath(group, tp.Topic, tp.Partition), tp: tp, owner: owner, health: health,
+		log: log, cancel: cancel, waits: waits, waiting: waiting, bo: retry.New(50*time.Millisecond, 2*time.Second)}
+	defer a.setWaiting("")
 	for {
 		canceled := false
 		select {
@@ -160,10 +146,10 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			canceled = true
 		default:
 		}
-		if canceled && !created {
+		if canceled && !a.created {
 			return nil, errClaimCanceled
 		}
-		created = false // canceled now: read back once, create nothing
+		a.created = false // canceled now: read back once, create nothing
 		st, epochDone := s.Epoch()
 		if !st.HasSession {
 			if !waitOr(cancel, epochDone, nil, 200*time.Millisecond) {
@@ -171,82 +157,141 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			}
 			continue
 		}
-		data, stat, ch, err := s.GetWFull(p)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			if canceled {
-				return nil, errClaimCanceled
-			}
-			_, err := s.Create(p, zkdata.FormatOwner(owner), zk.FlagEphemeral, nil)
-			if f := afterCreate.Load(); f != nil {
-				(*f)(p)
-			}
-			switch {
-			case err == nil, errors.Is(err, zk.ErrNodeExists):
-				// Read it back with a watch (ours, or the one that won).
-				created = true
-			case errors.Is(err, zk.ErrNoNode):
-				if perr := s.CreateParents(path.Dir(p)); perr != nil {
-					log.Warn("creating owner parents failed", "path", path.Dir(p), "error", perr)
-					if !bo.Wait(cancel, nil) {
-						return nil, errClaimCanceled
-					}
-				}
-			default:
-				// The create may have been applied (a connection lost
-				// before its reply): read back before giving up.
-				log.Warn("creating owner node failed", "path", p, "error", err)
-				bo.Wait(cancel, nil)
-				created = true
-			}
-			continue
-		case err != nil:
-			// A node of ours not read back stays until the session ends;
-			// the unowned and claim-wait checks of the others cannot move
-			// it either. Read it again unless this member is going.
-			log.Warn("reading owner node failed", "path", p, "error", err)
-			if !bo.Wait(cancel, nil) {
+		data, stat, ch, err := s.GetWFull(a.path)
+		if err != nil {
+			if !a.readFailed(err, canceled) {
 				return nil, errClaimCanceled
 			}
 			continue
 		}
-		cur, _ := s.Epoch()
-		holder := zkdata.ParseOwner(data)
-		if stat.EphemeralOwner == cur.SessionID && holder == owner {
-			c := &claim{tp: tp, path: p, owner: owner, session: s, health: health, log: log,
-				sessionID: cur.SessionID, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{})}
-			c.lostCtx, c.cancel = context.WithCancel(context.Background())
-			c.hook(ch, epochDone)
-			if logged {
-				log.Info("partition claimed after waiting", "path", p)
-			}
-			return c, nil
-		}
-		if holder == owner {
-			// Ours, from a session that is gone or going: take it back.
-			log.Info("deleting this instance's stale owner node", "path", p, "old_session", fmt.Sprintf("0x%x", stat.EphemeralOwner))
-			if derr := s.Delete(p, stat.Version); derr != nil && !errors.Is(derr, zk.ErrNoNode) && !errors.Is(derr, zk.ErrBadVersion) {
-				log.Warn("deleting stale owner node failed", "path", p, "error", derr)
-			}
-			continue
-		}
-		if canceled {
-			return nil, errClaimCanceled // not ours
-		}
-		// Another owner: wait for its node to go.
-		waits.Add(1)
-		setWaiting(holder)
-		if !logged {
-			log.Info("waiting for the partition's owner to release it", "path", p, "owner", holder)
-			logged = true
-		}
-		select {
-		case <-cancel:
-			return nil, errClaimCanceled
-		case <-ch:
-		case <-epochDone:
+		if c, err := a.read(data, stat, ch, epochDone, canceled); c != nil || err != nil {
+			return c, err
 		}
 	}
+}
+
+// acquirer is the state of one acquire.
+type acquirer struct {
+	s      *zkconn.Session
+	path   string
+	tp     TopicPartition
+	owner  string
+	health *gate
+	log    *slog.Logger
+	cancel <-chan struct{}
+	waits  *atomic.Int64
+	// waiting, when set, is told of the holder waited for ("" none).
+	waiting func(holder string)
+	bo      *retry.Backoff
+	// logged: the wait for another owner was logged; waitingFor: the
+	// holder last told to waiting.
+	logged     bool
+	waitingFor string
+	// created: a create of ours may have made the node since it was last
+	// read. Until it is read back, a cancel must not end the claim: the
+	// node would stay, ephemeral, held by this session for its whole
+	// life, for a partition this member no longer runs; nobody would
+	// delete it, and its next owner would wait for it for ever. Read back,
+	// the claim is returned and its caller releases it.
+	created bool
+}
+
+func (a *acquirer) setWaiting(holder string) {
+	if holder != a.waitingFor && a.waiting != nil {
+		a.waiting(holder)
+	}
+	a.waitingFor = holder
+}
+
+// readFailed handles a failed read of the owner node: a missing node is
+// created (unless canceled), other errors are retried after a backoff.
+// It returns false when the claim is to be given up (canceled).
+func (a *acquirer) readFailed(err error, canceled bool) bool {
+	if errors.Is(err, zk.ErrNoNode) {
+		if canceled {
+			return false
+		}
+		return a.create()
+	}
+	// A node of ours not read back stays until the session ends;
+	// the unowned and claim-wait checks of the others cannot move
+	// it either. Read it again unless this member is going.
+	a.log.Warn("reading owner node failed", "path", a.path, "error", err)
+	return a.bo.Wait(a.cancel, nil)
+}
+
+// create creates the owner node (its parents first when missing); it
+// returns false when canceled during a backoff.
+func (a *acquirer) create() bool {
+	_, err := a.s.Create(a.path, zkdata.FormatOwner(a.owner), zk.FlagEphemeral, nil)
+	if f := afterCreate.Load(); f != nil {
+		(*f)(a.path)
+	}
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNodeExists):
+		// Read it back with a watch (ours, or the one that won).
+		a.created = true
+	case errors.Is(err, zk.ErrNoNode):
+		dir := path.Dir(a.path)
+		if perr := a.s.CreateParents(dir); perr != nil {
+			a.log.Warn("creating owner parents failed", "path", dir, "error", perr)
+			if !a.bo.Wait(a.cancel, nil) {
+				return false
+			}
+		}
+	default:
+		// The create may have been applied (a connection lost
+		// before its reply): read back before giving up.
+		a.log.Warn("creating owner node failed", "path", a.path, "error", err)
+		a.bo.Wait(a.cancel, nil)
+		a.created = true
+	}
+	return true
+}
+
+// read acts on the owner node read (with a watch ch): it returns the
+// claim when the node is this session's and this instance's, deletes a
+// node of this instance left by an older session, and otherwise waits
+// for the other owner's node to go. Nil and nil: read again.
+func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDone <-chan struct{}, canceled bool) (*claim, error) {
+	s, p, log := a.s, a.path, a.log
+	cur, _ := s.Epoch()
+	holder := zkdata.ParseOwner(data)
+	if stat.EphemeralOwner == cur.SessionID && holder == a.owner {
+		c := &claim{tp: a.tp, path: p, owner: a.owner, session: s, health: a.health, log: log,
+			sessionID: cur.SessionID, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{})}
+		c.lostCtx, c.cancel = context.WithCancel(context.Background())
+		c.hook(ch, epochDone)
+		if a.logged {
+			log.Info("partition claimed after waiting", "path", p)
+		}
+		return c, nil
+	}
+	if holder == a.owner {
+		// Ours, from a session that is gone or going: take it back.
+		log.Info("deleting this instance's stale owner node", "path", p, "old_session", fmt.Sprintf("0x%x", stat.EphemeralOwner))
+		if derr := s.Delete(p, stat.Version); derr != nil && !errors.Is(derr, zk.ErrNoNode) && !errors.Is(derr, zk.ErrBadVersion) {
+			log.Warn("deleting stale owner node failed", "path", p, "error", derr)
+		}
+		return nil, nil
+	}
+	if canceled {
+		return nil, errClaimCanceled // not ours
+	}
+	// Another owner: wait for its node to go.
+	a.waits.Add(1)
+	a.setWaiting(holder)
+	if !a.logged {
+		log.Info("waiting for the partition's owner to release it", "path", p, "owner", holder)
+		a.logged = true
+	}
+	select {
+	case <-a.cancel:
+		return nil, errClaimCanceled
+	case <-ch:
+	case <-epochDone:
+	}
+	return nil, nil
 }
 
 // hook watches the claim without a goroutine: the session calls onEvent

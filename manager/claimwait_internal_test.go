@@ -34,7 +34,7 @@ func TestClaimWaitTooLong(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := NewConfig()
 			cfg.ClaimWaitCheck = check
-			c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), slots: map[TopicPartition]*slot{}}
+			c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), slotTable: slotTable{slots: map[TopicPartition]*slot{}}}
 			tp := TopicPartition{Topic: "t", Partition: 0}
 			sl := &slot{tp: tp, state: claiming, seen: tc.wait.seen, seenSet: tc.wait.seenSet}
 			if tc.wait.holder != "" {
@@ -57,7 +57,7 @@ func TestClaimWaitTooLong(t *testing.T) {
 // unseen holder is acted on at once rather than at the loop's next
 // second; a claim that stops waiting clears the holder and wakes nobody.
 func TestClaimWaiterWakesLoop(t *testing.T) {
-	c := &Consumer{claimWaiting: make(chan struct{}, 1)}
+	c := &Consumer{slotTable: slotTable{claimWaiting: make(chan struct{}, 1)}}
 	sl := &slot{tp: TopicPartition{Topic: "t", Partition: 0}}
 	waiting := c.claimWaiter(sl)
 	waiting("b")

@@ -296,11 +296,23 @@ func NewConfig() *Config {
 	}
 }
 
-// Validate checks every field; errors name the field.
+// Validate checks every field; errors name the field. The checks run by
+// area, in the order of the fields, and the first failure is returned.
 func (c *Config) Validate() error {
 	if c == nil {
 		return fmt.Errorf("%w: nil config", ErrConfig)
 	}
+	for _, check := range []func() error{c.validateIdentity, c.validateAssignment, c.validatePeriods, c.validateLimits} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateIdentity checks the member's identity and session: RestartGrace,
+// InstanceID, SessionTimeout.
+func (c *Config) validateIdentity() error {
 	switch {
 	case c.RestartGrace < 0:
 		return fmt.Errorf("%w: RestartGrace: %v is negative", ErrConfig, c.RestartGrace)
@@ -320,6 +332,12 @@ func (c *Config) Validate() error {
 	if c.SessionTimeout > MaxSessionTimeout {
 		return fmt.Errorf("%w: SessionTimeout: %v is over %v (ZooKeeper caps sessions at 20 x tickTime, 40s by default)", ErrConfig, c.SessionTimeout, MaxSessionTimeout)
 	}
+	return nil
+}
+
+// validateAssignment checks what the member consumes with: Strategy,
+// Mode, OffsetStorage, Brokers, Partition.
+func (c *Config) validateAssignment() error {
 	if c.Strategy == nil {
 		return fmt.Errorf("%w: Strategy: nil", ErrConfig)
 	}
@@ -341,24 +359,33 @@ func (c *Config) Validate() error {
 		// The error wraps ErrConfig and names the field: prefix its struct.
 		return fmt.Errorf("%w: Partition.%s", ErrConfig, strings.TrimPrefix(err.Error(), ErrConfig.Error()+": "))
 	}
-	if c.RebalanceDelay < 0 {
+	return nil
+}
+
+// validatePeriods checks the delays and check periods: RebalanceDelay,
+// JoinSettle, ClaimWaitCheck, UnownedCheck, MetadataResync, MetadataPoll.
+func (c *Config) validatePeriods() error {
+	switch {
+	case c.RebalanceDelay < 0:
 		return fmt.Errorf("%w: RebalanceDelay: %v is negative", ErrConfig, c.RebalanceDelay)
-	}
-	if c.JoinSettle < 0 {
+	case c.JoinSettle < 0:
 		return fmt.Errorf("%w: JoinSettle: %v is negative", ErrConfig, c.JoinSettle)
-	}
-	if c.ClaimWaitCheck <= 0 {
+	case c.ClaimWaitCheck <= 0:
 		return fmt.Errorf("%w: ClaimWaitCheck: %v is not positive", ErrConfig, c.ClaimWaitCheck)
-	}
-	if c.UnownedCheck <= 0 {
+	case c.UnownedCheck <= 0:
 		return fmt.Errorf("%w: UnownedCheck: %v is not positive", ErrConfig, c.UnownedCheck)
-	}
-	if c.MetadataResync < metadata.MinResync {
+	case c.MetadataResync < metadata.MinResync:
 		return fmt.Errorf("%w: MetadataResync: %v is under %v", ErrConfig, c.MetadataResync, metadata.MinResync)
-	}
-	if c.MetadataPoll <= 0 {
+	case c.MetadataPoll <= 0:
 		return fmt.Errorf("%w: MetadataPoll: %v is not positive", ErrConfig, c.MetadataPoll)
 	}
+	return nil
+}
+
+// validateLimits checks the bounds and the connections' settings:
+// ZooKeeperMaxReply, ErrorsBufferSize, Auth, CloseTimeout,
+// KafkaUnreachableTimeout, Sarama.
+func (c *Config) validateLimits() error {
 	if c.ZooKeeperMaxReply != 0 && (c.ZooKeeperMaxReply < MinZooKeeperMaxReply || c.ZooKeeperMaxReply > MaxZooKeeperMaxReply) {
 		return fmt.Errorf("%w: ZooKeeperMaxReply: %d is not 0 (%d) or between %d and %d", ErrConfig, c.ZooKeeperMaxReply, DefaultZooKeeperMaxReply, MinZooKeeperMaxReply, MaxZooKeeperMaxReply)
 	}

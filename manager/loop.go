@@ -50,128 +50,191 @@ const (
 // claim that waits too long, and a partition left without owner.
 func (c *Consumer) loop(regData []byte) error {
 	defer close(c.loopDone)
-	var idsWatch, staticWatch <-chan zk.Event
-	// grace ends the restart grace of the first member away (static.go).
-	grace := time.NewTimer(time.Hour)
-	grace.Stop()
-	defer grace.Stop()
-	armGrace := func(at time.Time) {
-		grace.Stop()
-		if !at.IsZero() {
-			grace.Reset(time.Until(at))
-		}
+	l := &loopState{c: c, regData: regData,
+		pending:  map[RebalanceCause]bool{CauseStart: true},
+		failures: retry.New(100*time.Millisecond, 5*time.Second),
 	}
-	pending := map[RebalanceCause]bool{CauseStart: true}
-	c.markDirty()
+	l.grace = time.NewTimer(time.Hour)
+	l.grace.Stop()
+	defer l.grace.Stop()
+	c.mu.Lock()
+	c.markDirtyLocked()
+	c.mu.Unlock()
 	// The first assignment waits JoinSettle, so that members started
 	// together do not each claim everything first.
-	debounce := time.NewTimer(c.cfg.JoinSettle)
-	defer debounce.Stop()
+	l.debounce = time.NewTimer(c.cfg.JoinSettle)
+	defer l.debounce.Stop()
 	c.prefetch() // during the settle
 	defer c.dropPrefetched()
-	trigger := func(why RebalanceCause) {
-		if len(pending) == 0 {
-			c.markDirty()
-		}
-		pending[why] = true
-		debounce.Reset(c.cfg.RebalanceDelay)
-	}
-	failures := retry.New(100*time.Millisecond, 5*time.Second)
-	var retryAt <-chan time.Time // armed after a failed rebalance or registration
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	unowned := time.NewTimer(jittered(c.cfg.UnownedCheck))
 	defer unowned.Stop()
-	var unownedBefore map[TopicPartition]bool
 	for {
 		c.loopAt.Store(time.Now().UnixNano())
 		select {
 		case <-c.t.Dying():
 			return c.shutdown()
-		case <-idsWatch:
-			idsWatch = nil
-			trigger(CauseMembership)
-		case <-staticWatch:
-			staticWatch = nil
-			trigger(CauseMembership)
-		case <-grace.C:
-			armGrace(c.expireAway(time.Now()))
+		case <-l.idsWatch:
+			l.idsWatch = nil
+			l.trigger(CauseMembership)
+		case <-l.staticWatch:
+			l.staticWatch = nil
+			l.trigger(CauseMembership)
+		case <-l.grace.C:
+			l.armGrace(c.expireAway(time.Now()))
 		case <-c.meta.Changes():
-			if c.metadataMatters() {
-				trigger(CausePartitions)
-			}
+			l.onMetadata()
 		case <-c.kafka.changed:
-			c.followKafka(regData, trigger)
+			l.followKafka()
 		case <-c.sessionChanged:
-			st := c.session.Status()
-			// Out of the group for Kafka unreachability, the member
-			// registers again only once Kafka answers (followKafka).
-			if st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
-				c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
-				if err := c.reregister(st, regData); err != nil {
-					c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
-					c.log.Error("registering again failed; retrying", "error", err)
-					retryAt = time.After(failures.Next())
-				}
-				idsWatch, staticWatch = nil, nil
-				trigger(CauseSession)
-			}
+			l.onSessionChanged()
 		case ev := <-c.events:
-			c.onSlotEvent(ev)
-			if c.kafka.getPhase() == phaseLeaving {
-				c.followKafka(regData, trigger)
-			}
+			l.onSlotEvent(ev)
 		case <-c.claimWaiting:
-			if c.claimWaitTooLong() {
-				trigger(CauseClaimWait)
-			}
+			l.onClaimWaiting()
 		case <-check.C:
-			c.followKafka(regData, trigger)
-			c.mu.Lock()
-			c.noteSquatsLocked(time.Now())
-			c.mu.Unlock()
-			if c.claimWaitTooLong() {
-				trigger(CauseClaimWait)
-			}
+			l.onCheck()
 		case <-unowned.C:
-			unownedBefore = c.checkUnowned(unownedBefore, trigger)
+			l.checkUnowned()
 			unowned.Reset(jittered(c.cfg.UnownedCheck))
-		case <-retryAt:
-			retryAt = nil
-			if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
-				if err := c.reregister(st, regData); err != nil {
-					retryAt = time.After(failures.Next())
-					continue
-				}
-				idsWatch, staticWatch = nil, nil
-			}
-			if len(pending) > 0 {
-				debounce.Reset(0)
-			}
-		case <-debounce.C:
-			if len(pending) == 0 || retryAt != nil || c.kafka.getPhase() != phaseIn {
-				continue // out for Kafka: the changes wait for the rejoin's rebalance
-			}
-			if c.kafka.suspect() {
-				// Kafka did not answer the last probe: no partition is
-				// taken (nor given up) until it answers or the member
-				// leaves.
-				debounce.Reset(c.kafka.interval / 2)
-				continue
-			}
-			w, sw, graceEnd, err := c.rebalance(pending)
-			if err != nil {
-				c.log.Warn("rebalance failed; retrying", "error", err)
-				retryAt = time.After(failures.Next())
-				continue
-			}
-			failures.Reset()
-			idsWatch, staticWatch = w, sw
-			armGrace(graceEnd)
-			clear(pending)
-			c.dropPrefetched() // the first assignment took what it starts
+		case <-l.retryAt:
+			l.onRetry()
+		case <-l.debounce.C:
+			l.onDebounce()
 		}
 	}
+}
+
+// loopState is the loop's own state, touched by the loop's goroutine only.
+type loopState struct {
+	c       *Consumer
+	regData []byte
+	// idsWatch and staticWatch: the watches the last rebalance set on the
+	// members and on the restart markers (nil: none armed).
+	idsWatch, staticWatch <-chan zk.Event
+	// grace ends the restart grace of the first member away (static.go).
+	grace *time.Timer
+	// pending: the causes noticed since the last rebalance; debounce
+	// fires the next one RebalanceDelay after the last of them.
+	pending  map[RebalanceCause]bool
+	debounce *time.Timer
+	failures *retry.Backoff
+	retryAt  <-chan time.Time // armed after a failed rebalance or registration
+	// unownedBefore: the partitions without owner at the last check.
+	unownedBefore map[TopicPartition]bool
+}
+
+// trigger notes why a rebalance is due and (re)starts its debounce.
+func (l *loopState) trigger(why RebalanceCause) {
+	if len(l.pending) == 0 {
+		l.c.mu.Lock()
+		l.c.markDirtyLocked()
+		l.c.mu.Unlock()
+	}
+	l.pending[why] = true
+	l.debounce.Reset(l.c.cfg.RebalanceDelay)
+}
+
+// armGrace sets the grace timer to at (zero: none).
+func (l *loopState) armGrace(at time.Time) {
+	l.grace.Stop()
+	if !at.IsZero() {
+		l.grace.Reset(time.Until(at))
+	}
+}
+
+func (l *loopState) onMetadata() {
+	if l.c.metadataMatters() {
+		l.trigger(CausePartitions)
+	}
+}
+
+func (l *loopState) onSlotEvent(ev slotEvent) {
+	l.c.onSlotEvent(ev)
+	if l.c.kafka.getPhase() == phaseLeaving {
+		l.followKafka()
+	}
+}
+
+func (l *loopState) onClaimWaiting() {
+	if l.c.claimWaitTooLong() {
+		l.trigger(CauseClaimWait)
+	}
+}
+
+// onCheck is the loop's check once a second: Kafka's reachability, the
+// partitions squatted, the claims waiting.
+func (l *loopState) onCheck() {
+	c := l.c
+	l.followKafka()
+	c.mu.Lock()
+	c.noteSquatsLocked(time.Now())
+	c.mu.Unlock()
+	if c.claimWaitTooLong() {
+		l.trigger(CauseClaimWait)
+	}
+}
+
+// onSessionChanged registers the member again under a new session.
+func (l *loopState) onSessionChanged() {
+	c := l.c
+	st := c.session.Status()
+	// Out of the group for Kafka unreachability, the member
+	// registers again only once Kafka answers (followKafka).
+	if st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
+		c.log.Warn("new zookeeper session: partitions stopped, registering again", "epoch", st.Epoch)
+		if err := l.reregister(st); err != nil {
+			c.report(fmt.Errorf("%w: registering again: %w", ErrJoin, err))
+			c.log.Error("registering again failed; retrying", "error", err)
+			l.retryAt = time.After(l.failures.Next())
+		}
+		l.idsWatch, l.staticWatch = nil, nil
+		l.trigger(CauseSession)
+	}
+}
+
+// onRetry retries a failed registration, then the rebalance due.
+func (l *loopState) onRetry() {
+	c := l.c
+	l.retryAt = nil
+	if st := c.session.Status(); st.HasSession && st.Epoch != c.regEpoch && c.kafka.getPhase() == phaseIn {
+		if err := l.reregister(st); err != nil {
+			l.retryAt = time.After(l.failures.Next())
+			return
+		}
+		l.idsWatch, l.staticWatch = nil, nil
+	}
+	if len(l.pending) > 0 {
+		l.debounce.Reset(0)
+	}
+}
+
+// onDebounce rebalances for the pending causes, unless a retry is armed
+// or Kafka's reachability says to wait.
+func (l *loopState) onDebounce() {
+	c := l.c
+	if len(l.pending) == 0 || l.retryAt != nil || c.kafka.getPhase() != phaseIn {
+		return // out for Kafka: the changes wait for the rejoin's rebalance
+	}
+	if c.kafka.suspect() {
+		// Kafka did not answer the last probe: no partition is
+		// taken (nor given up) until it answers or the member
+		// leaves.
+		l.debounce.Reset(c.kafka.interval / 2)
+		return
+	}
+	w, sw, graceEnd, err := c.rebalance(l.pending)
+	if err != nil {
+		c.log.Warn("rebalance failed; retrying", "error", err)
+		l.retryAt = time.After(l.failures.Next())
+		return
+	}
+	l.failures.Reset()
+	l.idsWatch, l.staticWatch = w, sw
+	l.armGrace(graceEnd)
+	clear(l.pending)
+	c.dropPrefetched() // the first assignment took what it starts
 }
 
 // jittered returns d ± 20 %, so that members' periodic checks spread out.
@@ -219,10 +282,12 @@ func (c *Consumer) claimWaitTooLong() bool {
 
 // checkUnowned lists the owner nodes (one read per topic) and triggers a
 // rebalance when a partition was without owner in this check and the one
-// before; it returns this check's unowned partitions.
-func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(RebalanceCause)) map[TopicPartition]bool {
+// before; it keeps this check's unowned partitions for the next.
+func (l *loopState) checkUnowned() {
+	c, before := l.c, l.unownedBefore
+	l.unownedBefore = nil
 	if !c.session.Status().HasSession {
-		return nil
+		return
 	}
 	snap := c.meta.Snapshot()
 	c.mu.Lock()
@@ -232,7 +297,7 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 	owned, err := ownedPartitions(c.session, c.group, topics)
 	if err != nil {
 		c.log.Debug("checking owners failed", "error", err)
-		return nil
+		return
 	}
 	now := map[TopicPartition]bool{}
 	still := 0
@@ -249,137 +314,25 @@ func (c *Consumer) checkUnowned(before map[TopicPartition]bool, trigger func(Reb
 	}
 	if still > 0 {
 		c.log.Info("partitions without owner; reading the owners again", "partitions", still)
-		trigger(CauseUnowned)
+		l.trigger(CauseUnowned)
 	}
-	return now
+	l.unownedBefore = now
 }
 
 // reregister creates this member's ids node again under the session of
 // st and records its epoch.
-func (c *Consumer) reregister(st zkconn.Status, regData []byte) error {
-	if err := register(c.session, c.group, c.id, regData); err != nil {
+func (l *loopState) reregister(st zkconn.Status) error {
+	c := l.c
+	if err := register(c.session, c.group, c.id, l.regData); err != nil {
 		return err
 	}
-	if err := writeMarker(c.session, c.group, c.id, regData, c.cfg.RestartGrace); err != nil {
+	if err := writeMarker(c.session, c.group, c.id, l.regData, c.cfg.RestartGrace); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	c.regEpoch = st.Epoch
 	c.mu.Unlock()
 	return nil
-}
-
-// markDirty records when the first change not yet applied was noticed.
-func (c *Consumer) markDirty() {
-	c.mu.Lock()
-	if c.pendingSince.IsZero() {
-		c.pendingSince = time.Now()
-	}
-	c.mu.Unlock()
-}
-
-// shutdown revokes every slot, waits for them (bounded by CloseTimeout,
-// counted from Close: see closeDeadline) and leaves the group. The slots stop fetching, drain and commit, but keep
-// their owner nodes: once every slot has stopped, closing the session
-// deletes the owner nodes and the registration at once, in the one
-// transaction that ends the session, where deleting each would take a
-// transaction of its own (101 for a member of 100 partitions). The peers
-// see the member and its claims go together. If CloseTimeout passes first,
-// the registration is deleted at once, so that the peers start their
-// rebalance, and the remaining owner nodes go when the session is closed,
-// after the last slot stopped (finish): a claim is never given up before
-// its partition stopped.
-func (c *Consumer) shutdown() error {
-	c.leaving.Store(true)
-	if c.leaveForGood.Load() && c.cfg.RestartGrace > 0 {
-		if err := writeMarker(c.session, c.group, c.id, nil, 0); err != nil {
-			c.log.Warn("deleting the restart marker failed: the group keeps this member's partitions for RestartGrace", "error", err)
-		}
-	}
-	// No routine commit starts any more: every partition's final commit
-	// comes, and would wait for it (one round more) were it started.
-	c.commits.Halt()
-	c.mu.Lock()
-	g := c.newGroupLocked(cbRevoked) // Close's OnRevoked
-	var tps []TopicPartition
-	for _, sl := range c.slots {
-		if sl.state != stopping {
-			tps = append(tps, sl.tp)
-		}
-	}
-	// Their final commits share one round (finalcommits.go); held from
-	// before the first can come.
-	c.final.begin(tps)
-	defer c.final.release()
-	for _, sl := range c.slots {
-		if sl.state != stopping {
-			c.stopSlotLocked(sl, g)
-		}
-	}
-	c.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		// Slot goroutines report on c.events; swallow those here.
-		for {
-			select {
-			case <-c.events:
-			case <-done:
-				return
-			}
-		}
-	}()
-	waited := make(chan struct{})
-	go func() { c.slotsWG.Wait(); close(waited) }()
-	// The hold ends at the latest after CommitInterval: a final commit
-	// waits for the others' drains no longer than a routine commit would.
-	bound := time.NewTimer(c.cfg.Partition.CommitInterval)
-	defer bound.Stop()
-	closeBy := time.NewTimer(time.Until(c.closeDeadline()))
-	defer closeBy.Stop()
-	var err error
-wait:
-	for {
-		select {
-		case <-waited:
-			break wait
-		case <-bound.C:
-			c.final.release()
-		case <-closeBy.C:
-			err = fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
-			c.log.Error("close timed out", "error", err)
-			c.final.release()
-			c.cutDrainsNow() // here: the consumer's tomb waits for the slots (dispatchCallbacks)
-			break wait
-		}
-	}
-	close(done)
-	if err == nil {
-		c.session.Close() // deletes the registration and every owner node
-		c.log.Info("left group")
-		return nil
-	}
-	// Past CloseTimeout: wait for ZooKeeper no more (closing the session,
-	// in finish, deletes the registration anyway); a connected session
-	// deletes it at once.
-	c.session.Interrupt()
-	if derr := within(min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10), func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
-		c.log.Warn("deregistering failed", "error", derr)
-	}
-	c.log.Info("left group")
-	return err
-}
-
-// cutDrainsNow cuts short the drains under way, and those of partitions
-// starting after it (runSlot checks cutDrains).
-func (c *Consumer) cutDrainsNow() {
-	c.cutDrains.Store(true)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, sl := range c.slots {
-		if pm := sl.pm.Load(); pm != nil {
-			pm.CutDrain()
-		}
-	}
 }
 
 // watchHealth opens and shuts the partitions' gate as the session's health

@@ -174,53 +174,68 @@ func oldConsumerAssign(name string, members []member, topics []string, parts []a
 			}
 		}
 	}
-	out := map[TopicPartition]string{}
 	switch name {
 	case assign.NameRange:
-		for topic, ids := range byTopic {
-			ts := threadsFor(topic)
-			if len(ts) == 0 {
-				continue
-			}
-			slices.Sort(ids)
-			per, extra := len(ids)/len(ts), len(ids)%len(ts)
-			next := 0
-			for i, th := range ts {
-				k := per
-				if i < extra {
-					k++
-				}
-				for _, id := range ids[next : next+k] {
-					out[TopicPartition{Topic: topic, Partition: id}] = owner[th]
-				}
-				next += k
-			}
-		}
+		return oldRange(byTopic, threadsFor, owner)
 	case assign.NameRoundRobin:
-		set := map[string]bool{}
-		var all []TopicPartition
-		for topic, ids := range byTopic {
-			ts := threadsFor(topic)
-			if len(ts) == 0 {
-				continue
-			}
-			for _, th := range ts {
-				set[th] = true
-			}
-			for _, id := range ids {
-				all = append(all, TopicPartition{Topic: topic, Partition: id})
-			}
+		return oldRoundRobin(byTopic, threadsFor, owner)
+	}
+	return map[TopicPartition]string{}
+}
+
+// oldRange is oldConsumerAssign's range: per topic, the partitions in
+// contiguous runs over the topic's threads. owner maps threads to members.
+func oldRange(byTopic map[string][]int32, threadsFor func(string) []string, owner map[string]string) map[TopicPartition]string {
+	out := map[TopicPartition]string{}
+	for topic, ids := range byTopic {
+		ts := threadsFor(topic)
+		if len(ts) == 0 {
+			continue
 		}
-		ts := make([]string, 0, len(set))
-		for th := range set {
-			ts = append(ts, th)
+		slices.Sort(ids)
+		per, extra := len(ids)/len(ts), len(ids)%len(ts)
+		next := 0
+		for i, th := range ts {
+			k := per
+			if i < extra {
+				k++
+			}
+			for _, id := range ids[next : next+k] {
+				out[TopicPartition{Topic: topic, Partition: id}] = owner[th]
+			}
+			next += k
 		}
-		sort.Strings(ts)
-		sort.Slice(all, func(i, j int) bool { return tpLess(all[i], all[j]) })
-		sort.SliceStable(all, func(i, j int) bool { return javaHash(all[i]) < javaHash(all[j]) })
-		for i, tp := range all {
-			out[tp] = owner[ts[i%len(ts)]]
+	}
+	return out
+}
+
+// oldRoundRobin is oldConsumerAssign's roundrobin: every partition of a
+// topic some thread subscribes to, by Java hash, to every thread in turn.
+func oldRoundRobin(byTopic map[string][]int32, threadsFor func(string) []string, owner map[string]string) map[TopicPartition]string {
+	out := map[TopicPartition]string{}
+	set := map[string]bool{}
+	var all []TopicPartition
+	for topic, ids := range byTopic {
+		ts := threadsFor(topic)
+		if len(ts) == 0 {
+			continue
 		}
+		for _, th := range ts {
+			set[th] = true
+		}
+		for _, id := range ids {
+			all = append(all, TopicPartition{Topic: topic, Partition: id})
+		}
+	}
+	ts := make([]string, 0, len(set))
+	for th := range set {
+		ts = append(ts, th)
+	}
+	sort.Strings(ts)
+	sort.Slice(all, func(i, j int) bool { return tpLess(all[i], all[j]) })
+	sort.SliceStable(all, func(i, j int) bool { return javaHash(all[i]) < javaHash(all[j]) })
+	for i, tp := range all {
+		out[tp] = owner[ts[i%len(ts)]]
 	}
 	return out
 }

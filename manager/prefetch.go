@@ -107,9 +107,9 @@ func (c *Consumer) prefetchOne(ctx context.Context, tp TopicPartition) *partitio
 
 // takePrefetchedLocked hands tp's prefetched consumer (or nil) to its
 // slot. c.mu must be held.
-func (c *Consumer) takePrefetchedLocked(tp TopicPartition) *partition.Prefetched {
-	pre := c.prefetched[tp]
-	delete(c.prefetched, tp)
+func (st *slotTable) takePrefetchedLocked(tp TopicPartition) *partition.Prefetched {
+	pre := st.prefetched[tp]
+	delete(st.prefetched, tp)
 	return pre
 }
 

@@ -484,10 +484,11 @@ func (p *kafkaProbe) close() {
 
 // newKafkaWatch sets up the probing of Kafka for the consumer: the brokers
 // of the fetching client (seeds before it knows any) and, with Kafka
-// offset storage, the group's coordinator. It returns st, bounded by the
-// reachability (kafkaBoundStore) when it is Kafka's. runKafkaWatch
-// starts the probes.
-func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) store {
+// offset storage, the group's coordinator. st is the offset store and ks
+// the same store when it is Kafka's (nil otherwise), whose answers count
+// as the coordinator's. It returns st, bounded by the reachability
+// (kafkaBoundStore) when it is Kafka's. runKafkaWatch starts the probes.
+func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store, ks *offsets.KafkaStore) store {
 	bound := c.cfg.kafkaBound()
 	brokers := func() []string {
 		var out []string
@@ -507,7 +508,7 @@ func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) 
 		if c.client != nil {
 			b = responses(c.client.Config())
 		}
-		if ks, ok := st.(*offsets.KafkaStore); ok {
+		if ks != nil {
 			s := ks.Stats()
 			co = s.Committed + s.Verified
 		}
@@ -607,19 +608,20 @@ func (s kafkaBoundStore) Release(ctx context.Context, topic string, partition in
 // answers. The loop calls it when the verdict changed, after slot events
 // and every second (which retries a failed deregistration or
 // registration). trigger starts the rebalance of a member back in.
-func (c *Consumer) followKafka(regData []byte, trigger func(RebalanceCause)) {
+func (l *loopState) followKafka() {
+	c := l.c
 	unreachable := c.kafka.unreachable()
 	switch c.kafka.getPhase() {
 	case phaseIn:
 		if unreachable {
-			c.leaveForKafka()
-			c.leftForKafka() // at once if nothing was running
+			l.leaveForKafka()
+			l.leftForKafka() // at once if nothing was running
 		}
 	case phaseLeaving:
-		c.leftForKafka()
+		l.leftForKafka()
 	case phaseOut:
 		if !unreachable {
-			c.rejoinForKafka(regData, trigger)
+			l.rejoinForKafka()
 		}
 	}
 }
@@ -629,7 +631,8 @@ func (c *Consumer) followKafka(regData []byte, trigger func(RebalanceCause)) {
 // forgets the assignment, so that no partition is claimed again. Each
 // slot releases its owner node once its partition manager stopped
 // (runSlot); leftForKafka deregisters after that.
-func (c *Consumer) leaveForKafka() {
+func (l *loopState) leaveForKafka() {
+	c := l.c
 	w := c.kafka
 	w.mu.Lock()
 	w.phase, w.leftAt, w.reason = phaseLeaving, time.Now(), w.tr.reason
@@ -639,11 +642,11 @@ func (c *Consumer) leaveForKafka() {
 	c.mu.Lock()
 	stopped := 0
 	c.assigned, c.assignedTopics = nil, nil
-	g := c.newGroupLocked(cbLost) // this leave's OnLost
+	g := c.cb.newGroupLocked(cbLost) // this leave's OnLost
 	for tp, sl := range c.slots {
 		sl.lose.Store(true)
 		if sl.state != stopping {
-			c.stopSlotLocked(sl, g)
+			sl.stopLocked(g)
 			stopped++
 		}
 		delete(c.restartBackoff, tp)
@@ -659,7 +662,8 @@ func (c *Consumer) leaveForKafka() {
 // still stopping (a drain begun before: they keep their owner nodes until
 // they stopped, so nobody else fetches them meanwhile). A failed
 // deregistration is tried again at the next call.
-func (c *Consumer) leftForKafka() {
+func (l *loopState) leftForKafka() {
+	c := l.c
 	w := c.kafka
 	w.mu.Lock()
 	leftAt, bound := w.leftAt, w.tr.bound
@@ -696,12 +700,13 @@ func (c *Consumer) leftForKafka() {
 // rejoinForKafka registers the member again under the current session
 // and starts a rebalance. A failed registration is tried again at the
 // next call.
-func (c *Consumer) rejoinForKafka(regData []byte, trigger func(RebalanceCause)) {
+func (l *loopState) rejoinForKafka() {
+	c := l.c
 	st := c.session.Status()
 	if !st.HasSession {
 		return
 	}
-	if err := c.reregister(st, regData); err != nil {
+	if err := l.reregister(st); err != nil {
 		c.log.Warn("registering again after kafka answered failed; retrying", "error", err)
 		return
 	}
@@ -711,7 +716,7 @@ func (c *Consumer) rejoinForKafka(regData []byte, trigger func(RebalanceCause)) 
 	out := time.Since(w.leftAt)
 	w.mu.Unlock()
 	c.log.Info("kafka answers again: joined the group", "out_for", out)
-	trigger(CauseKafka)
+	l.trigger(CauseKafka)
 }
 
 // kafkaStats fills the Kafka reachability fields of s.

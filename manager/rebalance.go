@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -26,48 +27,64 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
-	members, watch, snap, withParts, parts, mine := pl.members, pl.watch, pl.snap, pl.withParts, pl.parts, pl.mine
-	var memberIDs []string
-	for _, m := range members {
-		if !m.away {
-			memberIDs = append(memberIDs, m.id)
-		}
-	}
 	c.rebalances.Add(1)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for why := range causes {
-		c.causes[why]++
+	graceEnd = c.noteViewLocked(pl, began)
+	added, revoked := c.applyPlanLocked(pl)
+	c.noteRebalance(causes, len(added), len(revoked))
+	c.checkAppliedLocked()
+	c.log.Info("rebalanced", "members", len(c.members), "away", len(c.away), "partitions", len(pl.parts), "assigned", len(pl.mine),
+		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
+	return pl.watch, pl.staticWatch, graceEnd, nil
+}
+
+// noteViewLocked records what plan pl saw of the group: the members (and
+// those away, whose first grace end it returns), their subscriptions and
+// the metadata they select, the assignment, and what is reported about
+// the members' registrations and strategies.
+func (c *Consumer) noteViewLocked(pl *plan, began time.Time) (graceEnd time.Time) {
+	var memberIDs []string
+	for _, m := range pl.members {
+		if !m.away {
+			memberIDs = append(memberIDs, m.id)
+		}
 	}
 	c.members = memberIDs
-	graceEnd = c.noteAwayLocked(members, began)
+	graceEnd = c.noteAwayLocked(pl.members, began)
 	c.kept = pl.kept
 	c.memberSubs = nil
-	for _, m := range members {
+	for _, m := range pl.members {
 		if m.sub != nil {
 			c.memberSubs = append(c.memberSubs, m.sub)
 		}
 	}
-	c.relevant = relevantView(snap.Topics, c.memberSubs)
-	c.noteBadRegistrationsLocked(members)
+	c.relevant = relevantView(pl.snap.Topics, c.memberSubs)
+	c.noteBadRegistrationsLocked(pl.members)
 	c.noteStrategiesLocked(pl.strategy)
 	c.noteOldConsumersLocked(pl)
-	c.assigned = sortedTPs(mine)
-	c.assignedTopics = withParts
-	var revoked, added []TopicPartition
+	c.assigned = sortedTPs(pl.mine)
+	c.assignedTopics = pl.withParts
+	return graceEnd
+}
+
+// applyPlanLocked revokes the slots of partitions pl does not give this
+// member and starts those of the partitions it gives and that have none;
+// it returns the partitions added and revoked.
+func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 	var g *cbGroup // this rebalance's OnRevoked
 	for tp, sl := range c.slots {
-		if !mine[tp] && sl.state != stopping {
+		if !pl.mine[tp] && sl.state != stopping {
 			if g == nil {
-				g = c.newGroupLocked(cbRevoked)
+				g = c.cb.newGroupLocked(cbRevoked)
 			}
-			c.stopSlotLocked(sl, g)
+			sl.stopLocked(g)
 			revoked = append(revoked, tp)
 			delete(c.restartBackoff, tp)
 		}
 	}
-	for tp := range mine {
+	for tp := range pl.mine {
 		if sl, ok := c.slots[tp]; ok {
 			if sl.state == claiming {
 				sl.seen, sl.seenSet = pl.owners[tp], true
@@ -78,22 +95,70 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 		sl.seen, sl.seenSet = pl.owners[tp], true
 		added = append(added, tp)
 	}
-	if len(added) > 0 || len(revoked) > 0 {
-		// This change is what the next "applied" measures, from the first
-		// trigger that led to it (or from an earlier change still being
-		// applied, which it joins).
-		if c.current == nil {
-			c.current = &Rebalance{Started: c.pendingSince}
-		}
-		c.current.Causes = mergeCauses(c.current.Causes, causes)
-		c.current.Added += len(added)
-		c.current.Revoked += len(revoked)
+	return added, revoked
+}
+
+// rebalanceLog is the consumer's part that counts and times the
+// rebalances. Under Consumer.mu, except rebalances (atomic).
+type rebalanceLog struct {
+	// pendingSince: the first trigger not yet acted on; current: the
+	// change being applied (nil: none); history: the last maxHistory
+	// changes applied, numbered by seq.
+	pendingSince time.Time
+	current      *Rebalance
+	history      []Rebalance
+	seq          uint64
+	causes       map[RebalanceCause]uint64
+	// applied: every assigned partition is fetching and nothing else is
+	// held (checkAppliedLocked).
+	applied    bool
+	rebalances atomic.Uint64
+}
+
+// noteRebalance notes a rebalance of causes that added and revoked partitions:
+// when it moved something, it is what the next "applied" measures, from
+// the first trigger that led to it (or from an earlier change still being
+// applied, which it joins).
+func (r *rebalanceLog) noteRebalance(causes map[RebalanceCause]bool, added, revoked int) {
+	for why := range causes {
+		r.causes[why]++
 	}
-	c.pendingSince = time.Time{}
-	c.checkAppliedLocked()
-	c.log.Info("rebalanced", "members", len(memberIDs), "away", len(c.away), "partitions", len(parts), "assigned", len(mine),
-		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
-	return watch, pl.staticWatch, graceEnd, nil
+	if added > 0 || revoked > 0 {
+		if r.current == nil {
+			r.current = &Rebalance{Started: r.pendingSince}
+		}
+		r.current.Causes = mergeCauses(r.current.Causes, causes)
+		r.current.Added += added
+		r.current.Revoked += revoked
+	}
+	r.pendingSince = time.Time{}
+}
+
+// noteApplied records whether the assignment is applied; the change under
+// way, if any, is then done and kept in history, which it returns (nil:
+// none ended).
+func (r *rebalanceLog) noteApplied(applied bool) *Rebalance {
+	r.applied = applied
+	if !applied || r.current == nil {
+		return nil
+	}
+	done := *r.current
+	r.current = nil
+	r.seq++
+	done.Seq, done.Applied = r.seq, time.Now()
+	done.Took = done.Applied.Sub(done.Started)
+	r.history = append(r.history, done)
+	if len(r.history) > maxHistory {
+		r.history = slices.Delete(r.history, 0, len(r.history)-maxHistory)
+	}
+	return &done
+}
+
+// markDirtyLocked records when the first change not yet applied was noticed.
+func (r *rebalanceLog) markDirtyLocked() {
+	if r.pendingSince.IsZero() {
+		r.pendingSince = time.Now()
+	}
 }
 
 // plan is what a rebalance reads and computes before it acts on it.
@@ -121,16 +186,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		return nil, errors.New("no zookeeper session")
 	}
 	snap := c.meta.Snapshot()
-	topics := make([]string, 0, len(snap.Topics))
-	var withParts []string
-	for t, ps := range snap.Topics {
-		topics = append(topics, t)
-		if len(ps) > 0 {
-			withParts = append(withParts, t)
-		}
-	}
-	sort.Strings(topics)
-	sort.Strings(withParts)
+	topics, withParts := snapshotTopics(snap)
 	// The members and the owners are read at once: two round trips to
 	// ZooKeeper in all (a children list, then one multiRead, each).
 	var (
@@ -164,32 +220,56 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 				Owner: owners[TopicPartition{Topic: t, Partition: p.ID}]})
 		}
 	}
+	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
+		owners: owners}
+	c.assignPlan(pl, topics)
+	return pl, nil
+}
+
+// snapshotTopics returns the topics of snap, and those with partitions,
+// sorted.
+func snapshotTopics(snap metadata.Snapshot) (topics, withParts []string) {
+	topics = make([]string, 0, len(snap.Topics))
+	for t, ps := range snap.Topics {
+		topics = append(topics, t)
+		if len(ps) > 0 {
+			withParts = append(withParts, t)
+		}
+	}
+	sort.Strings(topics)
+	sort.Strings(withParts)
+	return topics, withParts
+}
+
+// assignPlan computes pl's assignment from its members and partitions:
+// this member's partitions (mine), the strategy used, and the partitions
+// kept for members away.
+func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	// Members publishing different strategies would never agree:
 	// compute with the oldest one's, or claim nothing when it is not
 	// known here (see StrategyMismatchError).
-	choice := chooseStrategy(c.strategy, members)
-	mine := map[TopicPartition]bool{}
-	var a map[string][]assign.Partition
-	if choice.use != nil {
-		a = choice.use.Assign(assignMembers(withoutExcluded(members, choice.exclude), topics), parts)
-		for _, p := range a[c.id] {
-			mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+	choice := chooseStrategy(c.strategy, pl.members)
+	pl.strategy = choice
+	pl.mine = map[TopicPartition]bool{}
+	if choice.use == nil {
+		return
+	}
+	a := choice.use.Assign(assignMembers(withoutExcluded(pl.members, choice.exclude), topics), pl.parts)
+	for _, p := range a[c.id] {
+		pl.mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+	}
+	if !hasAway(pl.members) {
+		return
+	}
+	pl.kept = map[TopicPartition]bool{} // the partitions held for members away
+	for _, m := range pl.members {
+		if !m.away {
+			continue
+		}
+		for _, p := range a[m.id] {
+			pl.kept[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 		}
 	}
-	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
-		owners: owners, mine: mine, strategy: choice}
-	if choice.use != nil && hasAway(members) {
-		pl.kept = map[TopicPartition]bool{} // the partitions held for members away
-		for _, m := range members {
-			if !m.away {
-				continue
-			}
-			for _, p := range a[m.id] {
-				pl.kept[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
-			}
-		}
-	}
-	return pl, nil
 }
 
 // withoutExcluded returns members without those in exclude.
@@ -303,20 +383,10 @@ func (c *Consumer) checkAppliedLocked() {
 			}
 		}
 	}
-	if applied && c.current != nil {
-		r := *c.current
-		c.current = nil
-		c.seq++
-		r.Seq, r.Applied = c.seq, time.Now()
-		r.Took = r.Applied.Sub(r.Started)
-		c.history = append(c.history, r)
-		if len(c.history) > maxHistory {
-			c.history = slices.Delete(c.history, 0, len(c.history)-maxHistory)
-		}
+	if r := c.noteApplied(applied); r != nil {
 		c.log.Info("assignment applied", "partitions", len(want), "took", r.Took,
 			"added", r.Added, "revoked", r.Revoked, "causes", r.Causes)
 	}
-	c.applied = applied
 }
 
 // maxHistory bounds the rebalances kept for Stats.

@@ -10,6 +10,79 @@ import (
 	"github.com/zkgroup/zkgroup/internal/retry"
 )
 
+// slotTable is the consumer's part that owns the claims and slots: one
+// slot per partition this member wants or still holds, each run by a
+// goroutine of its own (runSlot), and what carries over between them.
+// Under Consumer.mu, except the channels and the atomic counters.
+type slotTable struct {
+	slots  map[TopicPartition]*slot
+	events chan slotEvent // from the slot goroutines to the loop
+	// claimWaiting is signalled (buffered 1) by a slot whose claim found
+	// the partition held by another member, so that the loop checks at
+	// once whether the plan saw that holder (claimWaitTooLong) instead of
+	// at its next second.
+	claimWaiting       chan struct{}
+	lastClaimWaitCheck time.Time
+	restartBackoff     map[TopicPartition]*retry.Backoff // lost partitions claimed again
+	// prefetched holds the consumers opened before the first assignment
+	// (see prefetch) until a slot takes them or dropPrefetched closes them.
+	prefetched map[TopicPartition]*partition.Prefetched
+	// Counts of partition managers that have stopped, so that the
+	// consumer's totals never go down when a partition moves.
+	past       partitionTotals
+	claimWaits atomic.Int64
+	restarts   atomic.Uint64
+}
+
+func newSlotTable() slotTable {
+	return slotTable{
+		slots:          map[TopicPartition]*slot{},
+		events:         make(chan slotEvent, 1024),
+		claimWaiting:   make(chan struct{}, 1),
+		restartBackoff: map[TopicPartition]*retry.Backoff{},
+	}
+}
+
+type slotState int
+
+const (
+	claiming slotState = iota
+	running
+	stopping
+)
+
+// slot is one partition this instance wants or still holds.
+type slot struct {
+	tp     TopicPartition
+	state  slotState
+	revoke chan struct{} // closed: stop (drain) or cancel the claim
+	delay  time.Duration // before claiming (a restart after a loss)
+	// pre is the partition's consumer opened before the claim, or nil;
+	// the slot goroutine owns it (hands it to the manager or closes it).
+	pre *partition.Prefetched
+	pm  atomic.Pointer[partition.Manager]
+	// waitingSince: unix nanos since the claim waits for another owner;
+	// 0 while not waiting. holder: that owner's id (nil while not waiting).
+	waitingSince atomic.Int64
+	holder       atomic.Pointer[string]
+	// seen: who the last plan that assigned the partition saw holding it
+	// ("" unowned), while seenSet; under Consumer.mu. A claim that waits
+	// on another holder shows that plan was computed from a view of the
+	// owners that has changed since (claimWaitTooLong).
+	seen    string
+	seenSet bool
+	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
+	// without a drain or a final commit, as a lost partition does.
+	lose atomic.Bool
+	cb   slotCB // under Consumer.mu (callbacks.go)
+}
+
+type slotEvent struct {
+	sl      *slot
+	started bool // the partition manager started
+	done    bool // the slot goroutine ended
+}
+
 func (c *Consumer) onSlotEvent(ev slotEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -207,7 +280,7 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 // member its claim waits for) changes; "" once it no longer waits. A new
 // holder wakes the loop (claimWaiting), which reads the owners again at
 // once if the plan did not see that holder (claimWaitTooLong).
-func (c *Consumer) claimWaiter(sl *slot) func(holder string) {
+func (st *slotTable) claimWaiter(sl *slot) func(holder string) {
 	return func(holder string) {
 		if holder == "" {
 			sl.waitingSince.Store(0)
@@ -217,7 +290,7 @@ func (c *Consumer) claimWaiter(sl *slot) func(holder string) {
 		sl.holder.Store(&holder)
 		sl.waitingSince.Store(time.Now().UnixNano())
 		select {
-		case c.claimWaiting <- struct{}{}:
+		case st.claimWaiting <- struct{}{}:
 		default: // the loop has one to read already
 		}
 	}
@@ -279,8 +352,8 @@ func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partiti
 // to the session's close when the consumer is closing: Close deletes
 // every claim in the one transaction that ends the session, not one
 // delete each.
-func (c *Consumer) letGo(cl *claim, log *slog.Logger, drained bool) {
-	if c.leaving.Load() {
+func (cs *closing) letGo(cl *claim, log *slog.Logger, drained bool) {
+	if cs.leaving.Load() {
 		// Close: the session's close deletes the node (shutdown).
 		cl.abandon()
 		log.Debug("partition let go; its claim goes with the session", "drained", drained)

@@ -177,9 +177,9 @@ func (c *Consumer) expireAway(now time.Time) time.Time {
 }
 
 // awayIDs returns the members away, sorted. c.mu must be held.
-func (c *Consumer) awayIDsLocked() []string {
-	out := make([]string, 0, len(c.away))
-	for id := range c.away {
+func (v *groupView) awayIDsLocked() []string {
+	out := make([]string, 0, len(v.away))
+	for id := range v.away {
 		out = append(out, id)
 	}
 	slices.Sort(out)

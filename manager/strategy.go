@@ -96,14 +96,7 @@ func chooseStrategy(own assign.Strategy, members []member) strategyChoice {
 	}
 	ch.oldest, ch.oldestStrategy = oldest.id, oldest.strategy
 	if _, err := assign.ByName(oldest.strategy); err != nil {
-		for _, m := range members {
-			if m.strategy != "" && m.strategy != oldest.strategy {
-				if ch.exclude == nil {
-					ch.exclude = map[string]bool{}
-				}
-				ch.exclude[m.id] = true
-			}
-		}
+		ch.exclude = publishingOther(members, oldest.strategy)
 	}
 	if oldest.strategy == own.Name() {
 		return ch
@@ -115,6 +108,21 @@ func chooseStrategy(own assign.Strategy, members []member) strategyChoice {
 	}
 	ch.use = s
 	return ch
+}
+
+// publishingOther returns the members publishing a strategy other than
+// name (nil: none).
+func publishingOther(members []member, name string) map[string]bool {
+	var out map[string]bool
+	for _, m := range members {
+		if m.strategy != "" && m.strategy != name {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[m.id] = true
+		}
+	}
+	return out
 }
 
 // noteStrategiesLocked reports each peer publishing another strategy on
@@ -155,12 +163,12 @@ func (c *Consumer) noteStrategiesLocked(ch strategyChoice) {
 
 // strategyMismatchesLocked lists the peers publishing another strategy,
 // sorted. c.mu must be held.
-func (c *Consumer) strategyMismatchesLocked() []string {
-	if len(c.strategyPeers) == 0 {
+func (v *groupView) strategyMismatchesLocked() []string {
+	if len(v.strategyPeers) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(c.strategyPeers))
-	for id := range c.strategyPeers {
+	out := make([]string, 0, len(v.strategyPeers))
+	for id := range v.strategyPeers {
 		out = append(out, id)
 	}
 	slices.Sort(out)

@@ -1,18 +1,54 @@
 package manager
 
 import (
-	"github.com/zkgroup/zkgroup/internal/sessionlink"
-	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"sync/atomic"
+
+	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/subscription"
 )
 
-// The daemon reads its group view (members, owner nodes, topics) through
-// the consumer's ZooKeeper session, one connection per member, by way of
-// sessionlink: the session is no public API.
-func init() {
-	sessionlink.Register(func(consumer any) *zkconn.Session {
-		if c, ok := consumer.(*Consumer); ok && c != nil {
-			return c.session
-		}
-		return nil
-	})
+// groupView is the consumer's part that owns what the member knows of its
+// group: its registration's epoch, what the last rebalance saw (the
+// members, those away, the assignment, the subscriptions and the metadata
+// they select), and the problems reported about the group's nodes and the
+// peers' strategies. Under Consumer.mu; written by the loop (rebalance,
+// reregister, the checks), read by Stats.
+type groupView struct {
+	regEpoch uint64 // the session epoch the member registered under
+	members  []string
+	// away: the members away that the last plan kept in the group (see
+	// static.go); kept: the partitions it held for them.
+	away           map[string]awayMember
+	kept           map[TopicPartition]bool
+	assigned       []TopicPartition
+	assignedTopics []string // the subscribed topics with partitions, at the last rebalance
+	// memberSubs and relevant: the members' subscriptions and the part of
+	// the metadata they select, at the last rebalance (relevant is nil
+	// before the first).
+	memberSubs []*subscription.Subscription
+	relevant   map[string][]metadata.Partition
+	// badNodes: the ZooKeeper nodes reported on Errors() (by path, with
+	// the error text), so that each problem is reported once while it
+	// lasts; squatted: partitions held by a non-member now.
+	badNodes map[string]string
+	squatted int
+	// malformedTopics counts the topic nodes reported malformed (atomic:
+	// the metadata reader reports them).
+	malformedTopics atomic.Uint64
+	// strategyPeers: the members publishing another strategy (id to
+	// name), as reported; strategyInForce: what the last rebalance
+	// computed with ("" none), strategyOldest the member whose strategy
+	// that is. See noteStrategiesLocked.
+	strategyPeers   map[string]string
+	strategyInForce string
+	strategyOldest  string
+	// oldPeers: the members publishing no strategy whose assignment
+	// differs (id to reason), as reported; oldConflicts what the last
+	// rebalance found. See noteOldConsumersLocked.
+	oldPeers     map[string]string
+	oldConflicts []IncompatibleMemberError
+}
+
+func newGroupView() groupView {
+	return groupView{badNodes: map[string]string{}, away: map[string]awayMember{}}
 }

@@ -11,7 +11,7 @@ import (
 // anything else.
 func TestSessionLink(t *testing.T) {
 	s := new(zkconn.Session)
-	if got, ok := sessionlink.Session(&Consumer{session: s}); !ok || got != s {
+	if got, ok := sessionlink.Session(&Consumer{conns: conns{session: s}}); !ok || got != s {
 		t.Errorf("a consumer: %p, %v; want its session", got, ok)
 	}
 	var nilConsumer *Consumer

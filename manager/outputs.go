@@ -1,0 +1,49 @@
+package manager
+
+import (
+	"sync/atomic"
+
+	"github.com/zkgroup/zkgroup/internal/partition"
+)
+
+// outputs is the consumer's part that owns what it hands the embedder:
+// the batches (Each, Poll, Messages), the partition streams
+// (EachPartition), the errors (Errors), and their counters. Nothing is
+// sent on them once closeChannels ran.
+type outputs struct {
+	batches    chan *partition.Handout // ModeMerged: every partition's batches
+	partitions chan *PartitionStream   // ModePartitions only (nil otherwise)
+	errors     chan error
+	// ended is closed just before the channels are closed, once closeErr
+	// is final (Err).
+	ended chan struct{}
+	fwd   forwarder // feeds Messages()
+
+	droppedErrors atomic.Uint64 // errors Errors() had no room for
+	staleAcks     atomic.Uint64
+}
+
+func newOutputs(cfg *Config) outputs {
+	var partitions chan *PartitionStream
+	if cfg.Mode == ModePartitions {
+		partitions = make(chan *PartitionStream, 1024)
+	}
+	return outputs{
+		batches:    make(chan *partition.Handout),
+		partitions: partitions,
+		errors:     make(chan error, cfg.ErrorsBufferSize),
+		ended:      make(chan struct{}),
+	}
+}
+
+// closeChannels closes, in this order, Messages() (its forwarder ends once
+// the batches are closed), then Errors() and the partition streams.
+func (o *outputs) closeChannels() {
+	close(o.ended)
+	close(o.batches)
+	o.fwd.stop()
+	close(o.errors)
+	if o.partitions != nil {
+		close(o.partitions)
+	}
+}

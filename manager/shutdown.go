@@ -1,0 +1,220 @@
+package manager
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gopkg.in/tomb.v2"
+)
+
+// closing is the consumer's part that owns its shutdown. The sequence,
+// one step after the other:
+//
+//  1. Close, Leave (which first sets leaveForGood) or Interrupt calls
+//     beginClose: closeBegun notes when (CloseTimeout counts from it), a
+//     suspended session is interrupted, and the tomb t is killed.
+//  2. The loop sees the tomb dying and runs shutdown: leaving is set (a
+//     slot that stops keeps its owner node), Leave's restart marker is
+//     deleted, routine commits halt, every slot is revoked with its final
+//     commit held for one round (stopAllSlots), and shutdown waits for
+//     the slots (awaitSlots, slotsWG) until CloseTimeout; past it, the
+//     drains are cut short (cutDrains) and the registration deleted at
+//     once. Otherwise closing the session deletes the registration and
+//     every owner node in one transaction. The loop returns and closes
+//     loopDone.
+//  3. The tomb's other goroutines follow: watchHealth returns on loopDone,
+//     dispatchCallbacks once loopDone is closed and slotsWG is done (no
+//     slot starts after the loop returned), runKafkaWatch on the tomb
+//     dying.
+//  4. finish, the one goroutine outside the tomb (started by Join), waits
+//     for the tomb; when shutdown timed out it cuts the drains again (for
+//     partitions started meanwhile), waits for slotsWG, closes conns, sets
+//     closeErr, closes the outputs' channels, and closes finished last:
+//     Close returns.
+//
+// The consumer's goroutines are the tomb's four, finish, and one per slot
+// (slotsWG); nothing of the consumer runs after finished is closed.
+type closing struct {
+	t       tomb.Tomb
+	slotsWG sync.WaitGroup // one per slot goroutine
+	// loopDone is closed when loop returns (after shutdown).
+	loopDone chan struct{}
+	// finished is closed once everything stopped and the channels were
+	// closed (finish), closeErr set before.
+	finished chan struct{}
+	closeErr error
+	// cutDrains: CloseTimeout passed; drains are cut short.
+	cutDrains atomic.Bool
+	// leaving: shutdown began; a slot that stops keeps its owner node, and
+	// closing the session deletes them all, and the registration, in one
+	// ZooKeeper transaction.
+	leaving atomic.Bool
+	// closeBegun: when Close or Interrupt was first called (unix ns, 0
+	// before): CloseTimeout counts from then (see closeDeadline).
+	closeBegun atomic.Int64
+	// leaveForGood: Leave was called; shutdown deletes the restart marker.
+	leaveForGood atomic.Bool
+}
+
+func newClosing() closing {
+	return closing{loopDone: make(chan struct{}), finished: make(chan struct{})}
+}
+
+// closeDeadline is when timeout (CloseTimeout) passes: counted from Close
+// (or Interrupt), or from now when the consumer stops by itself.
+func (cl *closing) closeDeadline(timeout time.Duration) time.Time {
+	begun := time.Now()
+	if ns := cl.closeBegun.Load(); ns != 0 {
+		begun = time.Unix(0, ns)
+	}
+	return begun.Add(timeout)
+}
+
+// beginClose notes when closing began and kills the consumer's tomb. A
+// member whose session is suspended (no lease) can commit nothing and
+// must not wait for ZooKeeper to come back: its session is interrupted
+// (zkconn.Session.Interrupt), so that a loop waiting for a connection in
+// a ZooKeeper read (an owner check, a rebalance) returns at once and the
+// shutdown begins.
+func (c *Consumer) beginClose() {
+	c.closeBegun.CompareAndSwap(0, time.Now().UnixNano())
+	if c.session != nil {
+		if _, _, ok := c.session.Lease(); !ok {
+			c.session.Interrupt()
+		}
+	}
+	c.t.Kill(nil)
+}
+
+// finish waits for the consumer's goroutines to end, cuts short the
+// drains of partitions still stopping past CloseTimeout, waits for every
+// partition, and then closes the connections and the channels: nobody
+// sends on them any more. Done() is closed last.
+func (c *Consumer) finish() {
+	err := c.t.Wait()
+	if err != nil { // CloseTimeout passed with partitions still stopping
+		c.cutDrainsNow()
+		err = fmt.Errorf("%w (their drains were cut short)", err)
+	}
+	c.slotsWG.Wait()
+	c.conns.close(c.log)
+	c.closeErr = err
+	c.closeChannels()
+	close(c.finished)
+}
+
+// shutdown revokes every slot, waits for them (bounded by CloseTimeout,
+// counted from Close: see closeDeadline) and leaves the group. The slots
+// stop fetching, drain and commit, but keep their owner nodes: once every slot has stopped, closing the session
+// deletes the owner nodes and the registration at once, in the one
+// transaction that ends the session, where deleting each would take a
+// transaction of its own (101 for a member of 100 partitions). The peers
+// see the member and its claims go together. If CloseTimeout passes first,
+// the registration is deleted at once, so that the peers start their
+// rebalance, and the remaining owner nodes go when the session is closed,
+// after the last slot stopped (finish): a claim is never given up before
+// its partition stopped.
+func (c *Consumer) shutdown() error {
+	c.leaving.Store(true)
+	if c.leaveForGood.Load() && c.cfg.RestartGrace > 0 {
+		if err := writeMarker(c.session, c.group, c.id, nil, 0); err != nil {
+			c.log.Warn("deleting the restart marker failed: the group keeps this member's partitions for RestartGrace", "error", err)
+		}
+	}
+	// No routine commit starts any more: every partition's final commit
+	// comes, and would wait for it (one round more) were it started.
+	c.commits.Halt()
+	c.stopAllSlots()
+	defer c.final.release()
+	done := make(chan struct{})
+	go func() {
+		// Slot goroutines report on c.events; swallow those here.
+		for {
+			select {
+			case <-c.events:
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := c.awaitSlots()
+	close(done)
+	if err == nil {
+		c.session.Close() // deletes the registration and every owner node
+		c.log.Info("left group")
+		return nil
+	}
+	// Past CloseTimeout: wait for ZooKeeper no more (closing the session,
+	// in finish, deletes the registration anyway); a connected session
+	// deletes it at once.
+	c.session.Interrupt()
+	if derr := within(min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10), func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
+		c.log.Warn("deregistering failed", "error", derr)
+	}
+	c.log.Info("left group")
+	return err
+}
+
+// stopAllSlots revokes every slot not stopping yet, with Close's
+// OnRevoked, their final commits held to share one round
+// (finalcommits.go) from before the first can come.
+func (c *Consumer) stopAllSlots() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.cb.newGroupLocked(cbRevoked) // Close's OnRevoked
+	var tps []TopicPartition
+	for _, sl := range c.slots {
+		if sl.state != stopping {
+			tps = append(tps, sl.tp)
+		}
+	}
+	c.final.begin(tps)
+	for _, sl := range c.slots {
+		if sl.state != stopping {
+			sl.stopLocked(g)
+		}
+	}
+}
+
+// awaitSlots waits for every slot to end, releasing the final commits'
+// hold after CommitInterval at the latest, and returns an error once
+// CloseTimeout passes first (the drains under way are then cut short).
+func (c *Consumer) awaitSlots() error {
+	waited := make(chan struct{})
+	go func() { c.slotsWG.Wait(); close(waited) }()
+	// The hold ends at the latest after CommitInterval: a final commit
+	// waits for the others' drains no longer than a routine commit would.
+	bound := time.NewTimer(c.cfg.Partition.CommitInterval)
+	defer bound.Stop()
+	closeBy := time.NewTimer(time.Until(c.closeDeadline(c.cfg.CloseTimeout)))
+	defer closeBy.Stop()
+	for {
+		select {
+		case <-waited:
+			return nil
+		case <-bound.C:
+			c.final.release()
+		case <-closeBy.C:
+			err := fmt.Errorf("manager: close: partitions still stopping after %v", c.cfg.CloseTimeout)
+			c.log.Error("close timed out", "error", err)
+			c.final.release()
+			c.cutDrainsNow() // here: the consumer's tomb waits for the slots (dispatchCallbacks)
+			return err
+		}
+	}
+}
+
+// cutDrainsNow cuts short the drains under way, and those of partitions
+// starting after it (runSlot checks cutDrains).
+func (c *Consumer) cutDrainsNow() {
+	c.cutDrains.Store(true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, sl := range c.slots {
+		if pm := sl.pm.Load(); pm != nil {
+			pm.CutDrain()
+		}
+	}
+}
