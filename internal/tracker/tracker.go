@@ -373,6 +373,32 @@ func (t *Tracker) Ack(offset int64) AckResult {
 	return AckOK
 }
 
+// AckBelow acks every delivered offset below offset that is pending, as
+// Ack would one by one in increasing order, and returns how many it
+// acked. O(number of entries below offset); never allocates. Not safe for
+// concurrent use; never blocks.
+func (t *Tracker) AckBelow(offset int64) int {
+	if t.n == 0 || t.offs[t.head] >= offset {
+		return 0
+	}
+	mask := len(t.offs) - 1
+	acked := 0
+	// Every entry below offset is at the head and becomes acked, so it is
+	// released at once; release then drops the acked ones that follow.
+	for t.n > 0 && t.offs[t.head] < offset {
+		if t.isAcked(t.head) {
+			t.setAcked(t.head, false)
+		} else {
+			acked++
+		}
+		t.head = (t.head + 1) & mask
+		t.n--
+	}
+	t.pending -= acked
+	t.release() // (calls emptied if the ring is now empty)
+	return acked
+}
+
 // find returns the slot of the entry holding offset, by binary search
 // over the ring's logical positions. The ring must be non-empty.
 func (t *Tracker) find(offset int64) (int, bool) {
@@ -420,6 +446,19 @@ func (t *Tracker) Committable() int64 {
 		return t.offs[t.head]
 	}
 	return t.next
+}
+
+// UnackedRun reports whether what is held is one run of unacked offsets:
+// every offset from Committable() to LastDelivered() held and none of them
+// acked (ok also when nothing is held; from is then Committable()). It
+// returns from, Committable(). O(1); not safe for concurrent use; never
+// blocks.
+func (t *Tracker) UnackedRun() (from int64, ok bool) {
+	if t.n == 0 {
+		return t.next, true
+	}
+	from = t.offs[t.head]
+	return from, t.pending == t.n && from+int64(t.n) == t.next
 }
 
 // Pending returns the number of delivered messages not yet acked. O(1); not
