@@ -220,8 +220,8 @@ func (t *Tracker) DeliverRun(first int64, n int, at time.Time) error {
 	if int64(n-1) > MaxOffset-first { // first >= t.next >= 0 here: no overflow
 		return t.deliverError(first, ErrAboveMax)
 	}
-	for t.n+n > len(t.offs) {
-		t.grow()
+	if t.n+n > len(t.offs) {
+		t.grow(t.n + n)
 	}
 	if !t.hasBase {
 		t.base, t.hasBase = at, true
@@ -322,12 +322,13 @@ func (t *Tracker) HeldAbove(offset int64) int {
 	return t.n - lo
 }
 
-// grow doubles the ring (or allocates the initial one), unwrapping the
+// grow doubles the ring (or allocates the initial one) as many times as
+// it takes to hold need entries, in one allocation, unwrapping the
 // entries so the oldest is at index 0.
-func (t *Tracker) grow() {
-	size := 2 * len(t.offs)
-	if size < minCapacity {
-		size = minCapacity
+func (t *Tracker) grow(need int) {
+	size := max(2*len(t.offs), minCapacity)
+	for size < need {
+		size *= 2
 	}
 	offs, ats, acked := make([]int64, size), make([]int64, size), make([]uint64, (size+63)/64)
 	mask := len(t.offs) - 1

@@ -1133,3 +1133,20 @@ func TestDeliverRun(t *testing.T) {
 		t.Errorf("a run ending at MaxOffset: %v", err)
 	}
 }
+
+// TestDeliverRunGrowsOnce: a run delivered to an empty tracker grows the
+// ring once, to the power of two that holds it (three arrays), not by
+// doubling one allocation at a time.
+func TestDeliverRunGrowsOnce(t *testing.T) {
+	tr := NewTracker(0)
+	allocs := testing.AllocsPerRun(5, func() {
+		tr.Reset(0)
+		tr.Trim()
+		if err := tr.DeliverRun(0, 6000, time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 3 || tr.Capacity() != 8192 {
+		t.Errorf("%v allocations, capacity %d; want 3, 8192", allocs, tr.Capacity())
+	}
+}
