@@ -82,9 +82,10 @@ func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 // It closes fp: what was fetched and not handed out is dropped.
 //
 // A slab is taken for delivery (tracked) under one lock, as far as
-// MaxUnacked allows, rather than message by message: the user's acks take
-// the same lock, and a lock that moves between two cores for every message
-// costs the user's goroutine time on every message. What was tracked but
+// MaxUnacked allows, rather than message by message: acks out of order
+// take the same lock (acks in order take none, see fastack.go), and a lock
+// that moves between two cores for every message costs the user's
+// goroutine time on every message. What was tracked but
 // not handed out when consumeFetch returns is truncated. While a slab
 // waits for room, the next share is not taken: the fetcher holds at most
 // its buffer for the partition and then leaves it out of its requests.
