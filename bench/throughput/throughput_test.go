@@ -22,6 +22,7 @@ var (
 	flagTopic      = flag.String("topic", "", "topic to read (empty: bench-throughput-<partitions>x<messages>); reused when it holds exactly -messages messages")
 	flagWarmup     = flag.Bool("warmup", true, "read the topic once, untimed, before the rounds")
 	flagProfile    = flag.String("profile", "", "folder: write a CPU profile of each timed pass there (<side>-r<round>.pprof)")
+	flagBase       = flag.String("base", "sarama", "side the summary's ratios are to (one ratio per round, then the median)")
 )
 
 const valueLen = 100
@@ -137,11 +138,11 @@ func names(sds []sideSpec) []string {
 	return n
 }
 
-// summarize prints each side's medians and its median ratio to sarama's
-// ConsumerGroup (the ratio of each round, then the median of those).
+// summarize prints each side's medians and its median ratio to the -base
+// side (the ratio of each round, then the median of those).
 func summarize(b *testing.B, sds []sideSpec, got map[string][]figures) {
-	base := got["sarama"]
-	benchkit.Say("== BenchmarkThroughput summary: medians over %d round(s); ratios to sarama's ConsumerGroup are the median of each round's ratio", *flagRounds)
+	base := got[*flagBase]
+	benchkit.Say("== BenchmarkThroughput summary: medians over %d round(s); ratios to %s are the median of each round's ratio", *flagRounds, *flagBase)
 	benchkit.Say("   %-26s %12s %8s %12s %8s %10s %8s %10s %8s %10s", "side", "start->last", "ratio", "steady", "ratio", "cpu ns/msg", "ratio", "steady cpu", "ratio", "first ms")
 	for _, sd := range sds {
 		fs := got[sd.name]

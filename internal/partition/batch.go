@@ -45,6 +45,7 @@ func (m *Manager) AckBatch(msgs []*Message, acked *int, offset int64) AckResult 
 		m.countStale()
 		return AckStale
 	}
+	m.fastOff()
 	var ok, dup, unknown int
 	from := *acked
 	i := from

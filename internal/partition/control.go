@@ -118,6 +118,7 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	if m.tracker == nil {
 		m.tracker = tracker.NewTracker(target)
 	} else {
+		m.fastOff()
 		m.tracker.Reset(target)
 	}
 	m.abandoned = nil

@@ -82,9 +82,10 @@ func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 // It closes fp: what was fetched and not handed out is dropped.
 //
 // A slab is taken for delivery (tracked) under one lock, as far as
-// MaxUnacked allows, rather than message by message: the user's acks take
-// the same lock, and a lock that moves between two cores for every message
-// costs the user's goroutine time on every message. What was tracked but
+// MaxUnacked allows, rather than message by message: acks out of order
+// take the same lock (acks in order take none, see fastack.go), and a lock
+// that moves between two cores for every message costs the user's
+// goroutine time on every message. What was tracked but
 // not handed out when consumeFetch returns is truncated. While a slab
 // waits for room, the next share is not taken: the fetcher holds at most
 // its buffer for the partition and then leaves it out of its requests.
@@ -98,12 +99,14 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 	defer func() {
 		fp.Close()
 		m.mu.Lock()
+		m.fastOff()
 		if err := m.tracker.Truncate(next); err != nil {
 			m.log.Error("forgetting messages not handed out failed", "offset", next, "error", err)
 		}
 		m.mu.Unlock()
 	}()
 	m.mu.Lock()
+	m.fold()
 	next = m.tracker.Committable()
 	if last, ok := m.tracker.LastDelivered(); ok {
 		next = last + 1
@@ -164,6 +167,7 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 			// aborted transaction) end the share: they count as passed,
 			// so commits reach the log end once everything is acked.
 			m.mu.Lock()
+			m.fastOff()
 			m.tracker.Advance(recs.NextOffset)
 			m.mu.Unlock()
 			next = recs.NextOffset
@@ -239,9 +243,14 @@ func (m *Manager) trackSlab(vals []Message, run bool) (k int, ok bool) {
 	for {
 		at := time.Now()
 		m.mu.Lock()
+		m.fold()
 		room := min(m.cfg.MaxUnacked-m.tracker.Outstanding(), len(vals))
 		if run && room > 0 && m.tracker.DeliverRun(vals[0].Offset, room, at) == nil {
 			k = room
+			m.fastDelivered(vals[0].Offset, vals[0].Offset+int64(room))
+		}
+		if k < room {
+			m.fastOff()
 		}
 		for k < room { // one by one: not a run, or refused (the error names the offset)
 			if err := m.tracker.Deliver(vals[k].Offset, at); err != nil {

@@ -119,6 +119,10 @@ type Manager struct {
 	acks      uint64           // acks counted
 	dupAcks   uint64           // duplicate and unknown acks
 	space     chan struct{}    // buffered 1: an ack arrived
+	folded    int64            // acks of the in-order path are folded up to here (see fastack.go)
+	// ackNext and ackEnd are the in-order ack path's window (fastack.go);
+	// ackNext is -1 while the path is off.
+	ackNext, ackEnd atomic.Int64
 	// halt is closed once the manager is dying or ownership is lost: one
 	// channel for the hot path to watch instead of two. closeHalt closes
 	// it, called by kill and by the Fence (AfterLost); unwatchLost takes
@@ -219,6 +223,7 @@ func New(p Params) (_ *Manager, err error) {
 	m.ctlWake.Store(&wake)
 	m.lastFetched.Store(-1)
 	m.highWatermark.Store(-1)
+	m.ackNext.Store(-1)
 	if !p.Committer.add(m) {
 		return nil, ErrCommitterClosed
 	}
@@ -294,11 +299,19 @@ func (m *Manager) report(op string, err error) {
 // Safe for concurrent use; never blocks on I/O. After Stop has committed,
 // acks are stale no-ops.
 func (m *Manager) Ack(offset int64) AckResult {
+	if m.fastAck(offset) {
+		return AckOK
+	}
 	m.mu.Lock()
 	if m.stopped || m.tracker == nil {
 		m.mu.Unlock()
 		m.countStale()
 		return AckStale
+	}
+	if n := m.ackNext.Load(); n >= 0 && offset >= n {
+		m.fastOff() // out of order: the tracker takes the acks from now on
+	} else {
+		m.fold()
 	}
 	r := m.tracker.Ack(offset)
 	if r == tracker.AckOK {
@@ -465,6 +478,7 @@ func (m *Manager) ensureTracker(start int64) {
 		m.tracker = tracker.NewTracker(start)
 		return
 	}
+	m.fastOff()
 	if last, ok := m.tracker.LastDelivered(); ok && start <= last {
 		m.log.Warn("fetch position moved backwards; unacked messages of the old range are forgotten", "from", last+1, "to", start)
 		m.tracker.Reset(start)
@@ -560,6 +574,7 @@ func (m *Manager) beginCommit() (next int64, until time.Time, ok, refused bool) 
 		m.commitMu.Unlock()
 		return 0, time.Time{}, false, false
 	}
+	m.fold()
 	if delivered := m.delivered.Load(); m.tracker.Outstanding() == 0 {
 		if m.idleSeen == delivered {
 			m.tracker.Trim()
@@ -612,6 +627,7 @@ func (m *Manager) finalCommit() error {
 		m.mu.Unlock()
 		return nil
 	}
+	m.fold()
 	next, prev, verified := m.tracker.Committable(), m.committed, m.verified
 	m.mu.Unlock()
 	if next < prev || next == prev && verified {
@@ -649,6 +665,7 @@ func (m *Manager) pendingForDrain() int {
 	if m.tracker == nil {
 		return 0
 	}
+	m.fold()
 	return m.tracker.Pending() - len(m.abandoned)
 }
 
@@ -660,6 +677,7 @@ func (m *Manager) pendingForDrain() int {
 func (m *Manager) Abandon(offset int64) {
 	m.mu.Lock()
 	if !m.stopped && m.tracker != nil {
+		m.fastOff()
 		if m.abandoned == nil {
 			m.abandoned = map[int64]bool{}
 		}
@@ -717,6 +735,9 @@ func (m *Manager) Stop(drain bool) error {
 			}
 		}
 		m.mu.Lock()
+		if m.tracker != nil {
+			m.fastOff()
+		}
 		m.stopped = true
 		m.mu.Unlock()
 		if m.p.CloseBatches {

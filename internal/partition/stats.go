@@ -17,6 +17,9 @@ func (m *Manager) Stats() Stats {
 		CommitErrors:  m.commitErrors.Load(),
 	}
 	m.mu.Lock()
+	if m.tracker != nil {
+		m.fold()
+	}
 	s.Committed = m.committed
 	s.Acks, s.DuplicateAcks = m.acks, m.dupAcks
 	if m.tracker != nil {

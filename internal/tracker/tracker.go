@@ -220,8 +220,8 @@ func (t *Tracker) DeliverRun(first int64, n int, at time.Time) error {
 	if int64(n-1) > MaxOffset-first { // first >= t.next >= 0 here: no overflow
 		return t.deliverError(first, ErrAboveMax)
 	}
-	for t.n+n > len(t.offs) {
-		t.grow()
+	if t.n+n > len(t.offs) {
+		t.grow(t.n + n)
 	}
 	if !t.hasBase {
 		t.base, t.hasBase = at, true
@@ -322,12 +322,13 @@ func (t *Tracker) HeldAbove(offset int64) int {
 	return t.n - lo
 }
 
-// grow doubles the ring (or allocates the initial one), unwrapping the
+// grow doubles the ring (or allocates the initial one) as many times as
+// it takes to hold need entries, in one allocation, unwrapping the
 // entries so the oldest is at index 0.
-func (t *Tracker) grow() {
-	size := 2 * len(t.offs)
-	if size < minCapacity {
-		size = minCapacity
+func (t *Tracker) grow(need int) {
+	size := max(2*len(t.offs), minCapacity)
+	for size < need {
+		size *= 2
 	}
 	offs, ats, acked := make([]int64, size), make([]int64, size), make([]uint64, (size+63)/64)
 	mask := len(t.offs) - 1
@@ -371,6 +372,32 @@ func (t *Tracker) Ack(offset int64) AckResult {
 	t.pending--
 	t.release()
 	return AckOK
+}
+
+// AckBelow acks every delivered offset below offset that is pending, as
+// Ack would one by one in increasing order, and returns how many it
+// acked. O(number of entries below offset); never allocates. Not safe for
+// concurrent use; never blocks.
+func (t *Tracker) AckBelow(offset int64) int {
+	if t.n == 0 || t.offs[t.head] >= offset {
+		return 0
+	}
+	mask := len(t.offs) - 1
+	acked := 0
+	// Every entry below offset is at the head and becomes acked, so it is
+	// released at once; release then drops the acked ones that follow.
+	for t.n > 0 && t.offs[t.head] < offset {
+		if t.isAcked(t.head) {
+			t.setAcked(t.head, false)
+		} else {
+			acked++
+		}
+		t.head = (t.head + 1) & mask
+		t.n--
+	}
+	t.pending -= acked
+	t.release() // (calls emptied if the ring is now empty)
+	return acked
 }
 
 // find returns the slot of the entry holding offset, by binary search
@@ -420,6 +447,19 @@ func (t *Tracker) Committable() int64 {
 		return t.offs[t.head]
 	}
 	return t.next
+}
+
+// UnackedRun reports whether what is held is one run of unacked offsets:
+// every offset from Committable() to LastDelivered() held and none of them
+// acked (ok also when nothing is held; from is then Committable()). It
+// returns from, Committable(). O(1); not safe for concurrent use; never
+// blocks.
+func (t *Tracker) UnackedRun() (from int64, ok bool) {
+	if t.n == 0 {
+		return t.next, true
+	}
+	from = t.offs[t.head]
+	return from, t.pending == t.n && from+int64(t.n) == t.next
 }
 
 // Pending returns the number of delivered messages not yet acked. O(1); not

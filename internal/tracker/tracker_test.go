@@ -560,6 +560,49 @@ func (c *checker) ack(off int64) {
 	c.check("Ack")
 }
 
+// ackBelow checks AckBelow against the reference's acks, in increasing
+// order, of its pending offsets below off.
+func (c *checker) ackBelow(off int64) {
+	c.ops++
+	got := c.tr.AckBelow(off)
+	want := 0
+	for _, o := range c.ref.pendingOffsets() {
+		if o < off && c.ref.ack(o) == AckOK {
+			want++
+		}
+	}
+	if got != want {
+		c.tb.Fatalf("op %d: AckBelow(%d) = %d, reference acks %d", c.ops, off, got, want)
+	}
+	c.check("AckBelow")
+}
+
+// unackedRun is what UnackedRun must say: whether the offsets held (from
+// the committable one to the last delivered) are all delivered, none
+// acked, one after the other.
+func (r *refModel) unackedRun() (int64, bool) {
+	from := r.committable()
+	var held []int64
+	for _, o := range r.delivered {
+		if o >= from {
+			if r.acked[o] {
+				return from, false
+			}
+			held = append(held, o)
+		}
+	}
+	if len(held) == 0 {
+		return from, true
+	}
+	last, _ := r.last()
+	for i, o := range held {
+		if o != from+int64(i) {
+			return from, false
+		}
+	}
+	return from, held[len(held)-1] == last
+}
+
 func (c *checker) truncate(off int64) {
 	c.ops++
 	err := c.tr.Truncate(off)
@@ -621,6 +664,11 @@ func (c *checker) check(what string) {
 	c.prev = got
 	if fu, ok := ref.firstUnacked(); ok && got > fu {
 		tb.Fatalf("op %d (%s): Committable %d above first unacked offset %d", c.ops, what, got, fu)
+	}
+	if from, ok := tr.UnackedRun(); true {
+		if wfrom, wok := ref.unackedRun(); ok != wok || ok && from != wfrom {
+			tb.Fatalf("op %d (%s): UnackedRun() = %d, %v; reference %d, %v", c.ops, what, from, ok, wfrom, wok)
+		}
 	}
 	if want := ref.committable(); got != want {
 		tb.Fatalf("op %d (%s): Committable() = %d, reference %d", c.ops, what, got, want)
@@ -710,6 +758,8 @@ func TestModelRandomized(t *testing.T) {
 					off = satAdd(next, 1+rng.Int64N(5))
 				}
 				c.deliver(off, at(int64(i)))
+			case rng.IntN(20) == 0: // everything pending below a point
+				c.ackBelow(c.tr.Committable() - 1 + rng.Int64N(12))
 			default:
 				if pend := c.ref.pendingOffsets(); len(pend) > 0 && rng.IntN(4) != 0 {
 					c.ack(pend[rng.IntN(len(pend))])
@@ -1081,5 +1131,22 @@ func TestDeliverRun(t *testing.T) {
 	}
 	if err := run.DeliverRun(MaxOffset-1, 2, at); err != nil {
 		t.Errorf("a run ending at MaxOffset: %v", err)
+	}
+}
+
+// TestDeliverRunGrowsOnce: a run delivered to an empty tracker grows the
+// ring once, to the power of two that holds it (three arrays), not by
+// doubling one allocation at a time.
+func TestDeliverRunGrowsOnce(t *testing.T) {
+	tr := NewTracker(0)
+	allocs := testing.AllocsPerRun(5, func() {
+		tr.Reset(0)
+		tr.Trim()
+		if err := tr.DeliverRun(0, 6000, time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 3 || tr.Capacity() != 8192 {
+		t.Errorf("%v allocations, capacity %d; want 3, 8192", allocs, tr.Capacity())
 	}
 }

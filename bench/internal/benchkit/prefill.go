@@ -48,6 +48,8 @@ func Prefill(cl *testcluster.Cluster, topic string, partitions int, want int64, 
 	cfg.Producer.Flush.Frequency = 10 * time.Millisecond
 	cfg.Producer.MaxMessageBytes = 900_000
 	cfg.ChannelBufferSize = 10_000
+	cfg.Producer.Retry.Max = 10 // a busy machine's brokers drop connections under a large fill
+	cfg.Producer.Retry.Backoff = 500 * time.Millisecond
 	p, err := sarama.NewAsyncProducer(cl.Addrs(), cfg)
 	if err != nil {
 		return err
