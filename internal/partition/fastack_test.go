@@ -19,7 +19,7 @@ func fastAckSetup(t *testing.T, n int) (*Manager, *memStore, chan *Handout) {
 	cfg := NewConfig()
 	cfg.DrainTimeout = time.Second
 	out := make(chan *Handout)
-	m, err := Start(Params{Topic: "t", Partition: 0, Client: f, Fetcher: f, Store: store,
+	m, err := start(Params{Topic: "t", Partition: 0, Client: f, Fetcher: f, Store: store,
 		Committer: committerFor(t, store, cfg), Fence: newFence(), Batches: out, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
