@@ -21,7 +21,8 @@ import (
 //
 // The consumer holds one handle, conns.store, the outermost layer it owns
 // (kafkaBoundStore or the offsets store itself); nothing keeps the store
-// underneath or type-asserts a layer back to it. What the consumer needs
+// underneath or unwraps a layer to reach it (a Manager looks for Reset on
+// the store it is given, which every layer has). What the consumer needs
 // of the offsets store beside requests (Stats' counters, the reachability
 // evidence, the hold of the final commits at Close) are methods of store,
 // which every layer passes on.
