@@ -22,8 +22,9 @@ type conns struct {
 	meta    metaSource
 	client  sarama.Client
 	fetcher *fetch.Fetcher // fetches every owned partition
-	// store is the offset store, bounded by Kafka's reachability
-	// (newKafkaWatch); commits the partitions' routine commits over it.
+	// store is the consumer's one handle on the offset store: bounded by
+	// Kafka's reachability (newKafkaWatch) with Kafka storage; commits
+	// makes the partitions' routine commits over it (store.go).
 	store   store
 	commits *partition.Committer
 	// offsetClient is the client of commits and offset queries (ListOffsets),

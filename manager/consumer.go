@@ -12,23 +12,12 @@ import (
 	"github.com/zkgroup/zkgroup/internal/fetch"
 	"github.com/zkgroup/zkgroup/internal/listoffsets"
 	"github.com/zkgroup/zkgroup/internal/metadata"
-	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/saramaconf"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager/assign"
-	"github.com/zkgroup/zkgroup/offsets"
 	"github.com/zkgroup/zkgroup/subscription"
 )
-
-// store is what the consumer needs of an offsets store.
-type store interface {
-	partition.Store
-	// Reset: a seek moves the committed offset, also backwards (the
-	// partition managers look for it).
-	Reset(ctx context.Context, topic string, partition int32, next int64) error
-	Close() error
-}
 
 // Consumer is one member of a consumer group. Its methods are safe for
 // concurrent use. The caller must Close it.
@@ -279,35 +268,6 @@ func (c *Consumer) openKafka(brokers []string, scfg *sarama.Config) (metaErr, er
 		return metaErr, fmt.Errorf("%w: kafka fetcher: %w", ErrJoin, err)
 	}
 	return metaErr, nil
-}
-
-// openStore opens the offset store, bounds it by Kafka's reachability
-// (newKafkaWatch) and makes the partitions' committer over it.
-func (c *Consumer) openStore(brokers []string, scfg *sarama.Config, storeLog *slog.Logger) error {
-	var (
-		st  store
-		ks  *offsets.KafkaStore
-		err error
-	)
-	switch c.cfg.OffsetStorage {
-	case StorageZooKeeper:
-		st, err = offsets.NewZooKeeperStore(c.session, c.group, c.session.ACL())
-	default:
-		kc := offsets.NewKafkaConfig()
-		kc.CommitTimeout = c.cfg.Partition.CommitTimeout
-		ks, err = offsets.NewKafkaStore(c.offsetClient, c.group, kc, storeLog)
-		if err == nil {
-			st, c.final.ks = ks, ks
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%w: offset store: %w", ErrJoin, err)
-	}
-	c.store = c.newKafkaWatch(brokers, scfg, st, ks) // bounded by Kafka's reachability
-	if c.commits, err = partition.NewCommitter(c.store, c.cfg.Partition, c.log); err != nil {
-		return fmt.Errorf("%w: committer: %w", ErrJoin, err)
-	}
-	return nil
 }
 
 // metadataFromKafka decides where the metadata comes from once the

@@ -19,27 +19,29 @@ import (
 // final commit or stopped without one, and at the latest after
 // CommitInterval (shutdown), the time a routine commit may wait anyway.
 // With offsets in ZooKeeper it does nothing (each commit is its own
-// transaction). Safe for concurrent use.
+// transaction: the store's hold is nil). Safe for concurrent use.
 type finalCommits struct {
-	ks *offsets.KafkaStore // nil: offsets in ZooKeeper
-
 	mu      sync.Mutex
 	hold    offsetslink.Holder
 	waiting map[TopicPartition]bool // stopping at Close, final commit not queued yet
 }
 
-// begin holds the store for the final commits of tps.
-func (f *finalCommits) begin(tps []TopicPartition) {
-	if f.ks == nil || len(tps) == 0 {
+// begin holds st, the consumer's store, for the final commits of tps.
+func (f *finalCommits) begin(st store, tps []TopicPartition) {
+	if len(tps) == 0 {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	h := st.hold(len(tps))
+	if h == nil {
+		return
+	}
 	f.waiting = make(map[TopicPartition]bool, len(tps))
 	for _, tp := range tps {
 		f.waiting[tp] = true
 	}
-	f.hold, _ = offsetslink.Hold(f.ks, len(tps))
+	f.hold = h
 }
 
 // committing notes that tp's final commit is being queued (the store

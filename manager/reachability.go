@@ -484,11 +484,11 @@ func (p *kafkaProbe) close() {
 
 // newKafkaWatch sets up the probing of Kafka for the consumer: the brokers
 // of the fetching client (seeds before it knows any) and, with Kafka
-// offset storage, the group's coordinator. st is the offset store and ks
-// the same store when it is Kafka's (nil otherwise), whose answers count
-// as the coordinator's. It returns st, bounded by the reachability
+// offset storage, the group's coordinator, whose answers to the
+// consumer's store (conns.store: its kafkaStats) count as the
+// coordinator's. It returns st, bounded by the reachability
 // (kafkaBoundStore) when it is Kafka's. runKafkaWatch starts the probes.
-func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store, ks *offsets.KafkaStore) store {
+func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) store {
 	bound := c.cfg.kafkaBound()
 	brokers := func() []string {
 		var out []string
@@ -508,9 +508,10 @@ func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store, 
 		if c.client != nil {
 			b = responses(c.client.Config())
 		}
-		if ks != nil {
-			s := ks.Stats()
-			co = s.Committed + s.Verified
+		if c.store != nil { // set once newKafkaWatch returned, before run starts
+			if s, ok := c.store.kafkaStats(); ok {
+				co = s.Committed + s.Verified
+			}
 		}
 		return b, co
 	}
@@ -578,22 +579,14 @@ func (s kafkaBoundStore) CommitBatch(ctx context.Context, batch []offsets.Offset
 	return s.store.CommitBatch(ctx, batch)
 }
 
-// Reset moves a committed offset backwards (a seek), bounded likewise;
-// partition.Manager finds it by type assertion, as on the store wrapped
-// (offsets.KafkaStore has it).
+// Reset moves a committed offset backwards (a seek), bounded likewise.
 func (s kafkaBoundStore) Reset(ctx context.Context, topic string, partition int32, next int64) error {
-	r, ok := s.store.(interface {
-		Reset(ctx context.Context, topic string, partition int32, next int64) error
-	})
-	if !ok {
-		return fmt.Errorf("manager: the offset store cannot reset %s/%d", topic, partition)
-	}
 	ctx, cancel, err := s.bounded(ctx)
 	defer cancel()
 	if err != nil {
 		return err
 	}
-	return r.Reset(ctx, topic, partition, next)
+	return s.store.Reset(ctx, topic, partition, next)
 }
 
 func (s kafkaBoundStore) Release(ctx context.Context, topic string, partition int32) error {

@@ -114,14 +114,14 @@ func TestProbeInterval(t *testing.T) {
 // type assertion on the Kafka store (Reset, for seeks), and sends nothing
 // once Kafka's last answer is older than the bound.
 func TestKafkaBoundStore(t *testing.T) {
-	var st store = kafkaBoundStore{store: &offsets.KafkaStore{}, w: nil}
+	var st store = kafkaBoundStore{store: kafkaStore{&offsets.KafkaStore{}}, w: nil}
 	if _, ok := st.(interface {
 		Reset(ctx context.Context, topic string, partition int32, next int64) error
 	}); !ok {
 		t.Fatal("kafkaBoundStore hides Reset")
 	}
 	w := &kafkaWatch{tr: newReachTracker(time.Now().Add(-time.Minute), 6*time.Second, time.Second, true)}
-	s := kafkaBoundStore{store: &offsets.KafkaStore{}, w: w}
+	s := kafkaBoundStore{store: kafkaStore{&offsets.KafkaStore{}}, w: w}
 	if err := s.Commit(context.Background(), "t", 0, 5); !errors.Is(err, ErrKafkaUnreachable) {
 		t.Fatalf("Commit past the bound: %v", err)
 	}
@@ -168,4 +168,31 @@ func TestKafkaWatchEvidence(t *testing.T) {
 	if !out || !strings.Contains(w.tr.reason, "coordinator") {
 		t.Fatalf("coordinator silent for 8s (bound 6s): out %v, reason %q", out, w.tr.reason)
 	}
+}
+
+// TestStoreLayersPassOn: what the consumer needs of the offsets store
+// beside requests comes through the reachability layer, so nothing keeps
+// the store underneath: the Kafka store's counters through
+// kafkaBoundStore, none and no hold with offsets in ZooKeeper (where the
+// final commits are not held, and a partition's end expects nothing).
+func TestStoreLayersPassOn(t *testing.T) {
+	var st store = kafkaBoundStore{store: kafkaStore{&offsets.KafkaStore{}}}
+	if _, ok := st.kafkaStats(); !ok {
+		t.Fatal("kafkaBoundStore hides the Kafka store's counters")
+	}
+	st = zooKeeperStore{}
+	if _, ok := st.kafkaStats(); ok {
+		t.Fatal("the ZooKeeper store claims Kafka counters")
+	}
+	if h := st.hold(2); h != nil {
+		t.Fatalf("the ZooKeeper store holds: %v", h)
+	}
+	var f finalCommits
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	f.begin(st, []TopicPartition{tp})
+	if f.hold != nil || f.waiting != nil {
+		t.Fatalf("final commits held over ZooKeeper: hold %v, waiting %v", f.hold, f.waiting)
+	}
+	f.done(tp)
+	f.release()
 }

@@ -170,7 +170,7 @@ func (c *Consumer) stopAllSlots() {
 			tps = append(tps, sl.tp)
 		}
 	}
-	c.final.begin(tps)
+	c.final.begin(c.store, tps)
 	for _, sl := range c.slots {
 		if sl.state != stopping {
 			sl.stopLocked(g)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/zkdata"
-	"github.com/zkgroup/zkgroup/offsets"
 )
 
 // Stats is a snapshot of the consumer.
@@ -154,13 +153,10 @@ func (c *Consumer) Stats() Stats {
 	s.DroppedErrors = c.droppedErrors.Load()
 	s.StaleAcks = c.staleAcks.Load()
 	s.PartitionRestarts = c.restarts.Load()
-	st0 := c.store
-	if b, ok := st0.(kafkaBoundStore); ok {
-		st0 = b.store
-	}
-	if ks, ok := st0.(*offsets.KafkaStore); ok {
-		kst := ks.Stats()
-		s.FencedCommits, s.Regressions = kst.Fenced, kst.Regressions
+	if c.store != nil {
+		if kst, ok := c.store.kafkaStats(); ok {
+			s.FencedCommits, s.Regressions = kst.Fenced, kst.Regressions
+		}
 	}
 	c.kafkaStats(&s)
 	return s

@@ -39,10 +39,9 @@ var ErrCommitterClosed = errors.New("partition: committer closed")
 // use; it runs one goroutine of its own. Safe for concurrent use. The
 // creator calls Close once the Managers have stopped.
 type Committer struct {
-	store    Store
-	interval time.Duration
-	timeout  time.Duration
-	log      *slog.Logger
+	store Store
+	cfg   Config // the consumer's: CommitInterval and CommitTimeout used
+	log   *slog.Logger
 
 	ctx    context.Context // canceled by Close: ends a batch under way
 	cancel context.CancelFunc
@@ -83,8 +82,7 @@ func NewCommitter(store Store, cfg Config, logger *slog.Logger) (*Committer, err
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Committer{
-		store: store, interval: cfg.CommitInterval, timeout: cfg.CommitTimeout,
-		log: logger, managers: map[*Manager]struct{}{},
+		store: store, cfg: cfg, log: logger, managers: map[*Manager]struct{}{},
 		flushes: make(chan *flushRequest),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -151,7 +149,7 @@ func (c *Committer) remove(m *Manager) {
 
 // loop commits every interval until the committer is closed.
 func (c *Committer) loop() error {
-	tick := time.NewTicker(c.interval)
+	tick := time.NewTicker(c.cfg.CommitInterval)
 	defer tick.Stop()
 	var r round
 	for {
@@ -260,7 +258,7 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 	// The batch must not take effect once a lease it was taken under
 	// ended: the stores send nothing after the deadline and tear down a
 	// connection whose request is unanswered then.
-	ctx, cancel := leaseContext(parent, c.timeout, until)
+	ctx, cancel := leaseContext(parent, c.cfg.CommitTimeout, until)
 	results := c.store.CommitBatch(ctx, r.batch)
 	cancel()
 	failed := 0
