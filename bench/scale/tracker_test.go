@@ -194,19 +194,27 @@ func (t *tracker) openWindow() {
 func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Duration {
 	out := map[int]time.Duration{}
 	e := end.UnixNano()
+	t.eachKept(ok, func(x *part) {
+		gap := x.wMaxGap
+		if x.lastBy == x.wOwner && x.lastAt > 0 {
+			gap = max(gap, e-x.lastAt)
+		}
+		out[x.wOwner] = max(out[x.wOwner], time.Duration(gap))
+	})
+	return out
+}
+
+// eachKept calls f, under the partition's lock, for every partition kept
+// through the window by a member that ok accepts.
+func (t *tracker) eachKept(ok func(int) bool, f func(x *part)) {
 	for i := range t.parts {
 		x := &t.parts[i]
 		x.mu.Lock()
 		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) {
-			gap := x.wMaxGap
-			if x.lastBy == x.wOwner && x.lastAt > 0 {
-				gap = max(gap, e-x.lastAt)
-			}
-			out[x.wOwner] = max(out[x.wOwner], time.Duration(gap))
+			f(x)
 		}
 		x.mu.Unlock()
 	}
-	return out
 }
 
 // pauseDuring returns the longest pause on a partition kept through the
@@ -216,22 +224,17 @@ func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Dur
 func (t *tracker) pauseDuring(from, to, now time.Time, ok func(int) bool) time.Duration {
 	f, e, n := from.UnixNano(), to.UnixNano(), now.UnixNano()
 	var out int64
-	for i := range t.parts {
-		x := &t.parts[i]
-		x.mu.Lock()
-		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) {
-			gaps := x.wGaps
-			if x.lastBy == x.wOwner && x.lastAt > 0 {
-				gaps = append(gaps[:len(gaps):len(gaps)], gapRec{x.lastAt, n})
-			}
-			for _, g := range gaps {
-				if g.end >= f && g.start <= e {
-					out = max(out, g.end-g.start)
-				}
+	t.eachKept(ok, func(x *part) {
+		gaps := x.wGaps
+		if x.lastBy == x.wOwner && x.lastAt > 0 {
+			gaps = append(gaps[:len(gaps):len(gaps)], gapRec{x.lastAt, n})
+		}
+		for _, g := range gaps {
+			if g.end >= f && g.start <= e {
+				out = max(out, g.end-g.start)
 			}
 		}
-		x.mu.Unlock()
-	}
+	})
 	return time.Duration(out)
 }
 
