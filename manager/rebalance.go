@@ -290,18 +290,16 @@ type Rebalance struct {
 // nothing else is held; only changes that moved something are timed, from
 // their first trigger.
 func (c *Consumer) checkAppliedLocked() {
-	want := map[TopicPartition]bool{}
+	// Called at every slot event: no map built here (c.assigned holds
+	// each partition once), so a rebalance of n partitions costs n
+	// lookups per event, not n allocations.
+	applied := len(c.slots) == len(c.assigned)
 	for _, tp := range c.assigned {
-		want[tp] = true
-	}
-	applied := len(c.slots) == len(want)
-	if applied {
-		for tp, sl := range c.slots {
-			if !want[tp] || sl.state != running {
-				applied = false
-				break
-			}
+		if !applied {
+			break
 		}
+		sl := c.slots[tp]
+		applied = sl != nil && sl.state == running
 	}
 	if applied && c.current != nil {
 		r := *c.current
@@ -313,7 +311,7 @@ func (c *Consumer) checkAppliedLocked() {
 		if len(c.history) > maxHistory {
 			c.history = slices.Delete(c.history, 0, len(c.history)-maxHistory)
 		}
-		c.log.Info("assignment applied", "partitions", len(want), "took", r.Took,
+		c.log.Info("assignment applied", "partitions", len(c.assigned), "took", r.Took,
 			"added", r.Added, "revoked", r.Revoked, "causes", r.Causes)
 	}
 	c.applied = applied
