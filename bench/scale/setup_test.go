@@ -56,7 +56,13 @@ func setUpTopics(b *testing.B, name string, P, T, rate int) (cl *testcluster.Clu
 		b.Fatal(err)
 	}
 	if !*flagWarmup {
-		benchkit.Say("warm-up: skipped (-warmup=false)")
+		// The producer starts a goroutine per partition on its first
+		// record: wait for them, so that the first side's baseline
+		// (goroutines, RSS) holds them as the later sides' do.
+		for end := time.Now().Add(2 * time.Minute); prod.Sent() < int64(2*P) && time.Now().Before(end); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		benchkit.Say("warm-up: skipped (-warmup=false); %d records sent before the first side", prod.Sent())
 	} else if err := warmUp(cl, pts, 3*time.Minute+time.Duration(P/1000)*time.Minute); err != nil {
 		_ = prod.Close()
 		b.Fatal(err)
