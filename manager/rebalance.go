@@ -370,21 +370,19 @@ type Rebalance struct {
 // nothing else is held; only changes that moved something are timed, from
 // their first trigger.
 func (c *Consumer) checkAppliedLocked() {
-	want := map[TopicPartition]bool{}
+	// Called at every slot event: no map built here (c.assigned holds
+	// each partition once), so a rebalance of n partitions costs n
+	// lookups per event, not n allocations.
+	applied := len(c.slots) == len(c.assigned)
 	for _, tp := range c.assigned {
-		want[tp] = true
-	}
-	applied := len(c.slots) == len(want)
-	if applied {
-		for tp, sl := range c.slots {
-			if !want[tp] || sl.state != running {
-				applied = false
-				break
-			}
+		if !applied {
+			break
 		}
+		sl := c.slots[tp]
+		applied = sl != nil && sl.state == running
 	}
 	if r := c.noteApplied(applied); r != nil {
-		c.log.Info("assignment applied", "partitions", len(want), "took", r.Took,
+		c.log.Info("assignment applied", "partitions", len(c.assigned), "took", r.Took,
 			"added", r.Added, "revoked", r.Revoked, "causes", r.Causes)
 	}
 }

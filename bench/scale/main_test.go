@@ -29,6 +29,8 @@ var (
 	flagRate       = flag.Int("rate", 3000, "BenchmarkScale: records per second produced throughout")
 	flagEvery      = flag.Duration("every", time.Second, "BenchmarkScale: time between two joins, and between two leaves")
 	flagSteady     = flag.Duration("steady", 5*time.Second, "BenchmarkScale: steady-state window with every member in")
+	flagTopics     = flag.Int("topics", 1, "BenchmarkScale: topics the partitions are split over (evenly; every member subscribes to all)")
+	flagIdle       = flag.Duration("idle", 10*time.Second, "BenchmarkScale: idle window (production paused) for the CPU per member, with a window as long before the joins for the baseline; 0: none")
 
 	// BenchmarkJoinLeave
 	flagJLPartitions = flag.Int("jl-partitions", 24, "BenchmarkJoinLeave: partitions of the topic")

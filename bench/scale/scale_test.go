@@ -44,6 +44,16 @@ type scaleResult struct {
 	msgs, foreign        int64
 	zxids                [5]int64 // marks: before the joins, after the join phase, the steady window, the leave phase, the last close
 	group                string
+	// The members' ZooKeeper requests (zkgroup only, through the counting
+	// proxy) per phase.
+	zkqJoin, zkqSteady, zkqIdle, zkqLeave, zkqFinal zkCounts
+	// The idle window (production paused, every member in) and its
+	// baseline before the first join, same length: process CPU time,
+	// requests, goroutines.
+	idle              window
+	idleCPU, idleBase time.Duration
+	idleGoroutines    int
+	rebalances        uint64 // zkgroup: Stats().Rebalances summed over members at the end of the steady window
 }
 
 // BenchmarkScale: one topic of -partitions partitions (default 1,000) on 3
@@ -60,16 +70,23 @@ func BenchmarkScale(b *testing.B) {
 		b.Fatalf("-members %d must be at least 2 and -partitions %d at least 1", M, P)
 	}
 	sds := sides(b)
-	cl, topic, sub, zx, zl, prod, done := setUp(b, "scale", P, *flagRate)
+	T := *flagTopics
+	cl, topics, sub, zx, zl, prod, done := setUpTopics(b, "scale", P, T, *flagRate)
 	defer done()
-	benchkit.Say("BenchmarkScale: topic %s: %d partitions, replication %d, %d brokers; %d members joining %v apart, then leaving %v apart; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
-		topic, P, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds)
+	zp, err := newZKProxy(cl.ZooKeeperAddrs()[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer zp.Close()
+	benchkit.Say("BenchmarkScale: %d topic(s) %s..: %d partitions (%d each), replication %d, %d brokers; %d members joining %v apart, then leaving %v apart; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s); idle window %v; load average %s",
+		T, topics[0], P, P/T, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds, *flagIdle, loadAvg())
+	su := scaleSetup{cl: cl, topics: topics, sub: sub, zx: zx, prod: prod, zp: zp}
 	results := map[string][]scaleResult{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < *flagRounds; r++ {
 			for _, sd := range rotate(sds, r) {
-				res := runScale(cl, topic, sub, sd, r, zx)
+				res := runScale(su, sd, r)
 				printScale(cl, zl, r, res)
 				results[sd.name] = append(results[sd.name], res)
 				time.Sleep(3 * time.Second) // let the brokers settle between sides
@@ -94,12 +111,54 @@ func sleepUntil(t time.Time) {
 	}
 }
 
-func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscription, sd side, round int, zx *benchkit.Zxids) (res scaleResult) {
+// scaleSetup is what every run of BenchmarkScale shares.
+type scaleSetup struct {
+	cl     *testcluster.Cluster
+	topics []string
+	sub    *subscription.Subscription
+	zx     *benchkit.Zxids
+	prod   *benchkit.Producer
+	zp     *zkProxy // zkgroup members' ZooKeeper, counted
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// idleWindow pauses the producer, lets what is in flight drain, and
+// returns the process's CPU time over d (and the requests of req).
+func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration) (cpu time.Duration, w window) {
+	prod.SetPaused(true)
+	defer prod.SetPaused(false)
+	time.Sleep(2 * time.Second)
+	c0, r0, t0 := benchkit.CPUTime(), req.Snapshot(), time.Now()
+	time.Sleep(d)
+	c1, r1, t1 := benchkit.CPUTime(), req.Snapshot(), time.Now()
+	return c1 - c0, window{"idle", t1.Sub(t0), r1.Sub(r0)}
+}
+
+func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	P, M, every := *flagPartitions, *flagMembers, *flagEvery
-	env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
-		group: fmt.Sprintf("bench-scale-%s-%d-%d", sd.name, round, time.Now().UnixNano()%1e9)}
+	cl, zx, zp := su.cl, su.zx, su.zp
+	env := &runEnv{c: cl, topic: su.topics[0], sub: su.sub, tr: newTracker(P), req: &benchkit.Requests{},
+		group:     fmt.Sprintf("bench-scale-%s-%d-%d", sd.name, round, time.Now().UnixNano()%1e9),
+		zkConnect: zp.Addr() + cl.Chroot()}
+	if len(su.topics) > 1 {
+		env.setTopics(su.topics, P/len(su.topics))
+	}
 	res.side, res.group = sd.name, env.group
-	benchkit.Say("-- round %d, %s: group %s", round+1, sd.name, env.group)
+	benchkit.Say("-- round %d, %s: group %s; load average %s", round+1, sd.name, env.group, loadAvg())
+	stopProfile := cpuProfile(fmt.Sprintf("%s-r%d", sd.name, round+1))
+	defer stopProfile()
 	defer func() {
 		res.errs = env.errs.String()
 		res.msgs, res.foreign = env.tr.msgs.Load(), env.tr.foreign.Load()
@@ -109,6 +168,9 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	debug.FreeOSMemory()
 	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
 	benchkit.Say("   memory at the baseline: %s", benchkit.MemoryClasses())
+	if *flagIdle > 0 {
+		res.idleBase, _ = idleWindow(su.prod, env.req, *flagIdle)
+	}
 
 	members := make([]member, M)
 	open := map[int]bool{} // members not closed yet
@@ -121,6 +183,7 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	}()
 
 	// Join phase.
+	q0 := zp.snapshot()
 	z0, c0, t0 := zx.Mark(), env.req.Snapshot(), time.Now()
 	stopTimeline := env.tr.timeline(t0, M)
 	defer stopTimeline()
@@ -147,6 +210,8 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	time.Sleep(time.Second)
 	res.pauseJoin = env.tr.closeWindow(time.Now(), anyMember)
 	z1, c1, t1 := zx.Mark(), env.req.Snapshot(), time.Now()
+	q1 := zp.snapshot()
+	res.zkqJoin = q1.sub(q0)
 	res.zxids[0], res.zxids[1] = z0, z1
 	res.zkJoin = benchkit.Between(z0, z1)
 	res.movesJoin, res.claimsJoin = env.tr.moves.Load(), env.tr.claims.Load()
@@ -158,9 +223,30 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	writeHeapProfile(sd.name + "-steady")
 	benchkit.Say("   memory at steady state: %s", benchkit.MemoryClasses())
 	z2, c2, t2 := zx.Mark(), env.req.Snapshot(), time.Now()
+	q2 := zp.snapshot()
+	res.zkqSteady = q2.sub(q1)
 	res.zkSteady = benchkit.Between(z1, z2)
 	res.zxids[2] = z2
 	res.steady = window{"steady", t2.Sub(t1), c2.Sub(c1)}
+	for _, m := range members {
+		if z, ok := m.(*zkMember); ok {
+			res.rebalances += z.c.Stats().Rebalances
+		}
+	}
+
+	// Idle window: production paused, every member in. The leave phase
+	// starts once production has gone on again for 2 s.
+	if *flagIdle > 0 {
+		qi := zp.snapshot()
+		res.idleCPU, res.idle = idleWindow(su.prod, env.req, *flagIdle)
+		res.idleGoroutines = runtime.NumGoroutine()
+		res.zkqIdle = zp.snapshot().sub(qi)
+		time.Sleep(2 * time.Second)
+		// The leave phase counts from here (the log breakdown's steady
+		// range takes in the idle window).
+		z2, c2, t2, q2 = zx.Mark(), env.req.Snapshot(), time.Now(), zp.snapshot()
+		res.zxids[2] = z2
+	}
 
 	// Leave phase: members 0..M-2 close 1 s apart (each Close on its own
 	// goroutine, as separate processes would); member M-1 remains.
@@ -202,6 +288,8 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 		}
 	}
 	z3, c3, t3 := zx.Mark(), env.req.Snapshot(), time.Now()
+	q3 := zp.snapshot()
+	res.zkqLeave = q3.sub(q2)
 	res.zkLeave = benchkit.Between(z2, z3)
 	res.zxids[3] = z3
 	res.movesLeav, res.claimsLeave = env.tr.moves.Load()-moves0, env.tr.claims.Load()-claims0
@@ -210,6 +298,7 @@ func runScale(cl *testcluster.Cluster, topic string, sub *subscription.Subscript
 	if !res.leaveSkipped {
 		open[M-1] = false
 		res.finalClose = members[M-1].Close()
+		res.zkqFinal = zp.snapshot().sub(q3)
 		res.zxids[4] = zx.Mark()
 		res.zkFinal = benchkit.Between(z3, res.zxids[4])
 	}
@@ -280,6 +369,22 @@ func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResul
 		M, s.goroutines, s.goroutines-s.gorBase, s.gorBase, float64(s.goroutines-s.gorBase)/float64(M),
 		benchkit.MB(float64(s.rss)), benchkit.MB(float64(s.rss)/float64(M)), benchkit.MB(float64(s.rss-s.rssBase)/float64(M)), benchkit.MB(float64(s.rssBase)),
 		benchkit.MB(float64(s.heap-s.heapBase)/float64(M)))
+	if s.side == "zkgroup" {
+		say("   (g) ZooKeeper requests of the members (counting proxy): join phase %s", s.zkqJoin)
+		say("       steady %.0fs: %s", s.steady.d.Seconds(), s.zkqSteady)
+		say("       idle %.0fs: %s", s.idle.d.Seconds(), s.zkqIdle)
+		say("       leave phase: %s", s.zkqLeave)
+		say("       last close: %s", s.zkqFinal)
+		say("       per join: %.0f requests, %.0f nodes read; per leave: %.0f requests, %.0f nodes read; rebalances counted by the members (Stats) at the end of the steady window: %d",
+			float64(s.zkqJoin.requests)/float64(M), float64(s.zkqJoin.reads)/float64(M),
+			float64(s.zkqLeave.requests)/float64(M-1), float64(s.zkqLeave.reads)/float64(M-1), s.rebalances)
+	}
+	if s.idle.d > 0 {
+		say("   (h) idle %.0fs (production paused, %d members in): process CPU %.0f ms against %.0f ms in the baseline window: %.2f ms/s per member; goroutines %d; Kafka requests per member and second %.2f (Fetch %.2f); ZooKeeper requests per member and second %.3f",
+			s.idle.d.Seconds(), M, ms64(s.idleCPU), ms64(s.idleBase), idleCPUPerMember(s)*1000, s.idleGoroutines,
+			perMemberRate(s.idle), perMemberRate(s.idle, benchkit.APIFetch), float64(s.zkqIdle.requests)/s.idle.d.Seconds()/float64(M))
+		requestTable("       ", []window{s.idle})
+	}
 	cs := durs(s.closes)
 	pending := ""
 	if s.closesPending > 0 {
@@ -291,6 +396,34 @@ func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResul
 	say("   longest pause per member on the partitions it kept: last join -> settled: median %.0f ms, max %.0f ms over %d members %s; last leave -> settled (remaining member): %.0f ms",
 		benchkit.Median(pj)*1000, maxOr0(pj)*1000, len(pj), perMember(s.pauseJoin), maxOr0(pauses(s.pauseLeave))*1000)
 	say("   messages %d (delivered by a member not owning the partition: %d); errors: %s", s.msgs, s.foreign, s.errs)
+}
+
+func ms64(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// idleCPUPerMember is the process's CPU seconds per second of the idle
+// window over its baseline, per member.
+func idleCPUPerMember(s scaleResult) float64 {
+	if s.idle.d <= 0 {
+		return math.NaN()
+	}
+	return (s.idleCPU - s.idleBase).Seconds() / s.idle.d.Seconds() / float64(*flagMembers)
+}
+
+// perMemberRate is the requests per second and member of w (keys: all
+// when none).
+func perMemberRate(w window, keys ...int) float64 {
+	if w.d <= 0 {
+		return math.NaN()
+	}
+	var n int64
+	if len(keys) == 0 {
+		for _, x := range w.c {
+			n += x
+		}
+	} else {
+		n = w.c.Sum(keys...)
+	}
+	return float64(n) / w.d.Seconds() / float64(*flagMembers)
 }
 
 // perMember lists pauses by member: "[m0 12ms m3 40ms]".
@@ -324,13 +457,13 @@ func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) 
 		goal string
 	}
 	figs := []fig{
-		{"(a) last join -> all consumed, s", func(s scaleResult) float64 { return conv(s.joinFlow) }, "zkgroup <= sarama's, <= 1 s"},
+		{"(a) last join -> all consumed, s", func(s scaleResult) float64 { return conv(s.joinFlow) }, "<= the faster peer's (1,000 x 10: <= 0.6 s)"},
 		{"(b) last leave -> all consumed, s", func(s scaleResult) float64 {
 			if s.leaveSkipped {
 				return math.Inf(1)
 			}
 			return conv(s.leaveFlow)
-		}, "converges"},
+		}, "<= the faster peer's"},
 		{"(c) ZK writes, join phase", func(s scaleResult) float64 { return float64(s.zkJoin) }, "<= 2 x moves + members"},
 		{"    partition moves, join phase", func(s scaleResult) float64 { return float64(s.movesJoin) }, ""},
 		{"    2 x moves + members, join phase", func(s scaleResult) float64 { return float64(2*s.movesJoin) + M }, ""},
@@ -344,21 +477,42 @@ func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) 
 		{"(d) Fetch/s, steady", func(s scaleResult) float64 { return rate(s.steady, benchkit.APIFetch) }, ""},
 		{"(d) coordinator req/s, join phase", func(s scaleResult) float64 { return rate(s.join, benchkit.CoordinatorAPIs...) }, ""},
 		{"(d) coordinator req/s, leave phase", func(s scaleResult) float64 { return rate(s.leave, benchkit.CoordinatorAPIs...) }, ""},
+		{"(d) Kafka req/s per member, steady", func(s scaleResult) float64 { return perMemberRate(s.steady) }, ""},
+		{"(d) Kafka req/s per member, idle", func(s scaleResult) float64 { return perMemberRate(s.idle) }, ""},
+		{"(d) Fetch/s per member, idle", func(s scaleResult) float64 { return perMemberRate(s.idle, benchkit.APIFetch) }, ""},
+		{"(g) ZK requests, join phase", func(s scaleResult) float64 { return float64(s.zkqJoin.requests) }, ""},
+		{"(g) ZK nodes read, join phase", func(s scaleResult) float64 { return float64(s.zkqJoin.reads) }, ""},
+		{"(g) ZK nodes read per join", func(s scaleResult) float64 { return float64(s.zkqJoin.reads) / M }, ""},
+		{"(g) ZK requests, leave phase", func(s scaleResult) float64 { return float64(s.zkqLeave.requests) }, ""},
+		{"(g) ZK nodes read per leave", func(s scaleResult) float64 { return float64(s.zkqLeave.reads) / (M - 1) }, ""},
+		{"(g) ZK req/s per member, steady", func(s scaleResult) float64 {
+			return float64(s.zkqSteady.requests) / max(s.steady.d.Seconds(), 1e-3) / M
+		}, ""},
+		{"(g) ZK req/s per member, idle", func(s scaleResult) float64 {
+			return float64(s.zkqIdle.requests) / max(s.idle.d.Seconds(), 1e-3) / M
+		}, ""},
 		{"(e) goroutines over baseline", func(s scaleResult) float64 { return float64(s.goroutines - s.gorBase) }, ""},
+		{"(e) goroutines per member", func(s scaleResult) float64 { return float64(s.goroutines-s.gorBase) / M }, ""},
+		{"(h) idle CPU per member, ms/s", func(s scaleResult) float64 { return idleCPUPerMember(s) * 1000 }, "zkgroup <= franz-go's"},
 		{"(e) RSS per member (total/members), MB", func(s scaleResult) float64 { return float64(s.rss) / M / 1e6 }, "zkgroup <= sarama's"},
-		{"(e) RSS per member over baseline, MB", func(s scaleResult) float64 { return float64(s.rss-s.rssBase) / M / 1e6 }, "zkgroup <= sarama's"},
+		{"(e) RSS per member over baseline, MB", func(s scaleResult) float64 { return float64(s.rss-s.rssBase) / M / 1e6 }, "zkgroup <= franz-go's"},
 		{"(f) Close per member, median s", func(s scaleResult) float64 { return benchkit.Median(durs(s.closes)) }, ""},
 		{"longest pause, last join, max ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseJoin)) * 1000 }, ""},
 		{"longest pause, last leave, ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseLeave)) * 1000 }, ""},
 	}
-	benchkit.Say("== BenchmarkScale summary: medians over %d round(s) (inf: did not converge)", *flagRounds)
+	benchkit.Say("== BenchmarkScale summary: %d partitions over %d topic(s), %d members; medians over %d round(s) (inf: did not converge); load average now %s",
+		*flagPartitions, *flagTopics, *flagMembers, *flagRounds, loadAvg())
 	head := fmt.Sprintf("   %-40s", "")
 	for _, sd := range sds {
 		head += fmt.Sprintf(" %14s", sd.name)
 	}
-	zk, sa := results["zkgroup"], results["sarama"]
-	if zk != nil && sa != nil {
-		head += fmt.Sprintf(" %16s", "zkgroup/sarama")
+	zk := results["zkgroup"]
+	var peers []string
+	for _, sd := range sds {
+		if sd.name != "zkgroup" && zk != nil && results[sd.name] != nil {
+			peers = append(peers, sd.name)
+			head += fmt.Sprintf(" %16s", "zkgroup/"+sd.name)
+		}
 	}
 	benchkit.Say("%s   goal", head)
 	for _, f := range figs {
@@ -370,10 +524,11 @@ func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) 
 			}
 			line += fmt.Sprintf(" %14.3f", benchkit.Median(v))
 		}
-		if zk != nil && sa != nil {
+		for _, peer := range peers {
+			pr := results[peer]
 			var ratios []float64
-			for i := range min(len(zk), len(sa)) {
-				ratios = append(ratios, f.get(zk[i])/f.get(sa[i]))
+			for i := range min(len(zk), len(pr)) {
+				ratios = append(ratios, f.get(zk[i])/f.get(pr[i]))
 			}
 			line += fmt.Sprintf(" %16.3f", benchkit.Median(ratios))
 		}
@@ -400,6 +555,27 @@ func conv(f flowResult) float64 {
 
 func rate(w window, keys ...int) float64 {
 	return float64(w.c.Sum(keys...)) / max(w.d.Seconds(), 1e-3)
+}
+
+// cpuProfile writes a CPU profile of one side's run to
+// $ZKGROUP_BENCH_CPU/<name>.pprof until the returned func is called (a
+// diagnostic; off without the variable).
+func cpuProfile(name string) func() {
+	dir := os.Getenv("ZKGROUP_BENCH_CPU")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		benchkit.Say("cpu profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		benchkit.Say("cpu profile: %v", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // writeHeapProfile writes the heap profile to $ZKGROUP_BENCH_HEAP/<name>.pb.gz

@@ -25,17 +25,69 @@ import (
 type runEnv struct {
 	c     *testcluster.Cluster
 	topic string
-	sub   *subscription.Subscription
-	group string
-	tr    *tracker
-	req   *benchkit.Requests // every Kafka request of this side's members
-	errs  errLog
+	// topics, when set, are the subscribed topics (topic is then unused):
+	// the tracker numbers partition p of topics[i] i*perTopic+p.
+	topics   []string
+	perTopic int32
+	base     map[string]int32
+	// zkConnect, when set, is the connect string zkgroup members use
+	// (the counting proxy's); else the cluster's.
+	zkConnect string
+	sub       *subscription.Subscription
+	group     string
+	tr        *tracker
+	req       *benchkit.Requests // every Kafka request of this side's members
+	errs      errLog
 	// static, when above 0, makes members static: a stable instance id
 	// per member index (zkgroup InstanceID with RestartGrace = static,
 	// sarama Consumer.Group.InstanceId, franz-go InstanceID).
 	static time.Duration
 	// redelivered, when set, counts the messages delivered again.
 	redelivered *redeliveries
+}
+
+// subscribed lists the topics the members subscribe to.
+func (env *runEnv) subscribed() []string {
+	if len(env.topics) > 0 {
+		return env.topics
+	}
+	return []string{env.topic}
+}
+
+// setTopics makes the run span topics of perTopic partitions each.
+func (env *runEnv) setTopics(topics []string, perTopic int) {
+	env.topics, env.perTopic = topics, int32(perTopic)
+	env.base = make(map[string]int32, len(topics))
+	for i, t := range topics {
+		env.base[t] = int32(i) * env.perTopic
+	}
+}
+
+// gp is the tracker's number of partition p of topic: p itself with one
+// topic, -1 for a topic not subscribed.
+func (env *runEnv) gp(topic string, p int32) int32 {
+	if env.base == nil {
+		if topic != env.topic {
+			return -1
+		}
+		return p
+	}
+	b, ok := env.base[topic]
+	if !ok {
+		return -1
+	}
+	return b + p
+}
+
+// eachPart calls f with the tracker's number of every partition of m.
+func (env *runEnv) eachPart(m map[string][]int32, f func(int32)) {
+	for t, ps := range m {
+		for _, p := range ps {
+			if g := env.gp(t, p); g >= 0 {
+				f(g)
+			}
+		}
+	}
 }
 
 // instanceID is member idx's stable id in a static run.
@@ -162,16 +214,16 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 		cfg.Strategy = s
 	}
 	cfg.OnAssigned = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
-		for _, p := range parts[env.topic] {
-			env.tr.assign(idx, p)
-		}
+		env.eachPart(parts, func(p int32) { env.tr.assign(idx, p) })
 	}
 	cfg.OnRevoked = func(_ context.Context, _ *manager.Consumer, parts map[string][]int32) {
-		for _, p := range parts[env.topic] {
-			env.tr.revoke(idx, p)
-		}
+		env.eachPart(parts, func(p int32) { env.tr.revoke(idx, p) })
 	}
-	c, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
+	zc := env.zkConnect
+	if zc == "" {
+		zc = env.c.ZooKeeperConnect()
+	}
+	c, err := manager.Join(context.Background(), env.group, env.sub, zc, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +235,8 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 			if err != nil {
 				return
 			}
-			env.tr.deliver(idx, msg.Partition, benchkit.ProducedAt(msg.Value))
-			env.delivered(msg.Partition, msg.Offset)
+			env.tr.deliver(idx, env.gp(msg.Topic, msg.Partition), benchkit.ProducedAt(msg.Value))
+			env.delivered(env.gp(msg.Topic, msg.Partition), msg.Offset)
 			msg.Ack()
 		}
 	}()
@@ -252,7 +304,7 @@ func joinSarama(env *runEnv, idx int) (member, error) {
 	go func() {
 		defer close(m.done)
 		for ctx.Err() == nil {
-			if err := g.Consume(ctx, []string{env.topic}, h); err != nil {
+			if err := g.Consume(ctx, env.subscribed(), h); err != nil {
 				if errors.Is(err, sarama.ErrClosedConsumerGroup) {
 					return
 				}
@@ -294,7 +346,7 @@ func (h *handler) Setup(sarama.ConsumerGroupSession) error   { return nil }
 func (h *handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	p := claim.Partition()
+	p := h.env.gp(claim.Topic(), claim.Partition())
 	h.env.tr.assign(h.idx, p)
 	defer h.env.tr.revoke(h.idx, p)
 	for {
@@ -326,13 +378,13 @@ type franzMember struct {
 func joinFranz(env *runEnv, idx int) (member, error) {
 	own := func(assign bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			for _, p := range m[env.topic] {
+			env.eachPart(m, func(p int32) {
 				if assign {
 					env.tr.assign(idx, p)
 				} else {
 					env.tr.revoke(idx, p)
 				}
-			}
+			})
 		}
 	}
 	d := env.req.Dialer(30 * time.Second)
@@ -340,7 +392,7 @@ func joinFranz(env *runEnv, idx int) (member, error) {
 		kgo.SeedBrokers(env.c.Addrs()...),
 		kgo.ClientID(fmt.Sprintf("bench-franz-go-%d", idx)),
 		kgo.ConsumerGroup(env.group),
-		kgo.ConsumeTopics(env.topic),
+		kgo.ConsumeTopics(env.subscribed()...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
 		kgo.OnPartitionsAssigned(own(true)),
 		// Setting OnPartitionsRevoked replaces franz-go's default one,
@@ -375,8 +427,8 @@ func joinFranz(env *runEnv, idx int) (member, error) {
 				}
 			})
 			fetches.EachRecord(func(r *kgo.Record) {
-				env.tr.deliver(idx, r.Partition, benchkit.ProducedAt(r.Value))
-				env.delivered(r.Partition, r.Offset)
+				env.tr.deliver(idx, env.gp(r.Topic, r.Partition), benchkit.ProducedAt(r.Value))
+				env.delivered(env.gp(r.Topic, r.Partition), r.Offset)
 			})
 		}
 	}()

@@ -20,7 +20,18 @@ import (
 // partitions, whoever was reading (seen with plain partition consumers,
 // no group at all). Without the warm-up, the side that ran first measured
 // that stall: its members' kept partitions paused for up to 9 s.
-func warmUp(cl *testcluster.Cluster, topic string, partitions int, timeout time.Duration) error {
+func warmUp(cl *testcluster.Cluster, topics []benchkit.Topic, timeout time.Duration) error {
+	type tp struct {
+		topic string
+		p     int32
+	}
+	var all []tp
+	for _, t := range topics {
+		for p := range t.Partitions {
+			all = append(all, tp{t.Name, p})
+		}
+	}
+	partitions := len(all)
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_9_0_0
 	cfg.ClientID = "bench-warmup"
@@ -47,10 +58,10 @@ func warmUp(cl *testcluster.Cluster, topic string, partitions int, timeout time.
 	for range 16 {
 		starters.Go(func() {
 			for p := next.Add(1) - 1; int(p) < partitions; p = next.Add(1) - 1 {
-				pc, err := c.ConsumePartition(topic, p, sarama.OffsetNewest)
+				pc, err := c.ConsumePartition(all[p].topic, all[p].p, sarama.OffsetNewest)
 				mu.Lock()
 				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("warm-up: partition %d: %w", p, err)
+					firstErr = fmt.Errorf("warm-up: %s/%d: %w", all[p].topic, all[p].p, err)
 				}
 				pcs[p] = pc
 				mu.Unlock()

@@ -36,11 +36,12 @@ const singleReaders = 64
 
 // NodeData is one node's read by GetMany: its data and stat, or Err
 // (zk.ErrNoNode, zk.ErrNoAuth, a *ReplyTooLargeError, or another error of
-// the server's) and no data.
+// the server's) and no data. ChildrenMany fills Children (and Err) only.
 type NodeData struct {
-	Data []byte
-	Stat zk.Stat
-	Err  error
+	Data     []byte
+	Stat     zk.Stat
+	Children []string
+	Err      error
 }
 
 // GetMany reads the nodes at paths (each without the chroot, as for Get)
@@ -63,21 +64,41 @@ func (s *Session) GetMany(paths []string) ([]NodeData, error) {
 	if len(paths) == 0 {
 		return out, nil
 	}
+	return out, s.readMany(opGetData, paths, out)
+}
+
+// ChildrenMany lists the children of the nodes at paths (each without the
+// chroot, as for Children) and returns them in the same order, in
+// NodeData.Children (Err: zk.ErrNoNode for a path that does not exist).
+// It is GetMany's twin for children lists (multiRead getChildren
+// operations, in batches sent at once; the same fallbacks): a member
+// listing the owners of a hundred topics waits for one round trip, not a
+// hundred. It sets no watch.
+func (s *Session) ChildrenMany(paths []string) ([]NodeData, error) {
+	out := make([]NodeData, len(paths))
+	if len(paths) == 0 {
+		return out, nil
+	}
+	return out, s.readMany(opGetChildren, paths, out)
+}
+
+// readMany reads paths with op (opGetData or opGetChildren) into out.
+func (s *Session) readMany(op int32, paths []string, out []NodeData) error {
 	if !s.noMultiRead.Load() {
-		err := s.multiReadAll(paths, out)
+		err := s.multiReadAll(op, paths, out)
 		if !errors.Is(err, errMultiReadUnimplemented) {
-			return out, err
+			return err
 		}
 		s.noMultiRead.Store(true)
 		s.log.Info("zkconn: ZooKeeper has no multiRead (3.6 and later); reading nodes one at a time")
 	}
-	return out, s.getEach(paths, out)
+	return s.getEach(op, paths, out)
 }
 
 var errMultiReadUnimplemented = errors.New("zkconn: ZooKeeper has no multiRead")
 
 // multiReadAll reads paths into out in batches, all sent at once.
-func (s *Session) multiReadAll(paths []string, out []NodeData) error {
+func (s *Session) multiReadAll(op int32, paths []string, out []NodeData) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -86,9 +107,9 @@ func (s *Session) multiReadAll(paths []string, out []NodeData) error {
 	for lo := 0; lo < len(paths); lo += multiReadOps {
 		hi := min(lo+multiReadOps, len(paths))
 		wg.Go(func() {
-			err := s.multiRead(paths[lo:hi], out[lo:hi])
+			err := s.multiRead(op, paths[lo:hi], out[lo:hi])
 			if errors.Is(err, ErrReplyTooLarge) { // nodes of unusual size
-				err = s.getEach(paths[lo:hi], out[lo:hi])
+				err = s.getEach(op, paths[lo:hi], out[lo:hi])
 			}
 			if err != nil {
 				mu.Lock()
@@ -112,7 +133,7 @@ func (s *Session) multiReadAll(paths []string, out []NodeData) error {
 // multiRead sends one multiRead of paths and decodes its reply into out.
 // A connection that was replaced between the wait for it and the write
 // is tried once more.
-func (s *Session) multiRead(paths []string, out []NodeData) error {
+func (s *Session) multiRead(op int32, paths []string, out []NodeData) error {
 	fulls := make([]string, len(paths))
 	for i, p := range paths {
 		fulls[i] = s.full(p)
@@ -131,7 +152,7 @@ func (s *Session) multiRead(paths []string, out []NodeData) error {
 		}
 		xid := nextSideXid()
 		timeout := s.timeout()
-		ch, err := sc.send(xid, encodeMultiRead(xid, fulls), time.Now().Add(timeout))
+		ch, err := sc.send(xid, encodeMultiRead(xid, op, fulls), time.Now().Add(timeout))
 		if errors.Is(err, errSideClosed) && try == 0 {
 			continue
 		}
@@ -168,8 +189,9 @@ func (s *Session) multiRead(paths []string, out []NodeData) error {
 	}
 }
 
-// getEach reads each of paths with Get, singleReaders at a time.
-func (s *Session) getEach(paths []string, out []NodeData) error {
+// getEach reads each of paths with Get (op opGetData) or Children,
+// singleReaders at a time.
+func (s *Session) getEach(op int32, paths []string, out []NodeData) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -179,8 +201,20 @@ func (s *Session) getEach(paths []string, out []NodeData) error {
 	for range min(singleReaders, len(paths)) {
 		wg.Go(func() {
 			for i := range next {
-				d, st, err := s.Get(paths[i])
+				var (
+					d    []byte
+					kids []string
+					st   *zk.Stat
+					err  error
+				)
+				if op == opGetChildren {
+					kids, _, err = s.Children(paths[i])
+				} else {
+					d, st, err = s.Get(paths[i])
+				}
 				switch {
+				case err == nil && op == opGetChildren:
+					out[i] = NodeData{Children: kids}
 				case err == nil:
 					out[i] = NodeData{Data: d, Stat: *st}
 				case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth), errors.Is(err, ErrReplyTooLarge):
@@ -205,9 +239,10 @@ func (s *Session) getEach(paths []string, out []NodeData) error {
 }
 
 // encodeMultiRead returns the whole request frame: its length, xid and
-// opcode, then per full path (chroot applied) a multi header (getData, not done, no error) and
-// a getData request (the path, no watch), then the done header.
-func encodeMultiRead(xid int32, fulls []string) []byte {
+// opcode, then per full path (chroot applied) a multi header (op: getData
+// or getChildren, not done, no error) and its request (the path, no
+// watch: both requests have that form), then the done header.
+func encodeMultiRead(xid, op int32, fulls []string) []byte {
 	size := 4 + 4 + 4 + 9
 	for _, full := range fulls {
 		size += 9 + 4 + len(full) + 1
@@ -217,7 +252,7 @@ func encodeMultiRead(xid int32, fulls []string) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(xid))
 	b = binary.BigEndian.AppendUint32(b, opMultiRead)
 	for _, full := range fulls {
-		b = appendMultiHeader(b, opGetData, false, -1)
+		b = appendMultiHeader(b, op, false, -1)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(full)))
 		b = append(b, full...)
 		b = append(b, 0) // no watch
@@ -241,7 +276,8 @@ func appendMultiHeader(b []byte, typ int32, done bool, code int32) []byte {
 const statLen = 68
 
 // decodeMultiRead decodes a multiRead reply frame (xid, zxid, error,
-// then per op a multi header and a getData reply or an error) into out,
+// then per op a multi header and a getData or getChildren reply or an
+// error) into out,
 // which has one entry per op sent. It returns the reply's error code; a
 // malformed reply is an error.
 func decodeMultiRead(frame []byte, out []NodeData) (int32, error) {
@@ -289,6 +325,29 @@ func decodeMultiRead(frame []byte, out []NodeData) (int32, error) {
 			}
 			out[i] = NodeData{Data: data, Stat: decodeStat(b[:statLen])}
 			b = b[statLen:]
+		case opGetChildren:
+			if len(b) < 4 {
+				return 0, short
+			}
+			n := int(int32(binary.BigEndian.Uint32(b)))
+			b = b[4:]
+			if n < 0 || n > len(b)/4 {
+				return 0, fmt.Errorf("a list of %d children in %d bytes", n, len(b))
+			}
+			kids := make([]string, 0, n)
+			for range n {
+				if len(b) < 4 {
+					return 0, short
+				}
+				l := int(int32(binary.BigEndian.Uint32(b)))
+				b = b[4:]
+				if l < 0 || len(b) < l {
+					return 0, short
+				}
+				kids = append(kids, string(b[:l]))
+				b = b[l:]
+			}
+			out[i] = NodeData{Children: kids}
 		case -1:
 			if len(b) < 4 {
 				return 0, short

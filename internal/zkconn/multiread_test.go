@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,4 +138,86 @@ func count(got []zkconn.NodeData, err error) int {
 		}
 	}
 	return n
+}
+
+// TestChildrenMany: ChildrenMany returns, in order, what Children returns
+// for 300 parents (two batches, under a chroot; plain and with a reply cap
+// under a batch's reply, which lists them one by one): their children
+// (none too), and "no node" for parents that do not exist.
+func TestChildrenMany(t *testing.T) {
+	for _, mode := range []string{"plain", "capped"} {
+		t.Run(mode, func(t *testing.T) {
+			c := testcluster.Shared(t)
+			chroot := "/zkconn-" + testcluster.Name(t, "kids")
+			cfg := zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second}
+			if mode == "capped" { // a batch of 256 of these lists replies about 40 KiB
+				cfg.MaxReply = 16 << 10
+			}
+			s, err := zkconn.Dial(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.CreateParents("/t/x"); err != nil {
+				t.Fatal(err)
+			}
+			const parents = 300
+			var (
+				paths   []string
+				creates []any
+			)
+			for i := range parents {
+				p := fmt.Sprintf("/t/%d", i)
+				paths = append(paths, p)
+				if i%11 == 5 {
+					continue // never created
+				}
+				creates = append(creates, &zk.CreateRequest{Path: p, Acl: zk.WorldACL(zk.PermAll)})
+				for k := range i % 13 {
+					creates = append(creates, &zk.CreateRequest{Path: fmt.Sprintf("%s/child-%04d", p, k), Acl: zk.WorldACL(zk.PermAll)})
+				}
+				if len(creates) >= 100 || i == parents-1 {
+					if _, err := s.Multi(creates...); err != nil {
+						t.Fatal(err)
+					}
+					creates = creates[:0]
+				}
+			}
+			got, err := s.ChildrenMany(paths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(paths) {
+				t.Fatalf("%d results for %d paths", len(got), len(paths))
+			}
+			total := 0
+			for i, p := range paths {
+				kids, _, err := s.Children(p)
+				g := got[i]
+				switch {
+				case errors.Is(err, zk.ErrNoNode):
+					if !errors.Is(g.Err, err) {
+						t.Errorf("%s: ChildrenMany error %v; Children says %v", p, g.Err, err)
+					}
+				case err != nil:
+					t.Fatal(err)
+				case g.Err != nil:
+					t.Errorf("%s: ChildrenMany error %v; Children listed it", p, g.Err)
+				default:
+					slices.Sort(kids)
+					gk := slices.Sorted(slices.Values(g.Children))
+					if !slices.Equal(gk, kids) {
+						t.Errorf("%s: ChildrenMany %q; Children %q", p, gk, kids)
+					}
+					total += len(kids)
+				}
+			}
+			if n := count(got, zk.ErrNoNode); n != (parents+5)/11 {
+				t.Errorf("%d paths without a node; want %d", n, (parents+5)/11)
+			}
+			if total == 0 {
+				t.Error("no children listed at all")
+			}
+		})
+	}
 }

@@ -32,6 +32,7 @@ type Producer struct {
 	done   chan struct{}
 	sent   atomic.Int64
 	errs   atomic.Int64
+	paused atomic.Bool
 	first  atomic.Value
 	wg     sync.WaitGroup
 }
@@ -91,6 +92,10 @@ func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duratio
 				return
 			case now := <-tick.C:
 				due := int64(now.Sub(start).Seconds() * float64(rate))
+				if pr.paused.Load() {
+					sent = due // nothing owed for the pause
+					continue
+				}
 				// Never burst more than a quarter second behind schedule.
 				if due-sent > int64(rate/4)+1 {
 					sent = due - int64(rate/4) - 1
@@ -112,6 +117,10 @@ func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duratio
 	}()
 	return pr, nil
 }
+
+// SetPaused stops (true) or resumes (false) the writing; resumed, it goes
+// on at the rate without catching up on the pause.
+func (p *Producer) SetPaused(paused bool) { p.paused.Store(paused) }
 
 // Sent is the number of records handed to the producer so far.
 func (p *Producer) Sent() int64 { return p.sent.Load() }
