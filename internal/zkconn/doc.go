@@ -70,6 +70,40 @@
 // reply cap. A server that answers "unimplemented" gets one getData per
 // node from then on.
 //
+// # go-zookeeper versions
+//
+// sideConn, replyGuard, gatedConn and cappedConn speak ZooKeeper's wire
+// protocol under go-zookeeper and rely on the internals of
+// TestedGoZooKeeper (v1.0.4): its xid numbering, one Write per request,
+// when it re-sends watches, how it answers a failed write. Dial reads
+// which go-zookeeper the program was built with (runtime/debug build
+// information). On another version, or a replaced module, the session
+// runs plain: go-zookeeper reads and writes the dialled connection
+// itself, and Dial logs so once, at Warn, naming both versions. Then:
+//
+//   - GetMany reads each node with its own getData (the same results, a
+//     round trip per node: about 100 ms for 1,000 nodes where multiRead
+//     takes a few).
+//   - A reply over the cap (Config.MaxReply) is go-zookeeper's own
+//     affair: v1.0.4 drops the connection, failing what was in flight
+//     with zk.ErrConnectionClosed, each time the node is read; no
+//     *ReplyTooLargeError names the node, and nothing stops it being read
+//     again.
+//   - Nothing holds a reconnected session's replies until its watches
+//     are re-sent: v1.0.4's data race on the last zxid (see gatedConn) is
+//     the version's own, fixed or not.
+//   - go-zookeeper's own deadlines apply (v1.0.4 waits 10 times its
+//     receive timeout for a connect reply: see cappedConn), a failed
+//     write is go-zookeeper's to answer, and Close waits for the close
+//     request's reply (at most a second in v1.0.4) rather than
+//     half-closing after it.
+//
+// What stays: the chroot, ACLs, credentials, the lease and Status (the
+// dial time is taken in the dialer, answers from go-zookeeper's calls),
+// Interrupt and the paced host provider (go-zookeeper's public options),
+// the buffer sizes, and the negotiated timeout when the version logs it
+// as v1.0.4 does (else the asked one is used; see zkLogger).
+//
 // So a session holds 2.5 MiB of buffers (1 MiB + 1.5 MiB), a member's
 // 768 KiB (256 KiB + 512 KiB), where go-zookeeper's defaults hold 3 MiB.
 // Before the member's metadata reads moved onto this session, kazoo-go's

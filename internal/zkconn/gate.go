@@ -195,13 +195,15 @@ func (g *gatedConn) Close() error {
 // dialled, and whether the session is closing (no further dial).
 type connLine struct {
 	closing atomic.Bool
-	latest  atomic.Pointer[gatedConn]
-	side    atomic.Pointer[sideConn] // the latest connection's, for GetMany
+	// latest is what go-zookeeper reads: the gatedConn, or in plain mode
+	// the dialled connection itself.
+	latest atomic.Pointer[net.Conn]
+	side   atomic.Pointer[sideConn] // the latest connection's, for GetMany; nil in plain mode
 }
 
 // hangUp closes the latest connection, waking go-zookeeper from a read.
 func (l *connLine) hangUp() {
 	if c := l.latest.Load(); c != nil {
-		c.Close()
+		(*c).Close()
 	}
 }

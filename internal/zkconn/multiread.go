@@ -58,7 +58,9 @@ type NodeData struct {
 // On a server that has no multiRead (it answers "unimplemented"), the
 // session remembers it and reads each node on its own, singleReaders at
 // a time. A batch whose reply is over the session's reply cap is read
-// that way too.
+// that way too, and so is every node on a session in plain mode (a
+// go-zookeeper the side connection was not tested with: see
+// checkGoZooKeeper): the same results, a round trip per node.
 func (s *Session) GetMany(paths []string) ([]NodeData, error) {
 	out := make([]NodeData, len(paths))
 	if len(paths) == 0 {
@@ -84,7 +86,7 @@ func (s *Session) ChildrenMany(paths []string) ([]NodeData, error) {
 
 // readMany reads paths with op (opGetData or opGetChildren) into out.
 func (s *Session) readMany(op int32, paths []string, out []NodeData) error {
-	if !s.noMultiRead.Load() {
+	if !s.plain && !s.noMultiRead.Load() {
 		err := s.multiReadAll(op, paths, out)
 		if !errors.Is(err, errMultiReadUnimplemented) {
 			return err

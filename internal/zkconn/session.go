@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,11 +68,17 @@ type Config struct {
 	// up to it (see the package doc). 0: MaxReplyAny, what Kafka's brokers
 	// read. A read whose reply is longer fails with a
 	// *ReplyTooLargeError (ErrReplyTooLarge), and the node is not read
-	// again by this session.
+	// again by this session (not on a go-zookeeper other than
+	// TestedGoZooKeeper: see the package doc).
 	MaxReply int
 	// MaxReplyField is how the caller's configuration names MaxReply, for
 	// ReplyTooLargeError's message ("" : "MaxReply").
 	MaxReplyField string
+
+	// goZooKeeper, when not nil, stands for the build's modules in Dial's
+	// check of the go-zookeeper version (tests: a build with another
+	// version runs the session plain).
+	goZooKeeper []*debug.Module
 }
 
 // Receive buffer caps for Config.MaxReply.
@@ -212,6 +219,12 @@ type Session struct {
 	interrupted   chan struct{} // closed by Interrupt
 	interruptOnce sync.Once
 	noMultiRead   atomic.Bool // the server answered a multiRead "unimplemented": see GetMany
+
+	// plain: the build's go-zookeeper is not the one the connection shims
+	// were tested with (see checkGoZooKeeper); go-zookeeper reads and
+	// writes the dialled connection itself, and GetMany reads node by
+	// node. Set by Dial, then only read.
+	plain bool
 }
 
 // settleTime is the longest a reconnected session's replies wait for
@@ -235,7 +248,9 @@ const (
 )
 
 // Dial connects and waits up to cfg.ConnectTimeout (default: the session
-// timeout) for a session. On failure nothing is left running.
+// timeout) for a session. On failure nothing is left running. On a
+// go-zookeeper other than TestedGoZooKeeper the session runs without the
+// connection shims, which Dial logs once (see the package doc).
 func Dial(cfg Config) (*Session, error) { return DialContext(context.Background(), cfg) }
 
 // DialContext is Dial that also gives up, leaving nothing running, when
@@ -244,15 +259,22 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkedVersion(); err != nil {
-		return nil, err
-	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = cfg.SessionTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	deps := cfg.goZooKeeper
+	if deps == nil {
+		deps = builtDeps()
+	}
+	found, why := checkGoZooKeeper(deps)
+	plain := why != ""
+	if plain {
+		log.Warn("zkconn: go-zookeeper is not the version the connection shims were tested with; the session runs on go-zookeeper alone",
+			"go_zookeeper", found, "tested", TestedGoZooKeeper, "why", why, "off", plainOff)
 	}
 	dialer := cfg.Dialer
 	switch {
@@ -278,9 +300,14 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
+		if plain {
+			lines.latest.Store(&conn)
+			return conn, nil
+		}
 		sc := newSideConn(&cappedConn{Conn: conn, limit: limit}, replies.limit)
 		g := newGatedConn(newReplyGuard(sc, replies.limit, replies.note), conn, hadSession.Load())
-		lines.latest.Store(g)
+		var line net.Conn = g
+		lines.latest.Store(&line)
 		lines.side.Store(sc)
 		return g, nil
 	})
@@ -318,6 +345,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		changed:      make(chan struct{}, 1),
 		usable:       make(chan struct{}),
 		interrupted:  make(chan struct{}),
+		plain:        plain,
 	}
 	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 	s.status.Timeout = cfg.SessionTimeout
@@ -525,7 +553,8 @@ func (s *Session) onState(st zk.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Requests go out as soon as the session is back: gatedConn orders
-	// their replies after go-zookeeper's re-sent watches.
+	// their replies after go-zookeeper's re-sent watches (in plain mode,
+	// go-zookeeper's own order).
 	s.setUsableLocked(st == zk.StateHasSession)
 	switch st {
 	case zk.StateHasSession:
