@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/offsets"
@@ -373,7 +372,7 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		return cons, &wg
 	}
 	a, aw := start("a", manager.ModeMerged)
-	prod := startProducer(c, topic, parts, 0, 30, 20*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 30, 20*time.Millisecond)
 	time.Sleep(2 * time.Second)
 	b, bw := start("b", manager.ModePartitions)
 	await(t, 60*time.Second, "a and b balanced", func() bool { return balancedConsumers(parts, a, b) })
@@ -382,13 +381,13 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		t.Errorf("close a: %v", err)
 	}
 	aw.Wait()
-	n := prod.halt(t)
-	await(t, 60*time.Second, "every message", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 60*time.Second, "every message", func() bool { return rec.Count(topic, n) == n })
 	if err := b.Close(); err != nil {
 		t.Errorf("close b: %v", err)
 	}
 	bw.Wait()
-	rec.checkExactlyOnce(t, topic, n)
+	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
 }
 
@@ -426,11 +425,7 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	c := testcluster.Shared(t)
 	const parts = 4
 	topic, group, sub := newTopic(t, c, parts)
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := zkProxy(t, c)
 	rec := newRecorder(t)
 	cfg := apiConfig(t)
 	cfg.InstanceID = "s"
@@ -462,8 +457,8 @@ func batchesSuspension(t *testing.T) (survived bool) {
 			b.Ack()
 		}
 	}()
-	prod := startProducer(c, topic, parts, 0, 20, 20*time.Millisecond)
-	await(t, 30*time.Second, "consuming", func() bool { return rec.receivedBy("s") > 100 })
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 20, 20*time.Millisecond)
+	await(t, 30*time.Second, "consuming", func() bool { return rec.By("s") > 100 })
 	session := cons.Stats().SessionID
 	stalled := time.Now()
 	p.Stall()
@@ -497,14 +492,14 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	t.Logf("stalled for %v: suspended after %v, every partition waiting after %v", time.Since(stalled).Round(time.Millisecond), suspended.Round(time.Millisecond), waiting.Round(time.Millisecond))
 	await(t, 30*time.Second, "the session healthy again", func() bool { return cons.Stats().SessionHealthy })
 	survived = cons.Stats().SessionID == session
-	n := prod.halt(t)
-	await(t, 60*time.Second, "every message", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 60*time.Second, "every message", func() bool { return rec.Count(topic, n) == n })
 	if err := cons.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
 	wg.Wait()
 	if survived {
-		rec.checkExactlyOnce(t, topic, n)
+		rec.CheckExactlyOnce(t, topic, n)
 	} else if lost := rec.lostBy("s"); lost < parts {
 		t.Errorf("the session expired, yet OnLost reported %d of %d partitions", lost, parts)
 	}
@@ -678,9 +673,11 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	}
 }
 
-// TestExamples runs the examples' code against the test cluster: each
-// consumes a topic through and stops cleanly when its context ends, with
-// everything committed.
+// TestExamples runs the examples' code (the loops ExampleJoin,
+// ExampleConsumer_EachPartition, Example_batches, ExampleConsumer_Messages
+// and ExampleConfig_rebalanceCallbacks call) against the test cluster:
+// each consumes a topic through and stops cleanly when its context ends,
+// with everything committed.
 func TestExamples(t *testing.T) {
 	c := testcluster.Shared(t)
 	for _, tc := range []struct {
@@ -691,6 +688,10 @@ func TestExamples(t *testing.T) {
 		{"partitions", runPartitions},
 		{"batches", runBatches},
 		{"messages", runMessages},
+		{"callbacks", func(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
+			logRebalances(cfg)
+			return runMerged(ctx, zk, group, sub, cfg)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 3)

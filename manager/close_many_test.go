@@ -122,7 +122,7 @@ func TestCloseManyPartitions(t *testing.T) {
 	phasesA, phasesB := newPhaseLog(testLogger(t).Handler()), newPhaseLog(testLogger(t).Handler())
 	a, b := member("a", phasesA), member("b", phasesB)
 	await(t, time.Minute, "balanced", func() bool { return balanced(parts, a, b) })
-	await(t, time.Minute, "every message consumed", func() bool { return rec.count(topic, 10*parts) == 10*parts })
+	await(t, time.Minute, "every message consumed", func() bool { return rec.Count(topic, 10*parts) == 10*parts })
 	// As a routine commit would: the commit connection is open at Close,
 	// as in a member that ran a while, and each final commit writes its
 	// offset again to read it back.

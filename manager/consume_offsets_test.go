@@ -31,16 +31,17 @@ func TestConsumeOffsetsMatchKafkaTool(t *testing.T) {
 		if _, err := c.Produce(topic, parts, 0, n); err != nil {
 			t.Fatal(err)
 		}
-		rec, led := newRecorder(t), newLedger()
+		rec := newRecorder(t)
+		led := rec.Ledger
 		o := poolOpts{workers: 3, maxDelay: 200 * time.Microsecond, strict: true,
 			configure: func(cfg *manager.Config) { cfg.OffsetStorage = storage }}
-		a := joinPool(t, c, group, sub, "a", rec, led, o)
-		b := joinPool(t, c, group, sub, "b", rec, led, o)
+		a := joinPool(t, c, group, sub, "a", rec, o)
+		b := joinPool(t, c, group, sub, "b", rec, o)
 		await(t, 60*time.Second, "a, b balanced", func() bool { return poolBalanced(parts, a, b) })
-		await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+		await(t, 2*time.Minute, "every message consumed", func() bool { return led.Count(topic, n) == n })
 		a.close(t)
 		b.close(t)
-		led.checkExactlyOnce(t, topic, n)
+		led.CheckExactlyOnce(t, topic, n)
 		rec.checkViolations(t)
 		hwm, err := c.HighWaterMarks(topic)
 		if err != nil {

@@ -35,7 +35,7 @@ type streamInstance struct {
 }
 
 func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
-	rec *recorder, led *ledger) *streamInstance {
+	rec *recorder, led *testcluster.Ledger) *streamInstance {
 	t.Helper()
 	cfg := baseConfig(t, name)
 	cfg.Mode = manager.ModePartitions
@@ -80,7 +80,7 @@ func (in *streamInstance) problem(format string, args ...any) {
 	in.problems = append(in.problems, fmt.Sprintf(format, args...))
 }
 
-func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder, led *ledger) {
+func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder, led *testcluster.Ledger) {
 	defer in.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
 	h := &heldAcks{rng: rng, ack: func(m *manager.Message) {
@@ -104,7 +104,7 @@ func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key str
 		}
 		last = m.Offset
 		receiveOwned(rec, in.name, m, true)
-		led.add(in.name, m.Partition, m.Offset, string(m.Value))
+		led.Add(in.name, m.Partition, m.Offset, string(m.Value))
 		h.add(m, 10)
 	}
 	h.flush()
@@ -222,8 +222,9 @@ func TestConsumePartitionStreams(t *testing.T) {
 	if _, err := c.Produce(topic, parts, 0, 800); err != nil {
 		t.Fatal(err)
 	}
-	rec, led := newRecorder(t), newLedger()
-	prod := startProducer(c, topic, parts, 800, 16, 20*time.Millisecond)
+	rec := newRecorder(t)
+	led := rec.Ledger
+	prod := testcluster.StartProducer(t, c, topic, parts, 800, 16, 20*time.Millisecond)
 
 	a := joinStreams(t, c, group, sub, "a", rec, led)
 	await(t, 60*time.Second, "a owning 8 with 8 open streams", func() bool { return streamsBalanced(parts, a) })
@@ -246,8 +247,8 @@ func TestConsumePartitionStreams(t *testing.T) {
 		}
 	}
 	t.Logf("a streams %v, b streams %v", tpsOf(a.openStreams()), tpsOf(b.openStreams()))
-	before := led.total()
-	await(t, 60*time.Second, "progress with a and b", func() bool { return led.total() >= before+400 })
+	before := led.Total()
+	await(t, 60*time.Second, "progress with a and b", func() bool { return led.Total() >= before+400 })
 
 	bStreams := b.openStreams()
 	b.close(t)
@@ -261,8 +262,8 @@ func TestConsumePartitionStreams(t *testing.T) {
 		}
 	}
 
-	n := prod.halt(t)
-	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 2*time.Minute, "every message consumed", func() bool { return led.Count(topic, n) == n })
 	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	a.close(t)
 	// EachPartition ends by itself after Close (its context never ends
@@ -275,8 +276,8 @@ func TestConsumePartitionStreams(t *testing.T) {
 		t.Error("EachPartition did not end after Close")
 	}
 	cancel()
-	led.checkExactlyOnce(t, topic, n)
-	checkContiguous(t, led, hwm)
+	led.CheckExactlyOnce(t, topic, n)
+	led.CheckContiguous(t, hwm)
 	rec.checkViolations(t)
 	checkCommitted(t, c, group, topic, parts, hwm)
 }

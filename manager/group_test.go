@@ -40,7 +40,7 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
-	prod := startProducer(c, topic, parts, 2400, 48, 50*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 2400, 48, 50*time.Millisecond)
 
 	a := join(t, c, group, sub, "a", rec, o)
 	t.Logf("a alone: ready in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))
@@ -59,10 +59,10 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 	b.close(t)
 	t.Logf("b leaves: balanced in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))
 
-	n := prod.halt(t)
-	await(t, 60*time.Second, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 60*time.Second, "every message consumed", func() bool { return rec.Count(topic, n) == n })
 	a.close(t)
-	rec.checkExactlyOnce(t, topic, n)
+	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
 	hwm, err := c.HighWaterMarks(topic)
 	if err != nil {
@@ -137,7 +137,7 @@ func TestCoordinationOnlyZooKeeper(t *testing.T) {
 	a := join(t, c, group, sub, "a", rec, o)
 	b := join(t, c, group, sub, "b", rec, o)
 	await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) })
-	await(t, 60*time.Second, "every message consumed", func() bool { return rec.count(topic, 300) == 300 })
-	rec.checkExactlyOnce(t, topic, 300)
+	await(t, 60*time.Second, "every message consumed", func() bool { return rec.Count(topic, 300) == 300 })
+	rec.CheckExactlyOnce(t, topic, 300)
 	rec.checkViolations(t)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/subscription"
 	"go.uber.org/goleak"
 )
 
@@ -204,25 +203,13 @@ func TestMessagesGroupJoinLeave(t *testing.T) {
 // after OnLost (the holder check), and nothing is lost.
 func TestMessagesSessionFaults(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(1))
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 12
-	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, parts, 1)
 	rec := newRecorder(t)
 	proxies := map[string]*faultproxy.Proxy{}
 	var ins []*instance
 	for _, name := range []string{"a", "b", "c"} {
-		p, err := faultproxy.New(c.ZooKeeperAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
+		p := zkProxy(t, c)
 		proxies[name] = p
 		// A cut-off member learns of its expiry only once it reaches
 		// ZooKeeper again: the others are assigned its partitions before
@@ -233,16 +220,16 @@ func TestMessagesSessionFaults(t *testing.T) {
 	}
 	a, b, cc := ins[0], ins[1], ins[2]
 	await(t, 60*time.Second, "3 balanced", func() bool { return balanced(parts, a, b, cc) })
-	prod := startProducer(c, topic, parts, 0, 24, 50*time.Millisecond)
-	await(t, 60*time.Second, "c receiving", func() bool { return rec.receivedBy("c") > 0 })
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 24, 50*time.Millisecond)
+	await(t, 60*time.Second, "c receiving", func() bool { return rec.By("c") > 0 })
 
 	// c is cut off: once its session is suspended it receives nothing,
 	// while a and b take its partitions over after the expiry.
 	proxies["c"].Block()
 	await(t, 30*time.Second, "c suspended", func() bool { return !cc.c.Stats().SessionHealthy })
-	cut := rec.receivedBy("c")
+	cut := rec.By("c")
 	await(t, 60*time.Second, "a, b take over from c", func() bool { return balanced(parts, a, b) })
-	if n := rec.receivedBy("c"); n != cut {
+	if n := rec.By("c"); n != cut {
 		t.Errorf("c received %d messages while its session was suspended", n-cut)
 	}
 	proxies["c"].Unblock()
@@ -252,12 +239,12 @@ func TestMessagesSessionFaults(t *testing.T) {
 	// the holder check fails on any of them received by b after that.
 	proxies["b"].Stall()
 	await(t, 30*time.Second, "b suspended", func() bool { return !b.c.Stats().SessionHealthy })
-	stalled := rec.receivedBy("b")
+	stalled := rec.By("b")
 	await(t, 60*time.Second, "a, c take over from b", func() bool {
 		sa, sc := a.c.Stats(), cc.c.Stats()
 		return len(sa.Members) == 2 && len(sc.Members) == 2 && len(sa.Partitions)+len(sc.Partitions) == parts && sa.Ready && sc.Ready
 	})
-	if n := rec.receivedBy("b"); n != stalled {
+	if n := rec.By("b"); n != stalled {
 		t.Errorf("b received %d messages while its session was suspended", n-stalled)
 	}
 	proxies["b"].Resume()
@@ -265,8 +252,8 @@ func TestMessagesSessionFaults(t *testing.T) {
 	if rec.lostBy("b") == 0 || rec.lostBy("c") == 0 {
 		t.Errorf("OnLost reported %d partitions of b and %d of c; want some of each", rec.lostBy("b"), rec.lostBy("c"))
 	}
-	n := prod.halt(t)
-	await(t, 90*time.Second, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 90*time.Second, "every message consumed", func() bool { return rec.Count(topic, n) == n })
 	rec.checkViolations(t)
 }
 
