@@ -1,13 +1,19 @@
 package metadata_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 func ExampleConfig_Validate() {
@@ -30,7 +36,25 @@ func ExampleSnapshot_Selected() {
 	// Output: [orders payments] 3
 }
 
-// ExampleOpen shows the usual loop; it needs a cluster, so it only compiles.
+// printSelected prints the selected topics and their partition counts at
+// every change of w's view, until ctx ends.
+func printSelected(ctx context.Context, w *metadata.Watcher, out io.Writer) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.Changes():
+		}
+		s := w.Snapshot()
+		for _, topic := range s.Selected() {
+			fmt.Fprintln(out, topic, len(s.Topics[topic]), "partitions")
+		}
+	}
+}
+
+// The usual loop (printSelected) over a Watcher of the topics named
+// "orders.*". No Output: it needs ZooKeeper; TestExampleOpen runs
+// printSelected against the test cluster.
 func ExampleOpen() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	w, err := metadata.Open("127.0.0.1:2181/kafka", func(t string) bool { return strings.HasPrefix(t, "orders.") }, metadata.NewConfig(), logger)
@@ -39,10 +63,52 @@ func ExampleOpen() {
 		return
 	}
 	defer w.Close()
-	for range w.Changes() {
-		s := w.Snapshot()
-		for _, topic := range s.Selected() {
-			fmt.Println(topic, len(s.Topics[topic]), "partitions")
-		}
+	printSelected(context.Background(), w, os.Stdout)
+}
+
+// TestExampleOpen runs ExampleOpen's loop on a topic created while it
+// runs: it prints the topic with its partition count, and returns when
+// its context ends.
+func TestExampleOpen(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Brokers(1))
+	topic := testcluster.Name(t, "orders")
+	w := open(t, c, only(topic))
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		printSelected(ctx, w, &out)
+	}()
+	if err := c.CreateTopic(ctxT(t), topic, 2, 1); err != nil {
+		t.Fatal(err)
 	}
+	want := topic + " 2 partitions\n"
+	testcluster.Await(t, 90*time.Second, 10*time.Millisecond, "the loop to print "+want, func() bool {
+		return strings.Contains(out.String(), want)
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not return when its context ended")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
