@@ -425,7 +425,7 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	c := testcluster.Shared(t)
 	const parts = 4
 	topic, group, sub := newTopic(t, c, parts)
-	p := zkProxy(t, c)
+	p := testcluster.ZooKeeperProxy(t, c)
 	rec := newRecorder(t)
 	cfg := apiConfig(t)
 	cfg.InstanceID = "s"

@@ -132,7 +132,7 @@ func TestRebalanceCallbacks(t *testing.T) {
 	topic, group, sub := newTopic(t, c, parts)
 	rec := newRecorder(t)
 	cb := newCBLog(300 * time.Millisecond)
-	p := zkProxy(t, c)
+	p := testcluster.ZooKeeperProxy(t, c)
 	opts := func(name, zk string) joinOpts {
 		return joinOpts{zk: zk, configure: func(cfg *manager.Config) { cb.wire(name, cfg) }}
 	}

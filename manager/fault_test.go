@@ -104,7 +104,7 @@ func TestGroupFaults(t *testing.T) {
 	proxies := map[string]*faultproxy.Proxy{}
 	var ins []*instance
 	for _, name := range []string{"a", "b", "c"} {
-		p := zkProxy(t, c)
+		p := testcluster.ZooKeeperProxy(t, c)
 		proxies[name] = p
 		ins = append(ins, join(t, c, group, sub, name, rec, joinOpts{zk: p.Addr() + c.Chroot(), shuffle: true}))
 	}
@@ -210,7 +210,7 @@ func TestStableIDReclaim(t *testing.T) {
 	}
 	sub, _ := subscription.Static(topic)
 	rec := newRecorder(t)
-	p := zkProxy(t, c)
+	p := testcluster.ZooKeeperProxy(t, c)
 	const session = 10 * time.Second
 	long := func(cfg *manager.Config) { cfg.SessionTimeout = session }
 	old := join(t, c, group, sub, "stable", rec, joinOpts{zk: p.Addr() + c.Chroot(), configure: long})

@@ -72,7 +72,7 @@ func TestFencingTokenSink(t *testing.T) {
 		cfg.InstanceID = name
 		return cfg
 	}
-	proxy := zkProxy(t, c)
+	proxy := testcluster.ZooKeeperProxy(t, c)
 	prod := testcluster.StartProducer(t, c, topic, parts, 0, 12, 50*time.Millisecond)
 
 	var wg sync.WaitGroup

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
@@ -410,17 +409,4 @@ func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitG
 			t.Logf("%s: error: %v", name, err)
 		}
 	}()
-}
-
-// zkProxy starts a fault proxy in front of c's ZooKeeper, closed when t
-// ends; members reach ZooKeeper through it with joinOpts.zk =
-// p.Addr() + c.Chroot().
-func zkProxy(t *testing.T, c *testcluster.Cluster) *faultproxy.Proxy {
-	t.Helper()
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
 }

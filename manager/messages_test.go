@@ -209,7 +209,7 @@ func TestMessagesSessionFaults(t *testing.T) {
 	proxies := map[string]*faultproxy.Proxy{}
 	var ins []*instance
 	for _, name := range []string{"a", "b", "c"} {
-		p := zkProxy(t, c)
+		p := testcluster.ZooKeeperProxy(t, c)
 		proxies[name] = p
 		// A cut-off member learns of its expiry only once it reaches
 		// ZooKeeper again: the others are assigned its partitions before

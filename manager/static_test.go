@@ -93,10 +93,7 @@ func newStaticGroup(t *testing.T) *staticGroup {
 	if g.sub, err = subscription.Static(g.topic); err != nil {
 		t.Fatal(err)
 	}
-	if g.proxy, err = faultproxy.New(c.ZooKeeperAddr()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.proxy.Close() })
+	g.proxy = testcluster.ZooKeeperProxy(t, c)
 	g.prod = testcluster.StartProducer(t, c, g.topic, staticParts, 0, 48, 50*time.Millisecond)
 	g.a = g.join(t, "a", "a", false)
 	g.b = g.join(t, "b", "b", false)

@@ -93,8 +93,8 @@ func TestCloseWhileHandshakeUnanswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := zkProxy(t, c)
-	silent := zkProxy(t, c) // stalled for good: accepts, never answers
+	front := testcluster.ZooKeeperProxy(t, c)
+	silent := testcluster.ZooKeeperProxy(t, c) // stalled for good: accepts, never answers
 	silent.Stall()
 
 	rec := newRecorder(t)

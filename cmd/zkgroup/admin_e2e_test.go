@@ -173,11 +173,7 @@ func TestAdminOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	openOffsetNodes := offsetNodes(t, c, group, topic, parts)
-	proxy, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := testcluster.ZooKeeperProxy(t, c)
 	a := startAdminDaemon(t, c, proxy.Addr()+c.Chroot(), group, "static:"+topic, "")
 	b := startAdminDaemon(t, c, c.ZooKeeperConnect(), group, "static:"+topic, "")
 	a.ready(60 * time.Second)

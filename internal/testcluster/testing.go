@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgroup/zkgroup/internal/faultproxy"
 )
 
 // InCI reports whether the tests run in CI (CI=true), where a test that
@@ -250,4 +252,18 @@ func AwaitCommittedAtEnd(tb testing.TB, c *Cluster, group, topic string, parts i
 		tb.Fatalf("committed offsets %v (last error %v) never reached the log ends %v", got, err, hwm)
 	}
 	return hwm
+}
+
+// ZooKeeperProxy starts a fault proxy in front of c's ZooKeeper (the first
+// server's address, no chroot) and closes it when tb ends; a client
+// reaches ZooKeeper through it at p.Addr() + c.Chroot(). It fails tb when
+// the proxy cannot listen.
+func ZooKeeperProxy(tb testing.TB, c *Cluster) *faultproxy.Proxy {
+	tb.Helper()
+	p, err := faultproxy.New(c.ZooKeeperAddr())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	return p
 }

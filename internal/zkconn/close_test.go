@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"go.uber.org/goleak"
@@ -71,11 +70,7 @@ func TestCloseRacingRequests(t *testing.T) {
 func TestSessionCloseStalledServer(t *testing.T) {
 	c := testcluster.Shared(t)
 	ignore := goleak.IgnoreCurrent()
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testcluster.ZooKeeperProxy(t, c)
 	before := zkWaiting()
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: 4 * time.Second})
 	if err != nil {
