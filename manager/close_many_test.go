@@ -107,9 +107,7 @@ func TestCloseManyPartitions(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 200
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 10*parts); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 10*parts)
 	rec := newRecorder(t)
 	member := func(name string, phases *phaseLog) *instance {
 		return join(t, c, group, sub, name, rec, joinOpts{configure: func(cfg *manager.Config) {

@@ -8,7 +8,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/manager"
 )
 
 // TestCodecsFromKafkaProducer: topics written by Kafka's own producer
@@ -47,10 +46,7 @@ func TestCodecsFromKafkaProducer(t *testing.T) {
 			}
 			checkLogCodec(t, c, topic, hwm, codec.codec)
 
-			cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), apiConfig(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cons := mustJoin(t, c, group, sub, apiConfig(t))
 			defer cons.Close()
 			seen := map[int32]map[int64]int{}
 			got := int64(0)

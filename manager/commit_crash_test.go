@@ -65,9 +65,7 @@ func commitChild() int {
 func TestCommitThenCrash(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, _ := newTopic(t, c, 3)
-	if _, err := c.Produce(topic, 3, 0, 300); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 3, 0, 300)
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.v=false", "-test.timeout=5m")
 	cmd.Env = append(os.Environ(), commitChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(),
 		crashGroupEnv+"="+group, crashTopicEnv+"="+topic)

@@ -55,9 +55,7 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, n = 4, 400
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	a := joinManual(t, c, group, topic, "a", func(cfg *manager.Config) { cfg.Partition.DrainTimeout = time.Second })
 
 	for _, m := range []*manager.Message{nil, {}} {
@@ -203,9 +201,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, per = 4, 100
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, parts*per); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, parts*per)
 	a := joinManual(t, c, group, topic, "a", func(cfg *manager.Config) { cfg.Partition.MaxUnacked = 10 })
 
 	var mu sync.Mutex

@@ -183,9 +183,7 @@ func TestConsumeCrashNoLoss(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 6
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 600); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 600)
 	rec := newRecorder(t)
 	led := rec.Ledger
 	o := poolOpts{workers: 3, maxDelay: 300 * time.Microsecond}

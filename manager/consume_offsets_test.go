@@ -28,9 +28,7 @@ func TestConsumeOffsetsMatchKafkaTool(t *testing.T) {
 	const parts, n = 6, 3000
 	consume := func(t *testing.T, storage manager.Storage) (topic, group string, hwm map[int32]int64) {
 		topic, group, sub := newTopic(t, c, parts)
-		if _, err := c.Produce(topic, parts, 0, n); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustProduce(t, c, topic, parts, 0, n)
 		rec := newRecorder(t)
 		led := rec.Ledger
 		o := poolOpts{workers: 3, maxDelay: 200 * time.Microsecond, strict: true,

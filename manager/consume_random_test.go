@@ -22,9 +22,7 @@ func TestConsume100kRandomAcks(t *testing.T) {
 	const parts, n = 12, 100_000
 	topic, group, sub := newTopic(t, c, parts)
 	start := time.Now()
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	t.Logf("produced %d messages in %v", n, time.Since(start))
 
 	rec := newRecorder(t)

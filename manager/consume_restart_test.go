@@ -19,9 +19,7 @@ func TestConsumeCleanRestartNoDuplicates(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 12
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 1200); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 1200)
 	rec := newRecorder(t)
 	led := rec.Ledger
 	o := poolOpts{workers: 4, maxDelay: 500 * time.Microsecond, slowEvery: 100, slowDelay: 10 * time.Millisecond, strict: true}

@@ -35,7 +35,7 @@ type streamInstance struct {
 }
 
 func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
-	rec *recorder, led *testcluster.Ledger) *streamInstance {
+	rec *recorder) *streamInstance {
 	t.Helper()
 	cfg := baseConfig(t, name)
 	cfg.Mode = manager.ModePartitions
@@ -68,7 +68,7 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 			in.opened++
 			in.mu.Unlock()
 			in.wg.Add(1)
-			go in.read(t, s, key, rec, led)
+			go in.read(t, s, key, rec)
 		}
 	}()
 	t.Cleanup(func() { in.close(t) })
@@ -80,7 +80,7 @@ func (in *streamInstance) problem(format string, args ...any) {
 	in.problems = append(in.problems, fmt.Sprintf(format, args...))
 }
 
-func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder, led *testcluster.Ledger) {
+func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder) {
 	defer in.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
 	h := &heldAcks{rng: rng, ack: func(m *manager.Message) {
@@ -104,7 +104,6 @@ func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key str
 		}
 		last = m.Offset
 		receiveOwned(rec, in.name, m, true)
-		led.Add(in.name, m.Partition, m.Offset, string(m.Value))
 		h.add(m, 10)
 	}
 	h.flush()
@@ -219,21 +218,19 @@ func TestConsumePartitionStreams(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 8
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 800); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 800)
 	rec := newRecorder(t)
 	led := rec.Ledger
 	prod := testcluster.StartProducer(t, c, topic, parts, 800, 16, 20*time.Millisecond)
 
-	a := joinStreams(t, c, group, sub, "a", rec, led)
+	a := joinStreams(t, c, group, sub, "a", rec)
 	await(t, 60*time.Second, "a owning 8 with 8 open streams", func() bool { return streamsBalanced(parts, a) })
 	if o, cl := a.counts(); o != parts || cl != 0 {
 		t.Errorf("a alone: %d streams opened, %d closed; want %d, 0", o, cl, parts)
 	}
 	first := a.openStreams()
 
-	b := joinStreams(t, c, group, sub, "b", rec, led)
+	b := joinStreams(t, c, group, sub, "b", rec)
 	await(t, 60*time.Second, "a, b balanced with matching streams", func() bool { return streamsBalanced(parts, a, b) })
 	if o, cl := a.counts(); o != parts || cl != parts/2 {
 		t.Errorf("after b joined: a opened %d streams, closed %d; want %d, %d", o, cl, parts, parts/2)

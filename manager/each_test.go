@@ -113,9 +113,7 @@ func TestEachExactlyOnce(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, n = 6, 3000
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, n/2); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n/2)
 	led := testcluster.NewLedger()
 	a := joinEach(t, c, group, topic, "a", false, led, 97)
 	await(t, 45*time.Second, "a consumed the first half", func() bool { return led.Count(topic, n/2) == n/2 })
@@ -129,9 +127,7 @@ func TestEachExactlyOnce(t *testing.T) {
 	}()
 	await(t, 45*time.Second, "both halves consumed", func() bool { return produced.Load() && led.Count(topic, n) == n })
 	a.close(t) // hands everything to b
-	if _, err := c.Produce(topic, parts, n, 300); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, n, 300)
 	await(t, 45*time.Second, "b consumed the rest after a left", func() bool { return led.Count(topic, n+300) == n+300 })
 	b.close(t)
 	led.CheckExactlyOnce(t, topic, n+300)

@@ -163,9 +163,7 @@ func TestGroupFaults(t *testing.T) {
 	}
 	took = await(t, 60*time.Second, "new topic consumed", func() bool { return balanced(parts+6, a, b, cc) })
 	t.Logf("new topic: 30 partitions balanced after %v", took)
-	if _, err := c.Produce(topic2, 6, 0, 600); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic2, 6, 0, 600)
 
 	// A raised partition count is picked up too.
 	if err := c.AddPartitions(ctx, topic2, 9); err != nil {

@@ -32,9 +32,7 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, 2400); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 2400)
 	sub, err := subscription.Static(topic)
 	if err != nil {
 		t.Fatal(err)
@@ -124,9 +122,7 @@ func TestCoordinationOnlyZooKeeper(t *testing.T) {
 	if err := c.CreateTopic(t.Context(), topic, parts, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, 300); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 300)
 	sub, _ := subscription.Static(topic)
 	rec := newRecorder(t)
 	o := joinOpts{

@@ -410,3 +410,13 @@ func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitG
 		}
 	}()
 }
+
+// mustJoin joins group on c's ZooKeeper or fails t.
+func mustJoin(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, cfg *manager.Config) *manager.Consumer {
+	t.Helper()
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
+}

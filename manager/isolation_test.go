@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/manager"
 )
 
 // TestIsolationLevels: sarama's transactional producer writes to two
@@ -87,10 +85,7 @@ func TestIsolationLevels(t *testing.T) {
 			cfg := apiConfig(t)
 			cfg.Sarama = testcluster.SaramaConfig()
 			cfg.Sarama.Consumer.IsolationLevel = level.level
-			cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cons := mustJoin(t, c, group, sub, cfg)
 			defer cons.Close()
 			got := map[int32][]string{}
 			for range parts * n * len(level.tags) {

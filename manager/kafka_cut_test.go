@@ -347,9 +347,7 @@ func TestKafkaCutAllStayOut(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 4
 	topic, group, sub := newTopicRF(t, c, parts, 1)
-	if _, err := c.Produce(topic, parts, 0, 400); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 400)
 	bc := newBrokerCut(t, c)
 	rec, log := newRecorder(t), newDeliveryLog()
 	var cutting atomic.Bool
@@ -413,9 +411,7 @@ func TestKafkaCutAllStayOut(t *testing.T) {
 	cutting.Store(false)
 	healAt := time.Now()
 	bc.heal()
-	if _, err := c.Produce(topic, parts, 400, 400); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 400, 400)
 	await(t, 30*time.Second, "both back, balanced", func() bool { return balanced(parts, a, b) })
 	t.Logf("both back and balanced %v after the heal", time.Since(healAt))
 	await(t, 30*time.Second, "every message delivered", func() bool { return log.distinct(topic, 800) == 800 })

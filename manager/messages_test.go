@@ -85,19 +85,14 @@ func TestMessagesStopPaths(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 2)
-			if _, err := c.Produce(topic, 2, 0, 100); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustProduce(t, c, topic, 2, 0, 100)
 			ignore := goleak.IgnoreCurrent()
 			cfg := apiConfig(t)
 			if tc.fail {
 				cfg.CloseTimeout = 2 * time.Second
 				cfg.Partition.DrainTimeout = time.Minute
 			}
-			cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cons := mustJoin(t, c, group, sub, cfg)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stopOnCtx := context.AfterFunc(ctx, cons.Interrupt) // the documented way to stop on a context
@@ -123,7 +118,7 @@ func TestMessagesStopPaths(t *testing.T) {
 			}
 			closedInOrder(t, cons, msgs, 60*time.Second)
 			<-stopped
-			err = cons.Err()
+			err := cons.Err()
 			switch {
 			case tc.fail && err == nil:
 				t.Error("Err is nil after a drain was cut short")
@@ -146,16 +141,11 @@ func TestMessagesStopPaths(t *testing.T) {
 func TestMessagesUnreadClose(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
-	if _, err := c.Produce(topic, 2, 0, 200); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 200)
 	cfg := apiConfig(t)
 	cfg.Partition.DrainTimeout = 3 * time.Second
 	cfg.CloseTimeout = 2 * time.Minute
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	msgs := cons.Messages()
 	got := map[int32]int64{}
 	for i := 0; i < 20; i++ {
@@ -263,15 +253,10 @@ func TestMessagesSessionFaults(t *testing.T) {
 func TestMessagesModePartitions(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
-	if _, err := c.Produce(topic, 2, 0, 10); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 10)
 	cfg := apiConfig(t)
 	cfg.Mode = manager.ModePartitions
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	defer cons.Close()
 	if _, ok := <-cons.Messages(); ok {
 		t.Fatal("Messages gave a message in ModePartitions")

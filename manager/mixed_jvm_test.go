@@ -472,10 +472,7 @@ func TestOldConsumerStreamsReported(t *testing.T) {
 	cfg.InstanceID = ""
 	cfg.Strategy = assign.Range()
 	cfg.OffsetStorage = manager.StorageZooKeeper
-	cons, err := manager.Join(t.Context(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	reported := make(chan *manager.IncompatibleMemberError, 16)
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -50,9 +50,7 @@ func TestPrefetchedStart(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, n = 4, 400
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	sub, err := subscription.Static(topic)
 	if err != nil {
 		t.Fatal(err)
@@ -77,9 +75,7 @@ func TestPrefetchedStart(t *testing.T) {
 	led2 := newRecorder(t)
 	b := joinPool(t, c, group2, sub, "b", led2, poolOpts{noHooks: true})
 	d := joinPool(t, c, group2, sub, "d", led2, poolOpts{noHooks: true})
-	if _, err := c.Produce(topic, parts, n, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, n, n)
 	await(t, 90*time.Second, "both batches consumed", func() bool { return led2.Count(topic, 2*n) == 2*n })
 	b.close(t)
 	d.close(t)

@@ -114,9 +114,7 @@ func TestStrategyMismatch(t *testing.T) {
 	defer func() { t.Logf("took %v without the cluster's start", time.Since(began)) }()
 	const parts = 8
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 800); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 800)
 	led := testcluster.NewLedger()
 	a := joinWithStrategy(t, c, group, sub, "a", assign.Func("mine", assign.Balanced().Assign), led)
 	t.Logf("a owns 8 in %v", await(t, 60*time.Second, "a owning 8", func() bool { return holding(a, 1, parts) }))
@@ -175,9 +173,7 @@ func TestStrategyMismatch(t *testing.T) {
 			t.Errorf("%s: Stats.StrategyConflicts %+v; want what Errors() said, %+v", w.m.name, st.StrategyConflicts, se)
 		}
 	}
-	if _, err := c.Produce(topic, parts, 800, 800); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 800, 800)
 	await(t, 60*time.Second, "1600 consumed", func() bool { return led.Count(topic, 1600) == 1600 })
 
 	cc := joinWithStrategy(t, c, group, sub, "c", assign.Sticky(), led)
@@ -206,9 +202,7 @@ func TestStrategyMismatch(t *testing.T) {
 			t.Errorf("%s: Stats.StrategyMismatches %v, Strategy %q; want [%s], balanced", w.m.name, st.StrategyMismatches, st.Strategy, w.peer)
 		}
 	}
-	if _, err := c.Produce(topic, parts, 1600, 800); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 1600, 800)
 	await(t, 60*time.Second, "2400 consumed", func() bool { return led.Count(topic, 2400) == 2400 })
 	b.close(t)
 	cc.close(t)

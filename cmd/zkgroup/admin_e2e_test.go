@@ -169,9 +169,7 @@ func TestAdminOperations(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, 600); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 600)
 	openOffsetNodes := offsetNodes(t, c, group, topic, parts)
 	proxy := testcluster.ZooKeeperProxy(t, c)
 	a := startAdminDaemon(t, c, proxy.Addr()+c.Chroot(), group, "static:"+topic, "")

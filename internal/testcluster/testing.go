@@ -267,3 +267,13 @@ func ZooKeeperProxy(tb testing.TB, c *Cluster) *faultproxy.Proxy {
 	tb.Cleanup(func() { p.Close() })
 	return p
 }
+
+// MustProduce is c.Produce that fails tb on an error.
+func MustProduce(tb testing.TB, c *Cluster, topic string, partitions int32, from, n int) Produced {
+	tb.Helper()
+	out, err := c.Produce(topic, partitions, from, n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
