@@ -129,20 +129,11 @@ func BenchmarkDaemon(b *testing.B) {
 		topic, *flagMessages, valueLen, *flagPartitions, min(*flagSlow, *flagMessages), min(*flagExecSlow, *flagMessages), *flagRounds, sideNames(ready), bin, loadAvg())
 	got := map[string][]result{}
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagRounds; r++ {
-			for j := range ready {
-				sd := ready[(j+r)%len(ready)]
-				res, err := pass(sd, r+1)
-				if err != nil {
-					b.Fatalf("round %d, %s: %v", r+1, sd.name, err)
-				}
-				got[sd.name] = append(got[sd.name], res)
-				benchkit.Say("   round %d %-26s %8d msgs %9.0f msgs/s (from the first %9.0f)  cpu %6.2f µs/msg  first %7.1f ms  SIGTERM: exit %s in %.2f s  load %s",
-					r+1, sd.name, res.want, res.rate(), res.steadyRate(), res.cpuPerMsg(), ms(res.first), res.exit, res.term.Seconds(), loadAvg())
-			}
-		}
-	}
+	benchkit.Rounds(b, b.N, *flagRounds, ready, func(sd side) string { return sd.name }, pass, func(sd side, round int, res result) {
+		got[sd.name] = append(got[sd.name], res)
+		benchkit.Say("   round %d %-26s %8d msgs %9.0f msgs/s (from the first %9.0f)  cpu %6.2f µs/msg  first %7.1f ms  SIGTERM: exit %s in %.2f s  load %s",
+			round, sd.name, res.want, res.rate(), res.steadyRate(), res.cpuPerMsg(), ms(res.first), res.exit, res.term.Seconds(), loadAvg())
+	})
 	b.StopTimer()
 	summarize(b, ready, got)
 }

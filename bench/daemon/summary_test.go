@@ -21,16 +21,7 @@ func summarize(b *testing.B, sds []side, got map[string][]result) {
 	for _, sd := range sds {
 		rs := got[sd.name]
 		base := got[sd.base]
-		col := func(get func(result) float64) (float64, float64) {
-			var v, ratios []float64
-			for i, r := range rs {
-				v = append(v, get(r))
-				if i < len(base) {
-					ratios = append(ratios, get(r)/get(base[i]))
-				}
-			}
-			return benchkit.Median(v), benchkit.Median(ratios)
-		}
+		col := func(get func(result) float64) (float64, float64) { return benchkit.MedianRatio(rs, base, get) }
 		rate, rateR := col(result.rate)
 		steady, steadyR := col(result.steadyRate)
 		cpu, cpuR := col(result.cpuPerMsg)
