@@ -82,15 +82,7 @@ func TestCodecsFromKafkaProducer(t *testing.T) {
 			if err := cons.Close(); err != nil {
 				t.Fatal(err)
 			}
-			committed, err := c.CommittedOffsets(t.Context(), group, topic, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for p, h := range hwm {
-				if committed[p] != h {
-					t.Errorf("partition %d: committed %d after Close; want %d", p, committed[p], h)
-				}
-			}
+			checkCommitted(t, c, group, topic, parts, hwm)
 		})
 	}
 }

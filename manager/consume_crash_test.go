@@ -103,18 +103,8 @@ type child struct {
 // what it prints into rec's ledger under the name id.
 func startCrashChild(t *testing.T, c *testcluster.Cluster, group, topic, id string, rec *recorder) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.v=false", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(),
-		crashChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(), crashGroupEnv+"="+group,
+	cmd, stdout := startChild(t, crashChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(), crashGroupEnv+"="+group,
 		crashTopicEnv+"="+topic, crashIDEnv+"="+id)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	ch := &child{cmd: cmd, assigned: map[int32]bool{}, done: make(chan struct{})}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -296,4 +286,22 @@ func keys(m map[int32]bool) []int32 {
 		out = append(out, k)
 	}
 	return out
+}
+
+// startChild starts this test binary again, running no test, with env
+// added to the environment (which selects what the child does in
+// TestMain), and returns it with its stdout; its stderr is this process's.
+func startChild(t *testing.T, env ...string) (*exec.Cmd, io.ReadCloser) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.v=false", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout
 }

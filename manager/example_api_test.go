@@ -19,6 +19,13 @@ import (
 // process stands for the user's work on one message.
 var process = func(*manager.Message) error { return nil }
 
+// printErrors logs c's errors until c stopped (Errors is closed then).
+func printErrors(c *manager.Consumer) {
+	for err := range c.Errors() {
+		log.Print(err)
+	}
+}
+
 // runMerged: the consumer's loop over every owned partition; ack after
 // processing. It returns when ctx ends, after Close (drained, committed,
 // released).
@@ -27,11 +34,7 @@ func runMerged(ctx context.Context, zk, group string, sub *subscription.Subscrip
 	if err != nil {
 		return err
 	}
-	go func() {
-		for err := range c.Errors() {
-			log.Print(err)
-		}
-	}()
+	go printErrors(c)
 	for msg, err := range c.Each(ctx) {
 		if err != nil {
 			_ = c.Close()
@@ -54,11 +57,7 @@ func runPartitions(ctx context.Context, zk, group string, sub *subscription.Subs
 	if err != nil {
 		return err
 	}
-	go func() {
-		for err := range c.Errors() {
-			log.Print(err)
-		}
-	}()
+	go printErrors(c)
 	var wg sync.WaitGroup
 	for stream, err := range c.EachPartition(ctx) { // ends with ctx
 		if err != nil {
@@ -87,11 +86,7 @@ func runBatches(ctx context.Context, zk, group string, sub *subscription.Subscri
 	if err != nil {
 		return err
 	}
-	go func() {
-		for err := range c.Errors() {
-			log.Print(err)
-		}
-	}()
+	go printErrors(c)
 	for {
 		b, err := c.Poll(ctx)
 		if err != nil {

@@ -62,16 +62,7 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 	a.close(t)
 	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := committed(t, c, group, topic, parts)
-	for p := int32(0); p < parts; p++ {
-		if got[p] != hwm[p] {
-			t.Errorf("partition %d: committed %d, log-end %d", p, got[p], hwm[p])
-		}
-	}
+	testcluster.CheckCommittedAtEnd(t, c, group, topic, parts)
 }
 
 // TestRebalanceLatency measures a clean join and a clean leave of a third

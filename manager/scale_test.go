@@ -57,23 +57,7 @@ func TestScaleConvergence(t *testing.T) {
 	last.close(t)
 	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := committed(t, c, group, topic, parts)
-	bad := 0
-	for p := int32(0); p < parts; p++ {
-		if got[p] != hwm[p] {
-			if bad < 5 {
-				t.Errorf("partition %d: committed %d, log-end %d", p, got[p], hwm[p])
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d partitions committed short of their log end", bad, parts)
-	}
+	testcluster.CheckCommittedAtEnd(t, c, group, topic, parts)
 }
 
 // TestRollingBrokerRestart: 3 members over 24 partitions (replication 3)

@@ -361,33 +361,21 @@ func httpGet(url string) (string, error) {
 	return string(b), err
 }
 
-// checkCommittedAtEnd asserts that the group's committed offsets of every
-// partition of topic are its log end, and returns the log ends.
 // awaitCommittedAtEnd waits until every partition's committed offset is
 // its log end, for a daemon still running (it commits on its own
-// interval), then checks it as checkCommittedAtEnd does.
+// interval), then checks it as checkCommittedAtEnd does (with the log
+// ends read again), and returns the log ends.
 func awaitCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
 	t.Helper()
 	testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	return checkCommittedAtEnd(t, c, group, topic, parts)
 }
 
+// checkCommittedAtEnd asserts that the group's committed offsets of every
+// partition of topic are its log end, and returns the log ends.
 func checkCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
 	t.Helper()
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := int32(0); p < parts; p++ {
-		if committed[p] != hwm[p] {
-			t.Errorf("partition %d: committed %d, log end %d", p, committed[p], hwm[p])
-		}
-	}
-	return hwm
+	return testcluster.CheckCommittedAtEnd(t, c, group, topic, parts)
 }
 
 // describeMatchesKafka runs describe --json with args and checks it against

@@ -277,3 +277,33 @@ func MustProduce(tb testing.TB, c *Cluster, topic string, partitions int32, from
 	}
 	return out
 }
+
+// CheckCommittedAtEnd fails tb unless the group's Kafka-committed offset of
+// every partition of topic is its log end now, naming the first five that
+// are not, and returns the log ends.
+func CheckCommittedAtEnd(tb testing.TB, c *Cluster, group, topic string, parts int32) map[int32]int64 {
+	tb.Helper()
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	defer cancel()
+	got, err := c.CommittedOffsets(ctx, group, topic, parts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bad := 0
+	for p := int32(0); p < parts; p++ {
+		if got[p] != hwm[p] {
+			if bad < 5 {
+				tb.Errorf("partition %d: committed %d, log end %d", p, got[p], hwm[p])
+			}
+			bad++
+		}
+	}
+	if bad > 5 {
+		tb.Errorf("%d of %d partitions committed short of their log end", bad, parts)
+	}
+	return hwm
+}
