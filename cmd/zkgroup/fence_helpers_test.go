@@ -43,7 +43,7 @@ func startDaemonAs(t *testing.T, o runOpts, u *testcluster.NetUser) *proc {
 	if err := os.WriteFile(cfg, []byte(o.config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
+	d := &proc{t: t, stderr: &testcluster.Buffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
 	if u != nil {
 		// MkdirTemp makes 0700 folders: u must traverse them.
 		for _, p := range []string{dir, filepath.Dir(bin), filepath.Dir(d.notify.path)} {

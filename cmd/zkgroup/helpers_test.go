@@ -62,29 +62,11 @@ func binary(t *testing.T) string {
 	return built.path
 }
 
-// lockedBuffer collects a process's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // proc is a running `zkgroup run`.
 type proc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testcluster.Buffer
 	done   chan struct{}
 	code   int
 	notify *notifySocket
@@ -173,7 +155,7 @@ func startDaemon(t *testing.T, o runOpts) *proc {
 	if err := os.WriteFile(cfg, []byte(o.config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
+	d := &proc{t: t, stderr: &testcluster.Buffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
 	launch(t, d, bin, cfg, "", o, nil)
 	return d
 }

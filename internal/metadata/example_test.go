@@ -1,14 +1,12 @@
 package metadata_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,7 +71,7 @@ func TestExampleOpen(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(1))
 	topic := testcluster.Name(t, "orders")
 	w := open(t, c, only(topic))
-	var out syncBuffer
+	var out testcluster.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -95,20 +93,3 @@ func TestExampleOpen(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
