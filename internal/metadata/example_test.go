@@ -92,4 +92,3 @@ func TestExampleOpen(t *testing.T) {
 		t.Fatal("the loop did not return when its context ended")
 	}
 }
-
