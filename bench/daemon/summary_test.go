@@ -49,7 +49,7 @@ func summarize(b *testing.B, sds []side, got map[string][]result) {
 	benchkit.Say("   (msgs/s: process start to the last message; from 1st: first message to the last; cpu: user+sys of the process and its children over its whole life, per message;")
 	benchkit.Say("    first: process start to the first message (exec sides: to the first commit seen); SIGTERM: signal to exit, with the exit status)")
 	goals(med)
-	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", loadAvg())
+	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", benchkit.LoadAvg())
 }
 
 // goals prints the targets of issue 20 that the sides run can check.
