@@ -167,31 +167,17 @@ func (in *streamInstance) close(t *testing.T) {
 	})
 }
 
+// streamsBalanced is balanced() for stream instances whose open streams
+// are also those their Stats lists (consistent).
 func streamsBalanced(n int, ins ...*streamInstance) bool {
-	seen := map[manager.TopicPartition]int{}
-	lo, hi := n, 0
-	for _, in := range ins {
-		s := in.c.Stats()
-		if !s.Ready || len(s.Members) != len(ins) {
-			return false
-		}
-		lo, hi = min(lo, len(s.Partitions)), max(hi, len(s.Partitions))
-		for _, p := range s.Partitions {
-			seen[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}]++
-		}
+	cs := make([]*manager.Consumer, len(ins))
+	for i, in := range ins {
 		if !in.consistent() {
 			return false
 		}
+		cs[i] = in.c
 	}
-	if len(seen) != n || hi-lo > 1 {
-		return false
-	}
-	for _, k := range seen {
-		if k != 1 {
-			return false
-		}
-	}
-	return true
+	return balancedConsumers(n, cs...)
 }
 
 func tpsOf(m map[manager.TopicPartition]uint64) []int32 {

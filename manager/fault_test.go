@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -101,13 +100,7 @@ func TestGroupFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
-	proxies := map[string]*faultproxy.Proxy{}
-	var ins []*instance
-	for _, name := range []string{"a", "b", "c"} {
-		p := testcluster.ZooKeeperProxy(t, c)
-		proxies[name] = p
-		ins = append(ins, join(t, c, group, sub, name, rec, joinOpts{zk: p.Addr() + c.Chroot(), shuffle: true}))
-	}
+	ins, proxies := joinProxied(t, c, group, sub, rec, []string{"a", "b", "c"}, func(string) joinOpts { return joinOpts{shuffle: true} })
 	a, b, cc := ins[0], ins[1], ins[2]
 	await(t, 60*time.Second, "3 balanced", func() bool { return balanced(parts, a, b, cc) })
 	ow := watchOffsets(t, c, group, topic, parts)

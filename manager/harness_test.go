@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
@@ -419,4 +420,22 @@ func mustJoin(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 		t.Fatal(err)
 	}
 	return cons
+}
+
+// joinProxied joins an instance of each name, each reaching ZooKeeper
+// through a fault proxy of its own (o's zk is set to it), and returns them
+// with the proxies by name.
+func joinProxied(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, rec *recorder,
+	names []string, o func(name string) joinOpts) ([]*instance, map[string]*faultproxy.Proxy) {
+	t.Helper()
+	proxies := map[string]*faultproxy.Proxy{}
+	var ins []*instance
+	for _, name := range names {
+		p := testcluster.ZooKeeperProxy(t, c)
+		proxies[name] = p
+		opts := o(name)
+		opts.zk = p.Addr() + c.Chroot()
+		ins = append(ins, join(t, c, group, sub, name, rec, opts))
+	}
+	return ins, proxies
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"go.uber.org/goleak"
@@ -196,18 +195,13 @@ func TestMessagesSessionFaults(t *testing.T) {
 	const parts = 12
 	topic, group, sub := newTopicRF(t, c, parts, 1)
 	rec := newRecorder(t)
-	proxies := map[string]*faultproxy.Proxy{}
-	var ins []*instance
-	for _, name := range []string{"a", "b", "c"} {
-		p := testcluster.ZooKeeperProxy(t, c)
-		proxies[name] = p
-		// A cut-off member learns of its expiry only once it reaches
-		// ZooKeeper again: the others are assigned its partitions before
-		// its OnLost. The check is then on what is received: nothing of a
-		// partition another member holds.
-		ins = append(ins, join(t, c, group, sub, name, rec, joinOpts{zk: p.Addr() + c.Chroot(), strict: true, messages: true,
-			configure: func(cfg *manager.Config) { ownerHooks(rec, name, cfg) }}))
-	}
+	// A cut-off member learns of its expiry only once it reaches
+	// ZooKeeper again: the others are assigned its partitions before its
+	// OnLost. The check is then on what is received: nothing of a
+	// partition another member holds.
+	ins, proxies := joinProxied(t, c, group, sub, rec, []string{"a", "b", "c"}, func(name string) joinOpts {
+		return joinOpts{strict: true, messages: true, configure: func(cfg *manager.Config) { ownerHooks(rec, name, cfg) }}
+	})
 	a, b, cc := ins[0], ins[1], ins[2]
 	await(t, 60*time.Second, "3 balanced", func() bool { return balanced(parts, a, b, cc) })
 	prod := testcluster.StartProducer(t, c, topic, parts, 0, 24, 50*time.Millisecond)
