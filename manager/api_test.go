@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/offsets"
@@ -36,17 +35,12 @@ func apiConfig(t *testing.T) *manager.Config {
 func TestCloseTimeoutClosesChannels(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
-	if _, err := c.Produce(topic, 2, 0, 100); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 100)
 	ignore := goleak.IgnoreCurrent()
 	cfg := apiConfig(t)
 	cfg.CloseTimeout = 2 * time.Second
 	cfg.Partition.DrainTimeout = time.Minute
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	for i := 0; i < 10; i++ {
 		m := mustNext(t, cons.Each, 30*time.Second)
 		if i < 9 {
@@ -54,7 +48,7 @@ func TestCloseTimeoutClosesChannels(t *testing.T) {
 		} // the 10th stays unacked; nothing is read any more
 	}
 	start := time.Now()
-	err = cons.Close()
+	err := cons.Close()
 	took := time.Since(start)
 	if err == nil {
 		t.Error("Close returned nil with a drain cut short")
@@ -92,14 +86,9 @@ func TestCloseTimeoutClosesChannels(t *testing.T) {
 func TestInterruptEndsRange(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
-	if _, err := c.Produce(topic, 2, 0, 200); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 200)
 	ignore := goleak.IgnoreCurrent()
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), apiConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, apiConfig(t))
 	n := 0
 	recv := map[int32]int64{}
 	done := make(chan struct{})
@@ -148,15 +137,10 @@ func TestInterruptEndsRange(t *testing.T) {
 func TestCommitNow(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
-	if _, err := c.Produce(topic, 2, 0, 40); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 40)
 	cfg := apiConfig(t)
 	cfg.Partition.CommitInterval = time.Hour // only Commit commits
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	want := map[int32]int64{}
 	for i := 0; i < 40; i++ {
 		m := mustNext(t, cons.Each, 30*time.Second)
@@ -182,9 +166,7 @@ func TestCommitNow(t *testing.T) {
 func TestModeMismatch(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 1)
-	if _, err := c.Produce(topic, 1, 0, 10); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 0, 10)
 	// errs collects what a loop yields; ctx never ends, so a loop that
 	// does not end by itself shows as a timeout.
 	errs := func(seq func(context.Context) iter.Seq2[any, error]) (got []error, ended bool) {
@@ -220,10 +202,7 @@ func TestModeMismatch(t *testing.T) {
 	join := func(mode manager.Mode, group string) *manager.Consumer {
 		cfg := apiConfig(t)
 		cfg.Mode = mode
-		cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cons := mustJoin(t, c, group, sub, cfg)
 		t.Cleanup(func() { _ = cons.Close() })
 		return cons
 	}
@@ -308,10 +287,7 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		cfg.InstanceID = name
 		cfg.Mode = mode
 		rec.hooks(name, cfg)
-		cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cons := mustJoin(t, c, group, sub, cfg)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		logErrors(t, name, cons, &wg)
@@ -373,7 +349,7 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		return cons, &wg
 	}
 	a, aw := start("a", manager.ModeMerged)
-	prod := startProducer(c, topic, parts, 0, 30, 20*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 30, 20*time.Millisecond)
 	time.Sleep(2 * time.Second)
 	b, bw := start("b", manager.ModePartitions)
 	await(t, 60*time.Second, "a and b balanced", func() bool { return balancedConsumers(parts, a, b) })
@@ -382,13 +358,13 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		t.Errorf("close a: %v", err)
 	}
 	aw.Wait()
-	n := prod.halt(t)
-	await(t, 60*time.Second, "every message", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 60*time.Second, "every message", func() bool { return rec.Count(topic, n) == n })
 	if err := b.Close(); err != nil {
 		t.Errorf("close b: %v", err)
 	}
 	bw.Wait()
-	rec.checkExactlyOnce(t, topic, n)
+	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
 }
 
@@ -426,11 +402,7 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	c := testcluster.Shared(t)
 	const parts = 4
 	topic, group, sub := newTopic(t, c, parts)
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := testcluster.ZooKeeperProxy(t, c)
 	rec := newRecorder(t)
 	cfg := apiConfig(t)
 	cfg.InstanceID = "s"
@@ -462,8 +434,8 @@ func batchesSuspension(t *testing.T) (survived bool) {
 			b.Ack()
 		}
 	}()
-	prod := startProducer(c, topic, parts, 0, 20, 20*time.Millisecond)
-	await(t, 30*time.Second, "consuming", func() bool { return rec.receivedBy("s") > 100 })
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 20, 20*time.Millisecond)
+	await(t, 30*time.Second, "consuming", func() bool { return rec.By("s") > 100 })
 	session := cons.Stats().SessionID
 	stalled := time.Now()
 	p.Stall()
@@ -497,14 +469,14 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	t.Logf("stalled for %v: suspended after %v, every partition waiting after %v", time.Since(stalled).Round(time.Millisecond), suspended.Round(time.Millisecond), waiting.Round(time.Millisecond))
 	await(t, 30*time.Second, "the session healthy again", func() bool { return cons.Stats().SessionHealthy })
 	survived = cons.Stats().SessionID == session
-	n := prod.halt(t)
-	await(t, 60*time.Second, "every message", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 60*time.Second, "every message", func() bool { return rec.Count(topic, n) == n })
 	if err := cons.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
 	wg.Wait()
 	if survived {
-		rec.checkExactlyOnce(t, topic, n)
+		rec.CheckExactlyOnce(t, topic, n)
 	} else if lost := rec.lostBy("s"); lost < parts {
 		t.Errorf("the session expired, yet OnLost reported %d of %d partitions", lost, parts)
 	}
@@ -573,9 +545,7 @@ func TestSeekAndPause(t *testing.T) {
 	if err := cons.Pause(ctx, tp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, 1, 100, 10); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 100, 10)
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	if b, err := s.Poll(pctx); err == nil {
 		t.Fatalf("offset %d handed out while paused", b.FirstOffset())
@@ -610,23 +580,16 @@ func TestSeekAndPause(t *testing.T) {
 func TestInitialNewestAndOutOfRange(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 1)
-	if _, err := c.Produce(topic, 1, 0, 20); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 0, 20)
 	cfg := apiConfig(t)
 	cfg.Partition.Initial = manager.InitialNewest
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	// Fetching from a resolved position: the ack tracker starts there.
 	await(t, 30*time.Second, "fetching from offset 20", func() bool {
 		s := cons.Stats()
 		return s.Ready && len(s.Partitions) == 1 && s.Partitions[0].Acked == 20
 	})
-	if _, err := c.Produce(topic, 1, 20, 5); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 20, 5)
 	m := mustNext(t, cons.Each, 30*time.Second)
 	if m.Offset != 20 {
 		t.Errorf("Initial newest: first offset %d; want 20", m.Offset)
@@ -654,10 +617,7 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	}
 	store.Close()
 	cfg = apiConfig(t) // Initial oldest
-	cons, err = manager.Join(context.Background(), group2, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons = mustJoin(t, c, group2, sub, cfg)
 	defer cons.Close()
 	m = mustNext(t, cons.Each, 30*time.Second)
 	if m.Offset != 0 {
@@ -678,9 +638,11 @@ func TestInitialNewestAndOutOfRange(t *testing.T) {
 	}
 }
 
-// TestExamples runs the examples' code against the test cluster: each
-// consumes a topic through and stops cleanly when its context ends, with
-// everything committed.
+// TestExamples runs the examples' code (the loops ExampleJoin,
+// ExampleConsumer_EachPartition, Example_batches, ExampleConsumer_Messages
+// and ExampleConfig_rebalanceCallbacks call) against the test cluster:
+// each consumes a topic through and stops cleanly when its context ends,
+// with everything committed.
 func TestExamples(t *testing.T) {
 	c := testcluster.Shared(t)
 	for _, tc := range []struct {
@@ -691,12 +653,14 @@ func TestExamples(t *testing.T) {
 		{"partitions", runPartitions},
 		{"batches", runBatches},
 		{"messages", runMessages},
+		{"callbacks", func(ctx context.Context, zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
+			logRebalances(cfg)
+			return runMerged(ctx, zk, group, sub, cfg)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 3)
-			if _, err := c.Produce(topic, 3, 0, 90); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustProduce(t, c, topic, 3, 0, 90)
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- tc.run(ctx, c.ZooKeeperConnect(), group, sub, apiConfig(t)) }()

@@ -43,10 +43,7 @@ func TestForeignNodesReported(t *testing.T) {
 
 	cfg := baseConfig(t, "a")
 	cfg.ClaimWaitCheck = time.Second
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	nodeErrors, stop := consumeNodeErrors(t, cons)
 	defer stop()
 	// Stats counts a node as it is reported; the report reaches Errors()
@@ -103,10 +100,7 @@ func TestPeerRegistrationOverReplyCap(t *testing.T) {
 
 	cfg := baseConfig(t, "a")
 	cfg.ZooKeeperMaxReply = limit
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	nodeErrors, stop := consumeNodeErrors(t, cons)
 	defer stop()
 	await(t, 30*time.Second, "the registration reported, every partition owned", func() bool {

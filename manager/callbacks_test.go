@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 )
@@ -133,11 +132,7 @@ func TestRebalanceCallbacks(t *testing.T) {
 	topic, group, sub := newTopic(t, c, parts)
 	rec := newRecorder(t)
 	cb := newCBLog(300 * time.Millisecond)
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := testcluster.ZooKeeperProxy(t, c)
 	opts := func(name, zk string) joinOpts {
 		return joinOpts{zk: zk, configure: func(cfg *manager.Config) { cb.wire(name, cfg) }}
 	}

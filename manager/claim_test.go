@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
@@ -195,11 +194,7 @@ func TestReleaseRetried(t *testing.T) {
 	c := testcluster.Shared(t)
 	zc := testcluster.ZooKeeper(t, c)
 	group := testcluster.Name(t, "g")
-	front, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer front.Close()
+	front := testcluster.ZooKeeperProxy(t, c)
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{front.Addr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -107,9 +107,7 @@ func TestCloseManyPartitions(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 200
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 10*parts); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 10*parts)
 	rec := newRecorder(t)
 	member := func(name string, phases *phaseLog) *instance {
 		return join(t, c, group, sub, name, rec, joinOpts{configure: func(cfg *manager.Config) {
@@ -122,7 +120,7 @@ func TestCloseManyPartitions(t *testing.T) {
 	phasesA, phasesB := newPhaseLog(testLogger(t).Handler()), newPhaseLog(testLogger(t).Handler())
 	a, b := member("a", phasesA), member("b", phasesB)
 	await(t, time.Minute, "balanced", func() bool { return balanced(parts, a, b) })
-	await(t, time.Minute, "every message consumed", func() bool { return rec.count(topic, 10*parts) == 10*parts })
+	await(t, time.Minute, "every message consumed", func() bool { return rec.Count(topic, 10*parts) == 10*parts })
 	// As a routine commit would: the commit connection is open at Close,
 	// as in a member that ran a while, and each final commit writes its
 	// offset again to read it back.

@@ -8,7 +8,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/manager"
 )
 
 // TestCodecsFromKafkaProducer: topics written by Kafka's own producer
@@ -47,10 +46,7 @@ func TestCodecsFromKafkaProducer(t *testing.T) {
 			}
 			checkLogCodec(t, c, topic, hwm, codec.codec)
 
-			cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), apiConfig(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cons := mustJoin(t, c, group, sub, apiConfig(t))
 			defer cons.Close()
 			seen := map[int32]map[int64]int{}
 			got := int64(0)
@@ -86,15 +82,7 @@ func TestCodecsFromKafkaProducer(t *testing.T) {
 			if err := cons.Close(); err != nil {
 				t.Fatal(err)
 			}
-			committed, err := c.CommittedOffsets(t.Context(), group, topic, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for p, h := range hwm {
-				if committed[p] != h {
-					t.Errorf("partition %d: committed %d after Close; want %d", p, committed[p], h)
-				}
-			}
+			checkCommitted(t, c, group, topic, parts, hwm)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,20 +64,9 @@ func commitChild() int {
 func TestCommitThenCrash(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, _ := newTopic(t, c, 3)
-	if _, err := c.Produce(topic, 3, 0, 300); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.v=false", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), commitChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(),
+	testcluster.MustProduce(t, c, topic, 3, 0, 300)
+	cmd, out := startChild(t, commitChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(),
 		crashGroupEnv+"="+group, crashTopicEnv+"="+topic)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	want := map[int32]int64{}
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
@@ -89,7 +77,7 @@ func TestCommitThenCrash(t *testing.T) {
 			want[int32(p)] = next
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 		t.Fatalf("the child did not die by the signal: %v", err)
 	}

@@ -55,9 +55,7 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, n = 4, 400
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	a := joinManual(t, c, group, topic, "a", func(cfg *manager.Config) { cfg.Partition.DrainTimeout = time.Second })
 
 	for _, m := range []*manager.Message{nil, {}} {
@@ -107,8 +105,9 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 
 	// A rebalance revokes some of a's partitions while their messages are
 	// held: the drain gives up after a second and b takes them over.
-	rec, led := newRecorder(t), newLedger()
-	b := joinPool(t, c, group, mustStatic(t, topic), "b", rec, led, poolOpts{workers: 2})
+	rec := newRecorder(t)
+	led := rec.Ledger
+	b := joinPool(t, c, group, mustStatic(t, topic), "b", rec, poolOpts{workers: 2})
 	await(t, 60*time.Second, "a down to 2 partitions, b owning 2", func() bool {
 		sa, sb := a.Stats(), b.c.Stats()
 		return sa.Ready && sb.Ready && len(sa.Partitions) == 2 && len(sb.Partitions) == 2
@@ -146,23 +145,23 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 				t.Errorf("Each: %v", err)
 				return
 			}
-			led.add("a", m.Partition, m.Offset, string(m.Value))
+			led.Add("a", m.Partition, m.Offset, string(m.Value))
 			a.Ack(m)
 		}
 	}()
 	for _, ms := range held {
 		for _, m := range ms {
-			led.add("a", m.Partition, m.Offset, string(m.Value))
+			led.Add("a", m.Partition, m.Offset, string(m.Value))
 		}
 	}
-	led.add("a", m1.Partition, m1.Offset, string(m1.Value))
-	led.add("a", m2.Partition, m2.Offset, string(m2.Value))
+	led.Add("a", m1.Partition, m1.Offset, string(m1.Value))
+	led.Add("a", m2.Partition, m2.Offset, string(m2.Value))
 	await(t, 2*time.Minute, "every message consumed, the revoked unacked ones by b too", func() bool {
-		if led.consumedCount(topic, n) != n {
+		if led.Count(topic, n) != n {
 			return false
 		}
 		for v := range redeliverable {
-			if len(led.deliveries(v)) < 2 {
+			if len(led.Deliveries(v)) < 2 {
 				return false
 			}
 		}
@@ -174,9 +173,9 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 	wg.Wait()
 	b.close(t)
 
-	missing, dups := led.missingAndDups(topic, n)
+	missing, dups := led.MissingAndDups(topic, n)
 	if len(missing) > 0 {
-		t.Errorf("%d messages never delivered: %s", len(missing), head(missing))
+		t.Errorf("%d messages never delivered: %s", len(missing), testcluster.Head(missing, 5))
 	}
 	for v, ds := range dups {
 		if !redeliverable[v] {
@@ -202,9 +201,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, per = 4, 100
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, parts*per); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, parts*per)
 	a := joinManual(t, c, group, topic, "a", func(cfg *manager.Config) { cfg.Partition.MaxUnacked = 10 })
 
 	var mu sync.Mutex

@@ -100,21 +100,11 @@ type child struct {
 }
 
 // startCrashChild runs crashChild in a subprocess and feeds
-// what it prints into rec and led under the name id.
-func startCrashChild(t *testing.T, c *testcluster.Cluster, group, topic, id string, rec *recorder, led *ledger) *child {
+// what it prints into rec's ledger under the name id.
+func startCrashChild(t *testing.T, c *testcluster.Cluster, group, topic, id string, rec *recorder) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.v=false", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(),
-		crashChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(), crashGroupEnv+"="+group,
+	cmd, stdout := startChild(t, crashChildEnv+"=1", crashZKEnv+"="+c.ZooKeeperConnect(), crashGroupEnv+"="+group,
 		crashTopicEnv+"="+topic, crashIDEnv+"="+id)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	ch := &child{cmd: cmd, assigned: map[int32]bool{}, done: make(chan struct{})}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -123,12 +113,12 @@ func startCrashChild(t *testing.T, c *testcluster.Cluster, group, topic, id stri
 	})
 	go func() {
 		defer close(ch.done)
-		ch.read(t, stdout, id, rec, led)
+		ch.read(t, stdout, id, rec)
 	}()
 	return ch
 }
 
-func (ch *child) read(t *testing.T, r io.Reader, id string, rec *recorder, led *ledger) {
+func (ch *child) read(t *testing.T, r io.Reader, id string, rec *recorder) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -151,11 +141,7 @@ func (ch *child) read(t *testing.T, r io.Reader, id string, rec *recorder, led *
 				t.Errorf("child printed %q", sc.Text())
 				continue
 			}
-			led.add(id, int32(p), off, f[4])
-			rec.mu.Lock()
-			rec.seen[f[4]]++
-			rec.total++
-			rec.mu.Unlock()
+			rec.Add(id, int32(p), off, f[4])
 			ch.mu.Lock()
 			ch.received++
 			ch.mu.Unlock()
@@ -187,17 +173,16 @@ func TestConsumeCrashNoLoss(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 6
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 600); err != nil {
-		t.Fatal(err)
-	}
-	rec, led := newRecorder(t), newLedger()
+	testcluster.MustProduce(t, c, topic, parts, 0, 600)
+	rec := newRecorder(t)
+	led := rec.Ledger
 	o := poolOpts{workers: 3, maxDelay: 300 * time.Microsecond}
-	a := joinPool(t, c, group, sub, "a", rec, led, o)
-	b := joinPool(t, c, group, sub, "b", rec, led, o)
+	a := joinPool(t, c, group, sub, "a", rec, o)
+	b := joinPool(t, c, group, sub, "b", rec, o)
 	await(t, 60*time.Second, "a, b balanced", func() bool { return poolBalanced(parts, a, b) })
-	prod := startProducer(c, topic, parts, 600, 12, 20*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 600, 12, 20*time.Millisecond)
 
-	x := startCrashChild(t, c, group, topic, "x", rec, led)
+	x := startCrashChild(t, c, group, topic, "x", rec)
 	await(t, 60*time.Second, "x owning 2 partitions, a and b the other 4", func() bool {
 		assigned, _ := x.state()
 		sa, sb := a.c.Stats(), b.c.Stats()
@@ -236,23 +221,23 @@ func TestConsumeCrashNoLoss(t *testing.T) {
 
 	took := await(t, 60*time.Second, "a, b owning all", func() bool { return poolBalanced(parts, a, b) })
 	t.Logf("survivors took over in %v after the kill", took)
-	n := prod.halt(t)
-	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 2*time.Minute, "every message consumed", func() bool { return led.Count(topic, n) == n })
 	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	a.close(t)
 	b.close(t)
 
-	missing, dups := led.missingAndDups(topic, n)
+	missing, dups := led.MissingAndDups(topic, n)
 	if len(missing) > 0 {
-		t.Errorf("%d of %d messages never delivered: %s", len(missing), n, head(missing))
+		t.Errorf("%d of %d messages never delivered: %s", len(missing), n, testcluster.Head(missing, 5))
 	}
-	checkContiguous(t, led, hwm)
+	led.CheckContiguous(t, hwm)
 	perPart := map[int32]int{}
 	for v, ds := range dups {
-		p := ds[0].partition
+		p := ds[0].Partition
 		byX, bySurvivor := 0, 0
 		for _, d := range ds {
-			if d.who == "x" {
+			if d.Who == "x" {
 				byX++
 			} else {
 				bySurvivor++
@@ -263,14 +248,14 @@ func TestConsumeCrashNoLoss(t *testing.T) {
 			t.Errorf("%s duplicated on partition %d, which the victim did not own: %v", v, p, ds)
 		case len(ds) != 2 || byX != 1 || bySurvivor != 1:
 			t.Errorf("%s: want one delivery by the victim and one by a survivor, got %v", v, ds)
-		case ds[0].offset < atKill[p]:
-			t.Errorf("%s duplicated at offset %d of partition %d, below the offset %d committed at the kill: %v", v, ds[0].offset, p, atKill[p], ds)
+		case ds[0].Offset < atKill[p]:
+			t.Errorf("%s duplicated at offset %d of partition %d, below the offset %d committed at the kill: %v", v, ds[0].Offset, p, atKill[p], ds)
 		default:
 			perPart[p]++
 		}
 	}
 	for p := range victim {
-		xOffs := led.offsetsOf("x", p)
+		xOffs := led.Offsets("x", p)
 		if len(xOffs) == 0 {
 			t.Errorf("partition %d: the victim received nothing of it", p)
 			continue
@@ -281,7 +266,7 @@ func TestConsumeCrashNoLoss(t *testing.T) {
 		// xFirst on came after the kill.
 		var first int64 = -1
 		for _, name := range []string{"a", "b"} {
-			for _, off := range led.offsetsOf(name, p) {
+			for _, off := range led.Offsets(name, p) {
 				if off >= xFirst && (first < 0 || off < first) {
 					first = off
 				}
@@ -301,4 +286,22 @@ func keys(m map[int32]bool) []int32 {
 		out = append(out, k)
 	}
 	return out
+}
+
+// startChild starts this test binary again, running no test, with env
+// added to the environment (which selects what the child does in
+// TestMain), and returns it with its stdout; its stderr is this process's.
+func startChild(t *testing.T, env ...string) (*exec.Cmd, io.ReadCloser) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.v=false", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout
 }

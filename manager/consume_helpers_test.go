@@ -14,108 +14,6 @@ import (
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
-// delivery is one hand-out of a message to an instance.
-type delivery struct {
-	who       string
-	partition int32
-	offset    int64
-}
-
-// ledger records every delivery by message value, with its position, so
-// that tests can say where a duplicate or a gap is. Safe for concurrent use.
-type ledger struct {
-	mu  sync.Mutex
-	byV map[string][]delivery
-}
-
-func newLedger() *ledger {
-	return &ledger{byV: map[string][]delivery{}}
-}
-
-func (l *ledger) add(who string, p int32, off int64, value string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.byV[value] = append(l.byV[value], delivery{who, p, off})
-}
-
-// deliveries returns the deliveries of value.
-func (l *ledger) deliveries(value string) []delivery {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]delivery(nil), l.byV[value]...)
-}
-
-// offsetsOf returns the offsets of partition p that who received, sorted.
-func (l *ledger) offsetsOf(who string, p int32) []int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []int64
-	for _, ds := range l.byV {
-		for _, d := range ds {
-			if d.who == who && d.partition == p {
-				out = append(out, d.offset)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-// consumedCount is how many values of [0, n) of topic were seen at least once.
-func (l *ledger) consumedCount(topic string, n int) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := 0
-	for i := 0; i < n; i++ {
-		if len(l.byV[testcluster.Value(topic, i)]) > 0 {
-			k++
-		}
-	}
-	return k
-}
-
-// missingAndDups lists the values of [0, n) never seen and those seen more
-// than once.
-func (l *ledger) missingAndDups(topic string, n int) (missing []string, dups map[string][]delivery) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	dups = map[string][]delivery{}
-	for i := 0; i < n; i++ {
-		v := testcluster.Value(topic, i)
-		switch ds := l.byV[v]; {
-		case len(ds) == 0:
-			missing = append(missing, v)
-		case len(ds) > 1:
-			dups[v] = append([]delivery(nil), ds...)
-		}
-	}
-	return missing, dups
-}
-
-// total is the number of deliveries recorded.
-func (l *ledger) total() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := 0
-	for _, ds := range l.byV {
-		k += len(ds)
-	}
-	return k
-}
-
-// checkExactlyOnce fails t unless every value of [0, n) was delivered once.
-func (l *ledger) checkExactlyOnce(t *testing.T, topic string, n int) {
-	t.Helper()
-	missing, dups := l.missingAndDups(topic, n)
-	if len(missing) > 0 || len(dups) > 0 {
-		var d []string
-		for v, ds := range dups {
-			d = append(d, fmt.Sprintf("%s %v", v, ds))
-		}
-		t.Errorf("of %d messages: %d missing (%s), %d duplicated (%s)", n, len(missing), head(missing), len(dups), head(d))
-	}
-}
-
 // poolInstance is a group member whose messages are acked by a pool of
 // workers, each after a random delay and in random order: the way a
 // concurrent application acks.
@@ -137,7 +35,8 @@ type poolOpts struct {
 	// slowDelay instead, so that acks overtake each other by far.
 	slowEvery int
 	slowDelay time.Duration
-	strict    bool // holder check on every message (rec must be set)
+	strict    bool // holder check on every message
+	noHooks   bool // no ownership hooks: a test that sets its own callbacks
 	configure func(*manager.Config)
 }
 
@@ -154,13 +53,14 @@ func baseConfig(t *testing.T, name string) *manager.Config {
 	return cfg
 }
 
-// joinPool joins a pool-acking instance; rec (may be nil) gets the
-// ownership hooks and every message, led every delivery.
+// joinPool joins a pool-acking instance; rec gets the ownership hooks
+// and every delivery (for its ledger); with noHooks rec gets only the
+// deliveries.
 func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
-	rec *recorder, led *ledger, o poolOpts) *poolInstance {
+	rec *recorder, o poolOpts) *poolInstance {
 	t.Helper()
 	cfg := baseConfig(t, name)
-	if rec != nil {
+	if !o.noHooks {
 		ownerHooks(rec, name, cfg)
 	}
 	if o.configure != nil {
@@ -187,12 +87,7 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 				t.Errorf("%s: Each: %v", name, err)
 				return
 			}
-			if rec != nil {
-				receiveOwned(rec, name, m, o.strict)
-			}
-			if led != nil {
-				led.add(name, m.Partition, m.Offset, string(m.Value))
-			}
+			receiveOwned(rec, name, m, o.strict)
 			work <- m
 		}
 	}()
@@ -261,8 +156,14 @@ func poolBalanced(n int, ins ...*poolInstance) bool {
 // it with a fresh group name and a static subscription to it.
 func newTopic(t *testing.T, c *testcluster.Cluster, parts int32) (topic, group string, sub *subscription.Subscription) {
 	t.Helper()
+	return newTopicRF(t, c, parts, 3)
+}
+
+// newTopicRF is newTopic with replication rf (a cluster of fewer brokers).
+func newTopicRF(t *testing.T, c *testcluster.Cluster, parts int32, rf int16) (topic, group string, sub *subscription.Subscription) {
+	t.Helper()
 	topic, group = testcluster.Name(t, "t"), testcluster.Name(t, "g")
-	if err := c.CreateTopic(context.Background(), topic, parts, 3); err != nil {
+	if err := c.CreateTopic(context.Background(), topic, parts, rf); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := subscription.Static(topic)
@@ -279,34 +180,6 @@ func checkCommitted(t *testing.T, c *testcluster.Cluster, group, topic string, p
 	for p := int32(0); p < parts; p++ {
 		if got[p] != want[p] {
 			t.Errorf("partition %d: committed %d, log-end %d", p, got[p], want[p])
-		}
-	}
-}
-
-// checkContiguous fails t unless, per partition, the offsets delivered
-// (over all instances) cover [0, hwm) with nothing skipped.
-func checkContiguous(t *testing.T, led *ledger, hwm map[int32]int64) {
-	t.Helper()
-	led.mu.Lock()
-	seen := map[int32]map[int64]bool{}
-	for _, ds := range led.byV {
-		for _, d := range ds {
-			if seen[d.partition] == nil {
-				seen[d.partition] = map[int64]bool{}
-			}
-			seen[d.partition][d.offset] = true
-		}
-	}
-	led.mu.Unlock()
-	for p, end := range hwm {
-		var gaps []int64
-		for off := int64(0); off < end; off++ {
-			if !seen[p][off] {
-				gaps = append(gaps, off)
-			}
-		}
-		if len(gaps) > 0 {
-			t.Errorf("partition %d: %d offsets below log-end %d never delivered, e.g. %v", p, len(gaps), end, gaps[:min(5, len(gaps))])
 		}
 	}
 }

@@ -28,19 +28,18 @@ func TestConsumeOffsetsMatchKafkaTool(t *testing.T) {
 	const parts, n = 6, 3000
 	consume := func(t *testing.T, storage manager.Storage) (topic, group string, hwm map[int32]int64) {
 		topic, group, sub := newTopic(t, c, parts)
-		if _, err := c.Produce(topic, parts, 0, n); err != nil {
-			t.Fatal(err)
-		}
-		rec, led := newRecorder(t), newLedger()
+		testcluster.MustProduce(t, c, topic, parts, 0, n)
+		rec := newRecorder(t)
+		led := rec.Ledger
 		o := poolOpts{workers: 3, maxDelay: 200 * time.Microsecond, strict: true,
 			configure: func(cfg *manager.Config) { cfg.OffsetStorage = storage }}
-		a := joinPool(t, c, group, sub, "a", rec, led, o)
-		b := joinPool(t, c, group, sub, "b", rec, led, o)
+		a := joinPool(t, c, group, sub, "a", rec, o)
+		b := joinPool(t, c, group, sub, "b", rec, o)
 		await(t, 60*time.Second, "a, b balanced", func() bool { return poolBalanced(parts, a, b) })
-		await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+		await(t, 2*time.Minute, "every message consumed", func() bool { return led.Count(topic, n) == n })
 		a.close(t)
 		b.close(t)
-		led.checkExactlyOnce(t, topic, n)
+		led.CheckExactlyOnce(t, topic, n)
 		rec.checkViolations(t)
 		hwm, err := c.HighWaterMarks(topic)
 		if err != nil {

@@ -22,20 +22,19 @@ func TestConsume100kRandomAcks(t *testing.T) {
 	const parts, n = 12, 100_000
 	topic, group, sub := newTopic(t, c, parts)
 	start := time.Now()
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	t.Logf("produced %d messages in %v", n, time.Since(start))
 
-	rec, led := newRecorder(t), newLedger()
+	rec := newRecorder(t)
+	led := rec.Ledger
 	o := poolOpts{workers: 6, maxDelay: 300 * time.Microsecond, slowEvery: 200, slowDelay: 20 * time.Millisecond, strict: true}
 	start = time.Now()
-	a := joinPool(t, c, group, sub, "a", rec, led, o)
-	b := joinPool(t, c, group, sub, "b", rec, led, o)
-	cc := joinPool(t, c, group, sub, "c", rec, led, o)
+	a := joinPool(t, c, group, sub, "a", rec, o)
+	b := joinPool(t, c, group, sub, "b", rec, o)
+	cc := joinPool(t, c, group, sub, "c", rec, o)
 	sessions := watchSessions(a.c, b.c, cc.c)
 	await(t, 60*time.Second, "a, b, c balanced", func() bool { return poolBalanced(parts, a, b, cc) })
-	await(t, 5*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+	await(t, 5*time.Minute, "every message consumed", func() bool { return led.Count(topic, n) == n })
 	t.Logf("consumed %d messages in %v", n, time.Since(start))
 	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	lost := sessions.lost()
@@ -44,14 +43,14 @@ func TestConsume100kRandomAcks(t *testing.T) {
 	for _, in := range ins {
 		in.close(t)
 	}
-	checkContiguous(t, led, hwm)
+	led.CheckContiguous(t, hwm)
 	if len(lost) == 0 {
-		led.checkExactlyOnce(t, topic, n) // clean rebalances only: no redelivery
+		led.CheckExactlyOnce(t, topic, n) // clean rebalances only: no redelivery
 	} else {
 		// At-least-once across an expired session: duplicates allowed.
-		missing, dups := led.missingAndDups(topic, n)
+		missing, dups := led.MissingAndDups(topic, n)
 		if len(missing) > 0 {
-			t.Errorf("%d of %d messages never delivered: %s", len(missing), n, head(missing))
+			t.Errorf("%d of %d messages never delivered: %s", len(missing), n, testcluster.Head(missing, 5))
 		}
 		t.Logf("sessions lost (machine overloaded?): %v; %d messages redelivered, exactly-once not checked", lost, len(dups))
 	}

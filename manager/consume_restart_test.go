@@ -19,52 +19,51 @@ func TestConsumeCleanRestartNoDuplicates(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 12
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 1200); err != nil {
-		t.Fatal(err)
-	}
-	rec, led := newRecorder(t), newLedger()
+	testcluster.MustProduce(t, c, topic, parts, 0, 1200)
+	rec := newRecorder(t)
+	led := rec.Ledger
 	o := poolOpts{workers: 4, maxDelay: 500 * time.Microsecond, slowEvery: 100, slowDelay: 10 * time.Millisecond, strict: true}
-	prod := startProducer(c, topic, parts, 1200, 24, 20*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 1200, 24, 20*time.Millisecond)
 
 	ins := map[string]*poolInstance{}
 	for _, name := range []string{"a", "b", "c"} {
-		ins[name] = joinPool(t, c, group, sub, name, rec, led, o)
+		ins[name] = joinPool(t, c, group, sub, name, rec, o)
 	}
 	all := func() []*poolInstance { return []*poolInstance{ins["a"], ins["b"], ins["c"]} }
 	await(t, 60*time.Second, "a, b, c balanced", func() bool { return poolBalanced(parts, all()...) })
 
 	for _, name := range []string{"a", "b", "c"} {
-		before := led.total()
+		before := led.Total()
 		ins[name].close(t)
 		t.Logf("%s closed", name)
-		ins[name] = joinPool(t, c, group, sub, name, rec, led, o)
+		ins[name] = joinPool(t, c, group, sub, name, rec, o)
 		took := await(t, 60*time.Second, name+" back, balanced", func() bool { return poolBalanced(parts, all()...) })
 		t.Logf("%s restarted: balanced again in %v", name, took)
 		// Let the group consume for a while between restarts.
-		await(t, 60*time.Second, "progress after restarting "+name, func() bool { return led.total() >= before+500 })
+		await(t, 60*time.Second, "progress after restarting "+name, func() bool { return led.Total() >= before+500 })
 	}
 
-	d := joinPool(t, c, group, sub, "d", rec, led, o)
+	d := joinPool(t, c, group, sub, "d", rec, o)
 	took := await(t, 60*time.Second, "a, b, c, d balanced", func() bool { return poolBalanced(parts, append(all(), d)...) })
 	t.Logf("d joined: balanced in %v", took)
-	before := led.total()
-	await(t, 60*time.Second, "progress with d", func() bool { return led.total() >= before+500 })
+	before := led.Total()
+	await(t, 60*time.Second, "progress with d", func() bool { return led.Total() >= before+500 })
 	d.close(t)
 	took = await(t, 60*time.Second, "a, b, c balanced", func() bool { return poolBalanced(parts, all()...) })
 	t.Logf("d left: balanced in %v", took)
 
-	n := prod.halt(t)
-	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 2*time.Minute, "every message consumed", func() bool { return led.Count(topic, n) == n })
 	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	for _, in := range all() {
 		in.close(t)
 	}
-	t.Logf("%d messages produced, %d deliveries", n, led.total())
-	led.checkExactlyOnce(t, topic, n)
-	checkContiguous(t, led, hwm)
+	t.Logf("%d messages produced, %d deliveries", n, led.Total())
+	led.CheckExactlyOnce(t, topic, n)
+	led.CheckContiguous(t, hwm)
 	rec.checkViolations(t)
 	checkCommitted(t, c, group, topic, parts, hwm)
-	if got := led.total(); got != n {
+	if got := led.Total(); got != n {
 		t.Errorf("%d deliveries for %d messages", got, n)
 	}
 }

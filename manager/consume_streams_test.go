@@ -35,7 +35,7 @@ type streamInstance struct {
 }
 
 func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
-	rec *recorder, led *ledger) *streamInstance {
+	rec *recorder) *streamInstance {
 	t.Helper()
 	cfg := baseConfig(t, name)
 	cfg.Mode = manager.ModePartitions
@@ -68,7 +68,7 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 			in.opened++
 			in.mu.Unlock()
 			in.wg.Add(1)
-			go in.read(t, s, key, rec, led)
+			go in.read(t, s, key, rec)
 		}
 	}()
 	t.Cleanup(func() { in.close(t) })
@@ -80,7 +80,7 @@ func (in *streamInstance) problem(format string, args ...any) {
 	in.problems = append(in.problems, fmt.Sprintf(format, args...))
 }
 
-func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder, led *ledger) {
+func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder) {
 	defer in.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
 	h := &heldAcks{rng: rng, ack: func(m *manager.Message) {
@@ -104,7 +104,6 @@ func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key str
 		}
 		last = m.Offset
 		receiveOwned(rec, in.name, m, true)
-		led.add(in.name, m.Partition, m.Offset, string(m.Value))
 		h.add(m, 10)
 	}
 	h.flush()
@@ -168,31 +167,17 @@ func (in *streamInstance) close(t *testing.T) {
 	})
 }
 
+// streamsBalanced is balanced() for stream instances whose open streams
+// are also those their Stats lists (consistent).
 func streamsBalanced(n int, ins ...*streamInstance) bool {
-	seen := map[manager.TopicPartition]int{}
-	lo, hi := n, 0
-	for _, in := range ins {
-		s := in.c.Stats()
-		if !s.Ready || len(s.Members) != len(ins) {
-			return false
-		}
-		lo, hi = min(lo, len(s.Partitions)), max(hi, len(s.Partitions))
-		for _, p := range s.Partitions {
-			seen[manager.TopicPartition{Topic: p.Topic, Partition: p.Partition}]++
-		}
+	cs := make([]*manager.Consumer, len(ins))
+	for i, in := range ins {
 		if !in.consistent() {
 			return false
 		}
+		cs[i] = in.c
 	}
-	if len(seen) != n || hi-lo > 1 {
-		return false
-	}
-	for _, k := range seen {
-		if k != 1 {
-			return false
-		}
-	}
-	return true
+	return balancedConsumers(n, cs...)
 }
 
 func tpsOf(m map[manager.TopicPartition]uint64) []int32 {
@@ -219,20 +204,19 @@ func TestConsumePartitionStreams(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts = 8
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 800); err != nil {
-		t.Fatal(err)
-	}
-	rec, led := newRecorder(t), newLedger()
-	prod := startProducer(c, topic, parts, 800, 16, 20*time.Millisecond)
+	testcluster.MustProduce(t, c, topic, parts, 0, 800)
+	rec := newRecorder(t)
+	led := rec.Ledger
+	prod := testcluster.StartProducer(t, c, topic, parts, 800, 16, 20*time.Millisecond)
 
-	a := joinStreams(t, c, group, sub, "a", rec, led)
+	a := joinStreams(t, c, group, sub, "a", rec)
 	await(t, 60*time.Second, "a owning 8 with 8 open streams", func() bool { return streamsBalanced(parts, a) })
 	if o, cl := a.counts(); o != parts || cl != 0 {
 		t.Errorf("a alone: %d streams opened, %d closed; want %d, 0", o, cl, parts)
 	}
 	first := a.openStreams()
 
-	b := joinStreams(t, c, group, sub, "b", rec, led)
+	b := joinStreams(t, c, group, sub, "b", rec)
 	await(t, 60*time.Second, "a, b balanced with matching streams", func() bool { return streamsBalanced(parts, a, b) })
 	if o, cl := a.counts(); o != parts || cl != parts/2 {
 		t.Errorf("after b joined: a opened %d streams, closed %d; want %d, %d", o, cl, parts, parts/2)
@@ -246,8 +230,8 @@ func TestConsumePartitionStreams(t *testing.T) {
 		}
 	}
 	t.Logf("a streams %v, b streams %v", tpsOf(a.openStreams()), tpsOf(b.openStreams()))
-	before := led.total()
-	await(t, 60*time.Second, "progress with a and b", func() bool { return led.total() >= before+400 })
+	before := led.Total()
+	await(t, 60*time.Second, "progress with a and b", func() bool { return led.Total() >= before+400 })
 
 	bStreams := b.openStreams()
 	b.close(t)
@@ -261,8 +245,8 @@ func TestConsumePartitionStreams(t *testing.T) {
 		}
 	}
 
-	n := prod.halt(t)
-	await(t, 2*time.Minute, "every message consumed", func() bool { return led.consumedCount(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 2*time.Minute, "every message consumed", func() bool { return led.Count(topic, n) == n })
 	hwm := testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	a.close(t)
 	// EachPartition ends by itself after Close (its context never ends
@@ -275,8 +259,8 @@ func TestConsumePartitionStreams(t *testing.T) {
 		t.Error("EachPartition did not end after Close")
 	}
 	cancel()
-	led.checkExactlyOnce(t, topic, n)
-	checkContiguous(t, led, hwm)
+	led.CheckExactlyOnce(t, topic, n)
+	led.CheckContiguous(t, hwm)
 	rec.checkViolations(t)
 	checkCommitted(t, c, group, topic, parts, hwm)
 }

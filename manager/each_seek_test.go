@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -80,15 +79,10 @@ func oneStream(t *testing.T) (*testcluster.Cluster, string, string, *manager.Con
 	t.Helper()
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 1)
-	if _, err := c.Produce(topic, 1, 0, 100); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 0, 100)
 	cfg := apiConfig(t)
 	cfg.Mode = manager.ModePartitions
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	t.Cleanup(func() { _ = cons.Close() })
 	for ps, err := range cons.EachPartition(t.Context()) {
 		if err != nil {

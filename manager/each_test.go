@@ -21,7 +21,7 @@ type eachMember struct {
 	cancel context.CancelFunc
 }
 
-func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, perPartition bool, led *ledger, breakEvery int) *eachMember {
+func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, perPartition bool, led *testcluster.Ledger, breakEvery int) *eachMember {
 	t.Helper()
 	_, _, sub := topicSub(t, topic)
 	cfg := baseConfig(t, name)
@@ -51,7 +51,7 @@ func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, p
 				t.Errorf("%s: Each: %v", name, err)
 				return false
 			}
-			led.add(name, m.Partition, m.Offset, string(m.Value))
+			led.Add(name, m.Partition, m.Offset, string(m.Value))
 			m.Ack()
 			if n++; breakEvery > 0 && n%breakEvery == 0 {
 				return true
@@ -113,12 +113,10 @@ func TestEachExactlyOnce(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, n = 6, 3000
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, n/2); err != nil {
-		t.Fatal(err)
-	}
-	led := newLedger()
+	testcluster.MustProduce(t, c, topic, parts, 0, n/2)
+	led := testcluster.NewLedger()
 	a := joinEach(t, c, group, topic, "a", false, led, 97)
-	await(t, 45*time.Second, "a consumed the first half", func() bool { return led.consumedCount(topic, n/2) == n/2 })
+	await(t, 45*time.Second, "a consumed the first half", func() bool { return led.Count(topic, n/2) == n/2 })
 	b := joinEach(t, c, group, topic, "b", true, led, 0)
 	var produced atomic.Bool
 	go func() {
@@ -127,12 +125,10 @@ func TestEachExactlyOnce(t *testing.T) {
 		}
 		produced.Store(true)
 	}()
-	await(t, 45*time.Second, "both halves consumed", func() bool { return produced.Load() && led.consumedCount(topic, n) == n })
+	await(t, 45*time.Second, "both halves consumed", func() bool { return produced.Load() && led.Count(topic, n) == n })
 	a.close(t) // hands everything to b
-	if _, err := c.Produce(topic, parts, n, 300); err != nil {
-		t.Fatal(err)
-	}
-	await(t, 45*time.Second, "b consumed the rest after a left", func() bool { return led.consumedCount(topic, n+300) == n+300 })
+	testcluster.MustProduce(t, c, topic, parts, n, 300)
+	await(t, 45*time.Second, "b consumed the rest after a left", func() bool { return led.Count(topic, n+300) == n+300 })
 	b.close(t)
-	led.checkExactlyOnce(t, topic, n+300)
+	led.CheckExactlyOnce(t, topic, n+300)
 }

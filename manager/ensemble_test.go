@@ -173,7 +173,7 @@ type ensembleRun struct {
 	topic, group string
 	rec          *recorder
 	ins          []*instance
-	prod         *producer
+	prod         *testcluster.Producer
 	offsets      *offsetWatch
 	health       *healthWatch
 	before       map[string]manager.Stats
@@ -202,10 +202,10 @@ func startEnsembleRun(t *testing.T, c *testcluster.Cluster) *ensembleRun {
 	}
 	await(t, 60*time.Second, "3 balanced", func() bool { return balanced(ensembleParts, r.ins...) })
 	r.offsets = watchOffsets(t, c, r.group, r.topic, ensembleParts)
-	r.prod = startProducer(c, r.topic, ensembleParts, 0, 24, 50*time.Millisecond)
+	r.prod = testcluster.StartProducer(t, c, r.topic, ensembleParts, 0, 24, 50*time.Millisecond)
 	await(t, 30*time.Second, "every member consuming", func() bool {
 		for _, in := range r.ins {
-			if r.rec.receivedBy(in.name) == 0 {
+			if r.rec.By(in.name) == 0 {
 				return false
 			}
 		}
@@ -334,8 +334,8 @@ func (r *ensembleRun) finish() {
 		}
 		return true
 	})
-	n := r.prod.halt(t)
-	await(t, 60*time.Second, "every message consumed", func() bool { return r.rec.count(r.topic, n) == n })
+	n := r.prod.Halt(t)
+	await(t, 60*time.Second, "every message consumed", func() bool { return r.rec.Count(r.topic, n) == n })
 	hwm, err := r.c.HighWaterMarks(r.topic)
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func (r *ensembleRun) finish() {
 	})
 	episodes := r.health.stop()
 	r.offsets.check(t)
-	r.rec.checkExactlyOnce(t, r.topic, n)
+	r.rec.CheckExactlyOnce(t, r.topic, n)
 	r.rec.checkViolations(t)
 	for _, in := range r.ins {
 		b, a := r.before[in.name], in.c.Stats()
@@ -371,7 +371,7 @@ func (r *ensembleRun) finish() {
 			sus = []string{"none"}
 		}
 		t.Logf("%s: session 0x%x kept, rebalances %d (before %d), suspended: %s, fenced commits %d, received %d",
-			in.name, a.SessionID, a.Rebalances, b.Rebalances, strings.Join(sus, ", "), a.FencedCommits, r.rec.receivedBy(in.name))
+			in.name, a.SessionID, a.Rebalances, b.Rebalances, strings.Join(sus, ", "), a.FencedCommits, r.rec.By(in.name))
 	}
 	t.Logf("%d messages produced and consumed exactly once, committed to the end", n)
 }
@@ -419,7 +419,7 @@ func watchHealth(rec *recorder, ins []*instance) *healthWatch {
 			}
 			for _, in := range ins {
 				s := in.c.Stats()
-				got, handed, now := rec.receivedBy(in.name), int(s.Delivered), time.Now()
+				got, handed, now := rec.By(in.name), int(s.Delivered), time.Now()
 				o := cur[in.name]
 				switch {
 				case !s.SessionHealthy && o == nil:

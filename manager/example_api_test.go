@@ -4,22 +4,27 @@ import (
 	"context"
 	"errors"
 	"log"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
-// The examples below run against a cluster, so they have no Output; the
-// same functions (runMerged, runPartitions, runBatches, runGraceful) are
-// run against the test cluster by TestExamples.
+// The examples' loops: the examples run against a cluster, so they have
+// no Output; TestExamples runs these functions (runMerged, runPartitions,
+// runBatches, and runMessages of example_messages_test.go) against the
+// test cluster.
 
 // process stands for the user's work on one message.
 var process = func(*manager.Message) error { return nil }
+
+// printErrors logs c's errors until c stopped (Errors is closed then).
+func printErrors(c *manager.Consumer) {
+	for err := range c.Errors() {
+		log.Print(err)
+	}
+}
 
 // runMerged: the consumer's loop over every owned partition; ack after
 // processing. It returns when ctx ends, after Close (drained, committed,
@@ -29,11 +34,7 @@ func runMerged(ctx context.Context, zk, group string, sub *subscription.Subscrip
 	if err != nil {
 		return err
 	}
-	go func() {
-		for err := range c.Errors() {
-			log.Print(err)
-		}
-	}()
+	go printErrors(c)
 	for msg, err := range c.Each(ctx) {
 		if err != nil {
 			_ = c.Close()
@@ -56,11 +57,7 @@ func runPartitions(ctx context.Context, zk, group string, sub *subscription.Subs
 	if err != nil {
 		return err
 	}
-	go func() {
-		for err := range c.Errors() {
-			log.Print(err)
-		}
-	}()
+	go printErrors(c)
 	var wg sync.WaitGroup
 	for stream, err := range c.EachPartition(ctx) { // ends with ctx
 		if err != nil {
@@ -89,11 +86,7 @@ func runBatches(ctx context.Context, zk, group string, sub *subscription.Subscri
 	if err != nil {
 		return err
 	}
-	go func() {
-		for err := range c.Errors() {
-			log.Print(err)
-		}
-	}()
+	go printErrors(c)
 	for {
 		b, err := c.Poll(ctx)
 		if err != nil {
@@ -113,49 +106,13 @@ func runBatches(ctx context.Context, zk, group string, sub *subscription.Subscri
 	return c.Close()
 }
 
-// runGraceful: stop on SIGINT/SIGTERM; Close drains (waits for the acks of
-// what was received, bounded by Partition.DrainTimeout and CloseTimeout),
-// commits and releases every partition.
-func runGraceful(zk, group string, sub *subscription.Subscription, cfg *manager.Config) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return runMerged(ctx, zk, group, sub, cfg)
-}
-
-// The consumer's loop, ended by a context.
-func Example_merged() {
-	sub, _ := subscription.Static("orders")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := runMerged(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// Per-partition workers.
-func Example_partitionWorkers() {
-	sub, _ := subscription.Static("orders")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := runPartitions(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// Batches with Poll, Ack and Commit(ctx).
+// Batches with Poll, Ack and Commit(ctx). No Output: it needs a cluster;
+// TestExamples/batches runs runBatches against the test cluster.
 func Example_batches() {
 	sub, _ := subscription.Static("orders")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := runBatches(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// Graceful shutdown on a signal.
-func Example_gracefulShutdown() {
-	sub, _ := subscription.Static("orders")
-	if err := runGraceful("zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -62,7 +62,8 @@ func runMessages(ctx context.Context, zk, group string, sub *subscription.Subscr
 // Messages, Errors and a shutdown signal in one select, as programs
 // written for the old ZooKeeper consumers (kafkaconsumer) are. On SIGINT
 // or SIGTERM the consumer drains, commits, releases its partitions and
-// leaves; the program then exits 0.
+// leaves; the program then exits 0. No Output: it needs a cluster;
+// TestExamples/messages runs runMessages against the test cluster.
 func ExampleConsumer_Messages() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

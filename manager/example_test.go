@@ -12,9 +12,12 @@ import (
 )
 
 // The first loop: join a group, process and ack every message, and stop
-// on SIGINT or SIGTERM. Close drains (waits for the acks of what was
+// on SIGINT or SIGTERM. runMerged (example_api_test.go) is the loop: it
+// ends with ctx, and Close then drains (waits for the acks of what was
 // handed out, bounded by Partition.DrainTimeout), commits, releases every
-// partition and leaves the group; the program then exits 0.
+// partition and leaves the group; the program then exits 0. No Output:
+// it needs a cluster; TestExamples/merged runs runMerged against the test
+// cluster.
 func ExampleJoin() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -22,50 +25,23 @@ func ExampleJoin() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := manager.Join(ctx, "billing", sub, "zk1:2181,zk2:2181/kafka", nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	go func() {
-		for err := range c.Errors() { // closed once the consumer stopped
-			log.Print(err)
-		}
-	}()
-	for msg, err := range c.Each(ctx) { // ends on the signal
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Printf("%s/%d@%d: %s\n", msg.Topic, msg.Partition, msg.Offset, msg.Value)
-		msg.Ack()
-	}
-	if err := c.Close(); err != nil {
+	if err := runMerged(ctx, "zk1:2181,zk2:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // Per-partition streams: one goroutine per owned partition, so that a slow
-// partition holds up only itself.
+// partition holds up only itself; runPartitions (example_api_test.go) is
+// the loop. No Output: it needs a cluster; TestExamples/partitions runs
+// runPartitions against the test cluster.
 func ExampleConsumer_EachPartition() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sub, _ := manager.Whitelist("orders-.*")
-	cfg := manager.NewConfig()
-	cfg.Mode = manager.ModePartitions
-	c, err := manager.Join(ctx, "billing", sub, "zk1:2181/kafka", cfg)
+	sub, err := manager.Whitelist("orders-.*")
 	if err != nil {
 		log.Fatal(err)
 	}
-	for ps, err := range c.EachPartition(ctx) {
-		if err != nil {
-			log.Fatal(err)
-		}
-		go func() {
-			for msg := range ps.Each(ctx) { // ends when the partition is revoked
-				msg.Ack()
-			}
-		}()
-	}
-	if err := c.Close(); err != nil {
+	if err := runPartitions(ctx, "zk1:2181/kafka", "billing", sub, manager.NewConfig()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -101,21 +100,11 @@ func TestGroupFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
-	proxies := map[string]*faultproxy.Proxy{}
-	var ins []*instance
-	for _, name := range []string{"a", "b", "c"} {
-		p, err := faultproxy.New(c.ZooKeeperAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		proxies[name] = p
-		ins = append(ins, join(t, c, group, sub, name, rec, joinOpts{zk: p.Addr() + c.Chroot(), shuffle: true}))
-	}
+	ins, proxies := joinProxied(t, c, group, sub, rec, []string{"a", "b", "c"}, func(string) joinOpts { return joinOpts{shuffle: true} })
 	a, b, cc := ins[0], ins[1], ins[2]
 	await(t, 60*time.Second, "3 balanced", func() bool { return balanced(parts, a, b, cc) })
 	ow := watchOffsets(t, c, group, topic, parts)
-	prod := startProducer(c, topic, parts, 0, 48, 50*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 48, 50*time.Millisecond)
 	const session = 6 * time.Second
 
 	// A crash: c's ZooKeeper connection is cut and never comes back; its
@@ -127,9 +116,9 @@ func TestGroupFaults(t *testing.T) {
 	if got := cc.c.Stats().SessionHealthy; got {
 		t.Errorf("c reports a healthy session %v after its connection was cut", time.Since(start))
 	}
-	before := rec.receivedBy("c")
+	before := rec.By("c")
 	time.Sleep(time.Second) // observation window: c must hand out nothing while cut off
-	if after := rec.receivedBy("c"); after != before {
+	if after := rec.By("c"); after != before {
 		t.Errorf("c handed out %d messages while its session was suspended", after-before)
 	}
 	proxies["c"].Unblock()
@@ -143,9 +132,9 @@ func TestGroupFaults(t *testing.T) {
 		return len(sa.Members) == 2 && len(sc.Members) == 2 && len(sa.Partitions)+len(sc.Partitions) == parts && sa.Ready && sc.Ready
 	})
 	t.Logf("stall of b: a and c own every partition after %v", took)
-	suspendedAt := rec.receivedBy("b")
+	suspendedAt := rec.By("b")
 	time.Sleep(2 * time.Second) // b stays stalled: it must hand out nothing meanwhile
-	if n := rec.receivedBy("b"); n != suspendedAt {
+	if n := rec.By("b"); n != suspendedAt {
 		t.Errorf("b handed out %d messages while its session was suspended", n-suspendedAt)
 	}
 	resumed := time.Now()
@@ -167,9 +156,7 @@ func TestGroupFaults(t *testing.T) {
 	}
 	took = await(t, 60*time.Second, "new topic consumed", func() bool { return balanced(parts+6, a, b, cc) })
 	t.Logf("new topic: 30 partitions balanced after %v", took)
-	if _, err := c.Produce(topic2, 6, 0, 600); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic2, 6, 0, 600)
 
 	// A raised partition count is picked up too.
 	if err := c.AddPartitions(ctx, topic2, 9); err != nil {
@@ -195,9 +182,9 @@ func TestGroupFaults(t *testing.T) {
 	})
 	t.Logf("ZooKeeper restarted: balanced again after %v", took)
 
-	n := prod.halt(t)
-	await(t, 90*time.Second, "every message of "+topic+" consumed", func() bool { return rec.count(topic, n) == n })
-	await(t, 90*time.Second, "every message of "+topic2+" consumed", func() bool { return rec.count(topic2, 600) == 600 })
+	n := prod.Halt(t)
+	await(t, 90*time.Second, "every message of "+topic+" consumed", func() bool { return rec.Count(topic, n) == n })
+	await(t, 90*time.Second, "every message of "+topic2+" consumed", func() bool { return rec.Count(topic2, 600) == 600 })
 	ow.check(t)
 }
 
@@ -214,11 +201,7 @@ func TestStableIDReclaim(t *testing.T) {
 	}
 	sub, _ := subscription.Static(topic)
 	rec := newRecorder(t)
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p := testcluster.ZooKeeperProxy(t, c)
 	const session = 10 * time.Second
 	long := func(cfg *manager.Config) { cfg.SessionTimeout = session }
 	old := join(t, c, group, sub, "stable", rec, joinOpts{zk: p.Addr() + c.Chroot(), configure: long})

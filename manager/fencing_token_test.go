@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // tokenSink is the pattern the docs give a sink outside Kafka: keep the
@@ -45,15 +43,8 @@ func (s *tokenSink) write(m *manager.Message) bool {
 func TestFencingTokenSink(t *testing.T) {
 	c := testcluster.Shared(t)
 	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 6
-	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopic(t, c, parts)
 	sink := &tokenSink{highest: map[manager.TopicPartition]int64{}}
 	var refusedByOwner []string
 	var mu sync.Mutex
@@ -81,12 +72,8 @@ func TestFencingTokenSink(t *testing.T) {
 		cfg.InstanceID = name
 		return cfg
 	}
-	proxy, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	prod := startProducer(c, topic, parts, 0, 12, 50*time.Millisecond)
+	proxy := testcluster.ZooKeeperProxy(t, c)
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 12, 50*time.Millisecond)
 
 	var wg sync.WaitGroup
 	a, err := manager.Join(ctx, group, sub, c.ZooKeeperConnect(), cfg("a"))
@@ -131,7 +118,7 @@ func TestFencingTokenSink(t *testing.T) {
 	}
 	proxy.Resume()
 	late.Abandon()
-	prod.halt(t)
+	prod.Halt(t)
 	if err := b.Close(); err != nil {
 		t.Logf("b closed: %v", err)
 	}

@@ -33,9 +33,7 @@ func TestGoroutinesPerPartition(t *testing.T) {
 	if err := c.CreateTopic(ctx, base+"-a", few, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(base+"-a", few, 0, few*per); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, base+"-a", few, 0, few*per)
 	sub, err := manager.Whitelist(regexp.QuoteMeta(base) + "-.*") // whole names
 	if err != nil {
 		t.Fatal(err)

@@ -32,15 +32,13 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, 2400); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 2400)
 	sub, err := subscription.Static(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
-	prod := startProducer(c, topic, parts, 2400, 48, 50*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 2400, 48, 50*time.Millisecond)
 
 	a := join(t, c, group, sub, "a", rec, o)
 	t.Logf("a alone: ready in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))
@@ -59,21 +57,12 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 	b.close(t)
 	t.Logf("b leaves: balanced in %v", await(t, 60*time.Second, "a owning 24", func() bool { return balanced(parts, a) }))
 
-	n := prod.halt(t)
-	await(t, 60*time.Second, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 60*time.Second, "every message consumed", func() bool { return rec.Count(topic, n) == n })
 	a.close(t)
-	rec.checkExactlyOnce(t, topic, n)
+	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := committed(t, c, group, topic, parts)
-	for p := int32(0); p < parts; p++ {
-		if got[p] != hwm[p] {
-			t.Errorf("partition %d: committed %d, log-end %d", p, got[p], hwm[p])
-		}
-	}
+	testcluster.CheckCommittedAtEnd(t, c, group, topic, parts)
 }
 
 // TestRebalanceLatency measures a clean join and a clean leave of a third
@@ -124,9 +113,7 @@ func TestCoordinationOnlyZooKeeper(t *testing.T) {
 	if err := c.CreateTopic(t.Context(), topic, parts, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, 300); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 300)
 	sub, _ := subscription.Static(topic)
 	rec := newRecorder(t)
 	o := joinOpts{
@@ -137,7 +124,7 @@ func TestCoordinationOnlyZooKeeper(t *testing.T) {
 	a := join(t, c, group, sub, "a", rec, o)
 	b := join(t, c, group, sub, "b", rec, o)
 	await(t, 60*time.Second, "a, b balanced", func() bool { return balanced(parts, a, b) })
-	await(t, 60*time.Second, "every message consumed", func() bool { return rec.count(topic, 300) == 300 })
-	rec.checkExactlyOnce(t, topic, 300)
+	await(t, 60*time.Second, "every message consumed", func() bool { return rec.Count(topic, 300) == 300 })
+	rec.CheckExactlyOnce(t, topic, 300)
 	rec.checkViolations(t)
 }

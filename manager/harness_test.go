@@ -9,32 +9,30 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/logcheck"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
-// recorder checks what a group's instances consume: every message, how
-// often, and that no two instances hold one partition at once.
+// recorder checks what a group's instances consume: its Ledger has every
+// delivery (for the exactly-once check), and it checks that no two
+// instances hold one partition at once.
 type recorder struct {
-	t          *testing.T
+	*testcluster.Ledger
 	mu         sync.Mutex
-	seen       map[string]int // value -> deliveries
-	received   map[string]int // instance -> messages received
 	holders    map[manager.TopicPartition]string
 	lost       map[string]int // instance -> partitions reported by OnLost
 	violations []string
-	total      int
 }
 
 func newRecorder(t *testing.T) *recorder {
-	return &recorder{t: t, seen: map[string]int{}, received: map[string]int{}, holders: map[manager.TopicPartition]string{}, lost: map[string]int{}}
+	return &recorder{Ledger: testcluster.NewLedger(), holders: map[manager.TopicPartition]string{}, lost: map[string]int{}}
 }
 
 func (r *recorder) violation(format string, args ...any) {
@@ -93,19 +91,17 @@ func (r *recorder) receive(name string, m *manager.Message, strict bool) {
 	r.record(name, m, strict, false)
 }
 
-// record records m; with strict, a message of a partition another instance
-// holds is a violation, and so is one of an unheld partition unless
-// unheldOK.
+// record records m in the ledger; with strict, a message of a partition
+// another instance holds is a violation, and so is one of an unheld
+// partition unless unheldOK.
 func (r *recorder) record(name string, m *manager.Message, strict, unheldOK bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	tp := manager.TopicPartition{Topic: m.Topic, Partition: m.Partition}
 	if h := r.holders[tp]; strict && h != name && !(unheldOK && h == "") {
 		r.violation("%s received %s/%d@%d while the holder is %q", name, m.Topic, m.Partition, m.Offset, h)
 	}
-	r.seen[string(m.Value)]++
-	r.received[name]++
-	r.total++
+	r.mu.Unlock()
+	r.Add(name, m.Partition, m.Offset, string(m.Value))
 }
 
 // heldAcks holds received messages and acks them in batches, in a random
@@ -369,87 +365,6 @@ func balancedConsumers(n int, cs ...*manager.Consumer) bool {
 	return true
 }
 
-// producer writes batches in the background until stopped.
-type producer struct {
-	c     *testcluster.Cluster
-	topic string
-	parts int32
-	next  int
-	stop  chan struct{}
-	done  chan error
-}
-
-func startProducer(c *testcluster.Cluster, topic string, parts int32, from, batch int, every time.Duration) *producer {
-	p := &producer{c: c, topic: topic, parts: parts, next: from, stop: make(chan struct{}), done: make(chan error, 1)}
-	go func() {
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-p.stop:
-				p.done <- nil
-				return
-			case <-tick.C:
-				if _, err := c.Produce(topic, parts, p.next, batch); err != nil {
-					p.done <- err
-					return
-				}
-				p.next += batch
-			}
-		}
-	}()
-	return p
-}
-
-// halt stops the producer and returns how many messages were written in all.
-func (p *producer) halt(t *testing.T) int {
-	close(p.stop)
-	if err := <-p.done; err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	return p.next
-}
-
-// checkExactlyOnce asserts that messages [0, n) of topic were each seen once.
-func (r *recorder) checkExactlyOnce(t *testing.T, topic string, n int) {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var missing, dup []string
-	for i := 0; i < n; i++ {
-		v := testcluster.Value(topic, i)
-		switch k := r.seen[v]; {
-		case k == 0:
-			missing = append(missing, v)
-		case k > 1:
-			dup = append(dup, fmt.Sprintf("%s x%d", v, k))
-		}
-	}
-	if len(missing) > 0 || len(dup) > 0 {
-		t.Errorf("of %d messages: %d missing (%s), %d duplicated (%s)", n, len(missing), head(missing), len(dup), head(dup))
-	}
-}
-
-func head(s []string) string {
-	sort.Strings(s)
-	if len(s) > 5 {
-		s = s[:5]
-	}
-	return strings.Join(s, ", ")
-}
-
-func (r *recorder) count(topic string, n int) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := 0
-	for i := 0; i < n; i++ {
-		if r.seen[testcluster.Value(topic, i)] > 0 {
-			k++
-		}
-	}
-	return k
-}
-
 func (r *recorder) checkViolations(t *testing.T) {
 	t.Helper()
 	r.mu.Lock()
@@ -486,13 +401,6 @@ func (r *recorder) lostBy(name string) int {
 	return r.lost[name]
 }
 
-// receivedBy returns how many messages instance name received so far.
-func (r *recorder) receivedBy(name string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.received[name]
-}
-
 // logErrors logs cons's errors from a goroutine until Close closes
 // Errors(); the caller has counted that goroutine in wg.
 func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitGroup) {
@@ -502,4 +410,32 @@ func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitG
 			t.Logf("%s: error: %v", name, err)
 		}
 	}()
+}
+
+// mustJoin joins group on c's ZooKeeper or fails t.
+func mustJoin(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, cfg *manager.Config) *manager.Consumer {
+	t.Helper()
+	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
+}
+
+// joinProxied joins an instance of each name, each reaching ZooKeeper
+// through a fault proxy of its own (o's zk is set to it), and returns them
+// with the proxies by name.
+func joinProxied(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, rec *recorder,
+	names []string, o func(name string) joinOpts) ([]*instance, map[string]*faultproxy.Proxy) {
+	t.Helper()
+	proxies := map[string]*faultproxy.Proxy{}
+	var ins []*instance
+	for _, name := range names {
+		p := testcluster.ZooKeeperProxy(t, c)
+		proxies[name] = p
+		opts := o(name)
+		opts.zk = p.Addr() + c.Chroot()
+		ins = append(ins, join(t, c, group, sub, name, rec, opts))
+	}
+	return ins, proxies
 }

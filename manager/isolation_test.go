@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/manager"
 )
 
 // TestIsolationLevels: sarama's transactional producer writes to two
@@ -87,10 +85,7 @@ func TestIsolationLevels(t *testing.T) {
 			cfg := apiConfig(t)
 			cfg.Sarama = testcluster.SaramaConfig()
 			cfg.Sarama.Consumer.IsolationLevel = level.level
-			cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cons := mustJoin(t, c, group, sub, cfg)
 			defer cons.Close()
 			got := map[int32][]string{}
 			for range parts * n * len(level.tags) {
@@ -115,15 +110,8 @@ func TestIsolationLevels(t *testing.T) {
 			if err := cons.Close(); err != nil {
 				t.Fatal(err)
 			}
-			committed, err := c.CommittedOffsets(t.Context(), group, topic, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for p, h := range hwm {
-				if committed[p] != h {
-					t.Errorf("partition %d: committed %d after Close; want the high water mark %d (past the commit marker)", p, committed[p], h)
-				}
-			}
+			// The high water mark is past the commit marker.
+			checkCommitted(t, c, group, topic, parts, hwm)
 		})
 	}
 }

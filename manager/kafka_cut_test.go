@@ -195,22 +195,14 @@ func TestKafkaCutMovesStaticPartitions(t *testing.T) { testKafkaCut(t, 5*time.Mi
 
 func testKafkaCut(t *testing.T, grace time.Duration) {
 	c := testcluster.Shared(t)
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 6
-	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, parts, 1)
 	bc := newBrokerCut(t, c)
 	rec, log := newRecorder(t), newDeliveryLog()
 	a := runMember(t, c, group, sub, "a", rec, log, func(cfg *manager.Config) { cfg.RestartGrace = grace })
 	b := runMember(t, c, group, sub, "b", rec, log, func(cfg *manager.Config) { cfg.Sarama, cfg.RestartGrace = bc.saramaVia(), grace })
 	await(t, 60*time.Second, "2 balanced", func() bool { return balanced(parts, a, b) })
-	prod := startProducer(c, topic, parts, 0, parts, 30*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, parts, 30*time.Millisecond)
 	await(t, 30*time.Second, "b commits", func() bool {
 		for _, p := range b.c.Stats().Partitions {
 			if p.Committed <= 0 {
@@ -323,7 +315,7 @@ func testKafkaCut(t *testing.T, grace time.Duration) {
 		t.Errorf("b back: unreachable %v, leaves %d, causes %v", s.KafkaUnreachable, s.KafkaLeaves, s.RebalancesByCause)
 	}
 
-	n := prod.halt(t)
+	n := prod.Halt(t)
 	await(t, 60*time.Second, "every message delivered", func() bool { return log.distinct(topic, n) == n })
 	rec.checkViolations(t)
 	log.mu.Lock()
@@ -353,19 +345,9 @@ func testKafkaCut(t *testing.T, grace time.Duration) {
 // it heals; nothing is lost.
 func TestKafkaCutAllStayOut(t *testing.T) {
 	c := testcluster.Shared(t)
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 4
-	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Produce(topic, parts, 0, 400); err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, parts, 1)
+	testcluster.MustProduce(t, c, topic, parts, 0, 400)
 	bc := newBrokerCut(t, c)
 	rec, log := newRecorder(t), newDeliveryLog()
 	var cutting atomic.Bool
@@ -429,9 +411,7 @@ func TestKafkaCutAllStayOut(t *testing.T) {
 	cutting.Store(false)
 	healAt := time.Now()
 	bc.heal()
-	if _, err := c.Produce(topic, parts, 400, 400); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 400, 400)
 	await(t, 30*time.Second, "both back, balanced", func() bool { return balanced(parts, a, b) })
 	t.Logf("both back and balanced %v after the heal", time.Since(healAt))
 	await(t, 30*time.Second, "every message delivered", func() bool { return log.distinct(topic, 800) == 800 })

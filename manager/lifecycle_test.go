@@ -26,18 +26,13 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if err := c.CreateTopic(t.Context(), topic, 4, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, 4, 0, 100); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 4, 0, 100)
 	ignore := goleak.IgnoreCurrent()
 	zc := testcluster.ZooKeeper(t, c)
 	sub, _ := subscription.Static(topic)
 	cfg := manager.NewConfig()
 	cfg.Logger = testLogger(t)
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	await(t, 30*time.Second, "ready", func() bool { s := cons.Stats(); return s.Ready && len(s.Partitions) == 4 })
 	got := 0
 	for got < 100 {

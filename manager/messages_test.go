@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/subscription"
 	"go.uber.org/goleak"
 )
 
@@ -86,19 +84,14 @@ func TestMessagesStopPaths(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic, group, sub := newTopic(t, c, 2)
-			if _, err := c.Produce(topic, 2, 0, 100); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustProduce(t, c, topic, 2, 0, 100)
 			ignore := goleak.IgnoreCurrent()
 			cfg := apiConfig(t)
 			if tc.fail {
 				cfg.CloseTimeout = 2 * time.Second
 				cfg.Partition.DrainTimeout = time.Minute
 			}
-			cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cons := mustJoin(t, c, group, sub, cfg)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stopOnCtx := context.AfterFunc(ctx, cons.Interrupt) // the documented way to stop on a context
@@ -124,7 +117,7 @@ func TestMessagesStopPaths(t *testing.T) {
 			}
 			closedInOrder(t, cons, msgs, 60*time.Second)
 			<-stopped
-			err = cons.Err()
+			err := cons.Err()
 			switch {
 			case tc.fail && err == nil:
 				t.Error("Err is nil after a drain was cut short")
@@ -147,16 +140,11 @@ func TestMessagesStopPaths(t *testing.T) {
 func TestMessagesUnreadClose(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
-	if _, err := c.Produce(topic, 2, 0, 200); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 200)
 	cfg := apiConfig(t)
 	cfg.Partition.DrainTimeout = 3 * time.Second
 	cfg.CloseTimeout = 2 * time.Minute
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	msgs := cons.Messages()
 	got := map[int32]int64{}
 	for i := 0; i < 20; i++ {
@@ -204,45 +192,28 @@ func TestMessagesGroupJoinLeave(t *testing.T) {
 // after OnLost (the holder check), and nothing is lost.
 func TestMessagesSessionFaults(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(1))
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 12
-	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, parts, 1)
 	rec := newRecorder(t)
-	proxies := map[string]*faultproxy.Proxy{}
-	var ins []*instance
-	for _, name := range []string{"a", "b", "c"} {
-		p, err := faultproxy.New(c.ZooKeeperAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		proxies[name] = p
-		// A cut-off member learns of its expiry only once it reaches
-		// ZooKeeper again: the others are assigned its partitions before
-		// its OnLost. The check is then on what is received: nothing of a
-		// partition another member holds.
-		ins = append(ins, join(t, c, group, sub, name, rec, joinOpts{zk: p.Addr() + c.Chroot(), strict: true, messages: true,
-			configure: func(cfg *manager.Config) { ownerHooks(rec, name, cfg) }}))
-	}
+	// A cut-off member learns of its expiry only once it reaches
+	// ZooKeeper again: the others are assigned its partitions before its
+	// OnLost. The check is then on what is received: nothing of a
+	// partition another member holds.
+	ins, proxies := joinProxied(t, c, group, sub, rec, []string{"a", "b", "c"}, func(name string) joinOpts {
+		return joinOpts{strict: true, messages: true, configure: func(cfg *manager.Config) { ownerHooks(rec, name, cfg) }}
+	})
 	a, b, cc := ins[0], ins[1], ins[2]
 	await(t, 60*time.Second, "3 balanced", func() bool { return balanced(parts, a, b, cc) })
-	prod := startProducer(c, topic, parts, 0, 24, 50*time.Millisecond)
-	await(t, 60*time.Second, "c receiving", func() bool { return rec.receivedBy("c") > 0 })
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 24, 50*time.Millisecond)
+	await(t, 60*time.Second, "c receiving", func() bool { return rec.By("c") > 0 })
 
 	// c is cut off: once its session is suspended it receives nothing,
 	// while a and b take its partitions over after the expiry.
 	proxies["c"].Block()
 	await(t, 30*time.Second, "c suspended", func() bool { return !cc.c.Stats().SessionHealthy })
-	cut := rec.receivedBy("c")
+	cut := rec.By("c")
 	await(t, 60*time.Second, "a, b take over from c", func() bool { return balanced(parts, a, b) })
-	if n := rec.receivedBy("c"); n != cut {
+	if n := rec.By("c"); n != cut {
 		t.Errorf("c received %d messages while its session was suspended", n-cut)
 	}
 	proxies["c"].Unblock()
@@ -252,12 +223,12 @@ func TestMessagesSessionFaults(t *testing.T) {
 	// the holder check fails on any of them received by b after that.
 	proxies["b"].Stall()
 	await(t, 30*time.Second, "b suspended", func() bool { return !b.c.Stats().SessionHealthy })
-	stalled := rec.receivedBy("b")
+	stalled := rec.By("b")
 	await(t, 60*time.Second, "a, c take over from b", func() bool {
 		sa, sc := a.c.Stats(), cc.c.Stats()
 		return len(sa.Members) == 2 && len(sc.Members) == 2 && len(sa.Partitions)+len(sc.Partitions) == parts && sa.Ready && sc.Ready
 	})
-	if n := rec.receivedBy("b"); n != stalled {
+	if n := rec.By("b"); n != stalled {
 		t.Errorf("b received %d messages while its session was suspended", n-stalled)
 	}
 	proxies["b"].Resume()
@@ -265,8 +236,8 @@ func TestMessagesSessionFaults(t *testing.T) {
 	if rec.lostBy("b") == 0 || rec.lostBy("c") == 0 {
 		t.Errorf("OnLost reported %d partitions of b and %d of c; want some of each", rec.lostBy("b"), rec.lostBy("c"))
 	}
-	n := prod.halt(t)
-	await(t, 90*time.Second, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 90*time.Second, "every message consumed", func() bool { return rec.Count(topic, n) == n })
 	rec.checkViolations(t)
 }
 
@@ -276,15 +247,10 @@ func TestMessagesSessionFaults(t *testing.T) {
 func TestMessagesModePartitions(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 2)
-	if _, err := c.Produce(topic, 2, 0, 10); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 10)
 	cfg := apiConfig(t)
 	cfg.Mode = manager.ModePartitions
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	defer cons.Close()
 	if _, ok := <-cons.Messages(); ok {
 		t.Fatal("Messages gave a message in ModePartitions")

@@ -57,7 +57,7 @@ type mixedGroup struct {
 	parts    int32
 	strategy assign.Strategy
 	storage  manager.Storage
-	led      *ledger
+	led      *recorder
 
 	mu  sync.Mutex
 	jvm map[string]*jvmMember // by name
@@ -78,18 +78,18 @@ func runMixedGroup(t *testing.T, c *testcluster.Cluster, strategy assign.Strateg
 	start := time.Now()
 	topic, group, _ := newTopic(t, c, mixedPartitions)
 	g := &mixedGroup{t: t, c: c, conn: testcluster.ZooKeeper(t, c), topic: topic, group: group,
-		parts: mixedPartitions, strategy: strategy, storage: storage, led: newLedger(),
+		parts: mixedPartitions, strategy: strategy, storage: storage, led: newRecorder(t),
 		jvm: map[string]*jvmMember{}, zkg: map[string]*poolInstance{}, ids: map[string]string{}}
 	if got := javaOrder(topic, mixedPartitions); strategy.Name() == assign.NameRoundRobin && !slices.IsSorted(got) {
 		// The old roundrobin deals partitions in the order of the Java
 		// hash codes of "[topic,p]"; zkgroup in partition order.
 		t.Fatalf("topic %q: the JVM's roundrobin order %v differs from zkgroup's (see the README)", topic, got)
 	}
-	prod := startProducer(c, topic, mixedPartitions, 0, 20, 50*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, mixedPartitions, 0, 20, 50*time.Millisecond)
 	stopped := false
 	defer func() {
 		if !stopped {
-			prod.halt(t)
+			prod.Halt(t)
 		}
 	}()
 
@@ -103,10 +103,10 @@ func runMixedGroup(t *testing.T, c *testcluster.Cluster, strategy assign.Strateg
 	g.step("Z1 leaves", func() { g.stopZK("Z1") })
 	g.step("Z2 leaves", func() { g.stopZK("Z2") })
 
-	n := prod.halt(t)
+	n := prod.Halt(t)
 	stopped = true
 	testcluster.Await(t, 90*time.Second, 200*time.Millisecond, fmt.Sprintf("all %d messages consumed", n), func() bool {
-		return g.led.consumedCount(topic, n) == n || g.jvmFailed() != nil
+		return g.led.Count(topic, n) == n || g.jvmFailed() != nil
 	})
 	if err := g.jvmFailed(); err != nil {
 		t.Fatal(err)
@@ -116,14 +116,14 @@ func runMixedGroup(t *testing.T, c *testcluster.Cluster, strategy assign.Strateg
 		t.Fatal(err)
 	}
 	g.stopJVM("J3")
-	missing, dups := g.led.missingAndDups(topic, n)
+	missing, dups := g.led.MissingAndDups(topic, n)
 	// A duplicate first delivered by a zkgroup member means a handover
 	// that was not exact. The old consumer redelivers on its own at
 	// times (see OldConsumer.Rebalances): at most one message per
 	// rebalance or shutdown of each JVM member, first delivered by it.
 	zkFirst, jvmFirst, allowed := 0, 0, 0
 	for _, ds := range dups {
-		if strings.HasPrefix(ds[0].who, "J") {
+		if strings.HasPrefix(ds[0].Who, "J") {
 			jvmFirst += len(ds) - 1
 		} else {
 			zkFirst += len(ds) - 1
@@ -133,13 +133,13 @@ func runMixedGroup(t *testing.T, c *testcluster.Cluster, strategy assign.Strateg
 		allowed += m.o.Rebalances() + 1
 	}
 	t.Logf("%s: %d messages produced over 4 partitions, %d deliveries: %d missing, %d redelivered after a zkgroup member had them, %d after a JVM member had them (the old consumer's own at-least-once, at most %d here); %v in all",
-		strategy.Name()+"/"+string(storage), n, g.led.total(), len(missing), zkFirst, jvmFirst, allowed, time.Since(start).Round(time.Second))
+		strategy.Name()+"/"+string(storage), n, g.led.Total(), len(missing), zkFirst, jvmFirst, allowed, time.Since(start).Round(time.Second))
 	if len(missing) > 0 || zkFirst > 0 || jvmFirst > allowed {
 		var d []string
 		for v, ds := range dups {
 			d = append(d, fmt.Sprintf("%s %v", v, ds))
 		}
-		t.Errorf("of %d messages: %d missing (%s), duplicates: %s", n, len(missing), head(missing), head(d))
+		t.Errorf("of %d messages: %d missing (%s), duplicates: %s", n, len(missing), testcluster.Head(missing, 5), testcluster.Head(d, 5))
 	}
 	if got := g.committed(); !equalOffsets(got, hwm) {
 		t.Errorf("committed offsets (%s) %v, want the log end %v", storage, got, hwm)
@@ -155,7 +155,7 @@ func (g *mixedGroup) step(what string, change func()) {
 	t.Helper()
 	began := time.Now()
 	change()
-	before := g.led.total()
+	before := g.led.Total()
 	members := g.memberIDs()
 	want := oldAssignment(g.strategy.Name(), members, g.topic, g.parts)
 	var got map[int32]string
@@ -171,7 +171,7 @@ func (g *mixedGroup) step(what string, change func()) {
 	}
 	settled := time.Since(began)
 	testcluster.Await(t, 60*time.Second, 100*time.Millisecond, what+": consumption continues", func() bool {
-		return g.led.total() >= before+100
+		return g.led.Total() >= before+100
 	})
 	g.mu.Lock()
 	for name, in := range g.zkg {
@@ -190,7 +190,7 @@ func (g *mixedGroup) startJVM(name string, fromBeginning bool) {
 	known := g.registered()
 	cfg := testcluster.OldConsumerConfig{Group: g.group, Topic: g.topic, Strategy: g.strategy.Name(),
 		OffsetStorage: string(g.storage), DualCommit: g.storage == manager.StorageKafka, FromBeginning: fromBeginning}
-	o := g.c.OldConsumer(t, cfg, func(v string) { g.led.add(name, -1, -1, v) })
+	o := g.c.OldConsumer(t, cfg, func(v string) { g.led.Add(name, -1, -1, v) })
 	var id string
 	testcluster.Await(t, 60*time.Second, 100*time.Millisecond, name+"'s registration", func() bool {
 		for _, x := range g.registered() {
@@ -223,7 +223,7 @@ func (g *mixedGroup) stopJVM(name string) {
 }
 
 func (g *mixedGroup) startZK(name string) {
-	in := joinPool(g.t, g.c, g.group, mustStatic(g.t, g.topic), name, nil, g.led, poolOpts{
+	in := joinPool(g.t, g.c, g.group, mustStatic(g.t, g.topic), name, g.led, poolOpts{noHooks: true,
 		configure: func(cfg *manager.Config) {
 			cfg.InstanceID = "" // an id in the JVM's shape, ordered by start time like the JVM's
 			cfg.Strategy = g.strategy
@@ -472,10 +472,7 @@ func TestOldConsumerStreamsReported(t *testing.T) {
 	cfg.InstanceID = ""
 	cfg.Strategy = assign.Range()
 	cfg.OffsetStorage = manager.StorageZooKeeper
-	cons, err := manager.Join(t.Context(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, cfg)
 	reported := make(chan *manager.IncompatibleMemberError, 16)
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -50,38 +50,34 @@ func TestPrefetchedStart(t *testing.T) {
 	c := testcluster.Shared(t)
 	const parts, n = 4, 400
 	topic, group, _ := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	sub, err := subscription.Static(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var used atomic.Int64
-	led := newLedger()
-	a := joinPool(t, c, group, sub, "a", nil, led, poolOpts{configure: func(cfg *manager.Config) {
+	led := newRecorder(t)
+	a := joinPool(t, c, group, sub, "a", led, poolOpts{noHooks: true, configure: func(cfg *manager.Config) {
 		// Time enough for a loaded machine to open every fetcher in it.
 		cfg.JoinSettle = 2 * time.Second
 		cfg.Logger = slog.New(countingHandler{cfg.Logger.Handler(), "using the fetch opened before the claim", &used})
 	}})
-	await(t, 60*time.Second, "everything consumed", func() bool { return led.consumedCount(topic, n) == n })
+	await(t, 60*time.Second, "everything consumed", func() bool { return led.Count(topic, n) == n })
 	if got := used.Load(); got != parts {
 		t.Errorf("%d partitions started on the consumer opened during the settle, want %d", got, parts)
 	}
 	a.close(t)
-	led.checkExactlyOnce(t, topic, n)
+	led.CheckExactlyOnce(t, topic, n)
 
 	// Two members at once, on a group of their own, from the same topic
 	// and then more of it.
 	group2 := group + "-2"
-	led2 := newLedger()
-	b := joinPool(t, c, group2, sub, "b", nil, led2, poolOpts{})
-	d := joinPool(t, c, group2, sub, "d", nil, led2, poolOpts{})
-	if _, err := c.Produce(topic, parts, n, n); err != nil {
-		t.Fatal(err)
-	}
-	await(t, 90*time.Second, "both batches consumed", func() bool { return led2.consumedCount(topic, 2*n) == 2*n })
+	led2 := newRecorder(t)
+	b := joinPool(t, c, group2, sub, "b", led2, poolOpts{noHooks: true})
+	d := joinPool(t, c, group2, sub, "d", led2, poolOpts{noHooks: true})
+	testcluster.MustProduce(t, c, topic, parts, n, n)
+	await(t, 90*time.Second, "both batches consumed", func() bool { return led2.Count(topic, 2*n) == 2*n })
 	b.close(t)
 	d.close(t)
-	led2.checkExactlyOnce(t, topic, 2*n)
+	led2.CheckExactlyOnce(t, topic, 2*n)
 }

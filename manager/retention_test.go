@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -26,9 +25,7 @@ func TestRetentionDeletesCommittedOffset(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic, group, sub := newTopic(t, c, 1)
 	tp := manager.TopicPartition{Topic: topic, Partition: 0}
-	if _, err := c.Produce(topic, 1, 0, 100); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 0, 100)
 	admin, err := sarama.NewClusterAdmin(c.Addrs(), testcluster.SaramaConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -36,10 +33,7 @@ func TestRetentionDeletesCommittedOffset(t *testing.T) {
 	defer admin.Close()
 
 	// A first member commits 50.
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), apiConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := mustJoin(t, c, group, sub, apiConfig(t))
 	for want := int64(0); want < 50; want++ {
 		m := mustNext(t, cons.Each, 30*time.Second)
 		if m.Offset != want {
@@ -57,10 +51,7 @@ func TestRetentionDeletesCommittedOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cons, err = manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), apiConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons = mustJoin(t, c, group, sub, apiConfig(t))
 	defer cons.Close()
 	resets := 0
 	drainErrors := func() {
@@ -91,9 +82,7 @@ func TestRetentionDeletesCommittedOffset(t *testing.T) {
 	if err := cons.Pause(t.Context(), tp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, 1, 100, 100); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 100, 100)
 	if err := admin.DeleteRecords(topic, map[int32]int64{0: 150}); err != nil {
 		t.Fatal(err)
 	}

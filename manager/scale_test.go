@@ -33,7 +33,7 @@ func TestScaleConvergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
-	prod := startProducer(c, topic, parts, 0, 1000, 250*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 1000, 250*time.Millisecond)
 	o := joinOpts{strict: true, configure: func(cfg *manager.Config) {
 		cfg.Partition.CommitInterval = time.Second
 	}}
@@ -50,30 +50,14 @@ func TestScaleConvergence(t *testing.T) {
 		t.Logf("leave, %d left: balanced in %v", len(ins), took)
 	}
 	last := ins[0]
-	n := prod.halt(t)
-	await(t, 3*time.Minute, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 3*time.Minute, "every message consumed", func() bool { return rec.Count(topic, n) == n })
 	st := last.c.Stats()
 	t.Logf("last member: %d rebalances by cause %v, %d partition restarts", st.Rebalances, st.RebalancesByCause, st.PartitionRestarts)
 	last.close(t)
-	rec.checkExactlyOnce(t, topic, n)
+	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := committed(t, c, group, topic, parts)
-	bad := 0
-	for p := int32(0); p < parts; p++ {
-		if got[p] != hwm[p] {
-			if bad < 5 {
-				t.Errorf("partition %d: committed %d, log-end %d", p, got[p], hwm[p])
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d partitions committed short of their log end", bad, parts)
-	}
+	testcluster.CheckCommittedAtEnd(t, c, group, topic, parts)
 }
 
 // TestRollingBrokerRestart: 3 members over 24 partitions (replication 3)
@@ -85,17 +69,10 @@ func TestScaleConvergence(t *testing.T) {
 func TestRollingBrokerRestart(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(3))
 	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 24
-	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopic(t, c, parts)
 	rec := newRecorder(t)
-	prod := startProducer(c, topic, parts, 0, 48, 100*time.Millisecond)
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 48, 100*time.Millisecond)
 	o := joinOpts{strict: true}
 	ins := []*instance{
 		join(t, c, group, sub, "a", rec, o),
@@ -123,8 +100,8 @@ func TestRollingBrokerRestart(t *testing.T) {
 		}
 		t.Logf("broker %d restarted", id)
 	}
-	n := prod.halt(t)
-	await(t, 2*time.Minute, "every message consumed", func() bool { return rec.count(topic, n) == n })
+	n := prod.Halt(t)
+	await(t, 2*time.Minute, "every message consumed", func() bool { return rec.Count(topic, n) == n })
 	for _, in := range ins {
 		b, a := before[in.name], in.c.Stats()
 		// A claim that waited on a peer's since the start (under load the
@@ -145,6 +122,6 @@ func TestRollingBrokerRestart(t *testing.T) {
 	for _, in := range ins {
 		in.close(t)
 	}
-	rec.checkExactlyOnce(t, topic, n)
+	rec.CheckExactlyOnce(t, topic, n)
 	rec.checkViolations(t)
 }

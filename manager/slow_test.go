@@ -20,15 +20,10 @@ func TestSlowPartitionDoesNotStall(t *testing.T) {
 	const parts, per, maxUnacked = 4, 600, 50
 	t.Run("merged", func(t *testing.T) {
 		topic, group, sub := newTopic(t, c, parts)
-		if _, err := c.Produce(topic, parts, 0, per*parts); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustProduce(t, c, topic, parts, 0, per*parts)
 		cfg := apiConfig(t)
 		cfg.Partition.MaxUnacked = maxUnacked
-		cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cons := mustJoin(t, c, group, sub, cfg)
 		defer cons.Close()
 		got := map[int32]int{}
 		var held []*manager.Message
@@ -65,16 +60,11 @@ func TestSlowPartitionDoesNotStall(t *testing.T) {
 	})
 	t.Run("partitions", func(t *testing.T) {
 		topic, group, sub := newTopic(t, c, parts)
-		if _, err := c.Produce(topic, parts, 0, per*parts); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustProduce(t, c, topic, parts, 0, per*parts)
 		cfg := apiConfig(t)
 		cfg.Partition.MaxUnacked = maxUnacked
 		cfg.Mode = manager.ModePartitions
-		cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cons := mustJoin(t, c, group, sub, cfg)
 		defer cons.Close()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()

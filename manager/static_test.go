@@ -74,7 +74,7 @@ type staticGroup struct {
 	sub     *subscription.Subscription
 	rec     *recorder
 	moves   *moveLog
-	prod    *producer
+	prod    *testcluster.Producer
 	a, b, d *instance // d is "c": its ZooKeeper connection goes through proxy
 	proxy   *faultproxy.Proxy
 }
@@ -93,11 +93,8 @@ func newStaticGroup(t *testing.T) *staticGroup {
 	if g.sub, err = subscription.Static(g.topic); err != nil {
 		t.Fatal(err)
 	}
-	if g.proxy, err = faultproxy.New(c.ZooKeeperAddr()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.proxy.Close() })
-	g.prod = startProducer(c, g.topic, staticParts, 0, 48, 50*time.Millisecond)
+	g.proxy = testcluster.ZooKeeperProxy(t, c)
+	g.prod = testcluster.StartProducer(t, c, g.topic, staticParts, 0, 48, 50*time.Millisecond)
 	g.a = g.join(t, "a", "a", false)
 	g.b = g.join(t, "b", "b", false)
 	g.d = g.join(t, "c", "c", true)
@@ -182,10 +179,10 @@ func TestStaticRestart(t *testing.T) {
 	if d := time.Since(left); d >= staticGrace {
 		t.Errorf("after Leave, a took b's partitions after %v, not before the grace %v", d, staticGrace)
 	}
-	n := g.prod.halt(t)
-	await(t, 90*time.Second, "every message consumed", func() bool { return g.rec.count(g.topic, n) == n })
+	n := g.prod.Halt(t)
+	await(t, 90*time.Second, "every message consumed", func() bool { return g.rec.Count(g.topic, n) == n })
 	a.close(t)
-	g.rec.checkExactlyOnce(t, g.topic, n)
+	g.rec.CheckExactlyOnce(t, g.topic, n)
 	g.rec.checkViolations(t)
 }
 
@@ -213,7 +210,7 @@ func TestStaticCrashRestart(t *testing.T) {
 		t.Errorf("c restarted after a crash with %v; it had %v", got, before["c"])
 	}
 	g.unmoved(t, "c's crash and restart", before, a, b)
-	n := g.prod.halt(t)
-	await(t, 90*time.Second, "every message consumed", func() bool { return g.rec.count(g.topic, n) == n })
+	n := g.prod.Halt(t)
+	await(t, 90*time.Second, "every message consumed", func() bool { return g.rec.Count(g.topic, n) == n })
 	g.rec.checkViolations(t)
 }

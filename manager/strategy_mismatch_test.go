@@ -27,7 +27,7 @@ type mismatchMember struct {
 }
 
 func joinWithStrategy(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
-	s assign.Strategy, led *ledger) *mismatchMember {
+	s assign.Strategy, led *testcluster.Ledger) *mismatchMember {
 	t.Helper()
 	cfg := baseConfig(t, name)
 	cfg.Strategy = s
@@ -53,7 +53,7 @@ func joinWithStrategy(t *testing.T, c *testcluster.Cluster, group string, sub *s
 				t.Errorf("%s: Each: %v", name, err)
 				return
 			}
-			led.add(name, msg.Partition, msg.Offset, string(msg.Value))
+			led.Add(name, msg.Partition, msg.Offset, string(msg.Value))
 			cons.Ack(msg)
 		}
 	}()
@@ -114,10 +114,8 @@ func TestStrategyMismatch(t *testing.T) {
 	defer func() { t.Logf("took %v without the cluster's start", time.Since(began)) }()
 	const parts = 8
 	topic, group, sub := newTopic(t, c, parts)
-	if _, err := c.Produce(topic, parts, 0, 800); err != nil {
-		t.Fatal(err)
-	}
-	led := newLedger()
+	testcluster.MustProduce(t, c, topic, parts, 0, 800)
+	led := testcluster.NewLedger()
 	a := joinWithStrategy(t, c, group, sub, "a", assign.Func("mine", assign.Balanced().Assign), led)
 	t.Logf("a owns 8 in %v", await(t, 60*time.Second, "a owning 8", func() bool { return holding(a, 1, parts) }))
 
@@ -175,10 +173,8 @@ func TestStrategyMismatch(t *testing.T) {
 			t.Errorf("%s: Stats.StrategyConflicts %+v; want what Errors() said, %+v", w.m.name, st.StrategyConflicts, se)
 		}
 	}
-	if _, err := c.Produce(topic, parts, 800, 800); err != nil {
-		t.Fatal(err)
-	}
-	await(t, 60*time.Second, "1600 consumed", func() bool { return led.consumedCount(topic, 1600) == 1600 })
+	testcluster.MustProduce(t, c, topic, parts, 800, 800)
+	await(t, 60*time.Second, "1600 consumed", func() bool { return led.Count(topic, 1600) == 1600 })
 
 	cc := joinWithStrategy(t, c, group, sub, "c", assign.Sticky(), led)
 	await(t, timeout, "c reported by and reporting a and b", func() bool {
@@ -206,13 +202,11 @@ func TestStrategyMismatch(t *testing.T) {
 			t.Errorf("%s: Stats.StrategyMismatches %v, Strategy %q; want [%s], balanced", w.m.name, st.StrategyMismatches, st.Strategy, w.peer)
 		}
 	}
-	if _, err := c.Produce(topic, parts, 1600, 800); err != nil {
-		t.Fatal(err)
-	}
-	await(t, 60*time.Second, "2400 consumed", func() bool { return led.consumedCount(topic, 2400) == 2400 })
+	testcluster.MustProduce(t, c, topic, parts, 1600, 800)
+	await(t, 60*time.Second, "2400 consumed", func() bool { return led.Count(topic, 2400) == 2400 })
 	b.close(t)
 	cc.close(t)
-	led.checkExactlyOnce(t, topic, 2400)
+	led.CheckExactlyOnce(t, topic, 2400)
 	for _, m := range []*mismatchMember{a, b, cc} {
 		if _, n := m.mismatchFrom(""); n != 2 {
 			t.Errorf("%s reported %d mismatches, want 2 (one per peer)", m.name, n)

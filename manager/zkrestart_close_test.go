@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -22,23 +21,16 @@ import (
 func TestCloseAfterZooKeeperRestart(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(1))
 	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 24
-	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, parts, 1)
 	rec := newRecorder(t)
 	const closeTimeout = 10 * time.Second
 	short := func(cfg *manager.Config) { cfg.CloseTimeout = closeTimeout }
 	a := join(t, c, group, sub, "a", rec, joinOpts{configure: short})
 	b := join(t, c, group, sub, "b", rec, joinOpts{configure: short})
 	await(t, 60*time.Second, "2 balanced", func() bool { return balanced(parts, a, b) })
-	prod := startProducer(c, topic, parts, 0, 48, 50*time.Millisecond)
-	await(t, 30*time.Second, "consuming under load", func() bool { return rec.receivedBy("a") > 500 && rec.receivedBy("b") > 500 })
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 48, 50*time.Millisecond)
+	await(t, 30*time.Second, "consuming under load", func() bool { return rec.By("a") > 500 && rec.By("b") > 500 })
 	sessionB := b.c.Stats().SessionID
 
 	if err := c.StopZooKeeper(); err != nil {
@@ -79,7 +71,7 @@ func TestCloseAfterZooKeeperRestart(t *testing.T) {
 	}
 	_ = servingAt
 	await(t, 60*time.Second, "b owns every partition", func() bool { return balanced(parts, b) })
-	prod.halt(t)
+	prod.Halt(t)
 }
 
 // TestCloseWhileHandshakeUnanswered: the member's ZooKeeper connection
@@ -101,16 +93,8 @@ func TestCloseWhileHandshakeUnanswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { front.Close() })
-	silent, err := faultproxy.New(c.ZooKeeperAddr()) // stalled for good: accepts, never answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { silent.Close() })
+	front := testcluster.ZooKeeperProxy(t, c)
+	silent := testcluster.ZooKeeperProxy(t, c) // stalled for good: accepts, never answers
 	silent.Stall()
 
 	rec := newRecorder(t)
@@ -121,9 +105,9 @@ func TestCloseWhileHandshakeUnanswered(t *testing.T) {
 	}
 	a := join(t, c, group, sub, "a", rec, joinOpts{configure: short, zk: front.Addr() + c.Chroot()})
 	await(t, 60*time.Second, "a owns every partition", func() bool { return balanced(parts, a) })
-	prod := startProducer(c, topic, parts, 0, 48, 50*time.Millisecond)
-	defer prod.halt(t)
-	await(t, 30*time.Second, "consuming under load", func() bool { return rec.receivedBy("a") > 500 })
+	prod := testcluster.StartProducer(t, c, topic, parts, 0, 48, 50*time.Millisecond)
+	defer prod.Halt(t)
+	await(t, 30*time.Second, "consuming under load", func() bool { return rec.By("a") > 500 })
 
 	front.SetUpstream(silent.Addr())
 	front.Cut()

@@ -126,23 +126,14 @@ func BenchmarkDaemon(b *testing.B) {
 		}
 	}
 	benchkit.Say("== BenchmarkDaemon: topic %s: %d messages of %d B over %d partitions (per-message HTTP: %d, exec: %d); %d round(s); sides %v; binary %s; load average %s",
-		topic, *flagMessages, valueLen, *flagPartitions, min(*flagSlow, *flagMessages), min(*flagExecSlow, *flagMessages), *flagRounds, sideNames(ready), bin, loadAvg())
+		topic, *flagMessages, valueLen, *flagPartitions, min(*flagSlow, *flagMessages), min(*flagExecSlow, *flagMessages), *flagRounds, sideNames(ready), bin, benchkit.LoadAvg())
 	got := map[string][]result{}
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagRounds; r++ {
-			for j := range ready {
-				sd := ready[(j+r)%len(ready)]
-				res, err := pass(sd, r+1)
-				if err != nil {
-					b.Fatalf("round %d, %s: %v", r+1, sd.name, err)
-				}
-				got[sd.name] = append(got[sd.name], res)
-				benchkit.Say("   round %d %-26s %8d msgs %9.0f msgs/s (from the first %9.0f)  cpu %6.2f µs/msg  first %7.1f ms  SIGTERM: exit %s in %.2f s  load %s",
-					r+1, sd.name, res.want, res.rate(), res.steadyRate(), res.cpuPerMsg(), ms(res.first), res.exit, res.term.Seconds(), loadAvg())
-			}
-		}
-	}
+	benchkit.Rounds(b, b.N, *flagRounds, ready, func(sd side) string { return sd.name }, pass, func(sd side, round int, res result) {
+		got[sd.name] = append(got[sd.name], res)
+		benchkit.Say("   round %d %-26s %8d msgs %9.0f msgs/s (from the first %9.0f)  cpu %6.2f µs/msg  first %7.1f ms  SIGTERM: exit %s in %.2f s  load %s",
+			round, sd.name, res.want, res.rate(), res.steadyRate(), res.cpuPerMsg(), ms(res.first), res.exit, res.term.Seconds(), benchkit.LoadAvg())
+	})
 	b.StopTimer()
 	summarize(b, ready, got)
 }
@@ -188,16 +179,3 @@ func sideNames(sds []side) []string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// loadAvg is the first three fields of /proc/loadavg ("?" if unreadable).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}

@@ -21,16 +21,7 @@ func summarize(b *testing.B, sds []side, got map[string][]result) {
 	for _, sd := range sds {
 		rs := got[sd.name]
 		base := got[sd.base]
-		col := func(get func(result) float64) (float64, float64) {
-			var v, ratios []float64
-			for i, r := range rs {
-				v = append(v, get(r))
-				if i < len(base) {
-					ratios = append(ratios, get(r)/get(base[i]))
-				}
-			}
-			return benchkit.Median(v), benchkit.Median(ratios)
-		}
+		col := func(get func(result) float64) (float64, float64) { return benchkit.MedianRatio(rs, base, get) }
 		rate, rateR := col(result.rate)
 		steady, steadyR := col(result.steadyRate)
 		cpu, cpuR := col(result.cpuPerMsg)
@@ -58,7 +49,7 @@ func summarize(b *testing.B, sds []side, got map[string][]result) {
 	benchkit.Say("   (msgs/s: process start to the last message; from 1st: first message to the last; cpu: user+sys of the process and its children over its whole life, per message;")
 	benchkit.Say("    first: process start to the first message (exec sides: to the first commit seen); SIGTERM: signal to exit, with the exit status)")
 	goals(med)
-	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", loadAvg())
+	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", benchkit.LoadAvg())
 }
 
 // goals prints the daemon's targets (bench/README.md, "daemon") that the

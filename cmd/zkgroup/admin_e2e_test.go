@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -170,15 +169,9 @@ func TestAdminOperations(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, 600); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 600)
 	openOffsetNodes := offsetNodes(t, c, group, topic, parts)
-	proxy, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := testcluster.ZooKeeperProxy(t, c)
 	a := startAdminDaemon(t, c, proxy.Addr()+c.Chroot(), group, "static:"+topic, "")
 	b := startAdminDaemon(t, c, c.ZooKeeperConnect(), group, "static:"+topic, "")
 	a.ready(60 * time.Second)
@@ -279,37 +272,13 @@ func checkRunningMetrics(t *testing.T, a *adminDaemon) {
 	}
 }
 
-// produceWhile keeps messages flowing to topic until the returned stop is
-// called (once or more).
-func produceWhile(t *testing.T, c *testcluster.Cluster, topic string, parts int32) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if _, err := c.Produce(topic, parts, 1000+i*60, 60); err != nil {
-				t.Errorf("producing: %v", err)
-				return
-			}
-			time.Sleep(50 * time.Millisecond) // pacing the producer, not synchronisation
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }); wg.Wait() }
-}
-
 // stallZooKeeper stalls a's ZooKeeper connection (no byte either way, no
 // TCP error) while messages flow: once the session is unhealthy, /readyz
 // answers 503 naming it while /healthz stays 200; after the stall (the
 // session may have expired meanwhile) both answer 200 again.
 func stallZooKeeper(t *testing.T, c *testcluster.Cluster, a *adminDaemon, proxy *faultproxy.Proxy, topic string, parts int32) {
-	stopProducing := produceWhile(t, c, topic, parts)
+	prod := testcluster.StartProducer(t, c, topic, parts, 1000, 60, 50*time.Millisecond)
+	stopProducing := func() { prod.Halt(t) }
 	defer stopProducing()
 	proxy.Stall()
 	stalled := time.Now()

@@ -74,9 +74,7 @@ func TestSIGTERMBatchInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 			begun := time.Now()
-			if _, err := c.Produce(topic, parts, 0, n); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustProduce(t, c, topic, parts, 0, n)
 			t.Logf("produced in %v", time.Since(begun))
 			r, w, err := os.Pipe()
 			if err != nil {

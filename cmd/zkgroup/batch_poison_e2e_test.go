@@ -39,9 +39,7 @@ func TestBatchSinksPoison(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := c.Produce(topic, parts, 0, n); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustProduce(t, c, topic, parts, 0, n)
 			poison := testcluster.Value(topic, poisonAt)
 			var sinkCfg string
 			var delivered func() []string

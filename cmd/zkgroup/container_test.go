@@ -175,9 +175,7 @@ func TestContainerImage(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	port := testcluster.FreePort(t)
 	name := fmt.Sprintf("zkgroup-test-%d", os.Getpid())
 	p.must("run", "-d", "--name", name, "--network=host",

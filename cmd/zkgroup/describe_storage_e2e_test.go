@@ -22,9 +22,7 @@ func TestDescribeFindsOffsetStorage(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, 2, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, 2, 0, 10); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 10)
 	zkc := c.ZooKeeperConnect()
 	describe := func(group string, extra ...string) ops.Description {
 		t.Helper()

@@ -242,9 +242,7 @@ func TestExecSinkTransientFailure(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
 	script := filepath.Join(dir, "handle.sh")
@@ -416,9 +414,7 @@ func TestNotifyHealthAndFootprint(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, 2400); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, 2400)
 	port := testcluster.FreePort(t)
 	cfg := strings.Replace(baseConfig(c, group, topic, ""), `listen: ""`, fmt.Sprintf("listen: 127.0.0.1:%d", port), 1)
 	started := time.Now()

@@ -36,7 +36,7 @@ type fenceEnv struct {
 	ms           []*member
 	poll         *offsetPoller
 	log          *commitLog
-	prod         *producer
+	prod         *testcluster.Producer
 	nf           *testcluster.NetFault
 	start        time.Time
 }
@@ -119,7 +119,7 @@ func (e *fenceEnv) since() string {
 // checks committed == log end and that no committed offset went back.
 func (e *fenceEnv) finish(t *testing.T, live []*member) {
 	t.Helper()
-	produced := e.prod.finish(t)
+	produced := finish(t, e.prod)
 	var lost []printed
 	if !testcluster.Poll(60*time.Second, 100*time.Millisecond, func() bool {
 		lost = missing(t, produced, e.ms)

@@ -43,7 +43,7 @@ func startDaemonAs(t *testing.T, o runOpts, u *testcluster.NetUser) *proc {
 	if err := os.WriteFile(cfg, []byte(o.config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
+	d := &proc{t: t, stderr: &testcluster.Buffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
 	if u != nil {
 		// MkdirTemp makes 0700 folders: u must traverse them.
 		for _, p := range []string{dir, filepath.Dir(bin), filepath.Dir(d.notify.path)} {
@@ -343,95 +343,22 @@ func (p *offsetPoller) check(t *testing.T) {
 	}
 }
 
-// producer writes one message to each partition every 10 ms (600 a
-// second over 6 partitions), acks=all, until stopped, and records where
-// each landed.
-type producer struct {
-	mu       sync.Mutex
-	produced []printed
-	err      error
-	stop     chan struct{}
-	done     chan struct{}
-}
-
-func startProducer(t *testing.T, c *testcluster.Cluster, topic string, parts int32) *producer {
+// startProducer writes one message to each partition every 10 ms (600 a
+// second over 6 partitions), acks=all, until finish.
+func startProducer(t *testing.T, c *testcluster.Cluster, topic string, parts int32) *testcluster.Producer {
 	t.Helper()
-	cfg := testcluster.SaramaConfig()
-	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
-	ap, err := sarama.NewAsyncProducer(c.Addrs(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &producer{stop: make(chan struct{}), done: make(chan struct{})}
-	results := make(chan struct{})
-	go func() { // results, until AsyncClose closed both channels
-		defer close(results)
-		succ, errs := ap.Successes(), ap.Errors()
-		for succ != nil || errs != nil {
-			select {
-			case m, ok := <-succ:
-				if !ok {
-					succ = nil
-					continue
-				}
-				p.mu.Lock()
-				p.produced = append(p.produced, printed{m.Partition, m.Offset})
-				p.mu.Unlock()
-			case e, ok := <-errs:
-				if !ok {
-					errs = nil
-					continue
-				}
-				p.mu.Lock()
-				if p.err == nil {
-					p.err = e.Err
-				}
-				p.mu.Unlock()
-			}
-		}
-	}()
-	go func() {
-		defer close(p.done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			for q := int32(0); q < parts; q++ {
-				n := i*int(parts) + int(q)
-				ap.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: q,
-					Key: sarama.StringEncoder(testcluster.Key(topic, n)), Value: sarama.StringEncoder(testcluster.Value(topic, n))}
-			}
-			select {
-			case <-p.stop:
-				ap.AsyncClose()
-				<-results
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	t.Cleanup(func() { p.close() })
-	return p
+	return testcluster.StartProducer(t, c, topic, parts, 0, int(parts), 10*time.Millisecond)
 }
 
-func (p *producer) close() {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-	<-p.done
-}
-
-// finish stops the producer and returns what it wrote (acknowledged).
-func (p *producer) finish(t *testing.T) []printed {
+// finish stops p and returns where what it wrote landed (acknowledged).
+func finish(t *testing.T, p *testcluster.Producer) []printed {
 	t.Helper()
-	p.close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		t.Fatalf("producer: %v", p.err)
+	p.Halt(t)
+	var out []printed
+	for _, w := range p.Written() {
+		out = append(out, printed{w.Partition, w.Offset})
 	}
-	return p.produced
+	return out
 }
 
 // missing returns the produced messages no member printed.

@@ -62,29 +62,11 @@ func binary(t *testing.T) string {
 	return built.path
 }
 
-// lockedBuffer collects a process's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // proc is a running `zkgroup run`.
 type proc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testcluster.Buffer
 	done   chan struct{}
 	code   int
 	notify *notifySocket
@@ -173,7 +155,7 @@ func startDaemon(t *testing.T, o runOpts) *proc {
 	if err := os.WriteFile(cfg, []byte(o.config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
+	d := &proc{t: t, stderr: &testcluster.Buffer{}, done: make(chan struct{}), notify: newNotifySocket(t)}
 	launch(t, d, bin, cfg, "", o, nil)
 	return d
 }
@@ -361,33 +343,21 @@ func httpGet(url string) (string, error) {
 	return string(b), err
 }
 
-// checkCommittedAtEnd asserts that the group's committed offsets of every
-// partition of topic are its log end, and returns the log ends.
 // awaitCommittedAtEnd waits until every partition's committed offset is
 // its log end, for a daemon still running (it commits on its own
-// interval), then checks it as checkCommittedAtEnd does.
+// interval), then checks it as checkCommittedAtEnd does (with the log
+// ends read again), and returns the log ends.
 func awaitCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
 	t.Helper()
 	testcluster.AwaitCommittedAtEnd(t, c, group, topic, parts)
 	return checkCommittedAtEnd(t, c, group, topic, parts)
 }
 
+// checkCommittedAtEnd asserts that the group's committed offsets of every
+// partition of topic are its log end, and returns the log ends.
 func checkCommittedAtEnd(t *testing.T, c *testcluster.Cluster, group, topic string, parts int32) map[int32]int64 {
 	t.Helper()
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed, err := c.CommittedOffsets(ctx(t), group, topic, parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := int32(0); p < parts; p++ {
-		if committed[p] != hwm[p] {
-			t.Errorf("partition %d: committed %d, log end %d", p, committed[p], hwm[p])
-		}
-	}
-	return hwm
+	return testcluster.CheckCommittedAtEnd(t, c, group, topic, parts)
 }
 
 // describeMatchesKafka runs describe --json with args and checks it against

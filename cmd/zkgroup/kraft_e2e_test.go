@@ -37,9 +37,7 @@ func TestKRaftJoinConsumeRebalance(t *testing.T) {
 	cfg := kraftConfig(c, group, topic, "")
 	produce := func(from int) {
 		t.Helper()
-		if _, err := c.Produce(topic, parts, from, step); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustProduce(t, c, topic, parts, from, step)
 	}
 	printed := func() []string { return append(readLines(t, out1), readLines(t, out2)...) }
 

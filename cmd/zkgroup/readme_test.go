@@ -108,7 +108,7 @@ func TestReadmeFirstRun(t *testing.T) {
 		return out.String(), cmd.ProcessState.ExitCode()
 	}
 	var daemon *exec.Cmd
-	var daemonErr lockedBuffer
+	var daemonErr testcluster.Buffer
 	var notify *notifySocket
 	done := make(chan struct{})
 	t.Cleanup(func() {

@@ -96,9 +96,7 @@ func TestSecuredListeners(t *testing.T) {
 			if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Produce(topic, parts, 0, n); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustProduce(t, c, topic, parts, 0, n)
 			tc.s.zookeeper = c.ZooKeeperConnect()
 			cfg := securedConfig(tc.s, group, topic, "")
 			consumeAll(t, cfg, tc.s.env, topic, n)
@@ -143,9 +141,7 @@ func TestSecuredZooKeeper(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	s := secured{
 		brokers:   c.SecureAddrs("SASL_SSL"),
 		zookeeper: c.ZooKeeperConnect(),
@@ -263,9 +259,7 @@ func TestSecuredRefusals(t *testing.T) {
 	// The group's nodes exist, created with credentials zkgroup:right.
 	owner := secured{brokers: c.Addrs(), zookeeper: c.ZooKeeperConnect(),
 		zkSection: "zookeeper_auth: {username: zkgroup, password_env: ZKG_ZK_PW}\n", env: []string{"ZKG_ZK_PW=right"}}
-	if _, err := c.Produce(topic, 1, 0, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 0, 3)
 	consumeAll(t, securedConfig(owner, group, topic, ""), owner.env, topic, 3)
 
 	sasl := func(pw string) secured {
@@ -338,9 +332,7 @@ func TestSecuredZooKeeperTLSRun(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	s := secured{brokers: c.Addrs(), zookeeper: c.ZooKeeperSecureConnect(),
 		zkSection: fmt.Sprintf("zookeeper_auth: {username: zkgroup, password_env: ZKG_ZK_PW}\nzookeeper_tls: {enable: true, ca_file: %q, cert_file: %q, key_file: %q}\n",
 			p.CAFile, p.ClientCert, p.ClientKey),

@@ -45,9 +45,7 @@ func TestStartWhileZooKeeperDown(t *testing.T) {
 	if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	if err := c.StopZooKeeper(); err != nil {
 		t.Fatal(err)
 	}

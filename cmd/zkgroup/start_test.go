@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/notify"
 	"github.com/zkgroup/zkgroup/internal/logcheck"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/manager"
 )
@@ -46,26 +45,14 @@ func TestZooKeeperUnreachable(t *testing.T) {
 
 // startDaemonOnly is a daemon with what startWait uses, logging JSON into
 // a buffer.
-func startDaemonOnly(t *testing.T, bound time.Duration) (*daemon, *syncBuffer) {
+func startDaemonOnly(t *testing.T, bound time.Duration) (*daemon, *testcluster.Buffer) {
 	cfg := config.Default()
 	cfg.ZooKeeper = "zk:2181"
 	cfg.ZooKeeperStartTimeout = config.Duration(bound)
-	buf := &syncBuffer{}
+	buf := &testcluster.Buffer{}
 	log := slog.New(logcheck.Check(t, slog.NewJSONHandler(buf, nil)))
 	return &daemon{cfg: cfg, log: log, notify: notify.New(log), live: admin.NewLiveness(time.Minute)}, buf
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 var errUnreachable = fmt.Errorf("ops: zookeeper zk:2181: %w", zkconn.ErrTimeout)
 

@@ -47,7 +47,7 @@ type staticEnv struct {
 	group, topic string
 	config       func(id string) string
 	ms           []*member
-	prod         *producer
+	prod         *testcluster.Producer
 	poll         *offsetPoller
 	watch        *outWatch
 	start        time.Time
@@ -283,7 +283,7 @@ func testStaticRestart(t *testing.T, kind restartKind, extra string) {
 		}
 	}
 
-	produced := e.prod.finish(t)
+	produced := finish(t, e.prod)
 	var lost []printed
 	if !testcluster.Poll(60*time.Second, 100*time.Millisecond, func() bool {
 		lost = missing(t, produced, e.ms)

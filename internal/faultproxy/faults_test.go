@@ -9,12 +9,7 @@ import (
 )
 
 func TestStallHoldsBytesUntilResume(t *testing.T) {
-	up, conns := startControlled(t)
-	p := newProxy(t, up.Addr())
-	c := dial(t, p.Addr())
-	send(t, c, "hi")
-	s := accepted(t, conns)
-	expect(t, s, "hi")
+	p, c, s, _ := throughControlled(t, "hi")
 
 	p.Stall()
 	send(t, c, "client->server")
@@ -33,11 +28,7 @@ func TestStallHoldsBytesUntilResume(t *testing.T) {
 }
 
 func TestStallKeepsOrderOfHeldBytes(t *testing.T) {
-	up := startEcho(t, "")
-	p := newProxy(t, up.Addr())
-	c := dial(t, p.Addr())
-	send(t, c, "warm")
-	expect(t, c, "warm")
+	p, c := throughEcho(t, "warm")
 
 	p.Stall()
 	payload := pattern(1 << 20) // more than one copy buffer and socket buffers
@@ -86,12 +77,7 @@ func TestStallAppliesToNewConnections(t *testing.T) {
 }
 
 func TestStallHoldsEndOfStream(t *testing.T) {
-	up, conns := startControlled(t)
-	p := newProxy(t, up.Addr())
-	c := dial(t, p.Addr())
-	send(t, c, "x")
-	s := accepted(t, conns)
-	expect(t, s, "x")
+	p, c, s, _ := throughControlled(t, "x")
 
 	p.Stall()
 	send(t, s, "last words")
@@ -109,11 +95,7 @@ func TestStallHoldsEndOfStream(t *testing.T) {
 }
 
 func TestCutBreaksConnectionsPromptly(t *testing.T) {
-	up := startEcho(t, "")
-	p := newProxy(t, up.Addr())
-	c := dial(t, p.Addr())
-	send(t, c, "x")
-	expect(t, c, "x")
+	p, c := throughEcho(t, "x")
 
 	start := time.Now()
 	p.Cut()
@@ -130,12 +112,7 @@ func TestCutBreaksConnectionsPromptly(t *testing.T) {
 }
 
 func TestCutResetsUpstreamSide(t *testing.T) {
-	up, conns := startControlled(t)
-	p := newProxy(t, up.Addr())
-	c := dial(t, p.Addr())
-	send(t, c, "x")
-	s := accepted(t, conns)
-	expect(t, s, "x")
+	p, c, s, _ := throughControlled(t, "x")
 
 	p.Cut()
 	expectBroken(t, s)
@@ -143,12 +120,7 @@ func TestCutResetsUpstreamSide(t *testing.T) {
 }
 
 func TestCutReleasesStalledConnections(t *testing.T) {
-	up, conns := startControlled(t)
-	p := newProxy(t, up.Addr())
-	c := dial(t, p.Addr())
-	send(t, c, "x")
-	s := accepted(t, conns)
-	expect(t, s, "x")
+	p, c, s, _ := throughControlled(t, "x")
 
 	p.Stall()
 	send(t, c, "held")
@@ -162,11 +134,7 @@ func TestCutReleasesStalledConnections(t *testing.T) {
 }
 
 func TestBlockRefusesUntilUnblock(t *testing.T) {
-	up := startEcho(t, "")
-	p := newProxy(t, up.Addr())
-	existing := dial(t, p.Addr())
-	send(t, existing, "x")
-	expect(t, existing, "x")
+	p, existing := throughEcho(t, "x")
 
 	p.Block()
 	expectBroken(t, existing)

@@ -249,3 +249,29 @@ func expectRefused(tb testing.TB, addr string) {
 	defer c.Close()
 	expectBroken(tb, c)
 }
+
+// throughControlled starts a controlled upstream and a proxy to it, and
+// returns the proxy with both ends of one connection through it, after
+// msg went from the client to the server.
+func throughControlled(tb testing.TB, msg string) (p *Proxy, c, s net.Conn, conns <-chan net.Conn) {
+	tb.Helper()
+	up, conns := startControlled(tb)
+	p = newProxy(tb, up.Addr())
+	c = dial(tb, p.Addr())
+	send(tb, c, msg)
+	s = accepted(tb, conns)
+	expect(tb, s, msg)
+	return p, c, s, conns
+}
+
+// throughEcho starts an echo upstream and a proxy to it, and returns the
+// proxy with a client connection through it whose msg was echoed.
+func throughEcho(tb testing.TB, msg string) (p *Proxy, c net.Conn) {
+	tb.Helper()
+	up := startEcho(tb, "")
+	p = newProxy(tb, up.Addr())
+	c = dial(tb, p.Addr())
+	send(tb, c, msg)
+	expect(tb, c, msg)
+	return p, c
+}

@@ -95,12 +95,7 @@ func TestForwardsLargePayload(t *testing.T) {
 }
 
 func TestHalfCloseIsPropagated(t *testing.T) {
-	up, conns := startControlled(t)
-	p := newProxy(t, up.Addr())
-	c := dial(t, p.Addr())
-	send(t, c, "req")
-	s := accepted(t, conns)
-	expect(t, s, "req")
+	p, c, s, _ := throughControlled(t, "req")
 
 	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatalf("CloseWrite: %v", err)

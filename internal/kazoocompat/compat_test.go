@@ -49,9 +49,7 @@ func kazooReadsZkgroup(t *testing.T, cl *testcluster.Cluster, storage manager.St
 	}
 	joined := time.Now()
 	ms := []*member{join(t, cl, group, static, storage), join(t, cl, group, static, storage), join(t, cl, group, white, storage)}
-	if _, err := cl.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, cl, topic, parts, 0, n)
 	hwm, err := cl.HighWaterMarks(topic)
 	if err != nil {
 		t.Fatal(err)
@@ -213,9 +211,7 @@ func zkgroupReadsKazoo(t *testing.T, cl *testcluster.Cluster, storage manager.St
 	if err := cl.CreateTopic(ctx, topic, parts, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Produce(topic, parts, 0, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, cl, topic, parts, 0, n)
 	hwmA, err := cl.HighWaterMarks(topic)
 	if err != nil {
 		t.Fatal(err)
@@ -288,9 +284,7 @@ func zkgroupReadsKazoo(t *testing.T, cl *testcluster.Cluster, storage manager.St
 	if err := in.ClaimPartition(topic, left); err != nil {
 		t.Fatalf("kazoo-go ClaimPartition(%d): %v", left, err)
 	}
-	if _, err := cl.Produce(topic, parts, n, n); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, cl, topic, parts, n, n)
 	hwmB, err := cl.HighWaterMarks(topic)
 	if err != nil {
 		t.Fatal(err)

@@ -26,9 +26,7 @@ func TestListerAgreesAndMerges(t *testing.T) {
 	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, P, 0, 3*P+5); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, P, 0, 3*P+5)
 	plain, err := sarama.NewClient(c.Addrs(), testcluster.SaramaConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,17 @@
 package metadata_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/metadata"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
@@ -31,8 +35,25 @@ func ExampleSnapshot_Selected() {
 	// Output: [orders payments] 3
 }
 
-// ExampleOpenSession shows the usual loop over the member's session; it
-// needs a cluster, so it only compiles.
+// printSelected prints the selected topics and their partition counts at
+// every change of w's view, until ctx ends.
+func printSelected(ctx context.Context, w *metadata.Watcher, out io.Writer) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.Changes():
+		}
+		s := w.Snapshot()
+		for _, topic := range s.Selected() {
+			fmt.Fprintln(out, topic, len(s.Topics[topic]), "partitions")
+		}
+	}
+}
+
+// The usual loop (printSelected) over a Watcher of the topics named
+// "orders.*" on the member's session. No Output: it needs ZooKeeper;
+// TestExampleOpenSession runs printSelected against the test cluster.
 func ExampleOpenSession() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{"127.0.0.1:2181"}, Chroot: "/kafka", SessionTimeout: 10 * time.Second, Logger: logger})
@@ -47,10 +68,34 @@ func ExampleOpenSession() {
 		return
 	}
 	defer w.Close()
-	for range w.Changes() {
-		s := w.Snapshot()
-		for _, topic := range s.Selected() {
-			fmt.Println(topic, len(s.Topics[topic]), "partitions")
-		}
+	printSelected(context.Background(), w, os.Stdout)
+}
+
+// TestExampleOpenSession runs ExampleOpenSession's loop on a topic created while it
+// runs: it prints the topic with its partition count, and returns when
+// its context ends.
+func TestExampleOpenSession(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Brokers(1))
+	topic := testcluster.Name(t, "orders")
+	w := open(t, c, only(topic))
+	var out testcluster.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		printSelected(ctx, w, &out)
+	}()
+	if err := c.CreateTopic(ctxT(t), topic, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := topic + " 2 partitions\n"
+	testcluster.Await(t, 90*time.Second, 10*time.Millisecond, "the loop to print "+want, func() bool {
+		return strings.Contains(out.String(), want)
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not return when its context ended")
 	}
 }

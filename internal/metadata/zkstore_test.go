@@ -8,7 +8,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -31,11 +30,7 @@ func TestOpenSessionWatches(t *testing.T) {
 	f.put("/brokers/topics/a", `{"version":1,"partitions":{"0":[1,2],"1":[2,1]}}`)
 	f.put("/brokers/topics/b", `{"version":1,"partitions":{"0":[3]}}`)
 
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testcluster.ZooKeeperProxy(t, c)
 	const timeout = 4 * time.Second
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, Chroot: f.chroot, SessionTimeout: timeout})
 	if err != nil {

@@ -253,6 +253,22 @@ type Position struct {
 // and returns where each landed. It blocks until all are acknowledged
 // (retrying for up to 20 s, through a broker's failover).
 func (c *Cluster) Produce(topic string, partitions int32, from, n int) (Produced, error) {
+	client, p, err := c.producer(topic, partitions)
+	if err != nil {
+		return Produced{}, err
+	}
+	defer client.Close()
+	out, err := produceBatch(p, topic, partitions, from, n)
+	if cerr := p.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("testcluster: producer close: %w", cerr)
+	}
+	return out, err
+}
+
+// producer returns a client whose metadata knows partitions partitions of
+// topic and an acks=all producer made from it; the caller closes both,
+// the producer first.
+func (c *Cluster) producer(topic string, partitions int32) (sarama.Client, sarama.AsyncProducer, error) {
 	cfg := SaramaConfig()
 	// A kill -9'd broker leads its partitions until its ZooKeeper session
 	// expires (BrokerSessionTimeout) and the controller moves them: the
@@ -264,13 +280,19 @@ func (c *Cluster) Produce(topic string, partitions int32, from, n int) (Produced
 	defer cancel()
 	client, err := c.TopicClient(ctx, cfg, topic, partitions)
 	if err != nil {
-		return Produced{}, err
+		return nil, nil, err
 	}
-	defer client.Close()
 	p, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
-		return Produced{}, fmt.Errorf("testcluster: producer: %w", err)
+		client.Close()
+		return nil, nil, fmt.Errorf("testcluster: producer: %w", err)
 	}
+	return client, p, nil
+}
+
+// produceBatch writes messages [from, from+n) through p as Produce
+// describes and waits until each is acknowledged or failed.
+func produceBatch(p sarama.AsyncProducer, topic string, partitions int32, from, n int) (Produced, error) {
 	out := Produced{PerPartition: map[int32]int64{}, Offsets: make(map[int]Position, n)}
 	done := make(chan error, 1)
 	go func() {
@@ -298,11 +320,7 @@ func (c *Cluster) Produce(topic string, partitions int32, from, n int) (Produced
 			Metadata:  i,
 		}
 	}
-	err = <-done
-	if cerr := p.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("testcluster: producer close: %w", cerr)
-	}
-	return out, err
+	return out, <-done
 }
 
 // metadataWait bounds how long the helpers below wait for metadata to

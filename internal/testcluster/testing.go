@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgroup/zkgroup/internal/faultproxy"
 )
 
 // InCI reports whether the tests run in CI (CI=true), where a test that
@@ -248,6 +250,60 @@ func AwaitCommittedAtEnd(tb testing.TB, c *Cluster, group, topic string, parts i
 		return true
 	}) {
 		tb.Fatalf("committed offsets %v (last error %v) never reached the log ends %v", got, err, hwm)
+	}
+	return hwm
+}
+
+// ZooKeeperProxy starts a fault proxy in front of c's ZooKeeper (the first
+// server's address, no chroot) and closes it when tb ends; a client
+// reaches ZooKeeper through it at p.Addr() + c.Chroot(). It fails tb when
+// the proxy cannot listen.
+func ZooKeeperProxy(tb testing.TB, c *Cluster) *faultproxy.Proxy {
+	tb.Helper()
+	p, err := faultproxy.New(c.ZooKeeperAddr())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	return p
+}
+
+// MustProduce is c.Produce that fails tb on an error.
+func MustProduce(tb testing.TB, c *Cluster, topic string, partitions int32, from, n int) Produced {
+	tb.Helper()
+	out, err := c.Produce(topic, partitions, from, n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// CheckCommittedAtEnd fails tb unless the group's Kafka-committed offset of
+// every partition of topic is its log end now, naming the first five that
+// are not, and returns the log ends.
+func CheckCommittedAtEnd(tb testing.TB, c *Cluster, group, topic string, parts int32) map[int32]int64 {
+	tb.Helper()
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	defer cancel()
+	got, err := c.CommittedOffsets(ctx, group, topic, parts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bad := 0
+	for p := int32(0); p < parts; p++ {
+		if got[p] != hwm[p] {
+			if bad < 5 {
+				tb.Errorf("partition %d: committed %d, log end %d", p, got[p], hwm[p])
+			}
+			bad++
+		}
+	}
+	if bad > 5 {
+		tb.Errorf("%d of %d partitions committed short of their log end", bad, parts)
 	}
 	return hwm
 }

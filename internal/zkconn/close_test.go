@@ -1,6 +1,7 @@
 package zkconn_test
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -8,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"go.uber.org/goleak"
@@ -43,16 +43,7 @@ func TestCloseRacingRequests(t *testing.T) {
 		}
 		// Close while every caller is in the middle of its requests.
 		testcluster.Await(t, 30*time.Second, time.Millisecond, "requests answered", func() bool { return answered.Load() >= 2*callers })
-		closed := make(chan struct{})
-		go func() {
-			s.Close()
-			close(closed)
-		}()
-		select {
-		case <-closed:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("round %d: Close still blocked after 30s", round)
-		}
+		closeWithin(t, s, 30*time.Second, fmt.Sprintf("round %d: ", round))
 		wg.Wait() // the callers out of go-zookeeper's code
 		// Close waited for go-zookeeper's goroutines: none of them still
 		// waits for anything (one may be finishing, runnable).
@@ -71,11 +62,7 @@ func TestCloseRacingRequests(t *testing.T) {
 func TestSessionCloseStalledServer(t *testing.T) {
 	c := testcluster.Shared(t)
 	ignore := goleak.IgnoreCurrent()
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testcluster.ZooKeeperProxy(t, c)
 	before := zkWaiting()
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: 4 * time.Second})
 	if err != nil {
@@ -89,16 +76,7 @@ func TestSessionCloseStalledServer(t *testing.T) {
 		t.Fatal("the session is not healthy right after a reply")
 	}
 	began := time.Now()
-	closed := make(chan struct{})
-	go func() {
-		s.Close()
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close still blocked after 30s")
-	}
+	closeWithin(t, s, 30*time.Second, "")
 	t.Logf("Close took %v", time.Since(began))
 	if after := zkWaiting(); len(after) > len(before) {
 		t.Fatalf("%d goroutines of go-zookeeper waiting once Close returned, %d before Dial:\n%s", len(after), len(before), strings.Join(after, "\n\n"))
@@ -131,4 +109,20 @@ func zkWaiting() []string {
 		}
 	}
 	return out
+}
+
+// closeWithin closes s and fails t (the message prefixed with what) when
+// Close has not returned within d.
+func closeWithin(t *testing.T, s *zkconn.Session, d time.Duration, what string) {
+	t.Helper()
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(d):
+		t.Fatalf("%sClose still blocked after %v", what, d)
+	}
 }

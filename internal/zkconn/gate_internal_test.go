@@ -156,27 +156,7 @@ func TestGatedConnCloseWakesRead(t *testing.T) {
 // (the client half-closed), while the client can still read what the
 // server sends; other requests leave the connection open.
 func TestGatedConnHalfClosesAfterCloseRequest(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	raw, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGatedConn(raw, raw, false)
-	defer g.Close()
-	server := <-accepted
-	defer server.Close()
-	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	g, server := gatedTCP(t)
 
 	getData := packet(1, 4, 8)
 	if _, err := g.Write(getData); err != nil {
@@ -230,27 +210,7 @@ func TestHalfCloser(t *testing.T) {
 // write that fails closes the connection (a read ends) and is reported
 // written.
 func TestGatedConnNoWriteFails(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	raw, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGatedConn(raw, raw, false)
-	defer g.Close()
-	server := <-accepted
-	defer server.Close()
-	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	g, server := gatedTCP(t)
 
 	closeReq := packet(1, opCloseSession, 0)
 	if _, err := g.Write(closeReq); err != nil {
@@ -281,4 +241,33 @@ func TestGatedConnNoWriteFails(t *testing.T) {
 	default:
 		t.Fatal("a failed write left the connection open")
 	}
+}
+
+// gatedTCP returns an ungated gatedConn over a loopback TCP connection and
+// the server's end of it (reads bounded by 10 s); both are closed when t
+// ends.
+func gatedTCP(t *testing.T) (*gatedConn, net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGatedConn(raw, raw, false)
+	t.Cleanup(func() { g.Close() })
+	server := <-accepted
+	t.Cleanup(func() { server.Close() })
+	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return g, server
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
@@ -20,16 +19,8 @@ import (
 // connection.
 func TestSessionResumesAfterUnansweredHandshake(t *testing.T) {
 	c := testcluster.Shared(t)
-	front, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer front.Close()
-	silent, err := faultproxy.New(c.ZooKeeperAddr()) // stalled for good: accepts, never answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
+	front := testcluster.ZooKeeperProxy(t, c)
+	silent := testcluster.ZooKeeperProxy(t, c) // stalled for good: accepts, never answers
 	silent.Stall()
 	const timeout = 6 * time.Second
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{front.Addr()}, SessionTimeout: timeout})

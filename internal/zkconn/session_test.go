@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkgroup/zkgroup/internal/faultproxy"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"go.uber.org/goleak"
@@ -39,11 +38,7 @@ func awaitStatus(t *testing.T, s *zkconn.Session, what string, cond func(zkconn.
 func TestSessionSuspendExpireRenew(t *testing.T) {
 	c := testcluster.Shared(t)
 	ignore := goleak.IgnoreCurrent()
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testcluster.ZooKeeperProxy(t, c)
 	const timeout = 4 * time.Second
 	chroot := "/zkconn-" + testcluster.Name(t, "s")
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, Chroot: chroot, SessionTimeout: timeout})
@@ -234,10 +229,7 @@ func TestSessionNegotiatedTimeout(t *testing.T) {
 func TestSessionLease(t *testing.T) {
 	c := testcluster.Shared(t)
 	ignore := goleak.IgnoreCurrent()
-	p, err := faultproxy.New(c.ZooKeeperAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := testcluster.ZooKeeperProxy(t, c)
 	const timeout = 4 * time.Second
 	window := timeout * 2 / 3
 	s, err := zkconn.Dial(zkconn.Config{Servers: []string{p.Addr()}, SessionTimeout: timeout})

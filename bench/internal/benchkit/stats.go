@@ -116,3 +116,17 @@ func MemoryClasses() string {
 	}
 	return b.String()
 }
+
+// LoadAvg is the first three fields of /proc/loadavg ("?" if unreadable):
+// how busy the machine was when a figure was taken.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

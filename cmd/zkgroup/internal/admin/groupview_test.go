@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -19,22 +19,10 @@ func testView() GroupView {
 		Owners:     map[TopicPartition]string{{"t", 0}: "i1", {"t", 1}: "gone"}}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestViewerNoTopicWarning: the warning comes once when the subscription
 // matches nothing, an info line when it matches again.
 func TestViewerNoTopicWarning(t *testing.T) {
-	var buf syncBuffer
+	var buf testcluster.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	var mu sync.Mutex
 	topics := []string{}

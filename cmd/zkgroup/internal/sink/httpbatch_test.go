@@ -167,12 +167,7 @@ func TestHTTPBatchStatus(t *testing.T) {
 	}
 
 	// A transport failure (nothing listens) is retriable.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	l.Close()
+	url := refusedURL(t)
 	b, _ := NewHTTPBatch(HTTPConfig{URL: url, Timeout: 5 * time.Second})
 	if err := b.DeliverBatch(context.Background(), httpBatchOf(2)); err == nil || errors.Is(err, ErrPermanent) {
 		t.Errorf("connection refused: %v, want a retriable error", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"github.com/zkgroup/zkgroup/manager"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,12 +65,7 @@ func TestHTTPPasswordNotLogged(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := refusedURL(t)
 	for _, base := range []string{srv.URL, closed} {
 		url := strings.Replace(base, "http://", "http://bob:hunter2@", 1) + "/in"
 		s, err := NewHTTP(HTTPConfig{URL: url, Timeout: 5 * time.Second})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,12 +31,7 @@ func TestHTTPQuerySecretNotShown(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := refusedURL(t)
 	for _, base := range []string{srv.URL, strings.Replace(closed, "http://", "http://bob:hunter2@", 1)} {
 		url := base + "/in?token=s3cr3t&api_key=k3y"
 		s, err := NewHTTP(HTTPConfig{URL: url, Timeout: 5 * time.Second})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"github.com/zkgroup/zkgroup/manager"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -394,4 +395,16 @@ func TestDeadLetterMessage(t *testing.T) {
 		hs[HeaderSourceOffset] != "42" || hs[HeaderError] != "why" || hs[HeaderGroup] != "g" {
 		t.Fatalf("%+v %v", pm, hs)
 	}
+}
+
+// refusedURL returns an http URL of a loopback port nothing listens on
+// (a connection to it is refused).
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
 }
