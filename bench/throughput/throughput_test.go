@@ -109,23 +109,14 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 		}
 	}
-	benchkit.Say("BenchmarkThroughput: topic %s: %d messages of %d B over %d partitions; %d round(s); sides %v; load average %s", topic, *flagMessages, valueLen, *flagPartitions, *flagRounds, names(sds), loadAvg())
+	benchkit.Say("BenchmarkThroughput: topic %s: %d messages of %d B over %d partitions; %d round(s); sides %v; load average %s", topic, *flagMessages, valueLen, *flagPartitions, *flagRounds, names(sds), benchkit.LoadAvg())
 	got := map[string][]figures{}
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagRounds; r++ {
-			for j := range sds {
-				sd := sds[(j+r)%len(sds)]
-				f, err := pass(sd, r+1)
-				if err != nil {
-					b.Fatalf("round %d, %s: %v", r+1, sd.name, err)
-				}
-				got[sd.name] = append(got[sd.name], f)
-				benchkit.Say("   round %d %-20s start->last %9.0f msgs/s  steady %9.0f msgs/s  cpu %6.0f ns/msg (steady %6.0f)  first message after %7.1f ms  load %s",
-					r+1, sd.name, f.e2e, f.steady, f.cpuPer, f.cpuSteady, f.firstMs, loadAvg())
-			}
-		}
-	}
+	benchkit.Rounds(b, b.N, *flagRounds, sds, func(sd sideSpec) string { return sd.name }, pass, func(sd sideSpec, round int, f figures) {
+		got[sd.name] = append(got[sd.name], f)
+		benchkit.Say("   round %d %-20s start->last %9.0f msgs/s  steady %9.0f msgs/s  cpu %6.0f ns/msg (steady %6.0f)  first message after %7.1f ms  load %s",
+			round, sd.name, f.e2e, f.steady, f.cpuPer, f.cpuSteady, f.firstMs, benchkit.LoadAvg())
+	})
 	b.StopTimer()
 	summarize(b, sds, got)
 }
@@ -146,16 +137,7 @@ func summarize(b *testing.B, sds []sideSpec, got map[string][]figures) {
 	benchkit.Say("   %-26s %12s %8s %12s %8s %10s %8s %10s %8s %10s", "side", "start->last", "ratio", "steady", "ratio", "cpu ns/msg", "ratio", "steady cpu", "ratio", "first ms")
 	for _, sd := range sds {
 		fs := got[sd.name]
-		col := func(get func(figures) float64) (float64, float64) {
-			var v, ratios []float64
-			for i, f := range fs {
-				v = append(v, get(f))
-				if i < len(base) {
-					ratios = append(ratios, get(f)/get(base[i]))
-				}
-			}
-			return benchkit.Median(v), benchkit.Median(ratios)
-		}
+		col := func(get func(figures) float64) (float64, float64) { return benchkit.MedianRatio(fs, base, get) }
 		e2e, e2eR := col(func(f figures) float64 { return f.e2e })
 		st, stR := col(func(f figures) float64 { return f.steady })
 		cpu, cpuR := col(func(f figures) float64 { return f.cpuPer })
@@ -164,7 +146,7 @@ func summarize(b *testing.B, sds []sideSpec, got map[string][]figures) {
 		benchkit.Say("   %-26s %12.0f %8.3f %12.0f %8.3f %10.0f %8.3f %10.0f %8.3f %10.1f", sd.name, e2e, e2eR, st, stR, cpu, cpuR, cpuS, cpuSR, first)
 		b.ReportMetric(st, sd.name+"-steady-msgs/s")
 	}
-	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", loadAvg())
+	benchkit.Say("   load average at the end: %s (the machine is shared: compare only figures of one run)", benchkit.LoadAvg())
 }
 
 // startProfile starts a CPU profile of the process into path.
@@ -181,17 +163,4 @@ func startProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// loadAvg is the first three fields of /proc/loadavg ("?" if unreadable).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
