@@ -18,9 +18,17 @@ partition:
   commit_interval: 250ms
 `
 
+// writeFile writes a configuration file and returns its path.
 func writeFile(t *testing.T, body string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "zkgroup.yaml")
+	return writeTemp(t, "zkgroup.yaml", body)
+}
+
+// writeTemp writes body (mode 0600) to a file called name in a new
+// temporary directory and returns its path.
+func writeTemp(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

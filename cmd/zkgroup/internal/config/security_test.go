@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,11 +67,7 @@ func TestValidateSecurity(t *testing.T) {
 
 func writeSecret(t *testing.T, s string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeTemp(t, "secret", s)
 }
 
 const secureYAML = validYAML + `kafka:
