@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,18 +109,4 @@ zookeeper_auth:
 	if code != 2 || !strings.Contains(stderr, "kafka.sasl.password_env") || !strings.Contains(stderr, "ZKG_TEST_KAFKA_PW is not set") {
 		t.Fatalf("validate without the password variable: exit %d\n%s%s", code, stdout, stderr)
 	}
-}
-
-// runEnv runs a zkgroup command with extra environment variables.
-func runEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(binary(t), args...)
-	cmd.Env = append(cleanEnv(), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	if err != nil && cmd.ProcessState == nil {
-		t.Fatal(err)
-	}
-	return o.String(), e.String(), cmd.ProcessState.ExitCode()
 }

@@ -119,19 +119,7 @@ func (e *fenceEnv) since() string {
 // checks committed == log end and that no committed offset went back.
 func (e *fenceEnv) finish(t *testing.T, live []*member) {
 	t.Helper()
-	produced := finish(t, e.prod)
-	var lost []printed
-	if !testcluster.Poll(60*time.Second, 100*time.Millisecond, func() bool {
-		lost = missing(t, produced, e.ms)
-		return len(lost) == 0
-	}) {
-		t.Errorf("%d of %d produced messages were never printed (first %v)", len(lost), len(produced), firstN(lost, 10))
-	}
-	for _, m := range live {
-		if code := m.d.stop(30 * time.Second); code != 0 {
-			t.Errorf("%s exited %d after SIGTERM", m.name, code)
-		}
-	}
+	produced := finishAll(t, e.prod, e.ms, live)
 	e.poll.awaitRounds(t, 2)
 	end := checkCommittedAtEnd(t, e.c, e.group, e.topic, fenceParts)
 	e.poll.check(t)

@@ -361,6 +361,27 @@ func finish(t *testing.T, p *testcluster.Producer) []printed {
 	return out
 }
 
+// finishAll stops p, waits until every message it wrote was printed by
+// some member of ms, and stops live (SIGTERM, exit 0). It returns what p
+// wrote.
+func finishAll(t *testing.T, p *testcluster.Producer, ms, live []*member) []printed {
+	t.Helper()
+	produced := finish(t, p)
+	var lost []printed
+	if !testcluster.Poll(60*time.Second, 100*time.Millisecond, func() bool {
+		lost = missing(t, produced, ms)
+		return len(lost) == 0
+	}) {
+		t.Errorf("%d of %d produced messages were never printed (first %v)", len(lost), len(produced), firstN(lost, 10))
+	}
+	for _, m := range live {
+		if code := m.d.stop(30 * time.Second); code != 0 {
+			t.Errorf("%s exited %d after SIGTERM", m.name, code)
+		}
+	}
+	return produced
+}
+
 // missing returns the produced messages no member printed.
 func missing(t *testing.T, produced []printed, ms []*member) []printed {
 	t.Helper()

@@ -275,8 +275,14 @@ func (d *proc) wait(timeout time.Duration) int {
 // run runs a zkgroup command to completion.
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runEnv(t, nil, args...)
+}
+
+// runEnv runs a zkgroup command with extra environment variables.
+func runEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(binary(t), args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

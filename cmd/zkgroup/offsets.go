@@ -56,6 +56,23 @@ func refuseIfActive(c *conn) error {
 	return nil
 }
 
+// connectToChange connects for a command that changes offsets: with
+// execute, it refuses (and closes) while the group has members. On error
+// it returns the exit code.
+func (g *groupFlags) connectToChange(stderr io.Writer, execute bool) (*conn, int, error) {
+	c, err := g.connect(stderr)
+	if err != nil {
+		return nil, exitFor(err), err
+	}
+	if execute {
+		if err := refuseIfActive(c); err != nil {
+			c.close()
+			return nil, exitFailure, err
+		}
+	}
+	return c, 0, nil
+}
+
 // resetFlags collects the mode flags of offsets reset.
 type resetFlags struct {
 	earliest, latest bool
@@ -150,16 +167,11 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
-	c, err := g.connect(stderr)
+	c, code, err := g.connectToChange(stderr, *execute)
 	if err != nil {
-		return fail(stdout, stderr, g.json, exitFor(err), err)
+		return fail(stdout, stderr, g.json, code, err)
 	}
 	defer c.close()
-	if *execute {
-		if err := refuseIfActive(c); err != nil {
-			return fail(stdout, stderr, g.json, exitFailure, err)
-		}
-	}
 	store, err := c.store(g.storage)
 	if err != nil {
 		return fail(stdout, stderr, g.json, exitFailure, err)
@@ -223,16 +235,11 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 	if err := checkTopics("topic", splitList(*topics)...); err != nil {
 		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
-	c, err := g.connect(stderr)
+	c, code, err := g.connectToChange(stderr, *execute)
 	if err != nil {
-		return fail(stdout, stderr, g.json, exitFor(err), err)
+		return fail(stdout, stderr, g.json, code, err)
 	}
 	defer c.close()
-	if *execute {
-		if err := refuseIfActive(c); err != nil {
-			return fail(stdout, stderr, g.json, exitFailure, err)
-		}
-	}
 	parts, err := migrateParts(c, *from, *topics)
 	if err != nil {
 		return fail(stdout, stderr, g.json, exitFor(err), err)

@@ -283,19 +283,7 @@ func testStaticRestart(t *testing.T, kind restartKind, extra string) {
 		}
 	}
 
-	produced := finish(t, e.prod)
-	var lost []printed
-	if !testcluster.Poll(60*time.Second, 100*time.Millisecond, func() bool {
-		lost = missing(t, produced, e.ms)
-		return len(lost) == 0
-	}) {
-		t.Errorf("%d of %d produced messages were never printed (first %v)", len(lost), len(produced), firstN(lost, 10))
-	}
-	for _, m := range e.ms {
-		if code := m.d.stop(30 * time.Second); code != 0 {
-			t.Errorf("%s exited %d after SIGTERM", m.name, code)
-		}
-	}
+	produced := finishAll(t, e.prod, e.ms, e.ms)
 	checkCommittedAtEnd(t, e.c, e.group, e.topic, staticE2EParts)
 	e.poll.check(t)
 	dups := duplicates(t, e.ms)

@@ -18,9 +18,28 @@ partition:
   commit_interval: 250ms
 `
 
+// changed loads validYAML and applies set to it.
+func changed(t *testing.T, set func(*Config)) *Config {
+	t.Helper()
+	c, err := Load(Sources{File: writeFile(t, validYAML)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(c)
+	return c
+}
+
+// writeFile writes a configuration file and returns its path.
 func writeFile(t *testing.T, body string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "zkgroup.yaml")
+	return writeTemp(t, "zkgroup.yaml", body)
+}
+
+// writeTemp writes body (mode 0600) to a file called name in a new
+// temporary directory and returns its path.
+func writeTemp(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +233,8 @@ func TestValidate(t *testing.T) {
 		{"zookeeper_max_reply", func(c *Config) { c.ZooKeeperMaxReply = 5 << 20 }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
-			c, err := Load(Sources{File: writeFile(t, validYAML)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.set(c)
-			err = c.Validate()
+			c := changed(t, tc.set)
+			err := c.Validate()
 			var fe *FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("Validate = %v, want a *FieldError", err)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,11 +52,7 @@ func TestValidateSecurity(t *testing.T) {
 		{"brokers", func(c *Config) { c.Brokers = []string{"h:0"} }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
-			c, err := Load(Sources{File: writeFile(t, validYAML)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.set(c)
+			c := changed(t, tc.set)
 			var fe *FieldError
 			if err := c.Validate(); !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("Validate = %v, want a FieldError for %s", err, tc.field)
@@ -68,11 +63,7 @@ func TestValidateSecurity(t *testing.T) {
 
 func writeSecret(t *testing.T, s string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeTemp(t, "secret", s)
 }
 
 const secureYAML = validYAML + `kafka:
@@ -175,15 +166,11 @@ func TestResolveErrors(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(Sources{File: writeFile(t, validYAML)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.set(c)
+			c := changed(t, tc.set)
 			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			err = c.Resolve(env(map[string]string{"EMPTY_PW": ""}))
+			err := c.Resolve(env(map[string]string{"EMPTY_PW": ""}))
 			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig) {
 				t.Fatalf("Resolve = %v, want %s: %s", err, tc.field, tc.want)
@@ -225,12 +212,8 @@ func TestUsernameControlCharacters(t *testing.T) {
 		}},
 		{"zookeeper_auth.username", func(c *Config) { c.ZooKeeperAuth.Username, c.ZooKeeperAuth.PasswordEnv = "zk\nuser", "P" }},
 	} {
-		c, err := Load(Sources{File: writeFile(t, validYAML)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.set(c)
-		err = c.Validate()
+		c := changed(t, tc.set)
+		err := c.Validate()
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), "control characters") ||
 			strings.ContainsAny(err.Error(), "\x00\n") {

@@ -71,39 +71,19 @@ func kafkaBlocks(admin sarama.ClusterAdmin, group string, f func(topic string, p
 // ZooKeeper.
 func ZooKeeperCommitted(s *zkconn.Session, group string) (Offsets, error) {
 	out := Offsets{}
-	topics, _, err := s.Children(zkdata.OffsetsPath(group))
-	if errors.Is(err, zk.ErrNoNode) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OffsetsPath(group), err)
-	}
-	for _, t := range topics {
-		parts, _, err := s.Children(zkdata.OffsetTopicPath(group, t))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OffsetTopicPath(group, t), err)
-		}
-		for _, name := range parts {
-			p, err := zkdata.ParsePartitionID(name)
-			if err != nil {
-				return nil, err
-			}
-			data, _, err := s.Get(zkdata.OffsetPath(group, t, p))
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("ops: reading %s: %w", zkdata.OffsetPath(group, t, p), err)
-			}
+	err := eachPartitionNode(s, zkdata.OffsetsPath(group),
+		func(t string) string { return zkdata.OffsetTopicPath(group, t) },
+		func(t string, p int32) string { return zkdata.OffsetPath(group, t, p) },
+		false, func(t string, p int32, data []byte) error {
 			off, err := zkdata.ParseOffset(t, p, data)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out.set(t, p, off)
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -112,38 +92,63 @@ func ZooKeeperCommitted(s *zkconn.Session, group string) (Offsets, error) {
 // Blocks on ZooKeeper.
 func Owners(s *zkconn.Session, group string) (map[string]map[int32]string, error) {
 	out := map[string]map[int32]string{}
-	topics, _, err := s.Children(zkdata.OwnersPath(group))
-	if errors.Is(err, zk.ErrNoNode) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OwnersPath(group), err)
-	}
-	for _, t := range topics {
-		parts, _, err := s.Children(zkdata.OwnerTopicPath(group, t))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ops: listing %s: %w", zkdata.OwnerTopicPath(group, t), err)
-		}
-		for _, name := range parts {
-			p, err := zkdata.ParsePartitionID(name)
-			if err != nil {
-				continue
-			}
-			data, _, err := s.Get(zkdata.OwnerPath(group, t, p))
-			if errors.Is(err, zk.ErrNoNode) {
-				continue // released meanwhile
-			}
-			if err != nil {
-				return nil, fmt.Errorf("ops: reading %s: %w", zkdata.OwnerPath(group, t, p), err)
-			}
+	err := eachPartitionNode(s, zkdata.OwnersPath(group),
+		func(t string) string { return zkdata.OwnerTopicPath(group, t) },
+		func(t string, p int32) string { return zkdata.OwnerPath(group, t, p) },
+		true, func(t string, p int32, data []byte) error {
 			if out[t] == nil {
 				out[t] = map[int32]string{}
 			}
 			out[t][p] = zkdata.ParseOwner(data)
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachPartitionNode calls visit with the data of every node
+// <dir>/<topic>/<partition> (offsets or owners). A dir, topic or partition
+// node missing (or gone meanwhile) is passed over; so is a partition name
+// that is not a number when skipBad, and an error otherwise. Blocks on
+// ZooKeeper.
+func eachPartitionNode(s *zkconn.Session, dir string, topicPath func(t string) string,
+	nodePath func(t string, p int32) string, skipBad bool, visit func(t string, p int32, data []byte) error) error {
+	topics, _, err := s.Children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ops: listing %s: %w", dir, err)
+	}
+	for _, t := range topics {
+		parts, _, err := s.Children(topicPath(t))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ops: listing %s: %w", topicPath(t), err)
+		}
+		for _, name := range parts {
+			p, err := zkdata.ParsePartitionID(name)
+			if err != nil {
+				if skipBad {
+					continue
+				}
+				return err
+			}
+			data, _, err := s.Get(nodePath(t, p))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("ops: reading %s: %w", nodePath(t, p), err)
+			}
+			if err := visit(t, p, data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

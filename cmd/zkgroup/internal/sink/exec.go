@@ -58,13 +58,9 @@ type ExecConfig struct {
 // NewExecSink returns the sink of cfg.Mode: an *Exec for ModeMessage or
 // "", an *ExecBatch for ModeBatch. Does not block.
 func NewExecSink(cfg ExecConfig) (Sink, error) {
-	switch cfg.Mode {
-	case "", ModeMessage:
-		return NewExec(cfg)
-	case ModeBatch:
-		return NewExecBatch(cfg)
-	}
-	return nil, fmt.Errorf("%w: exec: Mode: %q is not %q or %q", ErrConfig, cfg.Mode, ModeMessage, ModeBatch)
+	return byMode("exec", cfg.Mode,
+		func() (Sink, error) { return NewExec(cfg) },
+		func() (Sink, error) { return NewExecBatch(cfg) })
 }
 
 // NewExec validates cfg and returns the per-message sink. Does not block.

@@ -44,13 +44,9 @@ type HTTPConfig struct {
 // NewHTTPSink returns the sink of cfg.Mode: an *HTTP for ModeMessage or
 // "", an *HTTPBatch for ModeBatch. Does not block.
 func NewHTTPSink(cfg HTTPConfig) (Sink, error) {
-	switch cfg.Mode {
-	case "", ModeMessage:
-		return NewHTTP(cfg)
-	case ModeBatch:
-		return NewHTTPBatch(cfg)
-	}
-	return nil, fmt.Errorf("%w: http: Mode: %q is not %q or %q", ErrConfig, cfg.Mode, ModeMessage, ModeBatch)
+	return byMode("http", cfg.Mode,
+		func() (Sink, error) { return NewHTTP(cfg) },
+		func() (Sink, error) { return NewHTTPBatch(cfg) })
 }
 
 // NewHTTP validates cfg and returns the per-message sink. Does not block.

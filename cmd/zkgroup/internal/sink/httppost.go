@@ -23,6 +23,18 @@ const (
 	ModeBatch = "batch"
 )
 
+// byMode returns message() for ModeMessage or "", batch() for ModeBatch,
+// and an ErrConfig naming kind (the sink) for any other mode.
+func byMode(kind, mode string, message, batch func() (Sink, error)) (Sink, error) {
+	switch mode {
+	case "", ModeMessage:
+		return message()
+	case ModeBatch:
+		return batch()
+	}
+	return nil, fmt.Errorf("%w: %s: Mode: %q is not %q or %q", ErrConfig, kind, mode, ModeMessage, ModeBatch)
+}
+
 // poster POSTs bodies to one URL over a keep-alive client, with at most
 // cap(slots) requests open at once across every caller. Safe for
 // concurrent use.

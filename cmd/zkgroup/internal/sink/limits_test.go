@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"github.com/zkgroup/zkgroup/manager"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,21 +67,7 @@ func TestHTTPPasswordNotLogged(t *testing.T) {
 	closed := refusedURL(t)
 	for _, base := range []string{srv.URL, closed} {
 		url := strings.Replace(base, "http://", "http://bob:hunter2@", 1) + "/in"
-		s, err := NewHTTP(HTTPConfig{URL: url, Timeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var logs bytes.Buffer
-		h, err := NewHandler(s, Policy{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
-			OnFailure: PolicyStop, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = h.Handle(context.Background(), msg([]byte("v")))
-		if err == nil {
-			t.Fatal("delivered to a failing server")
-		}
-		for _, text := range []string{err.Error(), logs.String()} {
+		for _, text := range failedTexts(t, url) {
 			if strings.Contains(text, "hunter2") || !strings.Contains(text, "bob:xxxxx@") {
 				t.Fatalf("password shown or URL missing: %s", text)
 			}

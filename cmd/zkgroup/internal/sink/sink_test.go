@@ -8,6 +8,7 @@ import (
 	"errors"
 	"github.com/zkgroup/zkgroup/manager"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -407,4 +408,25 @@ func refusedURL(t *testing.T) string {
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String()
+}
+
+// failedTexts delivers one message through an http sink to url (which
+// fails it) with two attempts and returns what a reader sees of it: the
+// error of the failed delivery and the handler's log.
+func failedTexts(t *testing.T, url string) []string {
+	t.Helper()
+	s, err := NewHTTP(HTTPConfig{URL: url, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h, err := NewHandler(s, Policy{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
+		OnFailure: PolicyStop, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = h.Handle(context.Background(), msg([]byte("v"))); err == nil {
+		t.Fatal("delivered to a failing server")
+	}
+	return []string{err.Error(), logs.String()}
 }
