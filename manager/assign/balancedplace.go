@@ -68,31 +68,86 @@ type placeUnit struct {
 // and lowering the members' room accordingly leaves the rest of the
 // matching unchanged.
 func (p *classPlan) place(pool, room []int) {
-	byGroup := make(map[int][]int)
-	type mg struct{ m, g int }
-	byHome := make(map[mg][]int)
-	var groups []int
-	for _, i := range pool {
-		g := p.group[i]
-		if _, ok := byGroup[g]; !ok {
-			groups = append(groups, g)
+	pl := p.poolOf(pool, room)
+	next := make(map[int]int, len(pl.groups)) // per group: first maybe-free entry
+	for _, u := range p.placeUnits(pl, room) {
+		if room[u.m] == 0 {
+			continue
 		}
-		byGroup[g] = append(byGroup[g], i)
-		if room[p.home[i]] > 0 {
-			byHome[mg{p.home[i], g}] = append(byHome[mg{p.home[i], g}], i)
+		if u.tier == tierHome {
+			p.take(pl.byHome[memberGroup{u.m, u.g}], u.m, room)
+			continue
+		}
+		list := pl.byGroup[u.g]
+		k := next[u.g]
+		for ; k < len(list) && room[u.m] > 0; k++ {
+			if i := list[k]; p.cur[i] < 0 {
+				p.cur[i] = u.m
+				room[u.m]--
+			}
+		}
+		for k < len(list) && p.cur[list[k]] >= 0 {
+			k++
+		}
+		next[u.g] = k
+	}
+}
+
+// take gives member m, while it has room, the partitions of list that
+// nobody holds.
+func (p *classPlan) take(list []int, m int, room []int) {
+	for _, i := range list {
+		if room[m] == 0 {
+			return
+		}
+		if p.cur[i] < 0 {
+			p.cur[i] = m
+			room[m]--
 		}
 	}
-	slices.Sort(groups)
+}
+
+// memberGroup is a (member, group) pair of place's pool.
+type memberGroup struct{ m, g int }
+
+// placePool is place's pool by group (ascending within each) and, for the
+// members with room, by (home member, group).
+type placePool struct {
+	byGroup map[int][]int
+	byHome  map[memberGroup][]int
+	groups  []int // sorted
+}
+
+func (p *classPlan) poolOf(pool, room []int) placePool {
+	pl := placePool{byGroup: make(map[int][]int), byHome: make(map[memberGroup][]int)}
+	for _, i := range pool {
+		g := p.group[i]
+		if _, ok := pl.byGroup[g]; !ok {
+			pl.groups = append(pl.groups, g)
+		}
+		pl.byGroup[g] = append(pl.byGroup[g], i)
+		if room[p.home[i]] > 0 {
+			k := memberGroup{p.home[i], g}
+			pl.byHome[k] = append(pl.byHome[k], i)
+		}
+	}
+	slices.Sort(pl.groups)
+	return pl
+}
+
+// placeUnits returns the units of the members with room, in place's
+// order: by tier, then affinity (both descending), then member and group.
+func (p *classPlan) placeUnits(pl placePool, room []int) []placeUnit {
 	var units []placeUnit
 	for m, r := range room {
 		if r == 0 {
 			continue
 		}
-		for _, g := range groups {
+		for _, g := range pl.groups {
 			u := placeUnit{tier: tierOther, aff: p.affinity(m, g), m: m, g: g}
 			if _, ok := slices.BinarySearch(p.homeGroups[m], g); ok {
 				u.tier = tierHomeGroup
-				if _, ok := byHome[mg{m, g}]; ok {
+				if _, ok := pl.byHome[memberGroup{m, g}]; ok {
 					units = append(units, placeUnit{tier: tierHome, aff: u.aff, m: m, g: g})
 				}
 			}
@@ -111,34 +166,5 @@ func (p *classPlan) place(pool, room []int) {
 		}
 		return cmp.Compare(a.g, b.g)
 	})
-	next := make(map[int]int, len(groups)) // per group: first maybe-free entry
-	for _, u := range units {
-		if room[u.m] == 0 {
-			continue
-		}
-		if u.tier == tierHome {
-			for _, i := range byHome[mg{u.m, u.g}] {
-				if room[u.m] == 0 {
-					break
-				}
-				if p.cur[i] < 0 {
-					p.cur[i] = u.m
-					room[u.m]--
-				}
-			}
-			continue
-		}
-		list := byGroup[u.g]
-		k := next[u.g]
-		for ; k < len(list) && room[u.m] > 0; k++ {
-			if i := list[k]; p.cur[i] < 0 {
-				p.cur[i] = u.m
-				room[u.m]--
-			}
-		}
-		for k < len(list) && p.cur[list[k]] >= 0 {
-			k++
-		}
-		next[u.g] = k
-	}
+	return units
 }

@@ -94,24 +94,7 @@ func waterFill(members []string, load map[string]int, total int) []int {
 	// Hand out whole rounds to everybody at the lowest level first, then go
 	// item by item; this keeps the common equal-load case linear.
 	for total > 0 {
-		minIdx := 0
-		minLoad := load[members[0]] + counts[0]
-		for i := 1; i < len(members); i++ {
-			if l := load[members[i]] + counts[i]; l < minLoad {
-				minIdx, minLoad = i, l
-			}
-		}
-		// Count how many members sit at the minimum level and the next level.
-		atMin, next := 0, -1
-		for i := range members {
-			l := load[members[i]] + counts[i]
-			switch {
-			case l == minLoad:
-				atMin++
-			case next == -1 || l < next:
-				next = l
-			}
-		}
+		minIdx, minLoad, atMin, next := levels(members, load, counts)
 		rounds := total / atMin
 		if next != -1 && next-minLoad < rounds {
 			rounds = next - minLoad
@@ -135,4 +118,27 @@ func waterFill(members []string, load map[string]int, total int) []int {
 		}
 	}
 	return counts
+}
+
+// levels returns, over the members' loads (load + counts), the first member
+// at the lowest level, that level, how many members are at it, and the
+// next level above it (-1: none).
+func levels(members []string, load map[string]int, counts []int) (minIdx, minLoad, atMin, next int) {
+	minLoad = load[members[0]] + counts[0]
+	for i := 1; i < len(members); i++ {
+		if l := load[members[i]] + counts[i]; l < minLoad {
+			minIdx, minLoad = i, l
+		}
+	}
+	next = -1
+	for i := range members {
+		l := load[members[i]] + counts[i]
+		switch {
+		case l == minLoad:
+			atMin++
+		case next == -1 || l < next:
+			next = l
+		}
+	}
+	return minIdx, minLoad, atMin, next
 }

@@ -35,8 +35,15 @@ type view struct {
 // owners. The caller's slices are not modified.
 func normalize(members []Member, partitions []Partition) *view {
 	v := &view{eligible: make(map[string][]string)}
+	subs := v.mergeMembers(members)
+	v.mergePartitions(partitions, subs)
+	v.fillEligible(subs)
+	return v
+}
 
-	// subs[id] == nil means "subscribes to every topic".
+// mergeMembers sets v.members (sorted, each once) and returns each
+// member's topics: subs[id] == nil means "subscribes to every topic".
+func (v *view) mergeMembers(members []Member) map[string]map[string]bool {
 	subs := make(map[string]map[string]bool, len(members))
 	all := make(map[string]bool, len(members))
 	for _, m := range members {
@@ -62,11 +69,20 @@ func normalize(members []Member, partitions []Partition) *view {
 		v.members = append(v.members, id)
 	}
 	slices.Sort(v.members)
+	return subs
+}
 
-	// Sort by (Topic, ID); duplicates are merged below whatever their
-	// order. Topics are ranked once, and tp packs (topic rank, ID) so that
-	// one integer comparison orders both: the rank in the high half, the ID
-	// with its sign bit flipped in the low.
+// partKey orders partitions by (Topic, ID) with one integer comparison:
+// tp packs the topic's rank in the high half and the ID, its sign bit
+// flipped, in the low. at indexes the caller's partitions.
+type partKey struct {
+	tp uint64
+	at int
+}
+
+// sortedKeys sets v.topics (sorted, each once) and returns the
+// partitions' keys in (Topic, ID) order, duplicates side by side.
+func (v *view) sortedKeys(partitions []Partition) []partKey {
 	rank := make(map[string]int32)
 	for _, p := range partitions {
 		if _, ok := rank[p.Topic]; !ok {
@@ -78,15 +94,19 @@ func normalize(members []Member, partitions []Partition) *view {
 	for r, t := range v.topics {
 		rank[t] = int32(r)
 	}
-	type sortKey struct {
-		tp uint64
-		at int // index into partitions
-	}
-	keys := make([]sortKey, len(partitions))
+	keys := make([]partKey, len(partitions))
 	for i, p := range partitions {
-		keys[i] = sortKey{uint64(rank[p.Topic])<<32 | uint64(uint32(p.ID)^1<<31), i}
+		keys[i] = partKey{uint64(rank[p.Topic])<<32 | uint64(uint32(p.ID)^1<<31), i}
 	}
-	slices.SortFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.tp, b.tp) })
+	slices.SortFunc(keys, func(a, b partKey) int { return cmp.Compare(a.tp, b.tp) })
+	return keys
+}
+
+// mergePartitions sets v.topics, v.parts and v.owners: one entry per
+// (Topic, ID), the highest Leader of its duplicates and the smallest of
+// their owners that is a member subscribed to the topic.
+func (v *view) mergePartitions(partitions []Partition, subs map[string]map[string]bool) {
+	keys := v.sortedKeys(partitions)
 	valid := func(owner, topic string) bool {
 		set, ok := subs[owner]
 		return owner != "" && ok && (set == nil || set[topic])
@@ -112,7 +132,11 @@ func normalize(members []Member, partitions []Partition) *view {
 		v.owners = append(v.owners, owner)
 		i = j
 	}
+}
 
+// fillEligible sets v.eligible (each topic's subscribed members, sorted)
+// and v.uniform.
+func (v *view) fillEligible(subs map[string]map[string]bool) {
 	v.uniform = true
 	for _, topic := range v.topics {
 		var elig []string
@@ -126,7 +150,6 @@ func normalize(members []Member, partitions []Partition) *view {
 		}
 		v.eligible[topic] = elig
 	}
-	return v
 }
 
 // newAssignment returns an Assignment with an empty slice for every member.

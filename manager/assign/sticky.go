@@ -224,17 +224,24 @@ func (s *stickyState) rehome(released []int) {
 		}
 	}
 	for _, i := range released {
-		if s.owner[i] != -1 {
-			continue
+		if s.owner[i] == -1 {
+			best := s.leastLoaded(i)
+			s.owner[i] = best
+			s.load[best]++
 		}
-		best := -1
-		for _, m := range s.elig[i] {
-			if best == -1 || s.load[m] < s.load[best] ||
-				(s.load[m] == s.load[best] && s.weight(m, i) > s.weight(best, i)) {
-				best = m
-			}
-		}
-		s.owner[i] = best
-		s.load[best]++
 	}
+}
+
+// leastLoaded returns the eligible member of partition i with the least
+// load, the highest weight for i among equals (the first such member in
+// s.elig[i] order on a tie of both).
+func (s *stickyState) leastLoaded(i int) int {
+	best := -1
+	for _, m := range s.elig[i] {
+		if best == -1 || s.load[m] < s.load[best] ||
+			(s.load[m] == s.load[best] && s.weight(m, i) > s.weight(best, i)) {
+			best = m
+		}
+	}
+	return best
 }
