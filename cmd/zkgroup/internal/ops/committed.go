@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/go-zookeeper/zk"
@@ -48,12 +49,9 @@ func KafkaClaims(admin sarama.ClusterAdmin, group string) (Offsets, error) {
 // kafkaBlocks reads group's committed offsets from Kafka and calls f for
 // each partition that has one.
 func kafkaBlocks(admin sarama.ClusterAdmin, group string, f func(topic string, p int32, b *sarama.OffsetFetchResponseBlock)) error {
-	resp, err := admin.ListConsumerGroupOffsets(group, nil)
+	resp, err := listOffsets(admin, group)
 	if err != nil {
 		return fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, err)
-	}
-	if resp.Err != sarama.ErrNoError {
-		return fmt.Errorf("ops: offsets of group %q in Kafka: %w", group, resp.Err)
 	}
 	for topic, ps := range resp.Blocks {
 		for p, b := range ps {
@@ -64,6 +62,29 @@ func kafkaBlocks(admin sarama.ClusterAdmin, group string, f func(topic string, p
 		}
 	}
 	return nil
+}
+
+// loadWait bounds how long listOffsets waits for a coordinator that is
+// still loading the group's offsets (a broker just started or just made
+// coordinator); loadBackoff is its first pause, doubled up to a second.
+var loadWait, loadBackoff = 30 * time.Second, 50 * time.Millisecond
+
+// listOffsets is an OffsetFetch of every partition of group. A coordinator
+// still loading its offsets answers COORDINATOR_LOAD_IN_PROGRESS, which
+// sarama does not retry: it is asked again, as Kafka's own tools do, for
+// up to loadWait.
+func listOffsets(admin sarama.ClusterAdmin, group string) (*sarama.OffsetFetchResponse, error) {
+	deadline := time.Now().Add(loadWait)
+	for pause := loadBackoff; ; pause = min(2*pause, time.Second) {
+		resp, err := admin.ListConsumerGroupOffsets(group, nil)
+		if err == nil && resp.Err != sarama.ErrNoError {
+			err = resp.Err
+		}
+		if !errors.Is(err, sarama.ErrOffsetsLoadInProgress) || time.Now().Add(pause).After(deadline) {
+			return resp, err
+		}
+		time.Sleep(pause)
+	}
 }
 
 // ZooKeeperCommitted reads every offset under /consumers/<group>/offsets.
