@@ -79,7 +79,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 	defer zp.Close()
 	benchkit.Say("BenchmarkScale: %d topic(s) %s..: %d partitions (%d each), replication %d, %d brokers; %d members joining %v apart, then leaving %v apart; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s); idle window %v; load average %s",
-		T, topics[0], P, P/T, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds, *flagIdle, loadAvg())
+		T, topics[0], P, P/T, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds, *flagIdle, benchkit.LoadAvg())
 	su := scaleSetup{cl: cl, topics: topics, sub: sub, zx: zx, prod: prod, zp: zp}
 	results := map[string][]scaleResult{}
 	b.ResetTimer()
@@ -121,19 +121,6 @@ type scaleSetup struct {
 	zp     *zkProxy // zkgroup members' ZooKeeper, counted
 }
 
-// loadAvg is the first three fields of /proc/loadavg.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // idleWindow pauses the producer, lets what is in flight drain, and
 // returns the process's CPU time over d (and the requests of req).
 func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration) (cpu time.Duration, w window) {
@@ -156,7 +143,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 		env.setTopics(su.topics, P/len(su.topics))
 	}
 	res.side, res.group = sd.name, env.group
-	benchkit.Say("-- round %d, %s: group %s; load average %s", round+1, sd.name, env.group, loadAvg())
+	benchkit.Say("-- round %d, %s: group %s; load average %s", round+1, sd.name, env.group, benchkit.LoadAvg())
 	stopProfile := cpuProfile(fmt.Sprintf("%s-r%d", sd.name, round+1))
 	defer stopProfile()
 	defer func() {
@@ -501,7 +488,7 @@ func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) 
 		{"longest pause, last leave, ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseLeave)) * 1000 }, ""},
 	}
 	benchkit.Say("== BenchmarkScale summary: %d partitions over %d topic(s), %d members; medians over %d round(s) (inf: did not converge); load average now %s",
-		*flagPartitions, *flagTopics, *flagMembers, *flagRounds, loadAvg())
+		*flagPartitions, *flagTopics, *flagMembers, *flagRounds, benchkit.LoadAvg())
 	head := fmt.Sprintf("   %-40s", "")
 	for _, sd := range sds {
 		head += fmt.Sprintf(" %14s", sd.name)
