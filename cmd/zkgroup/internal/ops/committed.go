@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/offsets"
@@ -66,7 +67,8 @@ func kafkaBlocks(admin sarama.ClusterAdmin, group string, f func(topic string, p
 
 // loadWait bounds how long listOffsets waits for a coordinator that is
 // still loading the group's offsets (a broker just started or just made
-// coordinator); loadBackoff is its first pause, doubled up to a second.
+// coordinator); loadBackoff is its first pause (internal/retry, up to a
+// second).
 var loadWait, loadBackoff = 30 * time.Second, 50 * time.Millisecond
 
 // listOffsets is an OffsetFetch of every partition of group. A coordinator
@@ -75,11 +77,13 @@ var loadWait, loadBackoff = 30 * time.Second, 50 * time.Millisecond
 // up to loadWait.
 func listOffsets(admin sarama.ClusterAdmin, group string) (*sarama.OffsetFetchResponse, error) {
 	deadline := time.Now().Add(loadWait)
-	for pause := loadBackoff; ; pause = min(2*pause, time.Second) {
+	bo := retry.New(loadBackoff, time.Second)
+	for {
 		resp, err := admin.ListConsumerGroupOffsets(group, nil)
 		if err == nil && resp.Err != sarama.ErrNoError {
 			err = resp.Err
 		}
+		pause := bo.Next()
 		if !errors.Is(err, sarama.ErrOffsetsLoadInProgress) || time.Now().Add(pause).After(deadline) {
 			return resp, err
 		}
