@@ -58,7 +58,7 @@ func TestLoadValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Group != "g1" || c.Partition.MaxUnacked != 50 || c.Partition.CommitInterval.D() != 250*time.Millisecond {
+	if c.Group != "g1" || c.Partition.MaxUnacked != 50 || c.Partition.CommitInterval != 250*time.Millisecond {
 		t.Fatalf("loaded %+v", c)
 	}
 	if c.Sink.Type != SinkStdout || c.SessionTimeout.D() != 10*time.Second {
@@ -178,7 +178,7 @@ func TestValidate(t *testing.T) {
 		{"partition.max_unacked", func(c *Config) { c.Partition.MaxUnacked = 0 }},
 		{"partition.commit_interval", func(c *Config) { c.Partition.CommitInterval = 0 }},
 		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = -1 }},
-		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = Duration(time.Minute) }},
+		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = time.Minute }},
 		{"partition.initial", func(c *Config) { c.Partition.Initial = "middle" }},
 		{"sink.type", func(c *Config) { c.Sink.Type = "kafka" }},
 		{"sink.exec.command", func(c *Config) { c.Sink.Type = SinkExec }},

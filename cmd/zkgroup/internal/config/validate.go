@@ -283,7 +283,7 @@ func (c *Config) checkShutdown() error {
 	if c.ZooKeeperStartTimeout > 0 && c.ZooKeeperStartTimeout < Duration(time.Second) {
 		return c.bad("zookeeper_start_timeout", "must be 0 (no bound) or at least 1s", nil)
 	}
-	if c.Partition.DrainTimeout >= c.ShutdownTimeout {
+	if c.Partition.DrainTimeout >= c.ShutdownTimeout.D() {
 		return c.bad("partition.drain_timeout", fmt.Sprintf("must be below shutdown_timeout (%v) so that a shutdown can finish", c.ShutdownTimeout), nil)
 	}
 	return nil
