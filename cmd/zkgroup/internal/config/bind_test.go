@@ -13,15 +13,8 @@ import (
 // partition.Config, which reaches manager.Config whole: the settings the
 // daemon has no key for keep the library's defaults.
 func TestPartitionBinding(t *testing.T) {
-	c, err := Load(Sources{File: writeFile(t, validYAML+"  initial: newest\n"),
-		Lookup: env(map[string]string{"ZKGROUP_PARTITION_DRAIN_TIMEOUT": "3s"})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _, err := c.Manager(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := load(t, validYAML+"  initial: newest\n", map[string]string{"ZKGROUP_PARTITION_DRAIN_TIMEOUT": "3s"})
+	m := consumer(t, c)
 	want := partition.NewConfig()
 	want.MaxUnacked, want.CommitInterval, want.DrainTimeout, want.Initial = 50, 250*time.Millisecond, 3*time.Second, partition.InitialNewest
 	if m.Partition != want {
