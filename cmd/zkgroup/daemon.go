@@ -304,7 +304,7 @@ func (d *daemon) shutdown(cons *manager.Consumer, signals chan os.Signal, beat <
 	deadline := time.NewTimer(d.cfg.ShutdownTimeout.D())
 	defer deadline.Stop()
 	// After the drain timeout a late ack is stale: stop sinks retrying.
-	giveUp := time.AfterFunc(d.cfg.Partition.DrainTimeout.D()+time.Second, cancelSinks)
+	giveUp := time.AfterFunc(d.cfg.Partition.DrainTimeout+time.Second, cancelSinks)
 	defer giveUp.Stop()
 	closed := make(chan error, 1)
 	go func() { closed <- cons.Close() }()

@@ -1,10 +1,13 @@
 package config
 
 import (
-	"github.com/zkgroup/zkgroup/manager/assign"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/manager/assign"
+	"github.com/zkgroup/zkgroup/partition"
 )
 
 // Sink types.
@@ -121,18 +124,29 @@ type Config struct {
 	secrets *resolved         // passwords and TLS configs read by Resolve
 }
 
-// Partition configures the partition managers.
+// Partition is the library's partition settings (partition.Config, the
+// value manager.Config.Partition takes), under the daemon's keys: each
+// key binds to the library's field, so its type and default are the
+// library's. The settings the daemon has no key for keep their defaults.
 type Partition struct {
-	// MaxUnacked bounds the messages handed out and not yet acked.
-	MaxUnacked int `yaml:"max_unacked" json:"max_unacked" help:"messages handed out and not yet acked, per partition"`
-	// CommitInterval is how often acked offsets are committed.
-	CommitInterval Duration `yaml:"commit_interval" json:"commit_interval" help:"how often acked offsets are committed"`
-	// DrainTimeout bounds the wait for in-flight messages when a partition
-	// is revoked or the daemon stops; below ShutdownTimeout.
-	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" help:"wait for in-flight messages at revoke or stop; below shutdown_timeout"`
-	// Initial is where to start without a committed offset: oldest or newest.
-	Initial string `yaml:"initial" json:"initial" help:"where to start without a committed offset"`
+	partition.Config
 }
+
+// bindings are the daemon's keys of Partition.
+func (p *Partition) bindings() []binding {
+	return []binding{
+		{"max_unacked", "messages handed out and not yet acked, per partition", &p.MaxUnacked},
+		{"commit_interval", "how often acked offsets are committed", &p.CommitInterval},
+		{"drain_timeout", "wait for in-flight messages at revoke or stop; below shutdown_timeout", &p.DrainTimeout},
+		{"initial", "where to start without a committed offset", &p.Initial},
+	}
+}
+
+// UnmarshalYAML decodes the daemon's keys onto the library's fields.
+func (p *Partition) UnmarshalYAML(n *yaml.Node) error { return decodeBound(n, p.bindings()) }
+
+// MarshalJSON encodes the daemon's keys, durations as text.
+func (p Partition) MarshalJSON() ([]byte, error) { return encodeBound(p.bindings()) }
 
 // Sink configures message delivery.
 type Sink struct {
@@ -270,12 +284,7 @@ func Default() *Config {
 		KafkaUnreachableTimeout: Duration(m.KafkaUnreachableTimeout),
 		Strategy:                assign.DefaultName,
 		OffsetStorage:           string(m.OffsetStorage),
-		Partition: Partition{
-			MaxUnacked:     m.Partition.MaxUnacked,
-			CommitInterval: Duration(m.Partition.CommitInterval),
-			DrainTimeout:   Duration(m.Partition.DrainTimeout),
-			Initial:        string(m.Partition.Initial),
-		},
+		Partition:               Partition{m.Partition},
 		Sink: Sink{
 			Type: SinkStdout,
 			Exec: Exec{Timeout: Duration(30 * time.Second), Mode: ModeMessage,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkgroup/zkgroup/manager"
 )
 
 const validYAML = `group: g1
@@ -21,12 +23,68 @@ partition:
 // changed loads validYAML and applies set to it.
 func changed(t *testing.T, set func(*Config)) *Config {
 	t.Helper()
-	c, err := Load(Sources{File: writeFile(t, validYAML)})
+	c := load(t, validYAML, nil)
+	set(c)
+	return c
+}
+
+// load loads the file body, the variables of environ and the flags, as
+// run does, and fails the test on an error.
+func load(t *testing.T, body string, environ map[string]string, flags ...string) *Config {
+	t.Helper()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	ov := RegisterFlags(fs)
+	if err := fs.Parse(flags); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Sources{File: writeFile(t, body), Lookup: env(environ), Flags: ov})
 	if err != nil {
 		t.Fatal(err)
 	}
-	set(c)
 	return c
+}
+
+// consumer validates c and returns the consumer's configuration built
+// from it, failing the test on an error.
+func consumer(t *testing.T, c *Config) *manager.Config {
+	t.Helper()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := c.Manager(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// refusal is a change to a valid configuration that Validate must refuse
+// with a *FieldError naming field.
+type refusal struct {
+	field string
+	set   func(*Config)
+}
+
+// assertRefused checks each refusal: a *FieldError for its field, wrapping
+// ErrConfig, whose text names the field and stays under 1000 bytes.
+func assertRefused(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.field, func(t *testing.T) {
+			c := changed(t, tc.set)
+			err := c.Validate()
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Validate = %v, want a *FieldError", err)
+			}
+			if fe.Field != tc.field {
+				t.Errorf("field %q, want %q (%v)", fe.Field, tc.field, err)
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) || len(err.Error()) > 1000 {
+				t.Errorf("error %.1000q", err)
+			}
+		})
+	}
 }
 
 // writeFile writes a configuration file and returns its path.
@@ -51,14 +109,9 @@ func env(m map[string]string) func(string) (string, bool) {
 }
 
 func TestLoadValid(t *testing.T) {
-	c, err := Load(Sources{File: writeFile(t, validYAML)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if c.Group != "g1" || c.Partition.MaxUnacked != 50 || c.Partition.CommitInterval.D() != 250*time.Millisecond {
+	c := load(t, validYAML, nil)
+	m := consumer(t, c)
+	if c.Group != "g1" || c.Partition.MaxUnacked != 50 || c.Partition.CommitInterval != 250*time.Millisecond {
 		t.Fatalf("loaded %+v", c)
 	}
 	if c.Sink.Type != SinkStdout || c.SessionTimeout.D() != 10*time.Second {
@@ -70,7 +123,7 @@ func TestLoadValid(t *testing.T) {
 	if got := c.Origin("strategy"); got != "default" {
 		t.Fatalf("origin = %q", got)
 	}
-	m, sub, err := c.Manager(nil)
+	_, sub, err := c.Manager(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,19 +133,9 @@ func TestLoadValid(t *testing.T) {
 }
 
 func TestPrecedence(t *testing.T) {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	ov := RegisterFlags(fs)
-	if err := fs.Parse([]string{"--partition-max-unacked", "7", "--brokers", "h1:9092, h2:9092"}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load(Sources{
-		File:   writeFile(t, validYAML),
-		Lookup: env(map[string]string{"ZKGROUP_GROUP": "from-env", "ZKGROUP_PARTITION_MAX_UNACKED": "9", "ZKGROUP_SINK_EXEC_COMMAND": "/bin/echo a b"}),
-		Flags:  ov,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := load(t, validYAML,
+		map[string]string{"ZKGROUP_GROUP": "from-env", "ZKGROUP_PARTITION_MAX_UNACKED": "9", "ZKGROUP_SINK_EXEC_COMMAND": "/bin/echo a b"},
+		"--partition-max-unacked", "7", "--brokers", "h1:9092, h2:9092")
 	if c.Group != "from-env" || c.Origin("group") != "env ZKGROUP_GROUP" {
 		t.Errorf("group %q from %q", c.Group, c.Origin("group"))
 	}
@@ -152,10 +195,7 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, tc := range []struct {
-		field string
-		set   func(*Config)
-	}{
+	assertRefused(t, []refusal{
 		{"group", func(c *Config) { c.Group = "" }},
 		{"group", func(c *Config) { c.Group = "a/b" }},
 		{"zookeeper", func(c *Config) { c.ZooKeeper = "" }},
@@ -178,7 +218,7 @@ func TestValidate(t *testing.T) {
 		{"partition.max_unacked", func(c *Config) { c.Partition.MaxUnacked = 0 }},
 		{"partition.commit_interval", func(c *Config) { c.Partition.CommitInterval = 0 }},
 		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = -1 }},
-		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = Duration(time.Minute) }},
+		{"partition.drain_timeout", func(c *Config) { c.Partition.DrainTimeout = time.Minute }},
 		{"partition.initial", func(c *Config) { c.Partition.Initial = "middle" }},
 		{"sink.type", func(c *Config) { c.Sink.Type = "kafka" }},
 		{"sink.exec.command", func(c *Config) { c.Sink.Type = SinkExec }},
@@ -231,30 +271,11 @@ func TestValidate(t *testing.T) {
 		{"zookeeper_max_reply", func(c *Config) { c.ZooKeeperMaxReply = -1 }},
 		{"zookeeper_max_reply", func(c *Config) { c.ZooKeeperMaxReply = 1000 }},
 		{"zookeeper_max_reply", func(c *Config) { c.ZooKeeperMaxReply = 5 << 20 }},
-	} {
-		t.Run(tc.field, func(t *testing.T) {
-			c := changed(t, tc.set)
-			err := c.Validate()
-			var fe *FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("Validate = %v, want a *FieldError", err)
-			}
-			if fe.Field != tc.field {
-				t.Errorf("field %q, want %q (%v)", fe.Field, tc.field, err)
-			}
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) || len(err.Error()) > 1000 {
-				t.Errorf("error %.1000q", err)
-			}
-		})
-	}
+	})
 }
 
 func TestValidateNamesOrigin(t *testing.T) {
-	c, err := Load(Sources{File: writeFile(t, validYAML+"session_timeout: 2s\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Validate()
+	err := load(t, validYAML+"session_timeout: 2s\n", nil).Validate()
 	if err == nil || !strings.Contains(err.Error(), `session_timeout: must be at least 6s (value "2s", from zkgroup.yaml line 7)`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -353,19 +374,9 @@ func TestSinkModes(t *testing.T) {
     batch:
       max_bytes: 4096
 `
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	ov := RegisterFlags(fs)
-	if err := fs.Parse([]string{"--sink-http-max-in-flight", "32", "--sink-exec-batch-linger", "20ms"}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load(Sources{File: writeFile(t, file), Flags: ov,
-		Lookup: env(map[string]string{"ZKGROUP_SINK_HTTP_BATCH_MAX_BYTES": "65536"})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	c := load(t, file, map[string]string{"ZKGROUP_SINK_HTTP_BATCH_MAX_BYTES": "65536"},
+		"--sink-http-max-in-flight", "32", "--sink-exec-batch-linger", "20ms")
+	consumer(t, c)
 	h, e := c.Sink.HTTP, c.Sink.Exec
 	if h.Mode != ModeBatch || h.Batch != (HTTPBatch{MaxMessages: 200, MaxBytes: 65536}) || h.MaxInFlight != 32 {
 		t.Errorf("http %+v", h)

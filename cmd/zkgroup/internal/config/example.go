@@ -183,39 +183,36 @@ func AnnotatedExample() ([]byte, error) {
 	}
 	var b strings.Builder
 	b.WriteString(exampleHeader)
-	writeExample(&b, reflect.TypeOf(Config{}), reflect.ValueOf(Default()).Elem(), "", 0)
+	writeExample(&b, reflect.TypeFor[Config](), reflect.ValueOf(Default()).Elem(), "", 0)
 	return []byte(b.String()), nil
 }
 
 func writeExample(b *strings.Builder, t reflect.Type, v reflect.Value, prefix string, depth int) {
 	ind := strings.Repeat("  ", depth)
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		key, path, ok := yamlKey(sf, prefix)
-		if !ok {
-			continue
-		}
+	for i, m := range members(t) {
+		path := joinPath(prefix, m.key)
 		ex := exampleKeys[path]
 		if i > 0 || depth == 0 {
 			b.WriteString("\n")
 		}
-		writeComment(b, ind, sentence(sf.Tag.Get("help")), true)
+		writeComment(b, ind, sentence(m.help), true)
 		writeComment(b, ind, ex.note, false)
-		if sf.Type.Kind() == reflect.Struct {
-			b.WriteString(ind + key + ":\n")
-			writeExample(b, sf.Type, v.Field(i), path, depth+1)
+		mv := m.at(v)
+		if m.typ.Kind() == reflect.Struct {
+			b.WriteString(ind + m.key + ":\n")
+			writeExample(b, m.typ, mv, path, depth+1)
 			continue
 		}
 		f, _ := fieldByPath(path)
-		writeComment(b, ind, allowedLine(f, v.Field(i), 76-len(ind)-2), false)
+		writeComment(b, ind, allowedLine(f, mv, 76-len(ind)-2), false)
 		val := ex.value
 		if val == "" {
-			val = yamlValue(v.Field(i))
+			val = yamlValue(mv)
 		}
 		if ex.comment {
-			b.WriteString(ind + "# " + key + ": " + val + "\n")
+			b.WriteString(ind + "# " + m.key + ": " + val + "\n")
 		} else {
-			b.WriteString(ind + key + ": " + val + "\n")
+			b.WriteString(ind + m.key + ": " + val + "\n")
 		}
 	}
 }
@@ -288,7 +285,7 @@ var plainYAML = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._/-]*$`)
 // yamlValue renders a field's value as YAML.
 func yamlValue(v reflect.Value) string {
 	switch {
-	case v.Type() == durationType:
+	case isDuration(v.Type()):
 		return Duration(v.Int()).String()
 	case v.Kind() == reflect.String:
 		s := v.String()

@@ -213,12 +213,12 @@ func TestHelpMatchesBounds(t *testing.T) {
 	}
 	c := Default()
 	c.Group, c.ZooKeeper, c.Subscription = "g", "127.0.0.1:2181", "static:t"
-	c.Partition.DrainTimeout = c.ShutdownTimeout
+	c.Partition.DrainTimeout = c.ShutdownTimeout.D()
 	var fe *FieldError
 	if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "partition.drain_timeout" || !strings.Contains(fe.Reason, "below") {
 		t.Errorf("drain_timeout equal to shutdown_timeout: %v", err)
 	}
-	c.Partition.DrainTimeout = c.ShutdownTimeout - Duration(time.Millisecond)
+	c.Partition.DrainTimeout = c.ShutdownTimeout.D() - time.Millisecond
 	if err := c.Validate(); err != nil {
 		t.Errorf("drain_timeout just below shutdown_timeout: %v", err)
 	}

@@ -26,11 +26,11 @@ type Field struct {
 	// any other field. An empty value may also be accepted: the help
 	// says so.
 	Values []string
-	index  []int
-	split  string // "space" for []string split at spaces; default ","
-	redact string // "url": the password of a URL is hidden in messages
-	value  string // the kind of value in flag help when not its type's ("duration|off|session_timeout")
-	kind   reflect.Type
+	at     func(c *Config) reflect.Value // the field's addressable value in c
+	split  string                        // "space" for []string split at spaces; default ","
+	redact string                        // "url": the password of a URL is hidden in messages
+	value  string                        // the kind of value in flag help when not its type's ("duration|off|session_timeout")
+	ph     string                        // the kind of value in flag help by its type ("duration")
 }
 
 // EnvPrefix starts every environment variable of a field.
@@ -38,17 +38,11 @@ const EnvPrefix = "ZKGROUP_"
 
 var fieldList = buildFields()
 
-// yamlKey returns sf's YAML key and its dotted path under prefix ("" at
-// the top); ok is false for a field YAML leaves out. Pure.
-func yamlKey(sf reflect.StructField, prefix string) (key, path string, ok bool) {
+// yamlKey returns sf's YAML key; ok is false for a field YAML leaves
+// out. Pure.
+func yamlKey(sf reflect.StructField) (key string, ok bool) {
 	key = strings.Split(sf.Tag.Get("yaml"), ",")[0]
-	if key == "" || key == "-" {
-		return "", "", false
-	}
-	if prefix == "" {
-		return key, key, true
-	}
-	return key, prefix + "." + key, true
+	return key, key != "" && key != "-"
 }
 
 // Fields returns every settable field in declaration order. Safe for
@@ -57,36 +51,34 @@ func Fields() []Field { return append([]Field(nil), fieldList...) }
 
 func buildFields() []Field {
 	var out []Field
-	var walk func(t reflect.Type, prefix string, index []int)
-	walk = func(t reflect.Type, prefix string, index []int) {
-		for i := 0; i < t.NumField(); i++ {
-			sf := t.Field(i)
-			_, path, ok := yamlKey(sf, prefix)
-			if !ok {
-				continue
-			}
-			idx := append(append([]int(nil), index...), i)
-			if sf.Type.Kind() == reflect.Struct {
-				walk(sf.Type, path, idx)
+	var walk func(t reflect.Type, prefix string, at func(*Config) reflect.Value)
+	walk = func(t reflect.Type, prefix string, at func(*Config) reflect.Value) {
+		for _, m := range members(t) {
+			path := joinPath(prefix, m.key)
+			mat := func(c *Config) reflect.Value { return m.at(at(c)) }
+			if m.typ.Kind() == reflect.Struct {
+				walk(m.typ, path, mat)
 				continue
 			}
 			under := strings.ReplaceAll(path, ".", "_")
+			split := m.tag.Get("split")
+			use, ph := valueKind(m.typ, split)
 			out = append(out, Field{
 				Path:   path,
 				Env:    EnvPrefix + strings.ToUpper(under),
 				Flag:   strings.ReplaceAll(under, "_", "-"),
-				Usage:  usage(sf.Type, sf.Tag.Get("split")),
-				value:  sf.Tag.Get("value"),
-				Help:   sf.Tag.Get("help"),
+				Usage:  use,
+				Help:   m.help,
 				Values: enumValues(path),
-				index:  idx,
-				split:  sf.Tag.Get("split"),
-				redact: sf.Tag.Get("redact"),
-				kind:   sf.Type,
+				at:     mat,
+				split:  split,
+				redact: m.tag.Get("redact"),
+				value:  m.tag.Get("value"),
+				ph:     ph,
 			})
 		}
 	}
-	walk(reflect.TypeOf(Config{}), "", nil)
+	walk(reflect.TypeFor[Config](), "", func(c *Config) reflect.Value { return reflect.ValueOf(c).Elem() })
 	return out
 }
 
@@ -144,29 +136,33 @@ func (c *Config) checkOneOf(path string) error {
 	return c.bad(path, "must be "+oneOf(f.Values), nil)
 }
 
-func usage(t reflect.Type, split string) string {
+// valueKind names the kind of value of a field of type t: usage, for
+// Field.Usage, and placeholder, the word of its flag's help line
+// (flag.UnquoteUsage takes the back-quoted word: "-session-timeout
+// duration"). Pure.
+func valueKind(t reflect.Type, split string) (usage, placeholder string) {
 	switch {
-	case t == reflect.TypeOf(Duration(0)):
-		return "duration, e.g. 10s"
+	case isDuration(t):
+		return "duration, e.g. 10s", "duration"
 	case t.Kind() == reflect.Slice && split == "space":
-		return "words separated by spaces"
+		return "words separated by spaces", "words"
 	case t.Kind() == reflect.Slice:
-		return "comma-separated list"
+		return "comma-separated list", "a,b,..."
 	case t.Kind() == reflect.Map:
-		return "k=v,k2=v2"
+		return "k=v,k2=v2", "k=v,..."
 	case t.Kind() == reflect.Int:
-		return "integer"
+		return "integer", "int"
 	case t.Kind() == reflect.Bool:
-		return "true or false"
+		return "true or false", "true|false"
 	}
-	return "text"
+	return "text", "text"
 }
 
 // set parses text into the field of c.
 func (f Field) set(c *Config, text string) error {
-	v := reflect.ValueOf(c).Elem().FieldByIndex(f.index)
+	v := f.at(c)
 	switch {
-	case v.Type() == reflect.TypeOf(Duration(0)):
+	case isDuration(v.Type()):
 		d, err := parseDuration(strings.TrimSpace(text))
 		if err != nil {
 			return err
@@ -219,9 +215,9 @@ func (f Field) set(c *Config, text string) error {
 
 // text formats the field's value of c for messages.
 func (f Field) text(c *Config) string {
-	v := reflect.ValueOf(c).Elem().FieldByIndex(f.index)
+	v := f.at(c)
 	switch {
-	case v.Type() == reflect.TypeOf(Duration(0)):
+	case isDuration(v.Type()):
 		return Duration(v.Int()).String()
 	case v.Kind() == reflect.Slice:
 		sep := ","

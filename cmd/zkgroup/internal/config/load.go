@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 )
 
@@ -44,7 +43,7 @@ func (f Field) flagUsage(def *Config) string {
 	} else {
 		d = fmt.Sprintf("%q", d)
 	}
-	ph := placeholder(f.kind, f.split)
+	ph := f.ph
 	if f.value != "" {
 		ph = f.value
 	}
@@ -52,26 +51,6 @@ func (f Field) flagUsage(def *Config) string {
 		ph = strings.Join(f.Values, "|")
 	}
 	return fmt.Sprintf("%s\n(`%s`; YAML %s, env %s; default %s)", f.Help, ph, f.Path, f.Env, d)
-}
-
-// placeholder names a flag's value in -h output (flag.UnquoteUsage takes
-// the back-quoted word): "-session-timeout duration".
-func placeholder(t reflect.Type, split string) string {
-	switch {
-	case t == reflect.TypeOf(Duration(0)):
-		return "duration"
-	case t.Kind() == reflect.Slice && split == "space":
-		return "words"
-	case t.Kind() == reflect.Slice:
-		return "a,b,..."
-	case t.Kind() == reflect.Map:
-		return "k=v,..."
-	case t.Kind() == reflect.Int:
-		return "int"
-	case t.Kind() == reflect.Bool:
-		return "true|false"
-	}
-	return "text"
 }
 
 // Set records a flag value for the field with the dotted path; it fails
@@ -114,32 +93,40 @@ func Load(src Sources) (*Config, error) {
 		}
 	}
 	if src.Lookup != nil {
-		for _, f := range fieldList {
+		err := c.applyText(func(f Field) (string, string, bool) {
 			v, ok := src.Lookup(f.Env)
-			if !ok {
-				continue
-			}
-			origin := "env " + f.Env
-			if err := f.set(c, v); err != nil {
-				return nil, &FieldError{Field: f.Path, Value: v, Origin: origin, Reason: "bad value", Err: err}
-			}
-			c.origins[f.Path] = origin
+			return v, "env " + f.Env, ok
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if src.Flags != nil {
-		for _, f := range fieldList {
+		err := c.applyText(func(f Field) (string, string, bool) {
 			v, ok := src.Flags.vals[f.Path]
-			if !ok {
-				continue
-			}
-			origin := "flag --" + f.Flag
-			if err := f.set(c, v); err != nil {
-				return nil, &FieldError{Field: f.Path, Value: v, Origin: origin, Reason: "bad value", Err: err}
-			}
-			c.origins[f.Path] = origin
+			return v, "flag --" + f.Flag, ok
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// applyText sets every field that source gives a value, with the origin
+// it names, in the order of the fields.
+func (c *Config) applyText(source func(Field) (value, origin string, ok bool)) error {
+	for _, f := range fieldList {
+		v, origin, ok := source(f)
+		if !ok {
+			continue
+		}
+		if err := f.set(c, v); err != nil {
+			return &FieldError{Field: f.Path, Value: v, Origin: origin, Reason: "bad value", Err: err}
+		}
+		c.origins[f.Path] = origin
+	}
+	return nil
 }
 
 // Origin says where the field with the dotted path got its value:

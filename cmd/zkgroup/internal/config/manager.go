@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/partition"
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
@@ -39,10 +38,7 @@ func (c *Config) Manager(logger *slog.Logger) (*manager.Config, *subscription.Su
 	m.Mode = manager.ModePartitions
 	m.Brokers = append([]string(nil), c.Brokers...)
 	m.Listener = c.Listener
-	m.Partition.MaxUnacked = c.Partition.MaxUnacked
-	m.Partition.CommitInterval = c.Partition.CommitInterval.D()
-	m.Partition.DrainTimeout = c.Partition.DrainTimeout.D()
-	m.Partition.Initial = partition.Initial(c.Partition.Initial)
+	m.Partition = c.Partition.Config
 	// Close must return before the daemon's own deadline.
 	m.CloseTimeout = c.ShutdownTimeout.D() * 9 / 10
 	m.Logger = logger

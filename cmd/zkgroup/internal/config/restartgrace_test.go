@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"strings"
 	"testing"
 	"time"
@@ -37,22 +36,7 @@ func TestRestartGrace(t *testing.T) {
 		{"flag over env", "instance_id: a\n", map[string]string{"ZKGROUP_RESTART_GRACE": "2m"}, []string{"--restart-grace", "30s"}, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("run", flag.ContinueOnError)
-			ov := RegisterFlags(fs)
-			if err := fs.Parse(tc.flags); err != nil {
-				t.Fatal(err)
-			}
-			c, err := Load(Sources{File: writeFile(t, validYAML+tc.yaml), Lookup: env(tc.env), Flags: ov})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			m, _, err := c.Manager(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := consumer(t, load(t, validYAML+tc.yaml, tc.env, tc.flags...))
 			if m.RestartGrace != tc.want {
 				t.Errorf("RestartGrace %v, want %v", m.RestartGrace, tc.want)
 			}
@@ -77,11 +61,7 @@ func TestRestartGraceRefused(t *testing.T) {
 		{"a number without unit", "instance_id: a\nrestart_grace: 30\n", nil, []string{"a duration such as 30s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(Sources{File: writeFile(t, validYAML+tc.yaml), Lookup: env(tc.env)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = c.Validate()
+			err := load(t, validYAML+tc.yaml, tc.env).Validate()
 			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Field != "restart_grace" || !errors.Is(err, ErrConfig) {
 				t.Fatalf("Validate = %v, want a *FieldError of restart_grace", err)

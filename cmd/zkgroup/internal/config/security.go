@@ -146,11 +146,11 @@ type resolved struct {
 
 func (c *Config) checkKafka() error {
 	k := c.Kafka
-	if strings.TrimSpace(k.ClientID) == "" {
-		return c.bad("kafka.client_id", "must not be empty", nil)
-	}
-	if strings.ContainsFunc(k.ClientID, unicode.IsControl) || len(k.ClientID) > 255 {
-		return c.bad("kafka.client_id", "must be printable text of at most 255 bytes", nil)
+	if err := c.firstBad(
+		rule{"kafka.client_id", strings.TrimSpace(k.ClientID) == "", "must not be empty"},
+		rule{"kafka.client_id", !printable(k.ClientID), "must be printable text of at most 255 bytes"},
+	); err != nil {
+		return err
 	}
 	v, err := sarama.ParseKafkaVersion(k.Version)
 	if err != nil {
@@ -162,7 +162,7 @@ func (c *Config) checkKafka() error {
 	if err := c.checkOneOf("kafka.isolation_level"); err != nil {
 		return err
 	}
-	if strings.ContainsFunc(k.Rack, unicode.IsControl) || len(k.Rack) > 255 {
+	if !printable(k.Rack) {
 		return c.bad("kafka.rack", "must be printable text of at most 255 bytes", nil)
 	}
 	if err := c.checkTLS("kafka.tls", k.TLS); err != nil {
@@ -179,28 +179,25 @@ func (c *Config) checkKafka() error {
 	default:
 		return c.bad("kafka.sasl.mechanism", "must be "+oneOf(enumValues("kafka.sasl.mechanism")), nil)
 	}
-	if s.Username == "" {
-		return c.bad("kafka.sasl.username", "required with kafka.sasl.mechanism", nil)
-	}
-	if strings.ContainsFunc(s.Username, unicode.IsControl) {
-		return c.bad("kafka.sasl.username", "must not hold control characters (a NUL breaks SASL PLAIN's framing)", nil)
+	if err := c.firstBad(
+		rule{"kafka.sasl.username", s.Username == "", "required with kafka.sasl.mechanism"},
+		rule{"kafka.sasl.username", strings.ContainsFunc(s.Username, unicode.IsControl), "must not hold control characters (a NUL breaks SASL PLAIN's framing)"},
+	); err != nil {
+		return err
 	}
 	return c.checkPasswordSource("kafka.sasl", s.PasswordFile, s.PasswordEnv)
 }
 
 func (c *Config) checkZooKeeperSecurity() error {
 	a := c.ZooKeeperAuth
-	if a.Username == "" {
-		if a.PasswordFile != "" || a.PasswordEnv != "" {
-			return c.bad("zookeeper_auth.username", "required with a ZooKeeper password", nil)
-		}
-	} else {
-		if strings.ContainsFunc(a.Username, unicode.IsControl) {
-			return c.bad("zookeeper_auth.username", "must not hold control characters", nil)
-		}
-		if strings.Contains(a.Username, ":") {
-			return c.bad("zookeeper_auth.username", "must not hold ':' (digest credentials are user:password)", nil)
-		}
+	if err := c.firstBad(
+		rule{"zookeeper_auth.username", a.Username == "" && (a.PasswordFile != "" || a.PasswordEnv != ""), "required with a ZooKeeper password"},
+		rule{"zookeeper_auth.username", strings.ContainsFunc(a.Username, unicode.IsControl), "must not hold control characters"},
+		rule{"zookeeper_auth.username", strings.Contains(a.Username, ":"), "must not hold ':' (digest credentials are user:password)"},
+	); err != nil {
+		return err
+	}
+	if a.Username != "" {
 		if err := c.checkPasswordSource("zookeeper_auth", a.PasswordFile, a.PasswordEnv); err != nil {
 			return err
 		}
@@ -211,15 +208,17 @@ func (c *Config) checkZooKeeperSecurity() error {
 // checkPasswordSource wants exactly one of <prefix>.password_file and
 // <prefix>.password_env.
 func (c *Config) checkPasswordSource(prefix, file, env string) error {
-	switch {
-	case file == "" && env == "":
-		return c.bad(prefix+".password_file", "a password is required: set "+prefix+".password_file or "+prefix+".password_env (a password is never written in the configuration)", nil)
-	case file != "" && env != "":
-		return c.bad(prefix+".password_env", "set only one of "+prefix+".password_file and "+prefix+".password_env", nil)
-	case env != "" && (strings.ContainsAny(env, "= \t\n") || strings.HasPrefix(env, "$")):
-		return c.bad(prefix+".password_env", "must be the name of an environment variable (without $)", nil)
-	}
-	return nil
+	return c.firstBad(
+		rule{prefix + ".password_file", file == "" && env == "", "a password is required: set " + prefix + ".password_file or " + prefix + ".password_env (a password is never written in the configuration)"},
+		rule{prefix + ".password_env", file != "" && env != "", "set only one of " + prefix + ".password_file and " + prefix + ".password_env"},
+		rule{prefix + ".password_env", env != "" && (strings.ContainsAny(env, "= \t\n") || strings.HasPrefix(env, "$")), "must be the name of an environment variable (without $)"},
+	)
+}
+
+// printable reports whether s is Kafka-safe text: no control character,
+// at most 255 bytes.
+func printable(s string) bool {
+	return !strings.ContainsFunc(s, unicode.IsControl) && len(s) <= 255
 }
 
 func (c *Config) checkTLS(prefix string, t TLS) error {

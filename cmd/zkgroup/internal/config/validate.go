@@ -37,6 +37,25 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// rule is one check of a field: when bad holds, the field at path is
+// refused for reason.
+type rule struct {
+	path   string
+	bad    bool
+	reason string
+}
+
+// firstBad returns the FieldError of the first rule whose bad holds, in
+// order; nil when none does.
+func (c *Config) firstBad(rules ...rule) error {
+	for _, r := range rules {
+		if r.bad {
+			return c.bad(r.path, r.reason, nil)
+		}
+	}
+	return nil
+}
+
 // bad builds a FieldError for the field at path with its current value.
 func (c *Config) bad(path, reason string, err error) error {
 	fe := &FieldError{Field: path, Origin: c.Origin(path), Reason: reason, Err: err}
@@ -82,20 +101,24 @@ func (c *Config) checkConsumer() error {
 			return c.bad("instance_id", "not a valid ZooKeeper node name", err)
 		}
 	}
-	if c.SessionTimeout.D() < manager.MinSessionTimeout {
-		return c.bad("session_timeout", "must be at least "+manager.MinSessionTimeout.String(), nil)
-	}
-	if c.SessionTimeout.D() > manager.MaxSessionTimeout {
-		return c.bad("session_timeout", "must be at most "+manager.MaxSessionTimeout.String()+" (ZooKeeper caps sessions at 20 x tickTime, 40s by default)", nil)
+	session := c.SessionTimeout.D()
+	if err := c.firstBad(
+		rule{"session_timeout", session < manager.MinSessionTimeout, "must be at least " + manager.MinSessionTimeout.String()},
+		rule{"session_timeout", session > manager.MaxSessionTimeout, "must be at most " + manager.MaxSessionTimeout.String() + " (ZooKeeper caps sessions at 20 x tickTime, 40s by default)"},
+	); err != nil {
+		return err
 	}
 	if err := c.checkRestartGrace(); err != nil {
 		return err
 	}
-	if d := c.KafkaUnreachableTimeout.D(); d != 0 && (d < manager.MinKafkaUnreachableTimeout || d > manager.MaxKafkaUnreachableTimeout) {
-		return c.bad("kafka_unreachable_timeout", "must be 0 (session_timeout) or from "+manager.MinKafkaUnreachableTimeout.String()+" to "+manager.MaxKafkaUnreachableTimeout.String(), nil)
-	}
-	if n := c.ZooKeeperMaxReply; n != 0 && (n < manager.MinZooKeeperMaxReply || n > manager.MaxZooKeeperMaxReply) {
-		return c.bad("zookeeper_max_reply", fmt.Sprintf("must be 0 (%d) or from %d to %d", manager.DefaultZooKeeperMaxReply, manager.MinZooKeeperMaxReply, manager.MaxZooKeeperMaxReply), nil)
+	unreachable, reply := c.KafkaUnreachableTimeout.D(), c.ZooKeeperMaxReply
+	if err := c.firstBad(
+		rule{"kafka_unreachable_timeout", unreachable != 0 && (unreachable < manager.MinKafkaUnreachableTimeout || unreachable > manager.MaxKafkaUnreachableTimeout),
+			"must be 0 (session_timeout) or from " + manager.MinKafkaUnreachableTimeout.String() + " to " + manager.MaxKafkaUnreachableTimeout.String()},
+		rule{"zookeeper_max_reply", reply != 0 && (reply < manager.MinZooKeeperMaxReply || reply > manager.MaxZooKeeperMaxReply),
+			fmt.Sprintf("must be 0 (%d) or from %d to %d", manager.DefaultZooKeeperMaxReply, manager.MinZooKeeperMaxReply, manager.MaxZooKeeperMaxReply)},
+	); err != nil {
+		return err
 	}
 	if _, err := assign.ByName(c.Strategy); err != nil {
 		return c.bad("strategy", "unknown strategy", err)
@@ -117,13 +140,12 @@ func (c *Config) checkBrokers() error {
 
 func (c *Config) checkPartition() error {
 	p := c.Partition
-	switch {
-	case p.MaxUnacked < 1:
-		return c.bad("partition.max_unacked", "must be at least 1", nil)
-	case p.CommitInterval <= 0:
-		return c.bad("partition.commit_interval", "must be positive", nil)
-	case p.DrainTimeout < 0:
-		return c.bad("partition.drain_timeout", "must not be negative", nil)
+	if err := c.firstBad(
+		rule{"partition.max_unacked", p.MaxUnacked < 1, "must be at least 1"},
+		rule{"partition.commit_interval", p.CommitInterval <= 0, "must be positive"},
+		rule{"partition.drain_timeout", p.DrainTimeout < 0, "must not be negative"},
+	); err != nil {
+		return err
 	}
 	return c.checkOneOf("partition.initial")
 }
@@ -136,11 +158,11 @@ func (c *Config) checkSink() error {
 	switch s.Type {
 	case SinkStdout:
 	case SinkExec:
-		if len(s.Exec.Command) == 0 || s.Exec.Command[0] == "" {
-			return c.bad("sink.exec.command", "required with sink.type exec", nil)
-		}
-		if s.Exec.Timeout <= 0 {
-			return c.bad("sink.exec.timeout", "must be positive", nil)
+		if err := c.firstBad(
+			rule{"sink.exec.command", len(s.Exec.Command) == 0 || s.Exec.Command[0] == "", "required with sink.type exec"},
+			rule{"sink.exec.timeout", s.Exec.Timeout <= 0, "must be positive"},
+		); err != nil {
+			return err
 		}
 	case SinkHTTP:
 		u, err := url.Parse(s.HTTP.URL)
@@ -162,13 +184,12 @@ func (c *Config) checkSink() error {
 		return err
 	}
 	r := s.Retry
-	switch {
-	case r.MaxAttempts < 1:
-		return c.bad("sink.retry.max_attempts", "must be at least 1 (1: no retry)", nil)
-	case r.InitialBackoff <= 0:
-		return c.bad("sink.retry.initial_backoff", "must be positive", nil)
-	case r.MaxBackoff < r.InitialBackoff:
-		return c.bad("sink.retry.max_backoff", "must be at least sink.retry.initial_backoff", nil)
+	if err := c.firstBad(
+		rule{"sink.retry.max_attempts", r.MaxAttempts < 1, "must be at least 1 (1: no retry)"},
+		rule{"sink.retry.initial_backoff", r.InitialBackoff <= 0, "must be positive"},
+		rule{"sink.retry.max_backoff", r.MaxBackoff < r.InitialBackoff, "must be at least sink.retry.initial_backoff"},
+	); err != nil {
+		return err
 	}
 	if err := c.checkOneOf("sink.on_failure"); err != nil {
 		return err
@@ -207,19 +228,15 @@ func (c *Config) checkSinkModes() error {
 		{"sink.exec.batch.", e.Batch.MaxMessages, e.Batch.MaxBytes, e.Batch.Linger},
 		{"sink.http.batch.", h.Batch.MaxMessages, h.Batch.MaxBytes, h.Batch.Linger},
 	} {
-		switch {
-		case b.messages < 1:
-			return c.bad(b.prefix+"max_messages", "must be at least 1", nil)
-		case b.bytes < 1:
-			return c.bad(b.prefix+"max_bytes", "must be at least 1", nil)
-		case b.linger < 0:
-			return c.bad(b.prefix+"linger", "must not be negative (0: do not wait)", nil)
+		if err := c.firstBad(
+			rule{b.prefix + "max_messages", b.messages < 1, "must be at least 1"},
+			rule{b.prefix + "max_bytes", b.bytes < 1, "must be at least 1"},
+			rule{b.prefix + "linger", b.linger < 0, "must not be negative (0: do not wait)"},
+		); err != nil {
+			return err
 		}
 	}
-	if h.MaxInFlight < 1 {
-		return c.bad("sink.http.max_in_flight", "must be at least 1", nil)
-	}
-	return nil
+	return c.firstBad(rule{"sink.http.max_in_flight", h.MaxInFlight < 1, "must be at least 1"})
 }
 
 func (c *Config) checkAdmin() error {
@@ -229,16 +246,12 @@ func (c *Config) checkAdmin() error {
 	if err := checkHostPort(c.Admin.Listen, true); err != nil {
 		return c.bad("admin.listen", "must be host:port (or empty to disable)", err)
 	}
-	if (c.Admin.TLSCertFile == "") != (c.Admin.TLSKeyFile == "") {
-		return c.bad("admin.tls_cert_file", "needs admin.tls_key_file, and the other way round", nil)
-	}
-	if c.Admin.IdleTimeout < 0 {
-		return c.bad("admin.idle_timeout", "must not be negative", nil)
-	}
-	if c.Admin.LogLevelControl && c.Admin.TokenFile == "" {
-		return c.bad("admin.log_level_control", "needs admin.token_file (beyond loopback the level may change only behind a token)", nil)
-	}
-	return nil
+	a := c.Admin
+	return c.firstBad(
+		rule{"admin.tls_cert_file", (a.TLSCertFile == "") != (a.TLSKeyFile == ""), "needs admin.tls_key_file, and the other way round"},
+		rule{"admin.idle_timeout", a.IdleTimeout < 0, "must not be negative"},
+		rule{"admin.log_level_control", a.LogLevelControl && a.TokenFile == "", "needs admin.token_file (beyond loopback the level may change only behind a token)"},
+	)
 }
 
 // checkHostPort checks "host:port" with a port from 1 to 65535 (0 too with
@@ -274,17 +287,12 @@ func (c *Config) checkLog() error {
 }
 
 func (c *Config) checkShutdown() error {
-	if c.ShutdownTimeout <= 0 {
-		return c.bad("shutdown_timeout", "must be positive", nil)
-	}
-	if c.ZooKeeperStartTimeout < 0 {
-		return c.bad("zookeeper_start_timeout", "must not be negative (0: wait until ZooKeeper answers)", nil)
-	}
-	if c.ZooKeeperStartTimeout > 0 && c.ZooKeeperStartTimeout < Duration(time.Second) {
-		return c.bad("zookeeper_start_timeout", "must be 0 (no bound) or at least 1s", nil)
-	}
-	if c.Partition.DrainTimeout >= c.ShutdownTimeout {
-		return c.bad("partition.drain_timeout", fmt.Sprintf("must be below shutdown_timeout (%v) so that a shutdown can finish", c.ShutdownTimeout), nil)
-	}
-	return nil
+	start := c.ZooKeeperStartTimeout.D()
+	return c.firstBad(
+		rule{"shutdown_timeout", c.ShutdownTimeout <= 0, "must be positive"},
+		rule{"zookeeper_start_timeout", start < 0, "must not be negative (0: wait until ZooKeeper answers)"},
+		rule{"zookeeper_start_timeout", start > 0 && start < time.Second, "must be 0 (no bound) or at least 1s"},
+		rule{"partition.drain_timeout", c.Partition.DrainTimeout >= c.ShutdownTimeout.D(),
+			fmt.Sprintf("must be below shutdown_timeout (%v) so that a shutdown can finish", c.ShutdownTimeout)},
+	)
 }

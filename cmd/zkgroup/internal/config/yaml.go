@@ -179,8 +179,6 @@ const (
 	maxMapEntries = 256
 )
 
-var durationType = reflect.TypeOf(Duration(0))
-
 // checkTree walks the document against Config's fields and returns the
 // first problems: the first unknown keys (at most maxUnknownReported),
 // a key given twice, a mapping where a value belongs, or a number with a
@@ -193,7 +191,7 @@ func checkTree(name string, doc *yaml.Node) error {
 		return &FileError{File: name, Line: doc.Line, Msg: "the configuration must be a mapping of keys to values"}
 	}
 	w := treeWalker{name: name}
-	w.walk(doc, reflect.TypeOf(Config{}), "")
+	w.walk(doc, reflect.TypeFor[Config](), "")
 	if w.more > 0 {
 		w.errs = append(w.errs, &FileError{File: name, Msg: fmt.Sprintf("and %d more unknown key(s) not listed", w.more)})
 	}
@@ -221,8 +219,8 @@ func (w *treeWalker) walk(n *yaml.Node, t reflect.Type, path string) {
 		n = n.Alias
 	}
 	switch {
-	case t == durationType:
-		return // its UnmarshalYAML reports what is wrong
+	case isDuration(t):
+		return // Duration's UnmarshalYAML reports what is wrong
 	case t.Kind() == reflect.Struct:
 		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 			return
@@ -232,10 +230,8 @@ func (w *treeWalker) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		keys := map[string]reflect.Type{}
-		for i := 0; i < t.NumField(); i++ {
-			if k, _, ok := yamlKey(t.Field(i), ""); ok {
-				keys[k] = t.Field(i).Type
-			}
+		for _, m := range members(t) {
+			keys[m.key] = m.typ
 		}
 		seen := make(map[string]int, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
