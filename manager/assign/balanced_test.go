@@ -70,8 +70,8 @@ func TestBalanced(t *testing.T) {
 			// Each class is balanced on its own (LeaderAware would give a
 			// both x partitions to level the totals).
 			name:    "mixed subscriptions: per-class balance",
-			members: []Member{{ID: "a", Topics: []string{"x"}}, {ID: "b"}},
-			parts:   append(parts("x", 1, 1), parts("y", 2, 2)...),
+			members: xyMembers,
+			parts:   xyParts,
 			want:    map[string]string{"a": "x/0", "b": "x/1 y/0 y/1"},
 		},
 		tableCase{
