@@ -290,7 +290,7 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		cons := mustJoin(t, c, group, sub, cfg)
 		var wg sync.WaitGroup
 		wg.Add(2)
-		logErrors(t, name, cons, &wg)
+		logErrors(t, name, cons, &wg, nil)
 		handle := func(b *manager.Batch) {
 			if b.Len() == 0 || b.Topic != topic {
 				t.Errorf("bad batch %+v", b)
@@ -416,7 +416,7 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	defer cons.Close()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	logErrors(t, "s", cons, &wg)
+	logErrors(t, "s", cons, &wg, nil)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -491,7 +491,7 @@ func TestSeekAndPause(t *testing.T) {
 	c, topic, group, cons, s := oneStream(t)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	logErrors(t, "a", cons, &wg)
+	logErrors(t, "a", cons, &wg, nil)
 	// The stream's hand-off is Poll: a Seek or Pause takes effect at the
 	// next batch handed out.
 	poll := func(what string) *manager.Batch {

@@ -22,9 +22,7 @@ type streamKey struct {
 // streamInstance is a ModePartitions member: one goroutine per partition
 // stream reads and acks it (in small shuffled batches).
 type streamInstance struct {
-	name string
-	c    *manager.Consumer
-	wg   sync.WaitGroup
+	*instance
 	once sync.Once
 
 	mu       sync.Mutex
@@ -40,13 +38,9 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 	cfg := baseConfig(t, name)
 	cfg.Mode = manager.ModePartitions
 	ownerHooks(rec, name, cfg)
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
-	in := &streamInstance{name: name, c: cons, open: map[streamKey]bool{}}
-	in.wg.Add(2)
-	logErrors(t, name, cons, &in.wg)
+	in := &streamInstance{instance: joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil), open: map[streamKey]bool{}}
+	cons := in.c
+	in.wg.Add(1)
 	go func() {
 		defer in.wg.Done()
 		for s, err := range cons.EachPartition(context.Background()) {

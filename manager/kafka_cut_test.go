@@ -143,22 +143,16 @@ func (l *deliveryLog) distinct(topic string, n int) int {
 func runMember(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
 	rec *recorder, log *deliveryLog, configure func(*manager.Config)) *instance {
 	t.Helper()
-	cfg := manager.NewConfig()
-	cfg.InstanceID = name
+	cfg := baseConfig(t, name)
 	cfg.SessionTimeout = 6 * time.Second
-	cfg.Partition.CommitInterval = 200 * time.Millisecond
-	cfg.Logger = testLogger(t).With("test", t.Name(), "member", name)
+	cfg.Logger = cfg.Logger.With("member", name)
 	rec.hooks(name, cfg)
 	if configure != nil {
 		configure(cfg)
 	}
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
-	in := &instance{name: name, c: cons}
-	in.wg.Add(2)
-	logErrors(t, name, cons, &in.wg)
+	in := joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil)
+	cons := in.c
+	in.wg.Add(1)
 	go func() {
 		defer in.wg.Done()
 		for m, err := range cons.Each(context.Background()) {

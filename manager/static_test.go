@@ -84,15 +84,8 @@ const staticParts = 24
 
 func newStaticGroup(t *testing.T) *staticGroup {
 	c := testcluster.Shared(t)
-	g := &staticGroup{c: c, topic: testcluster.Name(t, "t"), group: testcluster.Name(t, "g"), rec: newRecorder(t),
-		moves: &moveLog{moves: map[string]int{}}}
-	if err := c.CreateTopic(context.Background(), g.topic, staticParts, 3); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if g.sub, err = subscription.Static(g.topic); err != nil {
-		t.Fatal(err)
-	}
+	g := &staticGroup{c: c, rec: newRecorder(t), moves: &moveLog{moves: map[string]int{}}}
+	g.topic, g.group, g.sub = newTopic(t, c, staticParts)
 	g.proxy = testcluster.ZooKeeperProxy(t, c)
 	g.prod = testcluster.StartProducer(t, c, g.topic, staticParts, 0, 48, 50*time.Millisecond)
 	g.a = g.join(t, "a", "a", false)
