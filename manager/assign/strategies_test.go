@@ -181,20 +181,16 @@ func TestStickyGolden(t *testing.T) {
 	if got, want := mix64(0x9e3779b97f4a7c15), uint64(0xe220a8397b1dcdaf); got != want {
 		t.Fatalf("mix64(golden) = %#x (SplitMix64 first output), want %#x", got, want)
 	}
-	members := []Member{{ID: "alpha"}, {ID: "beta"}, {ID: "gamma"}}
-	ps := append(parts("orders", 1, 2, 3, 1, 2, 3, 1), parts("events", 2, 3)...)
-	a := Sticky().Assign(members, ps)
-	if msg := checkAssignment(members, ps, a); msg != "" {
-		t.Fatal(msg)
-	}
-	want := map[string]string{
-		"alpha": "orders/3 orders/4 orders/5",
-		"beta":  "orders/1 orders/2 orders/6",
-		"gamma": "events/0 events/1 orders/0",
-	}
-	if got := render(a); !maps.Equal(got, want) {
-		t.Errorf("got  %#v\nwant %#v", got, want)
-	}
+	runTable(t, Sticky(), []tableCase{{
+		name:    "golden",
+		members: []Member{{ID: "alpha"}, {ID: "beta"}, {ID: "gamma"}},
+		parts:   append(parts("orders", 1, 2, 3, 1, 2, 3, 1), parts("events", 2, 3)...),
+		want: map[string]string{
+			"alpha": "orders/3 orders/4 orders/5",
+			"beta":  "orders/1 orders/2 orders/6",
+			"gamma": "events/0 events/1 orders/0",
+		},
+	}})
 }
 
 func TestStickyMoreMembersThanPartitions(t *testing.T) {
