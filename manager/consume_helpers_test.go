@@ -76,14 +76,10 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 	go func() {
 		defer in.wg.Done()
 		defer close(work)
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("%s: Each: %v", name, err)
-				return
-			}
+		forEach(t, name+": Each", cons.Each(context.Background()), func(m *manager.Message) {
 			receiveOwned(rec, name, m, o.strict)
 			work <- m
-		}
+		})
 	}()
 	for w := 0; w < workers; w++ {
 		go func() {

@@ -40,9 +40,7 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 	ownerHooks(rec, name, cfg)
 	in := &streamInstance{instance: joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil), open: map[streamKey]bool{}}
 	cons := in.c
-	in.wg.Add(1)
-	go func() {
-		defer in.wg.Done()
+	in.wg.Go(func() {
 		for s, err := range cons.EachPartition(context.Background()) {
 			if err != nil {
 				t.Errorf("%s: EachPartition: %v", name, err)
@@ -61,10 +59,9 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 			in.open[key] = true
 			in.opened++
 			in.mu.Unlock()
-			in.wg.Add(1)
-			go in.read(t, s, key, rec)
+			in.wg.Go(func() { in.read(t, s, key, rec) })
 		}
-	}()
+	})
 	t.Cleanup(func() { in.close(t) })
 	return in
 }
@@ -75,7 +72,6 @@ func (in *streamInstance) problem(format string, args ...any) {
 }
 
 func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder) {
-	defer in.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
 	h := &heldAcks{rng: rng, ack: func(m *manager.Message) {
 		if r := in.c.Ack(m); r != manager.AckOK {

@@ -255,7 +255,6 @@ func joinInstance(t *testing.T, zk, group string, sub *subscription.Subscription
 		t.Fatalf("join %s: %v", name, err)
 	}
 	in := &instance{name: name, c: cons}
-	in.wg.Add(1)
 	logErrors(t, name, cons, &in.wg, keep)
 	return in
 }
@@ -291,9 +290,7 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 	}
 	in := joinInstance(t, zkc, group, sub, name, cfg, nil)
 	cons := in.c
-	in.wg.Add(1)
-	go func() {
-		defer in.wg.Done()
+	in.wg.Go(func() {
 		rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
 		h := &heldAcks{rng: rng, ack: func(m *manager.Message) { cons.Ack(m) }}
 		src := eachSource(t, cons.Each)
@@ -316,7 +313,7 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 			cons.Ack(m)
 		}
 		h.flush()
-	}()
+	})
 	t.Cleanup(func() { in.close(t) })
 	return in
 }
@@ -411,19 +408,41 @@ func (r *recorder) lostBy(name string) int {
 	return r.lost[name]
 }
 
-// logErrors logs cons's errors from a goroutine until Close closes
-// Errors(), and hands each to keep unless it is nil; the caller has
-// counted that goroutine in wg.
+// logErrors logs cons's errors from a goroutine of wg until Close closes
+// Errors(), and hands each to keep unless it is nil.
 func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitGroup, keep func(error)) {
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for err := range cons.Errors() {
 			t.Logf("%s: error: %v", name, err)
 			if keep != nil {
 				keep(err)
 			}
 		}
-	}()
+	})
+}
+
+// forEach hands each message of an Each loop to fn until the loop ends; an
+// error the loop yields fails t (labelled what) and ends it.
+func forEach(t *testing.T, what string, each iter.Seq2[*manager.Message, error], fn func(*manager.Message)) {
+	for m, err := range each {
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+			return
+		}
+		fn(m)
+	}
+}
+
+// pollAll hands each batch poll returns to handle until poll fails, and
+// returns that error.
+func pollAll(poll func(context.Context) (*manager.Batch, error), handle func(*manager.Batch)) error {
+	for {
+		b, err := poll(context.Background())
+		if err != nil {
+			return err
+		}
+		handle(b)
+	}
 }
 
 // mustJoin joins group on c's ZooKeeper or fails t.

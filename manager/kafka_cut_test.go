@@ -151,20 +151,13 @@ func runMember(t *testing.T, c *testcluster.Cluster, group string, sub *subscrip
 		configure(cfg)
 	}
 	in := joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil)
-	cons := in.c
-	in.wg.Add(1)
-	go func() {
-		defer in.wg.Done()
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("%s: Each: %v", name, err)
-				return
-			}
+	in.wg.Go(func() {
+		forEach(t, name+": Each", in.c.Each(context.Background()), func(m *manager.Message) {
 			rec.receive(name, m, true)
 			log.add(name, m)
-			cons.Ack(m)
-		}
-	}()
+			in.c.Ack(m)
+		})
+	})
 	t.Cleanup(func() { in.close(t) })
 	return in
 }

@@ -35,19 +35,12 @@ func joinWithStrategy(t *testing.T, c *testcluster.Cluster, group string, sub *s
 		m.errs = append(m.errs, err)
 		m.mu.Unlock()
 	})
-	cons := m.c
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		for msg, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("%s: Each: %v", name, err)
-				return
-			}
+	m.wg.Go(func() {
+		forEach(t, name+": Each", m.c.Each(context.Background()), func(msg *manager.Message) {
 			led.Add(name, msg.Partition, msg.Offset, string(msg.Value))
-			cons.Ack(msg)
-		}
-	}()
+			m.c.Ack(msg)
+		})
+	})
 	t.Cleanup(func() { m.close(t) })
 	return m
 }
