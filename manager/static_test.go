@@ -114,6 +114,14 @@ func (g *staticGroup) join(t *testing.T, name, id string, proxied bool) *instanc
 
 // unmoved checks that ins fetch what they did and named no partition in
 // their callbacks since the moves were reset.
+// snapshot returns what each member is assigned now, and counts moves
+// from here on.
+func (g *staticGroup) snapshot() map[string][]manager.TopicPartition {
+	before := map[string][]manager.TopicPartition{"a": assignedOf(g.a), "b": assignedOf(g.b), "c": assignedOf(g.d)}
+	g.moves.reset()
+	return before
+}
+
 func (g *staticGroup) unmoved(t *testing.T, what string, before map[string][]manager.TopicPartition, ins ...*instance) {
 	t.Helper()
 	for _, in := range ins {
@@ -135,9 +143,8 @@ func (g *staticGroup) unmoved(t *testing.T, what string, before map[string][]man
 func TestStaticRestart(t *testing.T) {
 	g := newStaticGroup(t)
 	a, b, cc := g.a, g.b, g.d
-	before := map[string][]manager.TopicPartition{"a": assignedOf(a), "b": assignedOf(b), "c": assignedOf(cc)}
+	before := g.snapshot()
 
-	g.moves.reset()
 	start := time.Now()
 	cc.close(t)
 	await(t, 30*time.Second, "a and b see c away", func() bool { return awayIs([]string{"c"}, a, b) })
@@ -188,8 +195,7 @@ func TestStaticRestart(t *testing.T) {
 func TestStaticCrashRestart(t *testing.T) {
 	g := newStaticGroup(t)
 	a, b, cc := g.a, g.b, g.d
-	before := map[string][]manager.TopicPartition{"a": assignedOf(a), "b": assignedOf(b), "c": assignedOf(cc)}
-	g.moves.reset()
+	before := g.snapshot()
 	start := time.Now()
 	g.proxy.Block()
 	await(t, 60*time.Second, "a and b see c away", func() bool { return awayIs([]string{"c"}, a, b) })
