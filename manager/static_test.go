@@ -112,8 +112,6 @@ func (g *staticGroup) join(t *testing.T, name, id string, proxied bool) *instanc
 	}})
 }
 
-// unmoved checks that ins fetch what they did and named no partition in
-// their callbacks since the moves were reset.
 // snapshot returns what each member is assigned now, and counts moves
 // from here on.
 func (g *staticGroup) snapshot() map[string][]manager.TopicPartition {
@@ -122,6 +120,8 @@ func (g *staticGroup) snapshot() map[string][]manager.TopicPartition {
 	return before
 }
 
+// unmoved checks that ins fetch what they did and named no partition in
+// their callbacks since the moves were reset.
 func (g *staticGroup) unmoved(t *testing.T, what string, before map[string][]manager.TopicPartition, ins ...*instance) {
 	t.Helper()
 	for _, in := range ins {
