@@ -94,17 +94,13 @@ func TestInterruptEndsRange(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("Each: %v", err)
-				return
-			}
+		forEach(t, "Each", cons.Each(context.Background()), func(m *manager.Message) {
 			cons.Ack(m)
 			recv[m.Partition]++
 			if n++; n == 50 {
 				cons.Interrupt()
 			}
-		}
+		})
 	}()
 	select {
 	case <-done:
@@ -289,8 +285,8 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 		rec.hooks(name, cfg)
 		cons := mustJoin(t, c, group, sub, cfg)
 		var wg sync.WaitGroup
-		wg.Add(2)
-		logErrors(t, name, cons, &wg)
+		wg.Add(1)
+		logErrors(t, name, cons, &wg, nil)
 		handle := func(b *manager.Batch) {
 			if b.Len() == 0 || b.Topic != topic {
 				t.Errorf("bad batch %+v", b)
@@ -317,32 +313,15 @@ func TestBatchesRebalanceExactlyOnce(t *testing.T) {
 						t.Errorf("%s: EachPartition: %v", name, err)
 						break
 					}
-					sw.Add(1)
-					go func() {
-						defer sw.Done()
-						for {
-							b, err := s.Poll(context.Background())
-							if err != nil {
-								return
-							}
-							handle(b)
-						}
-					}()
+					sw.Go(func() { _ = pollAll(s.Poll, handle) }) // until the stream ends
 				}
 				sw.Wait()
 			}()
 		} else {
 			go func() {
 				defer wg.Done()
-				for {
-					b, err := cons.Poll(context.Background())
-					if err != nil {
-						if !errors.Is(err, manager.ErrClosed) {
-							t.Errorf("%s: Poll: %v", name, err)
-						}
-						return
-					}
-					handle(b)
+				if err := pollAll(cons.Poll, handle); !errors.Is(err, manager.ErrClosed) {
+					t.Errorf("%s: Poll: %v", name, err)
 				}
 			}()
 		}
@@ -415,25 +394,18 @@ func batchesSuspension(t *testing.T) (survived bool) {
 	}
 	defer cons.Close()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	logErrors(t, "s", cons, &wg)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			b, err := cons.Poll(context.Background())
-			if err != nil {
-				if !errors.Is(err, manager.ErrClosed) {
-					t.Errorf("Poll: %v", err)
-				}
-				return
-			}
+	logErrors(t, "s", cons, &wg, nil)
+	wg.Go(func() {
+		err := pollAll(cons.Poll, func(b *manager.Batch) {
 			for _, m := range b.Messages {
 				rec.receive("s", m, true)
 			}
 			b.Ack()
+		})
+		if !errors.Is(err, manager.ErrClosed) {
+			t.Errorf("Poll: %v", err)
 		}
-	}()
+	})
 	prod := testcluster.StartProducer(t, c, topic, parts, 0, 20, 20*time.Millisecond)
 	await(t, 30*time.Second, "consuming", func() bool { return rec.By("s") > 100 })
 	session := cons.Stats().SessionID
@@ -490,8 +462,7 @@ func batchesSuspension(t *testing.T) (survived bool) {
 func TestSeekAndPause(t *testing.T) {
 	c, topic, group, cons, s := oneStream(t)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	logErrors(t, "a", cons, &wg)
+	logErrors(t, "a", cons, &wg, nil)
 	// The stream's hand-off is Poll: a Seek or Pause takes effect at the
 	// next batch handed out.
 	poll := func(what string) *manager.Batch {

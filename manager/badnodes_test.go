@@ -138,15 +138,7 @@ func consumeNodeErrors(t *testing.T, cons *manager.Consumer) (nodeErrors func() 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var got []*manager.NodeError
-	wg.Go(func() {
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("Each: %v", err)
-				return
-			}
-			cons.Ack(m)
-		}
-	})
+	wg.Go(func() { forEach(t, "Each", cons.Each(context.Background()), func(m *manager.Message) { cons.Ack(m) }) })
 	wg.Go(func() {
 		for err := range cons.Errors() {
 			var ne *manager.NodeError

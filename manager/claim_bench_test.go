@@ -1,15 +1,11 @@
 package manager
 
 import (
-	"log/slog"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
 // BenchmarkClaimLease is one claim.Lease on a healthy claim: the fence
@@ -27,18 +23,9 @@ func BenchmarkClaimLease(b *testing.B) {
 	} else {
 		c = testcluster.Shared(b)
 	}
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := dialSession(b, c)
 	defer s.Close()
-	health := newGate()
-	health.set(true)
-	var waits atomic.Int64
-	cl, err := acquire(s, testcluster.Name(b, "g"), TopicPartition{Topic: "t", Partition: 0}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := claimOn(b, s, testcluster.Name(b, "g"), 0)
 	defer func() { _ = cl.release() }()
 	c0 := cpuTimeNs()
 	for b.Loop() {

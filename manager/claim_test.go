@@ -26,14 +26,7 @@ func TestClaimNoticesLoss(t *testing.T) {
 	group := testcluster.Name(t, "g")
 	claimOf := func(t *testing.T, s *zkconn.Session, p int32) (*claim, string) {
 		t.Helper()
-		health := newGate()
-		health.set(true)
-		var waits atomic.Int64
-		cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl, c.Chroot() + zkdata.OwnerPath(group, "t", p)
+		return claimOn(t, s, group, p), c.Chroot() + zkdata.OwnerPath(group, "t", p)
 	}
 	lostWithin := func(t *testing.T, cl *claim, what string) {
 		t.Helper()
@@ -49,22 +42,25 @@ func TestClaimNoticesLoss(t *testing.T) {
 	}
 	s := dialSession(t, c)
 
-	t.Run("deleted", func(t *testing.T) {
-		cl, p := claimOf(t, s, 0)
-		if err := zc.Delete(p, -1); err != nil {
-			t.Fatal(err)
-		}
-		lostWithin(t, cl, "node deleted")
-		cl.abandon()
-	})
-	t.Run("taken over", func(t *testing.T) {
-		cl, p := claimOf(t, s, 1)
-		if _, err := zc.Set(p, zkdata.FormatOwner("someone-else"), -1); err != nil {
-			t.Fatal(err)
-		}
-		lostWithin(t, cl, "node taken over")
-		cl.abandon()
-	})
+	for i, tc := range []struct {
+		name   string
+		change func(node string) error
+	}{
+		{"deleted", func(node string) error { return zc.Delete(node, -1) }},
+		{"taken over", func(node string) error {
+			_, err := zc.Set(node, zkdata.FormatOwner("someone-else"), -1)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, p := claimOf(t, s, int32(i))
+			if err := tc.change(p); err != nil {
+				t.Fatal(err)
+			}
+			lostWithin(t, cl, "node "+tc.name)
+			cl.abandon()
+		})
+	}
 	t.Run("rewritten, still ours", func(t *testing.T) {
 		cl, p := claimOf(t, s, 2)
 		if _, err := zc.Set(p, zkdata.FormatOwner("me"), -1); err != nil {
@@ -110,13 +106,34 @@ func TestClaimNoticesLoss(t *testing.T) {
 
 // dialSession opens a zkconn session on c's ZooKeeper, under its chroot.
 // The caller closes it.
-func dialSession(t *testing.T, c *testcluster.Cluster) *zkconn.Session {
-	t.Helper()
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
+func dialSession(tb testing.TB, c *testcluster.Cluster) *zkconn.Session {
+	tb.Helper()
+	return dialServer(tb, c.ZooKeeperAddr(), c.Chroot())
+}
+
+// dialServer opens a zkconn session on the ZooKeeper at server (c's, or a
+// proxy to it), under chroot. The caller closes it.
+func dialServer(tb testing.TB, server, chroot string) *zkconn.Session {
+	tb.Helper()
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{server}, Chroot: chroot, SessionTimeout: 10 * time.Second})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return s
+}
+
+// claimOn claims partition p of topic "t" for group as "me", with a healthy
+// gate, or fails tb.
+func claimOn(tb testing.TB, s *zkconn.Session, group string, p int32) *claim {
+	tb.Helper()
+	health := newGate()
+	health.set(true)
+	var waits atomic.Int64
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cl
 }
 
 // TestClaimCanceledAfterCreate: a claim canceled (its partition revoked)
@@ -195,18 +212,9 @@ func TestReleaseRetried(t *testing.T) {
 	zc := testcluster.ZooKeeper(t, c)
 	group := testcluster.Name(t, "g")
 	front := testcluster.ZooKeeperProxy(t, c)
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{front.Addr()}, Chroot: c.Chroot(), SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := dialServer(t, front.Addr(), c.Chroot())
 	defer s.Close()
-	health := newGate()
-	health.set(true)
-	var waits atomic.Int64
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := claimOn(t, s, group, 0)
 	full := c.Chroot() + zkdata.OwnerPath(group, "t", 0)
 	front.Stall() // the release's read is written, and held
 	done := make(chan error, 1)

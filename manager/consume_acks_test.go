@@ -137,18 +137,12 @@ func TestConsumeAckEdgeCases(t *testing.T) {
 
 	// a goes on consuming what it kept.
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for m, err := range a.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("Each: %v", err)
-				return
-			}
+	wg.Go(func() {
+		forEach(t, "Each", a.Each(context.Background()), func(m *manager.Message) {
 			led.Add("a", m.Partition, m.Offset, string(m.Value))
 			a.Ack(m)
-		}
-	}()
+		})
+	})
 	for _, ms := range held {
 		for _, m := range ms {
 			led.Add("a", m.Partition, m.Offset, string(m.Value))
@@ -210,11 +204,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for m, err := range a.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("Each: %v", err)
-				return
-			}
+		forEach(t, "Each", a.Each(context.Background()), func(m *manager.Message) {
 			mu.Lock()
 			count[m.Partition]++
 			if m.Partition == 0 {
@@ -224,7 +214,7 @@ func TestConsumeMaxUnackedBackpressure(t *testing.T) {
 			if m.Partition != 0 {
 				a.Ack(m)
 			}
-		}
+		})
 	}()
 	counts := func() map[int32]int {
 		mu.Lock()

@@ -18,9 +18,7 @@ import (
 // workers, each after a random delay and in random order: the way a
 // concurrent application acks.
 type poolInstance struct {
-	name string
-	c    *manager.Consumer
-	wg   sync.WaitGroup
+	*instance
 	once sync.Once
 	acks struct {
 		sync.Mutex
@@ -66,30 +64,22 @@ func joinPool(t *testing.T, c *testcluster.Cluster, group string, sub *subscript
 	if o.configure != nil {
 		o.configure(cfg)
 	}
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
-	in := &poolInstance{name: name, c: cons}
+	in := &poolInstance{instance: joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil)}
+	cons := in.c
 	in.acks.results = map[manager.AckResult]int{}
 	workers := o.workers
 	if workers <= 0 {
 		workers = 4
 	}
 	work := make(chan *manager.Message, workers)
-	in.wg.Add(2 + workers)
-	logErrors(t, name, cons, &in.wg)
+	in.wg.Add(1 + workers)
 	go func() {
 		defer in.wg.Done()
 		defer close(work)
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("%s: Each: %v", name, err)
-				return
-			}
+		forEach(t, name+": Each", cons.Each(context.Background()), func(m *manager.Message) {
 			receiveOwned(rec, name, m, o.strict)
 			work <- m
-		}
+		})
 	}()
 	for w := 0; w < workers; w++ {
 		go func() {
@@ -134,14 +124,7 @@ func (in *poolInstance) ackResults() map[manager.AckResult]int {
 	return out
 }
 
-func (in *poolInstance) close(t *testing.T) {
-	in.once.Do(func() {
-		if err := in.c.Close(); err != nil {
-			t.Errorf("close %s: %v", in.name, err)
-		}
-		in.wg.Wait()
-	})
-}
+func (in *poolInstance) close(t *testing.T) { in.once.Do(func() { in.instance.close(t) }) }
 
 // poolBalanced is balanced() for pool instances.
 func poolBalanced(n int, ins ...*poolInstance) bool {
@@ -163,14 +146,17 @@ func newTopic(t *testing.T, c *testcluster.Cluster, parts int32) (topic, group s
 func newTopicRF(t *testing.T, c *testcluster.Cluster, parts int32, rf int16) (topic, group string, sub *subscription.Subscription) {
 	t.Helper()
 	topic, group = testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	createTopic(t, c, topic, parts, rf)
+	return topic, group, mustStatic(t, topic)
+}
+
+// createTopic creates topic with parts partitions and replication rf, or
+// fails t.
+func createTopic(t *testing.T, c *testcluster.Cluster, topic string, parts int32, rf int16) {
+	t.Helper()
 	if err := c.CreateTopic(context.Background(), topic, parts, rf); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return topic, group, sub
 }
 
 // checkCommitted fails t unless the Kafka-committed offsets equal want.

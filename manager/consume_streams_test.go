@@ -22,9 +22,7 @@ type streamKey struct {
 // streamInstance is a ModePartitions member: one goroutine per partition
 // stream reads and acks it (in small shuffled batches).
 type streamInstance struct {
-	name string
-	c    *manager.Consumer
-	wg   sync.WaitGroup
+	*instance
 	once sync.Once
 
 	mu       sync.Mutex
@@ -40,15 +38,9 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 	cfg := baseConfig(t, name)
 	cfg.Mode = manager.ModePartitions
 	ownerHooks(rec, name, cfg)
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
-	in := &streamInstance{name: name, c: cons, open: map[streamKey]bool{}}
-	in.wg.Add(2)
-	logErrors(t, name, cons, &in.wg)
-	go func() {
-		defer in.wg.Done()
+	in := &streamInstance{instance: joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil), open: map[streamKey]bool{}}
+	cons := in.c
+	in.wg.Go(func() {
 		for s, err := range cons.EachPartition(context.Background()) {
 			if err != nil {
 				t.Errorf("%s: EachPartition: %v", name, err)
@@ -67,10 +59,9 @@ func joinStreams(t *testing.T, c *testcluster.Cluster, group string, sub *subscr
 			in.open[key] = true
 			in.opened++
 			in.mu.Unlock()
-			in.wg.Add(1)
-			go in.read(t, s, key, rec)
+			in.wg.Go(func() { in.read(t, s, key, rec) })
 		}
-	}()
+	})
 	t.Cleanup(func() { in.close(t) })
 	return in
 }
@@ -81,7 +72,6 @@ func (in *streamInstance) problem(format string, args ...any) {
 }
 
 func (in *streamInstance) read(t *testing.T, s *manager.PartitionStream, key streamKey, rec *recorder) {
-	defer in.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(key.tp.Partition), key.gen))
 	h := &heldAcks{rng: rng, ack: func(m *manager.Message) {
 		if r := in.c.Ack(m); r != manager.AckOK {

@@ -16,8 +16,7 @@ import (
 // partition stream. A merged loop leaves early every breakEvery messages
 // and starts again (the rest of its batch must come first, once).
 type eachMember struct {
-	c      *manager.Consumer
-	wg     sync.WaitGroup
+	*instance
 	cancel context.CancelFunc
 }
 
@@ -31,19 +30,10 @@ func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, p
 	if perPartition {
 		cfg.Mode = manager.ModePartitions
 	}
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
+	in := joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil)
+	cons := in.c
 	ctx, cancel := context.WithCancel(context.Background())
-	em := &eachMember{c: cons, cancel: cancel}
-	em.wg.Add(1)
-	go func() {
-		defer em.wg.Done()
-		for err := range cons.Errors() {
-			t.Logf("%s: %v", name, err)
-		}
-	}()
+	em := &eachMember{instance: in, cancel: cancel}
 	read := func(seq iter.Seq2[*manager.Message, error]) (broke bool) {
 		n := 0
 		for m, err := range seq {
@@ -89,7 +79,7 @@ func joinEach(t *testing.T, c *testcluster.Cluster, group, topic, name string, p
 func (em *eachMember) close(t *testing.T) {
 	t.Helper()
 	if err := em.c.Close(); err != nil {
-		t.Errorf("close: %v", err)
+		t.Errorf("close %s: %v", em.name, err)
 	}
 	em.cancel()
 	em.wg.Wait()

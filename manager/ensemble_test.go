@@ -11,7 +11,6 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // The ensemble fault tests run three members of a group on a 3-server
@@ -188,14 +187,8 @@ func startEnsembleRun(t *testing.T, c *testcluster.Cluster) *ensembleRun {
 	if err := c.WaitZooKeeper(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	r := &ensembleRun{t: t, c: c, topic: testcluster.Name(t, "t"), group: testcluster.Name(t, "g"), rec: newRecorder(t)}
-	if err := c.CreateTopic(t.Context(), r.topic, ensembleParts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(r.topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, ensembleParts, 1)
+	r := &ensembleRun{t: t, c: c, topic: topic, group: group, rec: newRecorder(t)}
 	long := func(cfg *manager.Config) { cfg.SessionTimeout = ensembleSession }
 	for _, name := range []string{"a", "b", "c"} {
 		r.ins = append(r.ins, join(t, c, r.group, sub, name, r.rec, joinOpts{strict: true, shuffle: true, configure: long}))

@@ -92,9 +92,7 @@ func TestGroupFaults(t *testing.T) {
 	prefix := testcluster.Name(t, "w")
 	topic, group := prefix+"-a", testcluster.Name(t, "g")
 	const parts = 24
-	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, topic, parts, 1)
 	sub, err := subscription.Whitelist(prefix + "-.*")
 	if err != nil {
 		t.Fatal(err)
@@ -151,9 +149,7 @@ func TestGroupFaults(t *testing.T) {
 
 	// A new topic matching the whitelist is picked up without a restart.
 	topic2 := prefix + "-b"
-	if err := c.CreateTopic(ctx, topic2, 6, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, topic2, 6, 1)
 	took = await(t, 60*time.Second, "new topic consumed", func() bool { return balanced(parts+6, a, b, cc) })
 	t.Logf("new topic: 30 partitions balanced after %v", took)
 	testcluster.MustProduce(t, c, topic2, 6, 0, 600)
@@ -194,12 +190,8 @@ func TestGroupFaults(t *testing.T) {
 // without waiting for the old session to expire.
 func TestStableIDReclaim(t *testing.T) {
 	c := testcluster.Shared(t)
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 8
-	if err := c.CreateTopic(t.Context(), topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, _ := subscription.Static(topic)
+	_, group, sub := newTopicRF(t, c, parts, 1)
 	rec := newRecorder(t)
 	p := testcluster.ZooKeeperProxy(t, c)
 	const session = 10 * time.Second

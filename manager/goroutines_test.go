@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -27,12 +26,9 @@ import (
 // the slot ran the partition manager itself, would be 100 more.
 func TestGoroutinesPerPartition(t *testing.T) {
 	c := testcluster.Shared(t)
-	ctx := context.Background()
 	base, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const few, many, slack, per = 6, 100, 10, 3
-	if err := c.CreateTopic(ctx, base+"-a", few, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, base+"-a", few, 1)
 	testcluster.MustProduce(t, c, base+"-a", few, 0, few*per)
 	sub, err := manager.Whitelist(regexp.QuoteMeta(base) + "-.*") // whole names
 	if err != nil {
@@ -53,9 +49,7 @@ func TestGoroutinesPerPartition(t *testing.T) {
 	})
 	g1 := runtime.NumGoroutine()
 
-	if err := c.CreateTopic(ctx, base+"-b", many, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, base+"-b", many, 1)
 	await(t, time.Minute, "both topics owned", func() bool { return balanced(few+many, in) })
 	var added int
 	testcluster.Poll(30*time.Second, 10*time.Millisecond, func() bool {

@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // TestGroupJoinLeave: 3 instances over 24 partitions join and leave one by
@@ -26,17 +24,9 @@ func TestGroupJoinLeave(t *testing.T) {
 // o (receiving from Each, or from Messages).
 func groupJoinLeave(t *testing.T, o joinOpts) {
 	c := testcluster.Shared(t)
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 24
-	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopic(t, c, parts)
 	testcluster.MustProduce(t, c, topic, parts, 0, 2400)
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := newRecorder(t)
 	prod := testcluster.StartProducer(t, c, topic, parts, 2400, 48, 50*time.Millisecond)
 
@@ -71,17 +61,12 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 // (default 3; the figures in the notes use 20).
 func TestRebalanceLatency(t *testing.T) {
 	c := testcluster.Shared(t)
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 24
-	if err := c.CreateTopic(ctx, topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
+	_, group, sub := newTopic(t, c, parts)
 	rounds := 3
 	if v, err := strconv.Atoi(os.Getenv("ZKGROUP_ROUNDS")); err == nil && v > 0 {
 		rounds = v
 	}
-	sub, _ := subscription.Static(topic)
 	rec := newRecorder(t)
 	o := joinOpts{strict: true}
 	a := join(t, c, group, sub, "a", rec, o)
@@ -108,13 +93,9 @@ func TestRebalanceLatency(t *testing.T) {
 // coordination store alone and the topics are learnt from Kafka.
 func TestCoordinationOnlyZooKeeper(t *testing.T) {
 	c := testcluster.Shared(t)
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts = 6
-	if err := c.CreateTopic(t.Context(), topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, parts, 1)
 	testcluster.MustProduce(t, c, topic, parts, 0, 300)
-	sub, _ := subscription.Static(topic)
 	rec := newRecorder(t)
 	o := joinOpts{
 		strict:    true,

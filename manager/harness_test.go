@@ -235,11 +235,28 @@ func await(t *testing.T, timeout time.Duration, what string, cond func() bool) t
 	return testcluster.Await(t, timeout, 5*time.Millisecond, what, cond)
 }
 
-// instance is one running group member with a goroutine that consumes and acks.
+// instance is one running group member and the goroutines a test runs for
+// it (counted in wg): one that logs its errors, and those that consume.
 type instance struct {
 	name string
 	c    *manager.Consumer
 	wg   sync.WaitGroup
+}
+
+// joinInstance joins group as name with cfg through the ZooKeeper connect
+// string zk and starts the goroutine that logs its errors (and hands each
+// to keep, unless nil) until Close; the caller starts the goroutines that
+// consume, counting them in wg.
+func joinInstance(t *testing.T, zk, group string, sub *subscription.Subscription, name string, cfg *manager.Config,
+	keep func(error)) *instance {
+	t.Helper()
+	cons, err := manager.Join(context.Background(), group, sub, zk, cfg)
+	if err != nil {
+		t.Fatalf("join %s: %v", name, err)
+	}
+	in := &instance{name: name, c: cons}
+	logErrors(t, name, cons, &in.wg, keep)
+	return in
 }
 
 type joinOpts struct {
@@ -261,12 +278,8 @@ func testLogger(t testing.TB) *slog.Logger {
 
 func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string, rec *recorder, o joinOpts) *instance {
 	t.Helper()
-	cfg := manager.NewConfig()
-	cfg.InstanceID = name
-	cfg.SessionTimeout = 6 * time.Second
-	cfg.Partition.CommitInterval = 200 * time.Millisecond
-	cfg.Partition.DrainTimeout = 10 * time.Second
-	cfg.Logger = testLogger(t).With("test", t.Name())
+	cfg := baseConfig(t, name)
+	cfg.SessionTimeout = 6 * time.Second // a crashed instance's partitions move soon
 	rec.hooks(name, cfg)
 	if o.configure != nil {
 		o.configure(cfg)
@@ -275,15 +288,9 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 	if o.zk != "" {
 		zkc = o.zk
 	}
-	cons, err := manager.Join(context.Background(), group, sub, zkc, cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
-	in := &instance{name: name, c: cons}
-	in.wg.Add(2)
-	logErrors(t, name, cons, &in.wg)
-	go func() {
-		defer in.wg.Done()
+	in := joinInstance(t, zkc, group, sub, name, cfg, nil)
+	cons := in.c
+	in.wg.Go(func() {
 		rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
 		h := &heldAcks{rng: rng, ack: func(m *manager.Message) { cons.Ack(m) }}
 		src := eachSource(t, cons.Each)
@@ -306,7 +313,7 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 			cons.Ack(m)
 		}
 		h.flush()
-	}()
+	})
 	t.Cleanup(func() { in.close(t) })
 	return in
 }
@@ -401,15 +408,41 @@ func (r *recorder) lostBy(name string) int {
 	return r.lost[name]
 }
 
-// logErrors logs cons's errors from a goroutine until Close closes
-// Errors(); the caller has counted that goroutine in wg.
-func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitGroup) {
-	go func() {
-		defer wg.Done()
+// logErrors logs cons's errors from a goroutine of wg until Close closes
+// Errors(), and hands each to keep unless it is nil.
+func logErrors(t *testing.T, name string, cons *manager.Consumer, wg *sync.WaitGroup, keep func(error)) {
+	wg.Go(func() {
 		for err := range cons.Errors() {
 			t.Logf("%s: error: %v", name, err)
+			if keep != nil {
+				keep(err)
+			}
 		}
-	}()
+	})
+}
+
+// forEach hands each message of an Each loop to fn until the loop ends; an
+// error the loop yields fails t (labelled what) and ends it.
+func forEach(t *testing.T, what string, each iter.Seq2[*manager.Message, error], fn func(*manager.Message)) {
+	for m, err := range each {
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+			return
+		}
+		fn(m)
+	}
+}
+
+// pollAll hands each batch poll returns to handle until poll fails, and
+// returns that error.
+func pollAll(poll func(context.Context) (*manager.Batch, error), handle func(*manager.Batch)) error {
+	for {
+		b, err := poll(context.Background())
+		if err != nil {
+			return err
+		}
+		handle(b)
+	}
 }
 
 // mustJoin joins group on c's ZooKeeper or fails t.

@@ -143,34 +143,21 @@ func (l *deliveryLog) distinct(topic string, n int) int {
 func runMember(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string,
 	rec *recorder, log *deliveryLog, configure func(*manager.Config)) *instance {
 	t.Helper()
-	cfg := manager.NewConfig()
-	cfg.InstanceID = name
+	cfg := baseConfig(t, name)
 	cfg.SessionTimeout = 6 * time.Second
-	cfg.Partition.CommitInterval = 200 * time.Millisecond
-	cfg.Logger = testLogger(t).With("test", t.Name(), "member", name)
+	cfg.Logger = cfg.Logger.With("member", name)
 	rec.hooks(name, cfg)
 	if configure != nil {
 		configure(cfg)
 	}
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
-	in := &instance{name: name, c: cons}
-	in.wg.Add(2)
-	logErrors(t, name, cons, &in.wg)
-	go func() {
-		defer in.wg.Done()
-		for m, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("%s: Each: %v", name, err)
-				return
-			}
+	in := joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, nil)
+	in.wg.Go(func() {
+		forEach(t, name+": Each", in.c.Each(context.Background()), func(m *manager.Message) {
 			rec.receive(name, m, true)
 			log.add(name, m)
-			cons.Ack(m)
-		}
-	}()
+			in.c.Ack(m)
+		})
+	})
 	t.Cleanup(func() { in.close(t) })
 	return in
 }

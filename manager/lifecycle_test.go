@@ -22,14 +22,10 @@ import (
 // once.
 func TestCloseLeavesNothing(t *testing.T) {
 	c := testcluster.Shared(t)
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
-	if err := c.CreateTopic(t.Context(), topic, 4, 1); err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, 4, 1)
 	testcluster.MustProduce(t, c, topic, 4, 0, 100)
 	ignore := goleak.IgnoreCurrent()
 	zc := testcluster.ZooKeeper(t, c)
-	sub, _ := subscription.Static(topic)
 	cfg := manager.NewConfig()
 	cfg.Logger = testLogger(t)
 	cons := mustJoin(t, c, group, sub, cfg)

@@ -100,20 +100,17 @@ func oldConsumerConflicts(self string, use assign.Strategy, members []member, ex
 
 // diffOwners lists, sorted, the partitions whose owners differ.
 func diffOwners(a, b map[TopicPartition]string, parts []assign.Partition) []TopicPartition {
-	var out []TopicPartition
+	differ := map[TopicPartition]bool{}
 	for _, p := range parts {
 		tp := TopicPartition{Topic: p.Topic, Partition: p.ID}
 		if a[tp] != b[tp] {
-			out = append(out, tp)
+			differ[tp] = true
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
-	return out
+	if len(differ) == 0 {
+		return nil
+	}
+	return sortedTPs(differ)
 }
 
 // oldThreads returns the consumer thread ids the old consumer gives

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
@@ -15,21 +16,12 @@ import (
 // released or are rewritten, the next read says so. A node that is not a
 // partition's is ignored; a topic without an owners node is listed apart.
 func TestReadOwners(t *testing.T) {
-	c := testcluster.Shared(t)
-	group := testcluster.Name(t, "g")
-	zc := testcluster.ZooKeeper(t, c)
-	s := dialSession(t, c)
-	defer s.Close()
-	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
-		t.Fatal(err)
-	}
-	full := func(p int32) string { return c.Chroot() + zkdata.OwnerPath(group, "t", p) }
+	o := newOwnerNodes(t)
+	s, group, zc := o.s, o.group, o.zc
 	for p := range int32(4) {
-		if _, err := zc.Create(full(p), zkdata.FormatOwner("a"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
+		o.create(p, "a")
 	}
-	if _, err := zc.Create(c.Chroot()+zkdata.OwnerTopicPath(group, "t")+"/lock", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := zc.Create(o.c.Chroot()+zkdata.OwnerTopicPath(group, "t")+"/lock", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	check := func(want map[int32]string) {
@@ -53,18 +45,10 @@ func TestReadOwners(t *testing.T) {
 	check(map[int32]string{0: "a", 1: "a", 2: "a", 3: "a"})
 	// Partition 1 changes hands, partition 2 is released, partition 3's
 	// node is rewritten in place.
-	if err := zc.Delete(full(1), -1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := zc.Create(full(1), zkdata.FormatOwner("b"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	if err := zc.Delete(full(2), -1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := zc.Set(full(3), zkdata.FormatOwner("c"), -1); err != nil {
-		t.Fatal(err)
-	}
+	o.delete(1)
+	o.create(1, "b")
+	o.delete(2)
+	o.set(3, "c")
 	check(map[int32]string{0: "a", 1: "b", 3: "c"})
 }
 
@@ -73,21 +57,12 @@ func TestReadOwners(t *testing.T) {
 // go on without error, and once the churn stops a read returns exactly
 // what ZooKeeper holds.
 func TestReadOwnersChurn(t *testing.T) {
-	c := testcluster.Shared(t)
-	group := testcluster.Name(t, "g")
-	zc := testcluster.ZooKeeper(t, c)
-	s := dialSession(t, c)
-	defer s.Close()
+	nodes := newOwnerNodes(t)
+	s, group := nodes.s, nodes.group
 	const parts = 300
-	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
-		t.Fatal(err)
-	}
-	full := func(p int32) string { return c.Chroot() + zkdata.OwnerPath(group, "t", p) }
 	truth := map[int32]string{}
 	for p := range int32(parts) {
-		if _, err := zc.Create(full(p), zkdata.FormatOwner("a"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
+		nodes.create(p, "a")
 		truth[p] = "a"
 	}
 	stop := make(chan struct{})
@@ -114,27 +89,17 @@ func TestReadOwnersChurn(t *testing.T) {
 		_, has := truth[p]
 		switch {
 		case !has:
-			if _, err := zc.Create(full(p), zkdata.FormatOwner(o), 0, zk.WorldACL(zk.PermAll)); err != nil {
-				t.Fatal(err)
-			}
+			nodes.create(p, o)
 			truth[p] = o
 		case rng.IntN(3) == 0:
-			if err := zc.Delete(full(p), -1); err != nil {
-				t.Fatal(err)
-			}
+			nodes.delete(p)
 			delete(truth, p)
 		case rng.IntN(2) == 0:
-			if _, err := zc.Set(full(p), zkdata.FormatOwner(o), -1); err != nil {
-				t.Fatal(err)
-			}
+			nodes.set(p, o)
 			truth[p] = o
 		default:
-			if err := zc.Delete(full(p), -1); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := zc.Create(full(p), zkdata.FormatOwner(o), 0, zk.WorldACL(zk.PermAll)); err != nil {
-				t.Fatal(err)
-			}
+			nodes.delete(p)
+			nodes.create(p, o)
 			truth[p] = o
 		}
 	}
@@ -152,5 +117,53 @@ func TestReadOwnersChurn(t *testing.T) {
 	}
 	if len(diff) > 0 {
 		t.Fatalf("%d partitions read wrong: %v", len(diff), diff)
+	}
+}
+
+// ownerNodes writes a group's owner nodes of topic "t" directly, as other
+// members would, and has a session (s) to read them with.
+type ownerNodes struct {
+	t     *testing.T
+	c     *testcluster.Cluster
+	zc    *zk.Conn
+	s     *zkconn.Session
+	group string
+}
+
+// newOwnerNodes makes a new group's owners node of topic "t" on the
+// shared cluster; the session closes at the test's end.
+func newOwnerNodes(t *testing.T) *ownerNodes {
+	c := testcluster.Shared(t)
+	o := &ownerNodes{t: t, c: c, zc: testcluster.ZooKeeper(t, c), s: dialSession(t, c), group: testcluster.Name(t, "g")}
+	t.Cleanup(o.s.Close)
+	if err := o.s.CreateParents(zkdata.OwnerTopicPath(o.group, "t")); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func (o *ownerNodes) path(p int32) string { return o.c.Chroot() + zkdata.OwnerPath(o.group, "t", p) }
+
+// create makes partition p's node, held by owner.
+func (o *ownerNodes) create(p int32, owner string) {
+	o.t.Helper()
+	if _, err := o.zc.Create(o.path(p), zkdata.FormatOwner(owner), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// set rewrites partition p's node in place, held by owner.
+func (o *ownerNodes) set(p int32, owner string) {
+	o.t.Helper()
+	if _, err := o.zc.Set(o.path(p), zkdata.FormatOwner(owner), -1); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// delete removes partition p's node.
+func (o *ownerNodes) delete(p int32) {
+	o.t.Helper()
+	if err := o.zc.Delete(o.path(p), -1); err != nil {
+		o.t.Fatal(err)
 	}
 }

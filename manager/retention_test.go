@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,22 +32,31 @@ func TestRetentionDeletesCommittedOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
+	// consume reads offsets from to end-1 in order, and acks them.
+	consume := func(cons *manager.Consumer, what string, from, end int64) {
+		t.Helper()
+		for want := from; want < end; want++ {
+			m := mustNext(t, cons.Each, 30*time.Second)
+			if m.Offset != want || string(m.Value) != testcluster.Value(topic, int(want)) {
+				t.Fatalf("%s: offset %d (%q); want %d", what, m.Offset, m.Value, want)
+			}
+			cons.Ack(m)
+		}
+	}
+	closeCommitted := func(cons *manager.Consumer, what string, want int64) {
+		t.Helper()
+		if err := cons.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.CommittedOffsets(t.Context(), group, topic, 1); err != nil || got[0] != want {
+			t.Fatalf("committed %s: %v, %v; want %d", what, got, err, want)
+		}
+	}
 
 	// A first member commits 50.
 	cons := mustJoin(t, c, group, sub, apiConfig(t))
-	for want := int64(0); want < 50; want++ {
-		m := mustNext(t, cons.Each, 30*time.Second)
-		if m.Offset != want {
-			t.Fatalf("first member: offset %d; want %d", m.Offset, want)
-		}
-		cons.Ack(m)
-	}
-	if err := cons.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := c.CommittedOffsets(t.Context(), group, topic, 1); err != nil || got[0] != 50 {
-		t.Fatalf("committed after the first member: %v, %v; want 50", got, err)
-	}
+	consume(cons, "first member", 0, 50)
+	closeCommitted(cons, "after the first member", 50)
 	if err := admin.DeleteRecords(topic, map[int32]int64{0: 80}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,17 +76,15 @@ func TestRetentionDeletesCommittedOffset(t *testing.T) {
 			}
 		}
 	}
-	for want := int64(80); want < 100; want++ {
-		m := mustNext(t, cons.Each, 30*time.Second)
-		if m.Offset != want || string(m.Value) != testcluster.Value(topic, int(want)) {
-			t.Fatalf("after the committed offset was deleted: offset %d (%q); want %d, the new log start on", m.Offset, m.Value, want)
+	checkResets := func(want int) {
+		t.Helper()
+		await(t, 10*time.Second, fmt.Sprintf("reset %d reported", want), func() bool { drainErrors(); return resets >= want })
+		if s := cons.Stats(); len(s.Partitions) != 1 || s.Partitions[0].Resets != uint64(want) {
+			t.Fatalf("stats %+v: want %d resets", s.Partitions, want)
 		}
-		cons.Ack(m)
 	}
-	await(t, 10*time.Second, "the first reset reported", func() bool { drainErrors(); return resets >= 1 })
-	if s := cons.Stats(); len(s.Partitions) != 1 || s.Partitions[0].Resets != 1 {
-		t.Fatalf("stats %+v: want one reset", s.Partitions)
-	}
+	consume(cons, "after the committed offset was deleted (the new log start on)", 80, 100)
+	checkResets(1)
 
 	// The fetch position deleted while the member runs.
 	if err := cons.Pause(t.Context(), tp); err != nil {
@@ -89,21 +97,7 @@ func TestRetentionDeletesCommittedOffset(t *testing.T) {
 	if err := cons.Resume(tp); err != nil {
 		t.Fatal(err)
 	}
-	for want := int64(150); want < 200; want++ {
-		m := mustNext(t, cons.Each, 30*time.Second)
-		if m.Offset != want || string(m.Value) != testcluster.Value(topic, int(want)) {
-			t.Fatalf("after the fetch position was deleted: offset %d (%q); want %d", m.Offset, m.Value, want)
-		}
-		cons.Ack(m)
-	}
-	await(t, 10*time.Second, "the second reset reported", func() bool { drainErrors(); return resets >= 2 })
-	if s := cons.Stats(); s.Partitions[0].Resets != 2 {
-		t.Fatalf("stats %+v: want two resets", s.Partitions)
-	}
-	if err := cons.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := c.CommittedOffsets(t.Context(), group, topic, 1); err != nil || got[0] != 200 {
-		t.Fatalf("committed after Close: %v, %v; want 200", got, err)
-	}
+	consume(cons, "after the fetch position was deleted", 150, 200)
+	checkResets(2)
+	closeCommitted(cons, "after Close", 200)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
-	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // TestScaleConvergence: 10 members join a group over a topic of 1,000
@@ -22,16 +21,8 @@ import (
 // benchmark in bench/ measures that).
 func TestScaleConvergence(t *testing.T) {
 	c := testcluster.Shared(t)
-	ctx := context.Background()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts, members = 1000, 10
-	if err := c.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, sub := newTopicRF(t, c, parts, 1)
 	rec := newRecorder(t)
 	prod := testcluster.StartProducer(t, c, topic, parts, 0, 1000, 250*time.Millisecond)
 	o := joinOpts{strict: true, configure: func(cfg *manager.Config) {

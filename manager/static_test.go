@@ -84,15 +84,8 @@ const staticParts = 24
 
 func newStaticGroup(t *testing.T) *staticGroup {
 	c := testcluster.Shared(t)
-	g := &staticGroup{c: c, topic: testcluster.Name(t, "t"), group: testcluster.Name(t, "g"), rec: newRecorder(t),
-		moves: &moveLog{moves: map[string]int{}}}
-	if err := c.CreateTopic(context.Background(), g.topic, staticParts, 3); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if g.sub, err = subscription.Static(g.topic); err != nil {
-		t.Fatal(err)
-	}
+	g := &staticGroup{c: c, rec: newRecorder(t), moves: &moveLog{moves: map[string]int{}}}
+	g.topic, g.group, g.sub = newTopic(t, c, staticParts)
 	g.proxy = testcluster.ZooKeeperProxy(t, c)
 	g.prod = testcluster.StartProducer(t, c, g.topic, staticParts, 0, 48, 50*time.Millisecond)
 	g.a = g.join(t, "a", "a", false)
@@ -119,6 +112,14 @@ func (g *staticGroup) join(t *testing.T, name, id string, proxied bool) *instanc
 	}})
 }
 
+// snapshot returns what each member is assigned now, and counts moves
+// from here on.
+func (g *staticGroup) snapshot() map[string][]manager.TopicPartition {
+	before := map[string][]manager.TopicPartition{"a": assignedOf(g.a), "b": assignedOf(g.b), "c": assignedOf(g.d)}
+	g.moves.reset()
+	return before
+}
+
 // unmoved checks that ins fetch what they did and named no partition in
 // their callbacks since the moves were reset.
 func (g *staticGroup) unmoved(t *testing.T, what string, before map[string][]manager.TopicPartition, ins ...*instance) {
@@ -142,9 +143,8 @@ func (g *staticGroup) unmoved(t *testing.T, what string, before map[string][]man
 func TestStaticRestart(t *testing.T) {
 	g := newStaticGroup(t)
 	a, b, cc := g.a, g.b, g.d
-	before := map[string][]manager.TopicPartition{"a": assignedOf(a), "b": assignedOf(b), "c": assignedOf(cc)}
+	before := g.snapshot()
 
-	g.moves.reset()
 	start := time.Now()
 	cc.close(t)
 	await(t, 30*time.Second, "a and b see c away", func() bool { return awayIs([]string{"c"}, a, b) })
@@ -195,8 +195,7 @@ func TestStaticRestart(t *testing.T) {
 func TestStaticCrashRestart(t *testing.T) {
 	g := newStaticGroup(t)
 	a, b, cc := g.a, g.b, g.d
-	before := map[string][]manager.TopicPartition{"a": assignedOf(a), "b": assignedOf(b), "c": assignedOf(cc)}
-	g.moves.reset()
+	before := g.snapshot()
 	start := time.Now()
 	g.proxy.Block()
 	await(t, 60*time.Second, "a and b see c away", func() bool { return awayIs([]string{"c"}, a, b) })

@@ -18,9 +18,7 @@ import (
 // mismatchMember is a member that acks everything it receives, records each
 // delivery in a ledger and keeps every error it reports.
 type mismatchMember struct {
-	name string
-	c    *manager.Consumer
-	wg   sync.WaitGroup
+	*instance
 	once sync.Once
 	mu   sync.Mutex
 	errs []error
@@ -31,44 +29,23 @@ func joinWithStrategy(t *testing.T, c *testcluster.Cluster, group string, sub *s
 	t.Helper()
 	cfg := baseConfig(t, name)
 	cfg.Strategy = s
-	cons, err := manager.Join(context.Background(), group, sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
-	}
-	m := &mismatchMember{name: name, c: cons}
-	m.wg.Add(2)
-	go func() {
-		defer m.wg.Done()
-		for err := range cons.Errors() {
-			t.Logf("%s: error: %v", name, err)
-			m.mu.Lock()
-			m.errs = append(m.errs, err)
-			m.mu.Unlock()
-		}
-	}()
-	go func() {
-		defer m.wg.Done()
-		for msg, err := range cons.Each(context.Background()) {
-			if err != nil {
-				t.Errorf("%s: Each: %v", name, err)
-				return
-			}
+	m := &mismatchMember{}
+	m.instance = joinInstance(t, c.ZooKeeperConnect(), group, sub, name, cfg, func(err error) {
+		m.mu.Lock()
+		m.errs = append(m.errs, err)
+		m.mu.Unlock()
+	})
+	m.wg.Go(func() {
+		forEach(t, name+": Each", m.c.Each(context.Background()), func(msg *manager.Message) {
 			led.Add(name, msg.Partition, msg.Offset, string(msg.Value))
-			cons.Ack(msg)
-		}
-	}()
+			m.c.Ack(msg)
+		})
+	})
 	t.Cleanup(func() { m.close(t) })
 	return m
 }
 
-func (m *mismatchMember) close(t *testing.T) {
-	m.once.Do(func() {
-		if err := m.c.Close(); err != nil {
-			t.Errorf("close %s: %v", m.name, err)
-		}
-		m.wg.Wait()
-	})
-}
+func (m *mismatchMember) close(t *testing.T) { m.once.Do(func() { m.instance.close(t) }) }
 
 // mismatchFrom returns the *StrategyMismatchError m reported about peer,
 // or nil, and how many it reported in all.

@@ -27,9 +27,7 @@ func TestOneZooKeeperConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
-	if err := c.CreateTopic(ctx, topic, 4, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, topic, 4, 1)
 	port := portOf(t, c.ZooKeeperAddr())
 	before := zkConns(t, port)
 	cons := joinOne(ctx, t, group, topic, c.ZooKeeperConnect(), nil)
@@ -62,9 +60,7 @@ func TestZooKeeperTLSMetadata(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
-	if err := c.CreateTopic(ctx, topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, topic, 2, 1)
 	tlsCfg, err := c.PKI().ClientTLS(true)
 	if err != nil {
 		t.Fatal(err)

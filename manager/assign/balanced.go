@@ -77,12 +77,10 @@ package assign
 //
 // The Strategy Balanced returns is pure, never blocks and is safe for
 // concurrent use; its Name is NameBalanced.
-func Balanced() Strategy { return builtin{name: NameBalanced, fn: assignBalanced} }
+func Balanced() Strategy { return viewStrategy(NameBalanced, assignBalanced) }
 
-// assignBalanced computes Balanced's assignment.
-func assignBalanced(members []Member, partitions []Partition) Assignment {
-	v := normalize(members, partitions)
-	out := v.newAssignment()
+// assignBalanced computes Balanced's assignment of v into out.
+func assignBalanced(v *view, out Assignment) {
 	load := make(map[string]int, len(v.members))
 	for _, c := range v.classes() {
 		index := make(map[string]int, len(c.members))
@@ -110,5 +108,4 @@ func assignBalanced(members []Member, partitions []Partition) Assignment {
 			load[id] += target[m]
 		}
 	}
-	return out.sortAll()
 }

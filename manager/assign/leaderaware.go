@@ -42,12 +42,10 @@ import (
 //
 // The Strategy LeaderAware returns is pure, never blocks and is safe for
 // concurrent use; its Name is NameLeaderAware.
-func LeaderAware() Strategy { return builtin{name: NameLeaderAware, fn: assignLeaderAware} }
+func LeaderAware() Strategy { return viewStrategy(NameLeaderAware, assignLeaderAware) }
 
-// assignLeaderAware computes LeaderAware's assignment.
-func assignLeaderAware(members []Member, partitions []Partition) Assignment {
-	v := normalize(members, partitions)
-	out := v.newAssignment()
+// assignLeaderAware computes LeaderAware's assignment of v into out.
+func assignLeaderAware(v *view, out Assignment) {
 	load := make(map[string]int, len(v.members))
 	for _, c := range v.classes() {
 		counts := waterFill(c.members, load, len(c.parts))
@@ -61,7 +59,6 @@ func assignLeaderAware(members []Member, partitions []Partition) Assignment {
 			}
 		}
 	}
-	return out.sortAll()
 }
 
 // leaderAwarePlace performs steps 4-5 of the LeaderAware algorithm on the

@@ -10,12 +10,10 @@ package assign
 //
 // The Strategy Range returns is pure, never blocks and is safe for
 // concurrent use; its Name is NameRange.
-func Range() Strategy { return builtin{name: NameRange, fn: assignRange} }
+func Range() Strategy { return viewStrategy(NameRange, assignRange) }
 
-// assignRange computes Range's assignment.
-func assignRange(members []Member, partitions []Partition) Assignment {
-	v := normalize(members, partitions)
-	out := v.newAssignment()
+// assignRange computes Range's assignment of v into out.
+func assignRange(v *view, out Assignment) {
 	for _, topic := range v.topics {
 		elig := v.eligible[topic]
 		if len(elig) == 0 {
@@ -34,5 +32,4 @@ func assignRange(members []Member, partitions []Partition) Assignment {
 			next += count
 		}
 	}
-	return out.sortAll()
 }

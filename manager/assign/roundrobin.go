@@ -10,15 +10,13 @@ package assign
 //
 // The Strategy RoundRobin returns is pure, never blocks and is safe for
 // concurrent use; its Name is NameRoundRobin.
-func RoundRobin() Strategy { return builtin{name: NameRoundRobin, fn: assignRoundRobin} }
+func RoundRobin() Strategy { return viewStrategy(NameRoundRobin, assignRoundRobin) }
 
-// assignRoundRobin computes RoundRobin's assignment.
-func assignRoundRobin(members []Member, partitions []Partition) Assignment {
-	v := normalize(members, partitions)
-	out := v.newAssignment()
+// assignRoundRobin computes RoundRobin's assignment of v into out.
+func assignRoundRobin(v *view, out Assignment) {
 	n := len(v.members)
 	if n == 0 {
-		return out
+		return
 	}
 	subscribed := make(map[string]map[string]bool, len(v.topics))
 	for _, topic := range v.topics {
@@ -42,5 +40,4 @@ func assignRoundRobin(members []Member, partitions []Partition) Assignment {
 		out[id] = append(out[id], p)
 		cursor = (cursor + 1) % n
 	}
-	return out.sortAll()
 }

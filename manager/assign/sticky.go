@@ -47,15 +47,13 @@ import (
 //
 // The Strategy Sticky returns is pure, never blocks and is safe for
 // concurrent use; its Name is NameSticky.
-func Sticky() Strategy { return builtin{name: NameSticky, fn: assignSticky} }
+func Sticky() Strategy { return viewStrategy(NameSticky, assignSticky) }
 
-// assignSticky computes Sticky's assignment.
-func assignSticky(members []Member, partitions []Partition) Assignment {
-	v := normalize(members, partitions)
-	out := v.newAssignment()
+// assignSticky computes Sticky's assignment of v into out.
+func assignSticky(v *view, out Assignment) {
 	parts := v.eligibleParts()
 	if len(parts) == 0 {
-		return out
+		return
 	}
 	s := newStickyState(v, parts)
 	s.prefer()
@@ -66,7 +64,6 @@ func assignSticky(members []Member, partitions []Partition) Assignment {
 		id := v.members[s.owner[i]]
 		out[id] = append(out[id], p)
 	}
-	return out.sortAll()
 }
 
 // stickyState is the working state of one Sticky run. Members are referred

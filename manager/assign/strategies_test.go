@@ -36,6 +36,22 @@ var mixedMembers = []Member{
 
 var mixedParts = append(append(parts("t2", 1, 1, 2), parts("t1", 1, 2, 3, 1)...), parts("t3", -1)...)
 
+// Two classes: a reads x (2 partitions, leader 1); b reads x and y (2,
+// leader 2).
+var (
+	xyMembers = []Member{{ID: "a", Topics: []string{"x"}}, {ID: "b"}}
+	xyParts   = append(parts("x", 1, 1), parts("y", 2, 2)...)
+)
+
+// moreMembersByID: the strategies that deal out in member ID order (Range,
+// RoundRobin, LeaderAware) leave the last members without a partition.
+var moreMembersByID = tableCase{
+	name:    "more members than partitions",
+	members: []Member{{ID: "d"}, {ID: "c"}, {ID: "b"}, {ID: "a"}},
+	parts:   parts("t", 1, 2),
+	want:    map[string]string{"a": "t/0", "b": "t/1", "c": "", "d": ""},
+}
+
 // common cases shared by every strategy (answer forced by the constraints).
 func forcedCases() []tableCase {
 	return []tableCase{
@@ -74,12 +90,7 @@ func TestRange(t *testing.T) {
 				"c": "t1/3 t2/2 t3/0",
 			},
 		},
-		tableCase{
-			name:    "more members than partitions",
-			members: []Member{{ID: "d"}, {ID: "c"}, {ID: "b"}, {ID: "a"}},
-			parts:   parts("t", 1, 2),
-			want:    map[string]string{"a": "t/0", "b": "t/1", "c": "", "d": ""},
-		},
+		moreMembersByID,
 		tableCase{
 			name:    "per topic, not overall",
 			members: []Member{{ID: "a"}, {ID: "b"}},
@@ -113,12 +124,7 @@ func TestRoundRobin(t *testing.T) {
 				"c": "t1/2 t2/0 t2/2 t3/0",
 			},
 		},
-		tableCase{
-			name:    "more members than partitions",
-			members: []Member{{ID: "d"}, {ID: "c"}, {ID: "b"}, {ID: "a"}},
-			parts:   parts("t", 1, 2),
-			want:    map[string]string{"a": "t/0", "b": "t/1", "c": "", "d": ""},
-		},
+		moreMembersByID,
 	))
 }
 
@@ -141,16 +147,11 @@ func TestLeaderAware(t *testing.T) {
 		tableCase{
 			// Class {b} (y) goes first, then class {a,b} (x) levels loads.
 			name:    "mixed subscriptions balanced by water-filling",
-			members: []Member{{ID: "a", Topics: []string{"x"}}, {ID: "b"}},
-			parts:   append(parts("x", 1, 1), parts("y", 2, 2)...),
+			members: xyMembers,
+			parts:   xyParts,
 			want:    map[string]string{"a": "x/0 x/1", "b": "y/0 y/1"},
 		},
-		tableCase{
-			name:    "more members than partitions",
-			members: []Member{{ID: "d"}, {ID: "c"}, {ID: "b"}, {ID: "a"}},
-			parts:   parts("t", 1, 2),
-			want:    map[string]string{"a": "t/0", "b": "t/1", "c": "", "d": ""},
-		},
+		moreMembersByID,
 		tableCase{
 			name:    "duplicate partition keeps known leader",
 			members: []Member{{ID: "a"}, {ID: "b"}},
@@ -164,8 +165,8 @@ func TestStickyForced(t *testing.T) {
 	runTable(t, Sticky(), append(forcedCases(),
 		tableCase{
 			name:    "mixed subscriptions",
-			members: []Member{{ID: "a", Topics: []string{"x"}}, {ID: "b"}},
-			parts:   append(parts("x", 1, 1), parts("y", 2, 2)...),
+			members: xyMembers,
+			parts:   xyParts,
 			want:    map[string]string{"a": "x/0 x/1", "b": "y/0 y/1"},
 		},
 	))
@@ -180,20 +181,16 @@ func TestStickyGolden(t *testing.T) {
 	if got, want := mix64(0x9e3779b97f4a7c15), uint64(0xe220a8397b1dcdaf); got != want {
 		t.Fatalf("mix64(golden) = %#x (SplitMix64 first output), want %#x", got, want)
 	}
-	members := []Member{{ID: "alpha"}, {ID: "beta"}, {ID: "gamma"}}
-	ps := append(parts("orders", 1, 2, 3, 1, 2, 3, 1), parts("events", 2, 3)...)
-	a := Sticky().Assign(members, ps)
-	if msg := checkAssignment(members, ps, a); msg != "" {
-		t.Fatal(msg)
-	}
-	want := map[string]string{
-		"alpha": "orders/3 orders/4 orders/5",
-		"beta":  "orders/1 orders/2 orders/6",
-		"gamma": "events/0 events/1 orders/0",
-	}
-	if got := render(a); !maps.Equal(got, want) {
-		t.Errorf("got  %#v\nwant %#v", got, want)
-	}
+	runTable(t, Sticky(), []tableCase{{
+		name:    "golden",
+		members: []Member{{ID: "alpha"}, {ID: "beta"}, {ID: "gamma"}},
+		parts:   append(parts("orders", 1, 2, 3, 1, 2, 3, 1), parts("events", 2, 3)...),
+		want: map[string]string{
+			"alpha": "orders/3 orders/4 orders/5",
+			"beta":  "orders/1 orders/2 orders/6",
+			"gamma": "events/0 events/1 orders/0",
+		},
+	}})
 }
 
 func TestStickyMoreMembersThanPartitions(t *testing.T) {

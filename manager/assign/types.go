@@ -71,6 +71,18 @@ func Func(name string, fn func(members []Member, partitions []Partition) Assignm
 	return builtin{name: name, fn: fn}
 }
 
+// viewStrategy returns the Strategy named name whose fn fills out, which
+// starts with every member of v and no partition, from the normalized
+// input v; each member's list is sorted afterwards.
+func viewStrategy(name string, fn func(v *view, out Assignment)) Strategy {
+	return builtin{name: name, fn: func(members []Member, partitions []Partition) Assignment {
+		v := normalize(members, partitions)
+		out := v.newAssignment()
+		fn(v, out)
+		return out.sortAll()
+	}}
+}
+
 // builtin is a Strategy made of a name and a function.
 type builtin struct {
 	name string
