@@ -48,11 +48,7 @@ func clusterKafkaStore(t *testing.T, c *testcluster.Cluster, group string) *Kafk
 func clusterTopic(t *testing.T, c *testcluster.Cluster, partitions int32) string {
 	t.Helper()
 	topic := testcluster.Name(t, "topic")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, partitions, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, partitions, 3)
 	return topic
 }
 

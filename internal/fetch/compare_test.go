@@ -44,9 +44,7 @@ func BenchmarkCompareSarama(b *testing.B) {
 	topic := testcluster.Name(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 1)
 	began := time.Now()
 	produceSized(t, c, topic, []int32{0, 1, 2, 3, 4, 5, 6, 7}, n/P, 100, 1000, sarama.CompressionNone)
 	t.Logf("filled %d × 100 B over %d partitions in %v", n, P, time.Since(began))

@@ -28,11 +28,7 @@ func TestCodecs(t *testing.T) {
 		sarama.CompressionSnappy, sarama.CompressionLZ4, sarama.CompressionZSTD} {
 		t.Run(codec.String(), func(t *testing.T) {
 			topic := testcluster.Name(t, codec.String())
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustCreateTopic(t, c, topic, P, 1)
 			cfg := testcluster.SaramaConfig()
 			cfg.Producer.Compression = codec
 			prod, err := sarama.NewSyncProducer(c.Addrs(), cfg)
@@ -105,9 +101,7 @@ func TestOffsetOutOfRange(t *testing.T) {
 	topic := testcluster.Name(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 1, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 1, 1)
 	if _, err := c.Produce(topic, 1, 0, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -172,11 +166,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := testcluster.Name(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 2, 1)
 	if _, err := c.Produce(topic, 2, 0, 4); err != nil {
 		t.Fatal(err)
 	}

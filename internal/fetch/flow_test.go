@@ -360,11 +360,7 @@ func TestGoroutines(t *testing.T) {
 	client := newClient(t, c)
 	topic := testcluster.Name(t, "")
 	const P = 64
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 1)
 	if _, err := c.Produce(topic, P, 0, 2*P); err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,7 @@ func TestBrokerRestart(t *testing.T) {
 	const P = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, P, 2); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 2)
 	client := newClient(t, c)
 	cfg := fetch.NewConfig()
 	cfg.RetryBackoff = 100 * time.Millisecond

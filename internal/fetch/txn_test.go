@@ -1,7 +1,6 @@
 package fetch_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,12 +24,8 @@ func TestReadCommitted(t *testing.T) {
 	checkLeaks(t)
 	client := newClient(t, c)
 	topic := testcluster.Name(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const P = 2
-	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 1)
 	cfg := testcluster.SaramaConfig()
 	cfg.Producer.Idempotent = true
 	cfg.Producer.Transaction.ID = topic

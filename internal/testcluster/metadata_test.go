@@ -17,9 +17,7 @@ func TestMetadataFollowsChanges(t *testing.T) {
 	topic := testcluster.Name(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 1, 2); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 1, 2)
 	check := func(total int32) {
 		t.Helper()
 		for _, addr := range c.Addrs() {

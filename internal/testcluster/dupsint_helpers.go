@@ -1,0 +1,18 @@
+package testcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// MustCreateTopic creates topic on c (see CreateTopic), waiting up to
+// three minutes, and fails tb if that fails.
+func MustCreateTopic(tb testing.TB, c *Cluster, topic string, partitions int32, replication int16) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.CreateTopic(ctx, topic, partitions, replication); err != nil {
+		tb.Fatal(err)
+	}
+}
