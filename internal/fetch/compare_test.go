@@ -57,37 +57,31 @@ func BenchmarkCompareSarama(b *testing.B) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		return measure(func() {
-			var wg sync.WaitGroup
-			for part := range int32(P) {
-				p, err := f.Add(topic, part, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Go(func() {
-					got := 0
-					for got < total/P {
-						recs, err := p.Take(ctx)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						vals := make([]slabMsg, recs.Len())
-						ptrs := make([]*slabMsg, recs.Len())
-						i := 0
-						for r := range recs.All() {
-							m := &vals[i]
-							m.Topic, m.Partition, m.Offset = recs.Topic, recs.Partition, r.Offset
-							m.Key, m.Value, m.Headers = r.Key, r.Value, r.Headers
-							m.Timestamp, m.BlockTimestamp = r.Timestamp, r.BlockTimestamp
-							ptrs[i] = m
-							i++
-						}
-						got += len(ptrs)
-					}
-				})
+		return measureReaders(t, P, total/P, func(part int32) (func() int, func(), error) {
+			p, err := f.Add(topic, part, 0)
+			if err != nil {
+				return nil, nil, err
 			}
-			wg.Wait()
+			read := func() int {
+				recs, err := p.Take(ctx)
+				if err != nil {
+					t.Error(err)
+					return -1
+				}
+				vals := make([]slabMsg, recs.Len())
+				ptrs := make([]*slabMsg, recs.Len())
+				i := 0
+				for r := range recs.All() {
+					m := &vals[i]
+					m.Topic, m.Partition, m.Offset = recs.Topic, recs.Partition, r.Offset
+					m.Key, m.Value, m.Headers = r.Key, r.Value, r.Headers
+					m.Timestamp, m.BlockTimestamp = r.Timestamp, r.BlockTimestamp
+					ptrs[i] = m
+					i++
+				}
+				return len(ptrs)
+			}
+			return read, func() {}, nil
 		})
 	}
 	viaSarama := func() (time.Duration, time.Duration) {
@@ -97,42 +91,35 @@ func BenchmarkCompareSarama(b *testing.B) {
 			t.Fatal(err)
 		}
 		defer cons.Close()
-		return measure(func() {
-			var wg sync.WaitGroup
-			for part := range int32(P) {
-				pc, err := cons.ConsumePartition(topic, part, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Go(func() {
-					defer pc.Close()
-					got := 0
-					buf := make([]*sarama.ConsumerMessage, 0, 256)
-					for got < total/P {
-						buf = append(buf[:0], <-pc.Messages())
-					more:
-						for len(buf) < cap(buf) {
-							select {
-							case m := <-pc.Messages():
-								buf = append(buf, m)
-							default:
-								break more
-							}
-						}
-						vals := make([]slabMsg, len(buf))
-						ptrs := make([]*slabMsg, len(buf))
-						for i, msg := range buf {
-							m := &vals[i]
-							m.Topic, m.Partition, m.Offset = msg.Topic, msg.Partition, msg.Offset
-							m.Key, m.Value, m.Headers = msg.Key, msg.Value, msg.Headers
-							m.Timestamp, m.BlockTimestamp = msg.Timestamp, msg.BlockTimestamp
-							ptrs[i] = m
-						}
-						got += len(ptrs)
-					}
-				})
+		return measureReaders(t, P, total/P, func(part int32) (func() int, func(), error) {
+			pc, err := cons.ConsumePartition(topic, part, 0)
+			if err != nil {
+				return nil, nil, err
 			}
-			wg.Wait()
+			buf := make([]*sarama.ConsumerMessage, 0, 256)
+			read := func() int {
+				buf = append(buf[:0], <-pc.Messages())
+			more:
+				for len(buf) < cap(buf) {
+					select {
+					case m := <-pc.Messages():
+						buf = append(buf, m)
+					default:
+						break more
+					}
+				}
+				vals := make([]slabMsg, len(buf))
+				ptrs := make([]*slabMsg, len(buf))
+				for i, msg := range buf {
+					m := &vals[i]
+					m.Topic, m.Partition, m.Offset = msg.Topic, msg.Partition, msg.Offset
+					m.Key, m.Value, m.Headers = msg.Key, msg.Value, msg.Headers
+					m.Timestamp, m.BlockTimestamp = msg.Timestamp, msg.BlockTimestamp
+					ptrs[i] = m
+				}
+				return len(ptrs)
+			}
+			return read, func() { pc.Close() }, nil
 		})
 	}
 	var oursWall, oursCPU, sarWall, sarCPU []float64
@@ -147,6 +134,32 @@ func BenchmarkCompareSarama(b *testing.B) {
 	}
 	t.Logf("fetch:  median %.0f msgs/s, %.0f ns CPU/msg (rounds %v / %v)", median(oursWall), median(oursCPU), fmtAll(oursWall), fmtAll(oursCPU))
 	t.Logf("sarama: median %.0f msgs/s, %.0f ns CPU/msg (rounds %v / %v)", median(sarWall), median(sarCPU), fmtAll(sarWall), fmtAll(sarCPU))
+}
+
+// measureReaders measures reading per records of each of P partitions, one
+// goroutine each: open(part) gives a reader (read returns the records of
+// one hand-off, negative on failure) and what ends it.
+func measureReaders(t testing.TB, P int32, per int, open func(part int32) (read func() int, done func(), err error)) (wall, cpu time.Duration) {
+	return measure(func() {
+		var wg sync.WaitGroup
+		for part := range P {
+			read, done, err := open(part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				defer done()
+				for got := 0; got < per; {
+					n := read()
+					if n < 0 {
+						return
+					}
+					got += n
+				}
+			})
+		}
+		wg.Wait()
+	})
 }
 
 // measure runs f and returns its wall time and the process's CPU time

@@ -19,9 +19,7 @@ import (
 // timestamp; starting in the middle of a compressed batch yields nothing
 // before the start offset.
 func TestCodecs(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	f := newFetcher(t, client, fetch.NewConfig())
 	const P, batches, per = 2, 3, 40
 	for _, codec := range []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP,
@@ -94,17 +92,13 @@ func TestCodecs(t *testing.T) {
 // which it is read from there; so does a fetch below the log start after
 // records were deleted (as retention does).
 func TestOffsetOutOfRange(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	f := newFetcher(t, client, fetch.NewConfig())
 	topic := testcluster.Name(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	testcluster.MustCreateTopic(t, c, topic, 1, 1)
-	if _, err := c.Produce(topic, 1, 0, 10); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 1, 0, 10)
 	p, err := f.Add(topic, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -156,9 +150,7 @@ func TestOffsetOutOfRange(t *testing.T) {
 // short, is idempotent, and leaves Take, Poll and Add with ErrClosed and
 // no goroutine behind.
 func TestLifecycle(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	cfg := fetch.NewConfig()
 	cfg.MaxWait = 10 * time.Second // a long poll Close must not wait for
 	f, err := fetch.New(client, cfg, testLog(t))
@@ -167,9 +159,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	topic := testcluster.Name(t, "")
 	testcluster.MustCreateTopic(t, c, topic, 2, 1)
-	if _, err := c.Produce(topic, 2, 0, 4); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 2, 0, 4)
 	p0, err := f.Add(topic, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -20,9 +20,7 @@ import (
 // (the open transaction's first offset), and reads o once it commits; the
 // position then moves past o's commit marker, the last offset of the log.
 func TestReadCommitted(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "")
 	const P = 2
 	testcluster.MustCreateTopic(t, c, topic, P, 1)

@@ -46,9 +46,7 @@ func TestMetadataFollowsChanges(t *testing.T) {
 		}
 		check(total)
 		// Message i goes to partition i mod total: the last is new.
-		if _, err := c.Produce(topic, total, 0, int(total)); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustProduce(t, c, topic, total, 0, int(total))
 	}
 	hwm, err := c.HighWaterMarks(topic)
 	if err != nil {
