@@ -180,10 +180,7 @@ func TestBrokerRestart(t *testing.T) {
 	bounce("killing", c.KillBroker, 2)
 	stopProducer()
 
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwm := testcluster.MustHighWaterMarks(t, c, topic)
 	caughtUp := testcluster.Poll(2*time.Minute, 20*time.Millisecond, func() bool {
 		for part, st := range states {
 			st.mu.Lock()

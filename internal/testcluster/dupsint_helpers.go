@@ -16,3 +16,13 @@ func MustCreateTopic(tb testing.TB, c *Cluster, topic string, partitions int32, 
 		tb.Fatal(err)
 	}
 }
+
+// MustHighWaterMarks is c.HighWaterMarks that fails tb on an error.
+func MustHighWaterMarks(tb testing.TB, c *Cluster, topic string) map[int32]int64 {
+	tb.Helper()
+	hwm, err := c.HighWaterMarks(topic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hwm
+}

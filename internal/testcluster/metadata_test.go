@@ -48,10 +48,7 @@ func TestMetadataFollowsChanges(t *testing.T) {
 		// Message i goes to partition i mod total: the last is new.
 		testcluster.MustProduce(t, c, topic, total, 0, int(total))
 	}
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwm := testcluster.MustHighWaterMarks(t, c, topic)
 	if len(hwm) != 8 || hwm[7] != 1 || hwm[0] != 7 {
 		t.Fatalf("high watermarks %v; want 8 partitions, 7 messages in partition 0, 1 in partition 7", hwm)
 	}
