@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,6 +67,52 @@ func sides(tb testing.TB) []side {
 
 // rotate returns the sides in the order of round r: the first side of
 // round 0 goes last in round 1, and so on.
+// joinFlowing joins members 0 to len(members)-1 of sd into members and
+// waits until every partition of env's tracker flows; it returns why not
+// (what names the members), "" once they do.
+func joinFlowing(env *runEnv, sd side, members []member, what string) string {
+	for i := range members {
+		m, err := sd.join(env, i)
+		if err != nil {
+			return fmt.Sprintf("join of member %d: %v", i, err)
+		}
+		members[i] = m
+	}
+	if f := env.tr.awaitFlow(time.Now(), upTo(len(members)), *flagPhaseTimeout); !f.ok() {
+		return fmt.Sprintf("the %d %s: %s", len(members), what, flow(f, len(env.tr.parts)))
+	}
+	return ""
+}
+
+// closeAll closes, all at once, the members not nil.
+func closeAll(members []member) {
+	var wg sync.WaitGroup
+	for _, m := range members {
+		if m != nil {
+			wg.Go(func() { m.Close() })
+		}
+	}
+	wg.Wait()
+}
+
+// runRounds runs, b.N times with the timer on, rounds rounds in which every
+// side (in the order rotate gives) runs once, pausing after each run to
+// let the brokers settle; it returns each side's results in order.
+func runRounds[R any](b *testing.B, sds []side, rounds int, pause time.Duration, run func(sd side, round int) R) map[string][]R {
+	results := map[string][]R{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < rounds; r++ {
+			for _, sd := range rotate(sds, r) {
+				results[sd.name] = append(results[sd.name], run(sd, r))
+				time.Sleep(pause)
+			}
+		}
+	}
+	b.StopTimer()
+	return results
+}
+
 func rotate(sd []side, r int) []side {
 	out := make([]side, len(sd))
 	for i := range sd {
