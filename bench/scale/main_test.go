@@ -96,29 +96,20 @@ func closeAll(members []member) {
 }
 
 // runRounds runs, b.N times with the timer on, rounds rounds in which every
-// side (in the order rotate gives) runs once, pausing after each run to
-// let the brokers settle; it returns each side's results in order.
+// side runs once (benchkit.Rounds; round counts from 0 here), pausing
+// after each run to let the brokers settle; it returns each side's
+// results in order.
 func runRounds[R any](b *testing.B, sds []side, rounds int, pause time.Duration, run func(sd side, round int) R) map[string][]R {
 	results := map[string][]R{}
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < rounds; r++ {
-			for _, sd := range rotate(sds, r) {
-				results[sd.name] = append(results[sd.name], run(sd, r))
-				time.Sleep(pause)
-			}
-		}
-	}
+	benchkit.Rounds(b, b.N, rounds, sds, func(sd side) string { return sd.name },
+		func(sd side, round int) (R, error) { return run(sd, round-1), nil },
+		func(sd side, _ int, res R) {
+			results[sd.name] = append(results[sd.name], res)
+			time.Sleep(pause)
+		})
 	b.StopTimer()
 	return results
-}
-
-func rotate(sd []side, r int) []side {
-	out := make([]side, len(sd))
-	for i := range sd {
-		out[i] = sd[(i+r)%len(sd)]
-	}
-	return out
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
