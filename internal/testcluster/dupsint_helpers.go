@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 )
@@ -25,4 +26,20 @@ func MustHighWaterMarks(tb testing.TB, c *Cluster, topic string) map[int32]int64
 		tb.Fatal(err)
 	}
 	return hwm
+}
+
+// Serve hands every connection l accepts to handle, each in a goroutine of
+// its own, until tb ends and closes l; it returns l's address.
+func Serve(tb testing.TB, l net.Listener, handle func(net.Conn)) string {
+	tb.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return l.Addr().String()
 }

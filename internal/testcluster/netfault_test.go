@@ -17,29 +17,15 @@ func listenLines(t *testing.T) (net.Listener, int, <-chan string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	return l, l.Addr().(*net.TCPAddr).Port, acceptLines(l)
-}
-
-// acceptLines accepts connections on l and sends each line read.
-func acceptLines(l net.Listener) <-chan string {
 	lines := make(chan string, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-			}()
+	Serve(t, l, func(c net.Conn) {
+		defer c.Close()
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			lines <- sc.Text()
 		}
-	}()
-	return lines
+	})
+	return l, l.Addr().(*net.TCPAddr).Port, lines
 }
 
 // heldUntilHealed asserts that nothing arrives on lines for 1.5 s (longer
