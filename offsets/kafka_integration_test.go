@@ -369,19 +369,9 @@ func TestDescribeGroupSeesKafkaStore(t *testing.T) {
 	}
 	check := func(want map[int32]int64) {
 		t.Helper()
-		rows, err := c.DescribeGroup(ctx, group)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[int32]testcluster.GroupRow{}
-		for _, r := range rows {
-			if r.Topic != topic {
-				t.Fatalf("row for another topic: %+v", r)
-			}
-			got[r.Partition] = r
-		}
+		got := testcluster.MustDescribeTopic(ctx, t, c, group, topic)
 		if len(got) != len(want) {
-			t.Fatalf("describe rows %+v, want partitions %v", rows, want)
+			t.Fatalf("describe rows %+v, want partitions %v", got, want)
 		}
 		for p, cur := range want {
 			r := got[p]

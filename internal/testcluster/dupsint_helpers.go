@@ -43,3 +43,21 @@ func Serve(tb testing.TB, l net.Listener, handle func(net.Conn)) string {
 	}()
 	return l.Addr().String()
 }
+
+// MustDescribeTopic describes group (DescribeGroup) and returns its rows by
+// partition; it fails tb on an error or on a row of another topic.
+func MustDescribeTopic(ctx context.Context, tb testing.TB, c *Cluster, group, topic string) map[int32]GroupRow {
+	tb.Helper()
+	rows, err := c.DescribeGroup(ctx, group)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	got := make(map[int32]GroupRow, len(rows))
+	for _, r := range rows {
+		if r.Topic != topic {
+			tb.Fatalf("a row of another topic than %s: %+v", topic, r)
+		}
+		got[r.Partition] = r
+	}
+	return got
+}
