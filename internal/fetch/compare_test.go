@@ -14,25 +14,14 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/fetch"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/partition"
 )
-
-// slabMsg stands for the partition manager's Message: what each reader
-// fills per record, one slab per hand-off, as the manager does.
-type slabMsg struct {
-	Topic          string
-	Partition      int32
-	Offset         int64
-	Key, Value     []byte
-	Headers        []*sarama.RecordHeader
-	Timestamp      time.Time
-	BlockTimestamp time.Time
-}
 
 // BenchmarkCompareSarama is run once whatever b.N (go test -run '^$'
 // -bench CompareSarama -benchtime 1x ./internal/fetch/, without -race): it fills a topic of 8 partitions with FETCH_BENCH_N
 // (default 1,000,000) messages of 100 B and reads it whole, alternately
 // with this package and with sarama's Consumer (same fetch sizes), each
-// reader filling slabs of Message-like structs per hand-off as the
+// reader filling slabs of partition.Message per hand-off as the
 // partition manager does. It logs the medians over FETCH_BENCH_ROUNDS
 // (default 5) rounds: start→last msgs/s and process CPU per message.
 func BenchmarkCompareSarama(b *testing.B) {
@@ -68,8 +57,8 @@ func BenchmarkCompareSarama(b *testing.B) {
 					t.Error(err)
 					return -1
 				}
-				vals := make([]slabMsg, recs.Len())
-				ptrs := make([]*slabMsg, recs.Len())
+				vals := make([]partition.Message, recs.Len())
+				ptrs := make([]*partition.Message, recs.Len())
 				i := 0
 				for r := range recs.All() {
 					m := &vals[i]
@@ -108,8 +97,8 @@ func BenchmarkCompareSarama(b *testing.B) {
 						break more
 					}
 				}
-				vals := make([]slabMsg, len(buf))
-				ptrs := make([]*slabMsg, len(buf))
+				vals := make([]partition.Message, len(buf))
+				ptrs := make([]*partition.Message, len(buf))
 				for i, msg := range buf {
 					m := &vals[i]
 					m.Topic, m.Partition, m.Offset = msg.Topic, msg.Partition, msg.Offset
