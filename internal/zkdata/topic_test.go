@@ -1,8 +1,6 @@
 package zkdata
 
-import (
-	"testing"
-)
+import "testing"
 
 func TestParseTopic(t *testing.T) {
 	wantParsed(t, func(data []byte) (TopicPartitions, error) { return ParseTopic("orders", data) }, []parsed[TopicPartitions]{
