@@ -48,11 +48,7 @@ func clusterKafkaStore(t *testing.T, c *testcluster.Cluster, group string) *Kafk
 func clusterTopic(t *testing.T, c *testcluster.Cluster, partitions int32) string {
 	t.Helper()
 	topic := testcluster.Name(t, "topic")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, partitions, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, partitions, 3)
 	return topic
 }
 
@@ -373,19 +369,9 @@ func TestDescribeGroupSeesKafkaStore(t *testing.T) {
 	}
 	check := func(want map[int32]int64) {
 		t.Helper()
-		rows, err := c.DescribeGroup(ctx, group)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[int32]testcluster.GroupRow{}
-		for _, r := range rows {
-			if r.Topic != topic {
-				t.Fatalf("row for another topic: %+v", r)
-			}
-			got[r.Partition] = r
-		}
+		got := testcluster.MustDescribeTopic(ctx, t, c, group, topic)
 		if len(got) != len(want) {
-			t.Fatalf("describe rows %+v, want partitions %v", rows, want)
+			t.Fatalf("describe rows %+v, want partitions %v", got, want)
 		}
 		for p, cur := range want {
 			r := got[p]

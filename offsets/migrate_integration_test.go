@@ -70,15 +70,8 @@ func TestMigrateCluster(t *testing.T) {
 	wantOffset(t, ks, topic, 0, 5)
 	wantOffset(t, ks, topic, 1, 9)
 	wantOffset(t, ks, topic, 2, -1)
-	rows, err := c.DescribeGroup(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int32]int64{}
-	for _, r := range rows {
-		seen[r.Partition] = r.CurrentOffset
-	}
-	if len(seen) != 2 || seen[0] != 5 || seen[1] != 9 {
+	rows := testcluster.MustDescribeTopic(ctx, t, c, group, topic)
+	if len(rows) != 2 || rows[0].CurrentOffset != 5 || rows[1].CurrentOffset != 9 {
 		t.Fatalf("kafka-consumer-groups sees %+v, want p0=5 p1=9", rows)
 	}
 

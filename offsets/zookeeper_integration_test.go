@@ -56,6 +56,16 @@ func clusterZK(t *testing.T, c *testcluster.Cluster) (*zk.Conn, chrootNodes) {
 	return conn, chrootNodes{conn: conn, root: root}
 }
 
+// mustZKStore returns the ZooKeeperStore of group on nodes.
+func mustZKStore(t *testing.T, nodes chrootNodes, group string) *ZooKeeperStore {
+	t.Helper()
+	s, err := NewZooKeeperStore(nodes, group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestZooKeeperStoreCluster runs the store against the real ZooKeeper,
 // under a chroot, with two connections committing at once.
 func TestZooKeeperStoreCluster(t *testing.T) {
@@ -63,10 +73,7 @@ func TestZooKeeperStoreCluster(t *testing.T) {
 	verifyNoLeaks(t)
 	conn, nodes := clusterZK(t, c)
 	group := testcluster.Name(t, "group")
-	s, err := NewZooKeeperStore(nodes, group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustZKStore(t, nodes, group)
 	ctx := context.Background()
 	wantOffset(t, s, "orders", 0, -1)
 	if err := s.Commit(ctx, "orders", 0, 42); err != nil {
@@ -93,10 +100,7 @@ func TestZooKeeperStoreCluster(t *testing.T) {
 	// Two sessions commit interleaved values; a watcher checks that the
 	// node never goes backwards while they do.
 	conn2 := testcluster.ZooKeeper(t, c)
-	s2, err := NewZooKeeperStore(chrootNodes{conn: conn2, root: nodes.root}, group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := mustZKStore(t, chrootNodes{conn: conn2, root: nodes.root}, group)
 	const workers, per = 4, 25
 	var wg sync.WaitGroup
 	var stop atomic.Bool
@@ -170,15 +174,9 @@ func TestZooKeeperStoreClusterBatch(t *testing.T) {
 	verifyNoLeaks(t)
 	_, nodes := clusterZK(t, c)
 	group := testcluster.Name(t, "group")
-	s, err := NewZooKeeperStore(nodes, group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustZKStore(t, nodes, group)
 	conn2 := testcluster.ZooKeeper(t, c)
-	other, err := NewZooKeeperStore(chrootNodes{conn: conn2, root: nodes.root}, group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustZKStore(t, chrootNodes{conn: conn2, root: nodes.root}, group)
 	ctx := context.Background()
 	const n = 10
 	batch := func(base int64) []Offset {

@@ -95,6 +95,15 @@ start_instance() {
 	info "instance demo-$name: pid ${PIDS[$name]}, messages -> out-$name.jsonl"
 }
 
+# stop_instance stops demo-<name> with SIGTERM and fails unless it exits 0.
+stop_instance() {
+	local name=$1 rc=0
+	kill -TERM "${PIDS[$name]}"
+	wait "${PIDS[$name]}" || rc=$?
+	unset "PIDS[$name]"
+	[ "$rc" = 0 ] || die "demo-$name exited with status $rc (see $WORK/log-$name.txt)"
+}
+
 step "building zkgroup"
 go build -o "$BIN" ./cmd/zkgroup
 info "$("$BIN" version)"
@@ -131,11 +140,7 @@ zk describe --zookeeper "$ZK" --group "$GROUP" | sed 's/^/    /'
 
 step "producing $BATCH more messages, then stopping demo-b with SIGTERM"
 go run ./internal/testcluster/cmd/zkcluster produce -dir "$CLUSTER" -topic "$TOPIC" -partitions "$PARTITIONS" -n "$BATCH" -from "$BATCH" >/dev/null
-kill -TERM "${PIDS[b]}"
-rc=0
-wait "${PIDS[b]}" || rc=$?
-unset 'PIDS[b]'
-[ "$rc" = 0 ] || die "demo-b exited with status $rc (see $WORK/log-b.txt)"
+stop_instance b
 info "demo-b drained, committed and exited 0; the group keeps its partitions for its restart (restart_grace)"
 "$BIN" leave --zookeeper "$ZK" --group "$GROUP" --instance-id demo-b | sed 's/^/    /'
 info "zkgroup leave: demo-b is not coming back, so its partitions move now"
@@ -152,11 +157,7 @@ wait_for "all $TOTAL messages printed" 60 printed "$TOTAL"
 
 step "stopping demo-a and demo-c"
 for name in a c; do
-	kill -TERM "${PIDS[$name]}"
-	rc=0
-	wait "${PIDS[$name]}" || rc=$?
-	unset "PIDS[$name]"
-	[ "$rc" = 0 ] || die "demo-$name exited with status $rc"
+	stop_instance "$name"
 	info "demo-$name exited 0"
 done
 

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 )
 
 // readSlack bounds how much later than printed the runner may read a
@@ -584,22 +586,13 @@ func topCounts(m map[string]int, n int) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	type kv struct {
-		k string
-		v int
-	}
-	var all []kv
-	for k, v := range m {
-		all = append(all, kv{k, v})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v || all[i].v == all[j].v && all[i].k < all[j].k })
+	counts, more := benchkit.Largest(m, n)
 	var parts []string
-	for i, e := range all {
-		if i == n {
-			parts = append(parts, fmt.Sprintf("... %d more", len(all)-n))
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%q %d", e.k, e.v))
+	for _, c := range counts {
+		parts = append(parts, fmt.Sprintf("%q %d", c.Key, c.N))
+	}
+	if more > 0 {
+		parts = append(parts, fmt.Sprintf("... %d more", more))
 	}
 	return "\n    " + strings.Join(parts, "\n    ")
 }

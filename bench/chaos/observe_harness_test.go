@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 )
 
 // printEv is one line of a daemon's stdout sink, stamped when the runner
@@ -177,35 +179,21 @@ func startProducer(addrs []string, topic string, rate, keys int, seed uint64, co
 	rng := rand.New(rand.NewPCG(seed, 0x70726f64))
 	go func() {
 		defer close(pr.done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		start := time.Now()
-		var sent int64
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				due := int64(now.Sub(start).Seconds() * float64(rate))
-				if due-sent > int64(rate/4)+1 { // never burst more than 250 ms behind
-					sent = due - int64(rate/4) - 1
-				}
-				for ; sent < due; sent++ {
-					seq := pr.sent.Add(1)
-					m := &sarama.ProducerMessage{
-						Topic:    topic,
-						Key:      sarama.StringEncoder(fmt.Sprintf("k%06d", rng.IntN(keys))),
-						Value:    sarama.StringEncoder(fmt.Sprintf("s%d", seq)),
-						Metadata: seq,
-					}
-					select {
-					case p.Input() <- m:
-					case <-ctx.Done():
-						return
-					}
-				}
+		benchkit.Pace(ctx, rate, nil, func() bool {
+			seq := pr.sent.Add(1)
+			m := &sarama.ProducerMessage{
+				Topic:    topic,
+				Key:      sarama.StringEncoder(fmt.Sprintf("k%06d", rng.IntN(keys))),
+				Value:    sarama.StringEncoder(fmt.Sprintf("s%d", seq)),
+				Metadata: seq,
 			}
-		}
+			select {
+			case p.Input() <- m:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
 	}()
 	return pr, nil
 }

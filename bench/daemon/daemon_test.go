@@ -65,13 +65,7 @@ func BenchmarkDaemon(b *testing.B) {
 		}
 	}
 	cl := benchkit.Cluster(b)
-	topic := *flagTopic
-	if topic == "" {
-		topic = fmt.Sprintf("bench-daemon-%dx%d", *flagPartitions, *flagMessages)
-	}
-	if err := benchkit.Prefill(cl, topic, *flagPartitions, *flagMessages, valueLen); err != nil {
-		b.Fatal(err)
-	}
+	topic := benchkit.PrefilledTopic(b, cl, *flagTopic, "daemon", *flagPartitions, *flagMessages, valueLen)
 	admin, err := sarama.NewClusterAdmin(cl.Addrs(), testcluster.SaramaConfig())
 	if err != nil {
 		b.Fatal(err)

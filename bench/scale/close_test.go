@@ -32,30 +32,25 @@ func BenchmarkClose(b *testing.B) {
 	cl, topic, sub, _, _, prod, done := setUp(b, "close", P, *flagCloseRate)
 	defer done()
 	benchkit.Say("BenchmarkClose: topic %s: %d partitions, %d records/s, 2 members per run, %d round(s)", topic, P, *flagCloseRate, *flagCloseRounds)
-	first := map[string][]time.Duration{} // member 0's Close (half the partitions)
-	last := map[string][]time.Duration{}  // member 1's Close (all of them)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagCloseRounds; r++ {
-			for _, sd := range rotate(sds, r) {
-				env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
-					group: fmt.Sprintf("bench-close-%s-%d-%d", sd.name, r, time.Now().UnixNano()%1e9)}
-				d0, d1, owned, err := closeRound(env, sd)
-				if err != nil {
-					b.Fatalf("round %d, %s: %v", r+1, sd.name, err)
-				}
-				benchkit.Say("   round %d %-8s Close of member 0 (%d partitions) %s, of member 1 (%d) %s; errors: %s",
-					r+1, sd.name, owned, ms(d0), P, ms(d1), env.errs.String())
-				first[sd.name] = append(first[sd.name], d0)
-				last[sd.name] = append(last[sd.name], d1)
-				time.Sleep(2 * time.Second) // let the brokers settle between sides
-			}
+	// Per round: member 0's Close (half the partitions), member 1's (all of them).
+	results := runRounds(b, sds, *flagCloseRounds, 2*time.Second, func(sd side, r int) [2]time.Duration {
+		env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
+			group: fmt.Sprintf("bench-close-%s-%d-%d", sd.name, r, time.Now().UnixNano()%1e9)}
+		d0, d1, owned, err := closeRound(env, sd)
+		if err != nil {
+			b.Fatalf("round %d, %s: %v", r+1, sd.name, err)
 		}
-	}
-	b.StopTimer()
+		benchkit.Say("   round %d %-8s Close of member 0 (%d partitions) %s, of member 1 (%d) %s; errors: %s",
+			r+1, sd.name, owned, ms(d0), P, ms(d1), env.errs.String())
+		return [2]time.Duration{d0, d1}
+	})
 	var lines []string
 	for _, sd := range sds {
-		f, l := durs(first[sd.name]), durs(last[sd.name])
+		var first, last []time.Duration
+		for _, d := range results[sd.name] {
+			first, last = append(first, d[0]), append(last, d[1])
+		}
+		f, l := durs(first), durs(last)
 		lines = append(lines, fmt.Sprintf("%-8s Close of a member owning %d: median %.3f s, max %.3f s; of the last member (%d): median %.3f s, max %.3f s",
 			sd.name, P/2, benchkit.Median(f), slices.Max(f), P, benchkit.Median(l), slices.Max(l)))
 	}

@@ -3,9 +3,7 @@ package scale
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/trace"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,19 +51,11 @@ func BenchmarkJoinLeave(b *testing.B) {
 	defer done()
 	benchkit.Say("BenchmarkJoinLeave: topic %s: %d partitions, replication %d; %d steady members, a %dth joins then leaves; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s)",
 		topic, P, *flagReplication, *flagJLSteady, *flagJLSteady+1, *flagJLRate, zkStrategyName(), *flagSaramaStrategy, *flagJLRounds)
-	results := map[string][]jlRound{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagJLRounds; r++ {
-			for _, sd := range rotate(sds, r) {
-				res := runJoinLeave(cl, zx, zl, topic, sub, sd, r)
-				printJoinLeave(r, res)
-				results[sd.name] = append(results[sd.name], res)
-				time.Sleep(time.Second)
-			}
-		}
-	}
-	b.StopTimer()
+	results := runRounds(b, sds, *flagJLRounds, time.Second, func(sd side, r int) jlRound {
+		res := runJoinLeave(cl, zx, zl, topic, sub, sd, r)
+		printJoinLeave(r, res)
+		return res
+	})
 	summarizeJoinLeave(sds, results)
 }
 
@@ -76,28 +66,9 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 	res.side = sd.name
 	defer func() { res.errs = env.errs.String() }()
 	members := make([]member, S+1)
-	open := make([]bool, S+1)
-	defer func() {
-		var wg sync.WaitGroup
-		for i, m := range members {
-			if m != nil && open[i] {
-				wg.Add(1)
-				go func() { defer wg.Done(); m.Close() }()
-			}
-		}
-		wg.Wait()
-	}()
+	defer closeAll(members)
 	start := time.Now()
-	for i := 0; i < S; i++ {
-		m, err := sd.join(env, i)
-		if err != nil {
-			res.failed = fmt.Sprintf("join of member %d: %v", i, err)
-			return res
-		}
-		members[i], open[i] = m, true
-	}
-	if f := env.tr.awaitFlow(time.Now(), upTo(S), *flagPhaseTimeout); !f.ok() {
-		res.failed = fmt.Sprintf("the %d steady members: %s", S, flow(f, P))
+	if res.failed = joinFlowing(env, sd, members[:S], "steady members"); res.failed != "" {
 		return res
 	}
 	res.setup = time.Since(start)
@@ -153,7 +124,7 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 			res.failed = fmt.Sprintf("join of member %d: %v", S, err)
 			return
 		}
-		members[S], open[S] = m, true
+		members[S] = m
 	})
 	if res.failed != "" {
 		return res
@@ -161,10 +132,11 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 	time.Sleep(time.Second)
 	closed := make(chan struct{})
 	event(&res.leave, upTo(S), func() {
-		open[S] = false
+		leaver := members[S]
+		members[S] = nil // not closed again at the end
 		go func() {
 			defer close(closed)
-			res.closeLeaver = members[S].Close()
+			res.closeLeaver = leaver.Close()
 		}()
 	})
 	select {
@@ -185,21 +157,7 @@ func evName(join bool) string {
 // startTrace, with ZKGROUP_BENCH_TRACE set to a directory (a diagnostic),
 // writes a runtime trace of one event there; it returns what ends it.
 func startTrace(name string) func() {
-	dir := os.Getenv("ZKGROUP_BENCH_TRACE")
-	if dir == "" {
-		return func() {}
-	}
-	f, err := os.Create(filepath.Join(dir, name+".trace"))
-	if err != nil {
-		benchkit.Say("   trace: %v", err)
-		return func() {}
-	}
-	if err := trace.Start(f); err != nil {
-		benchkit.Say("   trace: %v", err)
-		f.Close()
-		return func() {}
-	}
-	return func() { trace.Stop(); f.Close() }
+	return diagnostic("ZKGROUP_BENCH_TRACE", name+".trace", "   trace", trace.Start, trace.Stop)
 }
 
 func maxPause(p map[int]time.Duration) time.Duration {

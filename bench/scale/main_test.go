@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,12 +67,49 @@ func sides(tb testing.TB) []side {
 
 // rotate returns the sides in the order of round r: the first side of
 // round 0 goes last in round 1, and so on.
-func rotate(sd []side, r int) []side {
-	out := make([]side, len(sd))
-	for i := range sd {
-		out[i] = sd[(i+r)%len(sd)]
+// joinFlowing joins members 0 to len(members)-1 of sd into members and
+// waits until every partition of env's tracker flows; it returns why not
+// (what names the members), "" once they do.
+func joinFlowing(env *runEnv, sd side, members []member, what string) string {
+	for i := range members {
+		m, err := sd.join(env, i)
+		if err != nil {
+			return fmt.Sprintf("join of member %d: %v", i, err)
+		}
+		members[i] = m
 	}
-	return out
+	if f := env.tr.awaitFlow(time.Now(), upTo(len(members)), *flagPhaseTimeout); !f.ok() {
+		return fmt.Sprintf("the %d %s: %s", len(members), what, flow(f, len(env.tr.parts)))
+	}
+	return ""
+}
+
+// closeAll closes, all at once, the members not nil.
+func closeAll(members []member) {
+	var wg sync.WaitGroup
+	for _, m := range members {
+		if m != nil {
+			wg.Go(func() { m.Close() })
+		}
+	}
+	wg.Wait()
+}
+
+// runRounds runs, b.N times with the timer on, rounds rounds in which every
+// side runs once (benchkit.Rounds; round counts from 0 here), pausing
+// after each run to let the brokers settle; it returns each side's
+// results in order.
+func runRounds[R any](b *testing.B, sds []side, rounds int, pause time.Duration, run func(sd side, round int) R) map[string][]R {
+	results := map[string][]R{}
+	b.ResetTimer()
+	benchkit.Rounds(b, b.N, rounds, sds, func(sd side) string { return sd.name },
+		func(sd side, round int) (R, error) { return run(sd, round-1), nil },
+		func(sd side, _ int, res R) {
+			results[sd.name] = append(results[sd.name], res)
+			time.Sleep(pause)
+		})
+	b.StopTimer()
+	return results
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }

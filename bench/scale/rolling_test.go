@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,19 +60,11 @@ func BenchmarkRollingRestart(b *testing.B) {
 	defer done()
 	benchkit.Say("BenchmarkRollingRestart: topic %s: %d partitions, replication %d; %d members (static unless -rr-grace=0), each restarted in turn, down %v; %d records/s; zkgroup RestartGrace %v, strategy %q; sarama strategy %s; %d round(s)",
 		topic, P, *flagReplication, *flagRRMembers, *flagRRDown, *flagRRRate, *flagRRGrace, zkStrategyName(), *flagSaramaStrategy, *flagRRRounds)
-	results := map[string][]rrRound{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagRRRounds; r++ {
-			for _, sd := range rotate(sds, r) {
-				res := runRolling(cl, topic, sub, sd, r)
-				printRolling(r, res)
-				results[sd.name] = append(results[sd.name], res)
-				time.Sleep(time.Second)
-			}
-		}
-	}
-	b.StopTimer()
+	results := runRounds(b, sds, *flagRRRounds, time.Second, func(sd side, r int) rrRound {
+		res := runRolling(cl, topic, sub, sd, r)
+		printRolling(r, res)
+		return res
+	})
 	summarizeRolling(sds, results)
 }
 
@@ -85,25 +76,8 @@ func runRolling(cl *testcluster.Cluster, topic string, sub *subscription.Subscri
 	res.side = sd.name
 	defer func() { res.errs = env.errs.String() }()
 	members := make([]member, N)
-	defer func() {
-		var wg sync.WaitGroup
-		for _, m := range members {
-			if m != nil {
-				wg.Go(func() { m.Close() })
-			}
-		}
-		wg.Wait()
-	}()
-	for i := range N {
-		m, err := sd.join(env, i)
-		if err != nil {
-			res.failed = fmt.Sprintf("join of member %d: %v", i, err)
-			return res
-		}
-		members[i] = m
-	}
-	if f := env.tr.awaitFlow(time.Now(), upTo(N), *flagPhaseTimeout); !f.ok() {
-		res.failed = fmt.Sprintf("the %d members: %s", N, flow(f, P))
+	defer closeAll(members)
+	if res.failed = joinFlowing(env, sd, members, "members"); res.failed != "" {
 		return res
 	}
 	time.Sleep(2 * time.Second)

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,19 +82,11 @@ func BenchmarkScale(b *testing.B) {
 	benchkit.Say("BenchmarkScale: %d topic(s) %s..: %d partitions (%d each), replication %d, %d brokers; %d members joining %v apart, then leaving %v apart; %d records/s; zkgroup strategy %q, sarama strategy %s; %d round(s); idle window %v; load average %s",
 		T, topics[0], P, P/T, *flagReplication, len(cl.Addrs()), M, *flagEvery, *flagEvery, *flagRate, zkStrategyName(), *flagSaramaStrategy, *flagRounds, *flagIdle, benchkit.LoadAvg())
 	su := scaleSetup{cl: cl, topics: topics, sub: sub, zx: zx, prod: prod, zp: zp}
-	results := map[string][]scaleResult{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagRounds; r++ {
-			for _, sd := range rotate(sds, r) {
-				res := runScale(su, sd, r)
-				printScale(cl, zl, r, res)
-				results[sd.name] = append(results[sd.name], res)
-				time.Sleep(3 * time.Second) // let the brokers settle between sides
-			}
-		}
-	}
-	b.StopTimer()
+	results := runRounds(b, sds, *flagRounds, 3*time.Second, func(sd side, r int) scaleResult {
+		res := runScale(su, sd, r)
+		printScale(cl, zl, r, res)
+		return res
+	})
 	summarizeScale(b, sds, results)
 	benchkit.Say("producer: %d records sent", prod.Sent())
 }
@@ -548,33 +541,46 @@ func rate(w window, keys ...int) float64 {
 // $ZKGROUP_BENCH_CPU/<name>.pprof until the returned func is called (a
 // diagnostic; off without the variable).
 func cpuProfile(name string) func() {
-	dir := os.Getenv("ZKGROUP_BENCH_CPU")
-	if dir == "" {
+	return diagnostic("ZKGROUP_BENCH_CPU", name+".pprof", "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// diagnostic, with the variable env naming a directory, creates file there
+// and starts writing it with start; it returns what ends the writing (stop,
+// then the file closed). Without the variable, or on a failure (said as
+// what), it does nothing.
+func diagnostic(env, file, what string, start func(io.Writer) error, stop func()) func() {
+	f := diagnosticFile(env, file, what)
+	if f == nil {
 		return func() {}
 	}
-	f, err := os.Create(filepath.Join(dir, name+".pprof"))
-	if err != nil {
-		benchkit.Say("cpu profile: %v", err)
-		return func() {}
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		benchkit.Say("cpu profile: %v", err)
+	if err := start(f); err != nil {
+		benchkit.Say("%s: %v", what, err)
 		f.Close()
 		return func() {}
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
+	return func() { stop(); f.Close() }
+}
+
+// diagnosticFile creates file in the directory the variable env names; it
+// returns nil without the variable or on a failure (said as what).
+func diagnosticFile(env, file, what string) *os.File {
+	dir := os.Getenv(env)
+	if dir == "" {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		benchkit.Say("%s: %v", what, err)
+		return nil
+	}
+	return f
 }
 
 // writeHeapProfile writes the heap profile to $ZKGROUP_BENCH_HEAP/<name>.pb.gz
 // (a diagnostic; off without the variable).
 func writeHeapProfile(name string) {
-	dir := os.Getenv("ZKGROUP_BENCH_HEAP")
-	if dir == "" {
-		return
-	}
-	f, err := os.Create(filepath.Join(dir, name+".pb.gz"))
-	if err != nil {
-		benchkit.Say("heap profile: %v", err)
+	f := diagnosticFile("ZKGROUP_BENCH_HEAP", name+".pb.gz", "heap profile")
+	if f == nil {
 		return
 	}
 	defer f.Close()

@@ -68,13 +68,7 @@ func selectSides(tb testing.TB) []sideSpec {
 func BenchmarkThroughput(b *testing.B) {
 	sds := selectSides(b)
 	cl := benchkit.Cluster(b)
-	topic := *flagTopic
-	if topic == "" {
-		topic = fmt.Sprintf("bench-throughput-%dx%d", *flagPartitions, *flagMessages)
-	}
-	if err := benchkit.Prefill(cl, topic, *flagPartitions, *flagMessages, valueLen); err != nil {
-		b.Fatal(err)
-	}
+	topic := benchkit.PrefilledTopic(b, cl, *flagTopic, "throughput", *flagPartitions, *flagMessages, valueLen)
 	sub, err := subscription.Static(topic)
 	if err != nil {
 		b.Fatal(err)

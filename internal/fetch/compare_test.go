@@ -14,25 +14,14 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/fetch"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/partition"
 )
-
-// slabMsg stands for the partition manager's Message: what each reader
-// fills per record, one slab per hand-off, as the manager does.
-type slabMsg struct {
-	Topic          string
-	Partition      int32
-	Offset         int64
-	Key, Value     []byte
-	Headers        []*sarama.RecordHeader
-	Timestamp      time.Time
-	BlockTimestamp time.Time
-}
 
 // BenchmarkCompareSarama is run once whatever b.N (go test -run '^$'
 // -bench CompareSarama -benchtime 1x ./internal/fetch/, without -race): it fills a topic of 8 partitions with FETCH_BENCH_N
 // (default 1,000,000) messages of 100 B and reads it whole, alternately
 // with this package and with sarama's Consumer (same fetch sizes), each
-// reader filling slabs of Message-like structs per hand-off as the
+// reader filling slabs of partition.Message per hand-off as the
 // partition manager does. It logs the medians over FETCH_BENCH_ROUNDS
 // (default 5) rounds: start→last msgs/s and process CPU per message.
 func BenchmarkCompareSarama(b *testing.B) {
@@ -44,9 +33,7 @@ func BenchmarkCompareSarama(b *testing.B) {
 	topic := testcluster.Name(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 1)
 	began := time.Now()
 	produceSized(t, c, topic, []int32{0, 1, 2, 3, 4, 5, 6, 7}, n/P, 100, 1000, sarama.CompressionNone)
 	t.Logf("filled %d × 100 B over %d partitions in %v", n, P, time.Since(began))
@@ -59,37 +46,31 @@ func BenchmarkCompareSarama(b *testing.B) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		return measure(func() {
-			var wg sync.WaitGroup
-			for part := range int32(P) {
-				p, err := f.Add(topic, part, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Go(func() {
-					got := 0
-					for got < total/P {
-						recs, err := p.Take(ctx)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						vals := make([]slabMsg, recs.Len())
-						ptrs := make([]*slabMsg, recs.Len())
-						i := 0
-						for r := range recs.All() {
-							m := &vals[i]
-							m.Topic, m.Partition, m.Offset = recs.Topic, recs.Partition, r.Offset
-							m.Key, m.Value, m.Headers = r.Key, r.Value, r.Headers
-							m.Timestamp, m.BlockTimestamp = r.Timestamp, r.BlockTimestamp
-							ptrs[i] = m
-							i++
-						}
-						got += len(ptrs)
-					}
-				})
+		return measureReaders(t, P, total/P, func(part int32) (func() int, func(), error) {
+			p, err := f.Add(topic, part, 0)
+			if err != nil {
+				return nil, nil, err
 			}
-			wg.Wait()
+			read := func() int {
+				recs, err := p.Take(ctx)
+				if err != nil {
+					t.Error(err)
+					return -1
+				}
+				vals := make([]partition.Message, recs.Len())
+				ptrs := make([]*partition.Message, recs.Len())
+				i := 0
+				for r := range recs.All() {
+					m := &vals[i]
+					m.Topic, m.Partition, m.Offset = recs.Topic, recs.Partition, r.Offset
+					m.Key, m.Value, m.Headers = r.Key, r.Value, r.Headers
+					m.Timestamp, m.BlockTimestamp = r.Timestamp, r.BlockTimestamp
+					ptrs[i] = m
+					i++
+				}
+				return len(ptrs)
+			}
+			return read, func() {}, nil
 		})
 	}
 	viaSarama := func() (time.Duration, time.Duration) {
@@ -99,42 +80,35 @@ func BenchmarkCompareSarama(b *testing.B) {
 			t.Fatal(err)
 		}
 		defer cons.Close()
-		return measure(func() {
-			var wg sync.WaitGroup
-			for part := range int32(P) {
-				pc, err := cons.ConsumePartition(topic, part, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Go(func() {
-					defer pc.Close()
-					got := 0
-					buf := make([]*sarama.ConsumerMessage, 0, 256)
-					for got < total/P {
-						buf = append(buf[:0], <-pc.Messages())
-					more:
-						for len(buf) < cap(buf) {
-							select {
-							case m := <-pc.Messages():
-								buf = append(buf, m)
-							default:
-								break more
-							}
-						}
-						vals := make([]slabMsg, len(buf))
-						ptrs := make([]*slabMsg, len(buf))
-						for i, msg := range buf {
-							m := &vals[i]
-							m.Topic, m.Partition, m.Offset = msg.Topic, msg.Partition, msg.Offset
-							m.Key, m.Value, m.Headers = msg.Key, msg.Value, msg.Headers
-							m.Timestamp, m.BlockTimestamp = msg.Timestamp, msg.BlockTimestamp
-							ptrs[i] = m
-						}
-						got += len(ptrs)
-					}
-				})
+		return measureReaders(t, P, total/P, func(part int32) (func() int, func(), error) {
+			pc, err := cons.ConsumePartition(topic, part, 0)
+			if err != nil {
+				return nil, nil, err
 			}
-			wg.Wait()
+			buf := make([]*sarama.ConsumerMessage, 0, 256)
+			read := func() int {
+				buf = append(buf[:0], <-pc.Messages())
+			more:
+				for len(buf) < cap(buf) {
+					select {
+					case m := <-pc.Messages():
+						buf = append(buf, m)
+					default:
+						break more
+					}
+				}
+				vals := make([]partition.Message, len(buf))
+				ptrs := make([]*partition.Message, len(buf))
+				for i, msg := range buf {
+					m := &vals[i]
+					m.Topic, m.Partition, m.Offset = msg.Topic, msg.Partition, msg.Offset
+					m.Key, m.Value, m.Headers = msg.Key, msg.Value, msg.Headers
+					m.Timestamp, m.BlockTimestamp = msg.Timestamp, msg.BlockTimestamp
+					ptrs[i] = m
+				}
+				return len(ptrs)
+			}
+			return read, func() { pc.Close() }, nil
 		})
 	}
 	var oursWall, oursCPU, sarWall, sarCPU []float64
@@ -149,6 +123,32 @@ func BenchmarkCompareSarama(b *testing.B) {
 	}
 	t.Logf("fetch:  median %.0f msgs/s, %.0f ns CPU/msg (rounds %v / %v)", median(oursWall), median(oursCPU), fmtAll(oursWall), fmtAll(oursCPU))
 	t.Logf("sarama: median %.0f msgs/s, %.0f ns CPU/msg (rounds %v / %v)", median(sarWall), median(sarCPU), fmtAll(sarWall), fmtAll(sarCPU))
+}
+
+// measureReaders measures reading per records of each of P partitions, one
+// goroutine each: open(part) gives a reader (read returns the records of
+// one hand-off, negative on failure) and what ends it.
+func measureReaders(t testing.TB, P int32, per int, open func(part int32) (read func() int, done func(), err error)) (wall, cpu time.Duration) {
+	return measure(func() {
+		var wg sync.WaitGroup
+		for part := range P {
+			read, done, err := open(part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				defer done()
+				for got := 0; got < per; {
+					n := read()
+					if n < 0 {
+						return
+					}
+					got += n
+				}
+			})
+		}
+		wg.Wait()
+	})
 }
 
 // measure runs f and returns its wall time and the process's CPU time

@@ -19,20 +19,14 @@ import (
 // timestamp; starting in the middle of a compressed batch yields nothing
 // before the start offset.
 func TestCodecs(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	f := newFetcher(t, client, fetch.NewConfig())
 	const P, batches, per = 2, 3, 40
 	for _, codec := range []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP,
 		sarama.CompressionSnappy, sarama.CompressionLZ4, sarama.CompressionZSTD} {
 		t.Run(codec.String(), func(t *testing.T) {
 			topic := testcluster.Name(t, codec.String())
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-				t.Fatal(err)
-			}
+			testcluster.MustCreateTopic(t, c, topic, P, 1)
 			cfg := testcluster.SaramaConfig()
 			cfg.Producer.Compression = codec
 			prod, err := sarama.NewSyncProducer(c.Addrs(), cfg)
@@ -98,19 +92,13 @@ func TestCodecs(t *testing.T) {
 // which it is read from there; so does a fetch below the log start after
 // records were deleted (as retention does).
 func TestOffsetOutOfRange(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	f := newFetcher(t, client, fetch.NewConfig())
 	topic := testcluster.Name(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Produce(topic, 1, 0, 10); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 1, 1)
+	testcluster.MustProduce(t, c, topic, 1, 0, 10)
 	p, err := f.Add(topic, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +150,7 @@ func TestOffsetOutOfRange(t *testing.T) {
 // short, is idempotent, and leaves Take, Poll and Add with ErrClosed and
 // no goroutine behind.
 func TestLifecycle(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	cfg := fetch.NewConfig()
 	cfg.MaxWait = 10 * time.Second // a long poll Close must not wait for
 	f, err := fetch.New(client, cfg, testLog(t))
@@ -172,14 +158,8 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := testcluster.Name(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Produce(topic, 2, 0, 4); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 2, 1)
+	testcluster.MustProduce(t, c, topic, 2, 0, 4)
 	p0, err := f.Add(topic, 0, 0)
 	if err != nil {
 		t.Fatal(err)

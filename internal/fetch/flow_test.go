@@ -21,9 +21,7 @@ import (
 // PartitionMaxBytes, from offset 0; forgotten by its fetch session), and
 // once taken it is read to the end too.
 func TestSlowPartition(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "")
 	const P, N, size = 4, 2000, 200
 	createTopicOn(t, c, topic, P, c.BrokerIDs()[0])
@@ -99,9 +97,7 @@ func TestSlowPartition(t *testing.T) {
 // consumers: when the first of partitions 1-7 is done, each of the others
 // has read at least 30% of its messages (no partition starves).
 func TestFairShare(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "")
 	const P, N, size = 8, 600, 500
 	createTopicOn(t, c, topic, P, c.BrokerIDs()[1])
@@ -166,9 +162,7 @@ func TestFairShare(t *testing.T) {
 // broker are added and closed again and again: A loses nothing. Then the
 // topic gains two partitions, which are added and read.
 func TestAddCloseWhileFetching(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "a")
 	other := testcluster.Name(t, "other")
 	broker := c.BrokerIDs()[2]
@@ -254,9 +248,7 @@ func TestAddCloseWhileFetching(t *testing.T) {
 	if err := c.AddPartitions(ctx, topic, 4); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Produce(topic, 4, 0, 40); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustProduce(t, c, topic, 4, 0, 40)
 	for part := int32(2); part < 4; part++ {
 		p, err := f.Add(topic, part, 0)
 		if err != nil {
@@ -275,9 +267,7 @@ func TestAddCloseWhileFetching(t *testing.T) {
 // response and gets only the start of its batch): everything is read,
 // each message whole.
 func TestOversized(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "")
 	const N, size = 6, 200 << 10
 	createTopicOn(t, c, topic, 2, c.BrokerIDs()[0])
@@ -311,9 +301,7 @@ func TestOversized(t *testing.T) {
 // alone; the short wait of such requests keeps A from waiting 5 s per
 // share: A is read in well under two long polls.
 func TestHeldNotBehindLongPoll(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "")
 	const N, size = 1000, 200
 	createTopicOn(t, c, topic, 2, c.BrokerIDs()[1])
@@ -355,19 +343,11 @@ func TestHeldNotBehindLongPoll(t *testing.T) {
 // of each loop's connection, whatever the number of partitions (no
 // goroutine per partition).
 func TestGoroutines(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "")
 	const P = 64
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Produce(topic, P, 0, 2*P); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 1)
+	testcluster.MustProduce(t, c, topic, P, 0, 2*P)
 	if _, err := client.Partitions(topic); err != nil { // the client's own connections
 		t.Fatal(err)
 	}

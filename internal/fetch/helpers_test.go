@@ -37,6 +37,34 @@ func testLog(testing.TB) *slog.Logger {
 	return nil
 }
 
+// sharedClient returns the shared cluster and a client of it, closed at
+// the end of the test, after which no goroutine started by the test may be
+// left (checkLeaks).
+func sharedClient(t *testing.T) (*testcluster.Cluster, sarama.Client) {
+	t.Helper()
+	c := testcluster.Shared(t)
+	checkLeaks(t)
+	return c, newClient(t, c)
+}
+
+// ownTwoBrokers starts a cluster of two brokers for the test alone and
+// names its topic. It registers checkLeaks first, so that the check runs
+// after the cluster stopped.
+func ownTwoBrokers(t *testing.T) (*testcluster.Cluster, string) {
+	t.Helper()
+	checkLeaks(t)
+	return testcluster.Start(t, testcluster.Brokers(2)), testcluster.Name(t, "")
+}
+
+// failoverFetcher returns a new client of c and a Fetcher over it with cfg
+// and a 100 ms RetryBackoff, quick to follow a partition's new leader.
+func failoverFetcher(t *testing.T, c *testcluster.Cluster, cfg fetch.Config) (sarama.Client, *fetch.Fetcher) {
+	t.Helper()
+	client := newClient(t, c)
+	cfg.RetryBackoff = 100 * time.Millisecond
+	return client, newFetcher(t, client, cfg)
+}
+
 // newClient returns a sarama client of c, closed at the end of the test.
 func newClient(t testing.TB, c *testcluster.Cluster) sarama.Client {
 	t.Helper()

@@ -48,12 +48,10 @@ func testRack(t *testing.T, c *testcluster.Cluster) {
 	parts := []int32{0, 1, 2, 3}
 	produceSized(t, c, topic, parts, N, 100, 20, sarama.CompressionNone)
 
-	client := newClient(t, c)
 	cfg := fetch.NewConfig()
 	cfg.Rack = "b"
-	cfg.RetryBackoff = 100 * time.Millisecond
 	cfg.ReplicaRecheck = 10 * time.Minute
-	f := newFetcher(t, client, cfg)
+	_, f := failoverFetcher(t, c, cfg)
 	readers := make([]*reader, P)
 	for i, part := range parts {
 		p, err := f.Add(topic, part, 0)

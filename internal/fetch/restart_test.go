@@ -25,19 +25,12 @@ import (
 // The fetch sessions the loops hold are lost with their brokers and
 // opened again with a full request.
 func TestBrokerRestart(t *testing.T) {
-	checkLeaks(t) // first: its check runs after the cluster stopped
-	c := testcluster.Start(t, testcluster.Brokers(2))
-	topic := testcluster.Name(t, "")
+	c, topic := ownTwoBrokers(t)
 	const P = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, P, 2); err != nil {
-		t.Fatal(err)
-	}
-	client := newClient(t, c)
-	cfg := fetch.NewConfig()
-	cfg.RetryBackoff = 100 * time.Millisecond
-	f := newFetcher(t, client, cfg)
+	testcluster.MustCreateTopic(t, c, topic, P, 2)
+	client, f := failoverFetcher(t, c, fetch.NewConfig())
 
 	// Producer: one message per partition at a time until stopped.
 	var acked sync.Map // value -> partition
@@ -150,17 +143,23 @@ func TestBrokerRestart(t *testing.T) {
 		}
 		t.Logf("progress: %s", progress())
 	}
+	// bounce stops broker id (stop: StopBroker or KillBroker) and starts
+	// it again, with 200 more messages acknowledged after each step.
+	bounce := func(how string, stop func(int32) error, id int32) {
+		t.Helper()
+		t.Logf("%s broker %d", how, id)
+		if err := stop(id); err != nil {
+			t.Fatal(err)
+		}
+		waitProduced(produced.Load() + 200)
+		if err := c.StartBroker(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		waitProduced(produced.Load() + 200)
+	}
 	waitProduced(200)
 	before := f.Stats()
-	t.Log("stopping broker 1")
-	if err := c.StopBroker(1); err != nil {
-		t.Fatal(err)
-	}
-	waitProduced(produced.Load() + 200)
-	if err := c.StartBroker(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	waitProduced(produced.Load() + 200)
+	bounce("stopping", c.StopBroker, 1)
 	// Broker 1 back in every partition's ISR first: killed before that,
 	// broker 2 would take the partitions it leads offline (no unclean
 	// election) and nothing could be produced to them until it is back.
@@ -178,21 +177,10 @@ func TestBrokerRestart(t *testing.T) {
 	if !isrFull {
 		t.Fatal("broker 1 did not rejoin every partition's ISR")
 	}
-	t.Log("killing broker 2")
-	if err := c.KillBroker(2); err != nil {
-		t.Fatal(err)
-	}
-	waitProduced(produced.Load() + 200)
-	if err := c.StartBroker(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
-	waitProduced(produced.Load() + 200)
+	bounce("killing", c.KillBroker, 2)
 	stopProducer()
 
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwm := testcluster.MustHighWaterMarks(t, c, topic)
 	caughtUp := testcluster.Poll(2*time.Minute, 20*time.Millisecond, func() bool {
 		for part, st := range states {
 			st.mu.Lock()

@@ -25,18 +25,13 @@ import (
 // offsets: A+B, A; matching ErrLogTruncated and ErrOffsetOutOfRange);
 // given offset A back (the test's policy), it reads the C new records.
 func TestTruncation(t *testing.T) {
-	checkLeaks(t) // first: its check runs after the cluster stopped
-	c := testcluster.Start(t, testcluster.Brokers(2))
-	topic := testcluster.Name(t, "")
+	c, topic := ownTwoBrokers(t)
 	createTopicAssigned(t, c, topic, map[int32][]int32{0: {1, 2}},
 		"unclean.leader.election.enable", "true", "min.insync.replicas", "1")
 	const A, B, C = 50, 20, 40
 	produceAcks(t, c, topic, "a", A, sarama.WaitForAll)
 
-	client := newClient(t, c)
-	cfg := fetch.NewConfig()
-	cfg.RetryBackoff = 100 * time.Millisecond
-	f := newFetcher(t, client, cfg)
+	_, f := failoverFetcher(t, c, fetch.NewConfig())
 	p, err := f.Add(topic, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package fetch_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,16 +20,10 @@ import (
 // (the open transaction's first offset), and reads o once it commits; the
 // position then moves past o's commit marker, the last offset of the log.
 func TestReadCommitted(t *testing.T) {
-	c := testcluster.Shared(t)
-	checkLeaks(t)
-	client := newClient(t, c)
+	c, client := sharedClient(t)
 	topic := testcluster.Name(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const P = 2
-	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 1)
 	cfg := testcluster.SaramaConfig()
 	cfg.Producer.Idempotent = true
 	cfg.Producer.Transaction.ID = topic

@@ -33,16 +33,8 @@ func TestKazooCompat(t *testing.T) {
 // its instances, their subscriptions, each partition's owner and, with
 // ZooKeeper offset storage, the committed offsets.
 func kazooReadsZkgroup(t *testing.T, cl *testcluster.Cluster, storage manager.Storage) {
-	ctx := t.Context()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts, n = 4, 200
-	if err := cl.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
-	static, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, group, static := newTopicGroup(t, cl, parts)
 	white, err := subscription.Whitelist(topic)
 	if err != nil {
 		t.Fatal(err)
@@ -50,10 +42,7 @@ func kazooReadsZkgroup(t *testing.T, cl *testcluster.Cluster, storage manager.St
 	joined := time.Now()
 	ms := []*member{join(t, cl, group, static, storage), join(t, cl, group, static, storage), join(t, cl, group, white, storage)}
 	testcluster.MustProduce(t, cl, topic, parts, 0, n)
-	hwm, err := cl.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwm := testcluster.MustHighWaterMarks(t, cl, topic)
 	took := testcluster.Await(t, awaitFor, 50*time.Millisecond, "every partition held once and committed at its end",
 		func() bool { return settled(topic, hwm, ms...) })
 	t.Logf("3 members consumed %d messages in %v", n, took)
@@ -156,7 +145,7 @@ func kazooReadsZkgroup(t *testing.T, cl *testcluster.Cluster, storage manager.St
 	if err != nil {
 		t.Fatalf("kazoo-go FetchAllOffsets: %v", err)
 	}
-	kafka, err := cl.CommittedOffsets(ctx, group, topic, parts)
+	kafka, err := cl.CommittedOffsets(t.Context(), group, topic, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,21 +194,10 @@ func timestampMismatch(err error) bool {
 // claim and, with ZooKeeper offset storage, its committed offset; once it
 // is gone the member takes every partition again.
 func zkgroupReadsKazoo(t *testing.T, cl *testcluster.Cluster, storage manager.Storage) {
-	ctx := t.Context()
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
 	const parts, n = 2, 20
-	if err := cl.CreateTopic(ctx, topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
+	topic, group, static := newTopicGroup(t, cl, parts)
 	testcluster.MustProduce(t, cl, topic, parts, 0, n)
-	hwmA, err := cl.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	static, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwmA := testcluster.MustHighWaterMarks(t, cl, topic)
 	m := join(t, cl, group, static, storage)
 	testcluster.Await(t, awaitFor, 50*time.Millisecond, "the member alone holding both partitions, committed at their end",
 		func() bool { return settled(topic, hwmA, m) })
@@ -285,10 +263,7 @@ func zkgroupReadsKazoo(t *testing.T, cl *testcluster.Cluster, storage manager.St
 		t.Fatalf("kazoo-go ClaimPartition(%d): %v", left, err)
 	}
 	testcluster.MustProduce(t, cl, topic, parts, n, n)
-	hwmB, err := cl.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwmB := testcluster.MustHighWaterMarks(t, cl, topic)
 	kazooNext := hwmB[left] - 3
 	if err := cg.CommitOffset(topic, left, kazooNext); err != nil {
 		t.Fatalf("kazoo-go CommitOffset: %v", err)

@@ -33,6 +33,19 @@ type member struct {
 
 // join starts a member of group on cl with offset storage storage; it is
 // closed when t ends.
+// newTopicGroup creates a topic of parts partitions on cl and names a
+// group; it returns them with the static subscription to the topic.
+func newTopicGroup(t *testing.T, cl *testcluster.Cluster, parts int32) (topic, group string, static *subscription.Subscription) {
+	t.Helper()
+	topic, group = testcluster.Name(t, "t"), testcluster.Name(t, "g")
+	testcluster.MustCreateTopic(t, cl, topic, parts, 1)
+	static, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topic, group, static
+}
+
 func join(t *testing.T, cl *testcluster.Cluster, group string, sub *subscription.Subscription, storage manager.Storage) *member {
 	t.Helper()
 	cfg := manager.NewConfig()

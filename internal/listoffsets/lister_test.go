@@ -1,11 +1,9 @@
 package listoffsets_test
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/rcrowley/go-metrics"
@@ -21,11 +19,7 @@ func TestListerAgreesAndMerges(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic := testcluster.Name(t, "")
 	const P = 64
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, P, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, P, 1)
 	testcluster.MustProduce(t, c, topic, P, 0, 3*P+5)
 	plain, err := sarama.NewClient(c.Addrs(), testcluster.SaramaConfig())
 	if err != nil {
@@ -95,11 +89,7 @@ func TestListerAgreesAndMerges(t *testing.T) {
 func TestListerUnknownPartition(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic := testcluster.Name(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 2, 1)
 	own, err := sarama.NewClient(c.Addrs(), testcluster.SaramaConfig())
 	if err != nil {
 		t.Fatal(err)

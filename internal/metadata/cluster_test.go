@@ -18,9 +18,7 @@ func TestBrokerCrashKeepsView(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(3))
 	ctx := ctxT(t)
 	topic := testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctx, topic, 6, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 6, 3)
 	w := open(t, c, nil)
 	s := await(t, w, "the topic", led(topic, 6))
 	preferred(t, s)
@@ -53,9 +51,7 @@ func TestBrokerCrashKeepsView(t *testing.T) {
 	}
 
 	created := testcluster.Name(t, "created")
-	if err := c.CreateTopic(ctx, created, 2, 2); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, created, 2, 2)
 	changed(t, w, "a topic creation", v+1, led(created, 2))
 	awaitResyncs(t, w, 2)
 	noChange(t, w, "a topic creation (twice)", v+1)
@@ -73,9 +69,7 @@ func TestZooKeeperRestart(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Brokers(1))
 	ctx := ctxT(t)
 	before := testcluster.Name(t, "before")
-	if err := c.CreateTopic(ctx, before, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, before, 2, 1)
 	leaks := goleak.IgnoreCurrent()
 	zs := dial(t, c.ZooKeeperConnect())
 	w, err := metadata.OpenSession(zs, nil, testConfig(), testLogger(t))

@@ -85,9 +85,7 @@ func TestExampleOpenSession(t *testing.T) {
 		defer close(done)
 		printSelected(ctx, w, &out)
 	}()
-	if err := c.CreateTopic(ctxT(t), topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 2, 1)
 	want := topic + " 2 partitions\n"
 	testcluster.Await(t, 90*time.Second, 10*time.Millisecond, "the loop to print "+want, func() bool {
 		return strings.Contains(out.String(), want)

@@ -16,16 +16,29 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 
 func all(string) bool { return true }
 
-func TestRefreshReadsAndArmsOnce(t *testing.T) {
+// refresherAB returns a refresher over a fake store holding topic a
+// (partitions led by 1 and 2) and topic b (one partition led by 3).
+func refresherAB() (*fakeStore, *refresher) {
 	f := newFakeStore()
 	f.addTopic("a", 1, 2)
 	f.addTopic("b", 3)
-	r := newRefresher(f, quietLog())
+	return f, newRefresher(f, quietLog())
+}
 
-	v, err := r.refresh(all, nil, never)
+// mustRefresh is r.refresh (never stopped) that fails t on an error.
+func mustRefresh(t *testing.T, r *refresher, filter func(string) bool, prev map[string][]Partition) map[string][]Partition {
+	t.Helper()
+	v, err := r.refresh(filter, prev, never)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+func TestRefreshReadsAndArmsOnce(t *testing.T) {
+	f, r := refresherAB()
+
+	v := mustRefresh(t, r, all, nil)
 	want := map[string][]Partition{
 		"a": {{Topic: "a", ID: 0, Leader: 1, Replicas: []int32{1, 2}}, {Topic: "a", ID: 1, Leader: 2, Replicas: []int32{2, 3}}},
 		"b": {{Topic: "b", ID: 0, Leader: 3, Replicas: []int32{3, 4}}},
@@ -38,18 +51,14 @@ func TestRefreshReadsAndArmsOnce(t *testing.T) {
 	}
 	// A resync arms nothing: every watch is pending.
 	r.markResync()
-	if v, err = r.refresh(all, v, never); err != nil {
-		t.Fatal(err)
-	}
+	v = mustRefresh(t, r, all, v)
 	if f.arms != 3 {
 		t.Fatalf("armed %d watches after a resync, want still 3", f.arms)
 	}
 	// A fired watch is armed again, once.
 	r.release(f.fire(watchKey{topic: "a"}))
 	r.release(f.fire(watchKey{root: true}))
-	if _, err := r.refresh(all, v, never); err != nil {
-		t.Fatal(err)
-	}
+	mustRefresh(t, r, all, v)
 	for _, k := range []watchKey{{root: true}, {topic: "a"}, {topic: "b"}} {
 		if n := f.pending(k); n != 1 {
 			t.Errorf("%+v: %d pending watches, want 1", k, n)
@@ -67,13 +76,11 @@ func TestRefreshReadsOnlyWhatFired(t *testing.T) {
 	f.addTopic("skip", 1)
 	filter := func(t string) bool { return !strings.HasPrefix(t, "skip") }
 	r := newRefresher(f, quietLog())
-	v, err := r.refresh(filter, nil, never)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustRefresh(t, r, filter, nil)
 	step := func(what string, wantList int, wantNodes map[string]int) {
 		t.Helper()
 		l0, n0 := f.reads()
+		var err error
 		if v, err = r.refresh(filter, v, never); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -134,10 +141,7 @@ func TestRefreshFilterAndVanishing(t *testing.T) {
 	f.parts["empty"] = []partMeta{{ID: 0}}
 	f.mu.Unlock()
 	r := newRefresher(f, quietLog())
-	v, err := r.refresh(func(t string) bool { return t != "skip" }, nil, never)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustRefresh(t, r, func(t string) bool { return t != "skip" }, nil)
 	if ps, ok := v["skip"]; !ok || ps != nil {
 		t.Errorf("skip = %v, %v; want present with nil partitions", ps, ok)
 	}
@@ -157,10 +161,7 @@ func TestRefreshFilterAndVanishing(t *testing.T) {
 	// The filter changes: the newly selected topic is read, the
 	// deselected one loses its partitions without a read.
 	_, n0 := f.reads()
-	v, err = r.refresh(func(t string) bool { return t == "skip" }, v, never)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v = mustRefresh(t, r, func(t string) bool { return t == "skip" }, v)
 	_, n1 := f.reads()
 	if len(v["skip"]) != 1 || v["keep"] != nil || v["empty"] != nil {
 		t.Errorf("after the filter changed: %v", v)
@@ -196,9 +197,7 @@ func TestRefreshMalformedSkipped(t *testing.T) {
 	}
 	// Malformed nodes are not read again until their watch fires...
 	_, n0 := f.reads()
-	if v, err = r.refresh(all, v, never); err != nil {
-		t.Fatal(err)
-	}
+	v = mustRefresh(t, r, all, v)
 	if _, n1 := f.reads(); n1["bad"] != n0["bad"] {
 		t.Error("a malformed node was read again without an event")
 	}
@@ -216,14 +215,8 @@ func TestRefreshMalformedSkipped(t *testing.T) {
 }
 
 func TestRefreshKeepsLastGoodOnErrors(t *testing.T) {
-	f := newFakeStore()
-	f.addTopic("a", 1, 2)
-	f.addTopic("b", 3)
-	r := newRefresher(f, quietLog())
-	v1, err := r.refresh(all, nil, never)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, r := refresherAB()
+	v1 := mustRefresh(t, r, all, nil)
 
 	// Topic list unreadable: no view, and the list stays stale.
 	f.mu.Lock()

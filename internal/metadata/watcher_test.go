@@ -14,9 +14,7 @@ import (
 func TestInitialSnapshot(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic := testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctxT(t), topic, 4, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 4, 3)
 	w := open(t, c, only(topic))
 	s := w.Snapshot()
 	if s.Version != 1 {
@@ -43,9 +41,7 @@ func TestTopicCreatedAfterOpen(t *testing.T) {
 	if _, ok := w.Snapshot().Topics[topic]; ok {
 		t.Fatal("topic listed before it exists")
 	}
-	if err := c.CreateTopic(ctxT(t), topic, 3, 2); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 3, 2)
 	select {
 	case <-w.Changes():
 	case <-ctxT(t).Done():
@@ -60,9 +56,7 @@ func TestTopicCreatedAfterOpen(t *testing.T) {
 func TestAddPartitionsSeen(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic := testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctxT(t), topic, 2, 2); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 2, 2)
 	w := open(t, c, only(topic))
 	await(t, w, "2 partitions", led(topic, 2))
 	if err := c.AddPartitions(ctxT(t), topic, 5); err != nil {
@@ -81,9 +75,7 @@ func TestDeleteTopicSeen(t *testing.T) {
 	topic := testcluster.Name(t, "t")
 	other := testcluster.Name(t, "other")
 	for _, n := range []string{topic, other} {
-		if err := c.CreateTopic(ctxT(t), n, 2, 2); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustCreateTopic(t, c, n, 2, 2)
 	}
 	w := open(t, c, only(topic, other))
 	await(t, w, "the topic", led(topic, 2))
@@ -103,9 +95,7 @@ func TestFilterExcludes(t *testing.T) {
 	c := testcluster.Shared(t)
 	in, out := testcluster.Name(t, "in"), testcluster.Name(t, "out")
 	for _, n := range []string{in, out} {
-		if err := c.CreateTopic(ctxT(t), n, 2, 1); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustCreateTopic(t, c, n, 2, 1)
 	}
 	w := open(t, c, only(in))
 	s := w.Snapshot()
@@ -138,9 +128,7 @@ func TestOpenFails(t *testing.T) {
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic := testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctxT(t), topic, 3, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 3, 3)
 	zs := dial(t, c.ZooKeeperConnect())
 	defer zs.Close()
 	before := goleak.IgnoreCurrent()

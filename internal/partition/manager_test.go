@@ -292,6 +292,42 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// ackedAroundSecond returns a manager of 4 messages that commits only at
+// Stop (with a drain of drainTimeout) and has handed out the first three:
+// the first and third acked, the second (returned) not settled.
+func ackedAroundSecond(t *testing.T, drainTimeout time.Duration) (*Manager, *memStore, *Message) {
+	t.Helper()
+	cfg := NewConfig()
+	cfg.CommitInterval = time.Hour
+	cfg.DrainTimeout = drainTimeout
+	m, store, _, out := setup(t, 4, cfg)
+	a, b, c := recv(t, out), recv(t, out), recv(t, out)
+	a.Ack()
+	c.Ack()
+	return m, store, b
+}
+
+// stopPromptly stops m with a drain, which must succeed without waiting
+// (10 s at most) for what what names.
+func stopPromptly(t *testing.T, m *Manager, what string) {
+	t.Helper()
+	start := time.Now()
+	if err := m.Stop(true); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Stop took %v %s", d, what)
+	}
+}
+
+// wantCommitted checks store's committed offset of partition 0.
+func wantCommitted(t *testing.T, store *memStore, want int64, why string) {
+	t.Helper()
+	if got := store.get(0); got != want {
+		t.Errorf("committed %d, want %d: %s", got, want, why)
+	}
+}
+
 func recv(t *testing.T, out <-chan *Message) *Message { t.Helper(); return receive(t, out, "message") }
 
 func TestManagerAcksCommitsAndDrains(t *testing.T) {
@@ -342,20 +378,12 @@ func TestManagerAcksCommitsAndDrains(t *testing.T) {
 
 func TestManagerCommitsOnlyUpToFirstUnacked(t *testing.T) {
 	leakChecked(t, func(t *testing.T) {
-		cfg := NewConfig()
-		cfg.CommitInterval = time.Hour
-		cfg.DrainTimeout = 50 * time.Millisecond
-		m, store, _, out := setup(t, 4, cfg)
-		a, b, c := recv(t, out), recv(t, out), recv(t, out)
-		a.Ack()
-		c.Ack() // b (offset 6) stays unacked
+		m, store, b := ackedAroundSecond(t, 50*time.Millisecond) // b stays unacked
 		err := m.Stop(true)
 		if !errors.Is(err, ErrDrainLate) {
 			t.Errorf("Stop = %v, want ErrDrainLate", err)
 		}
-		if got := store.get(0); got != b.Offset {
-			t.Errorf("committed %d, want %d: the first unacked offset", got, b.Offset)
-		}
+		wantCommitted(t, store, b.Offset, "the first unacked offset")
 	})
 }
 
@@ -449,24 +477,10 @@ func TestConfigValidate(t *testing.T) {
 
 func TestManagerAbandonEndsTheDrain(t *testing.T) {
 	leakChecked(t, func(t *testing.T) {
-		cfg := NewConfig()
-		cfg.CommitInterval = time.Hour
-		cfg.DrainTimeout = time.Minute
-		m, store, _, out := setup(t, 4, cfg)
-		a, b, c := recv(t, out), recv(t, out), recv(t, out)
-		a.Ack()
-		c.Ack()
+		m, store, b := ackedAroundSecond(t, time.Minute)
 		b.Abandon() // failed for good: the drain must not wait a minute for it
-		start := time.Now()
-		if err := m.Stop(true); err != nil {
-			t.Fatalf("Stop: %v", err)
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Errorf("Stop took %v with the only unacked message abandoned", d)
-		}
-		if got := store.get(0); got != b.Offset {
-			t.Errorf("committed %d, want %d: an abandoned message is not committed", got, b.Offset)
-		}
+		stopPromptly(t, m, "with the only unacked message abandoned")
+		wantCommitted(t, store, b.Offset, "an abandoned message is not committed")
 	})
 }
 
@@ -491,16 +505,8 @@ func TestManagerStopForgetsWhatWasNotHandedOut(t *testing.T) {
 			t.Errorf("stats: unacked %d, last fetched %d, acked %d; want 7, 14, 8",
 				s.Unacked, s.LastFetched, s.Acked)
 		}
-		start := time.Now()
-		if err := m.Stop(true); err != nil {
-			t.Fatalf("Stop: %v", err)
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Errorf("Stop took %v: the drain waited for messages never handed out", d)
-		}
-		if c := store.get(0); c != 8 {
-			t.Errorf("committed %d, want 8 (the first offset not handed out)", c)
-		}
+		stopPromptly(t, m, "with messages never handed out")
+		wantCommitted(t, store, 8, "the first offset not handed out")
 	})
 }
 

@@ -58,13 +58,7 @@ func TestBatchPass(t *testing.T) {
 		t.Fatalf("suspended, ctx ended: %v; want cancelled", r)
 	}
 	cancel()
-	passed := make(chan PassResult, 1)
-	go func() { passed <- last.Pass(ctx, 1) }()
-	select {
-	case r := <-passed:
-		t.Fatalf("suspended: Pass returned %v instead of waiting", r)
-	case <-time.After(50 * time.Millisecond):
-	}
+	passed := passWaits(t, ctx, last, 50*time.Millisecond, "suspended")
 	fence.resume()
 	if r := <-passed; r != PassOK {
 		t.Fatalf("healthy again: %v", r)
@@ -122,13 +116,7 @@ func TestPassLeaseExpired(t *testing.T) {
 		t.Fatal("the test fence shut before Lease was asked")
 	default:
 	}
-	passed := make(chan PassResult, 1)
-	go func() { passed <- b.Pass(ctx, 1) }()
-	select {
-	case r := <-passed:
-		t.Fatalf("lease expired: Pass returned %v instead of waiting", r)
-	case <-time.After(100 * time.Millisecond):
-	}
+	passed := passWaits(t, ctx, b, 100*time.Millisecond, "lease expired")
 	if fence.leaseCalls.Load() == 0 {
 		t.Fatal("Pass never asked the lease")
 	}
@@ -142,4 +130,19 @@ func TestPassLeaseExpired(t *testing.T) {
 	if r := <-passed; r != PassOK {
 		t.Fatalf("lease back: %v", r)
 	}
+}
+
+// passWaits calls h.Pass(ctx, 1) in a goroutine and fails the test (state
+// says why it must wait) if it returns within wait; the result arrives on
+// the channel returned.
+func passWaits(t *testing.T, ctx context.Context, h *Handout, wait time.Duration, state string) <-chan PassResult {
+	t.Helper()
+	passed := make(chan PassResult, 1)
+	go func() { passed <- h.Pass(ctx, 1) }()
+	select {
+	case r := <-passed:
+		t.Fatalf("%s: Pass returned %v instead of waiting", state, r)
+	case <-time.After(wait):
+	}
+	return passed
 }

@@ -503,21 +503,19 @@ func (c *Cluster) broker(id int32) (*broker, error) {
 // StopBroker stops broker id with SIGTERM (a controlled shutdown that moves
 // its leaderships away) and waits until it has exited.
 func (c *Cluster) StopBroker(id int32) error {
-	b, err := c.broker(id)
-	if err != nil {
-		return err
-	}
-	return b.proc.stop(syscall.SIGTERM, 60*time.Second)
+	return c.stopBroker(id, syscall.SIGTERM, 60*time.Second)
 }
 
 // KillBroker kills broker id with SIGKILL (a crash) and waits for its exit.
 // Its registration stays in ZooKeeper until its session times out.
-func (c *Cluster) KillBroker(id int32) error {
+func (c *Cluster) KillBroker(id int32) error { return c.stopBroker(id, syscall.SIGKILL, 0) }
+
+func (c *Cluster) stopBroker(id int32, sig syscall.Signal, grace time.Duration) error {
 	b, err := c.broker(id)
 	if err != nil {
 		return err
 	}
-	return b.proc.stop(syscall.SIGKILL, 0)
+	return b.proc.stop(sig, grace)
 }
 
 // StartBroker starts broker id again with its data and port, and waits
@@ -696,16 +694,7 @@ func (c *Cluster) waitBroker(ctx context.Context, b *broker) error {
 
 // metadataOK sends one metadata request to addr.
 func metadataOK(addr string) error {
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_9_0_0
-	cfg.Net.DialTimeout = 2 * time.Second
-	cfg.Net.ReadTimeout = 5 * time.Second
-	br := sarama.NewBroker(addr)
-	if err := br.Open(cfg); err != nil {
-		return err
-	}
-	defer br.Close()
-	_, err := br.GetMetadata(&sarama.MetadataRequest{Version: 7})
+	_, err := askMetadata(addr, sarama.V3_9_0_0, &sarama.MetadataRequest{Version: 7})
 	return err
 }
 

@@ -211,20 +211,20 @@ func (c *Cluster) ZooKeeperSessions() map[int64]int {
 
 // StopZooKeeperServer stops server n (SIGTERM) and waits for its exit.
 func (c *Cluster) StopZooKeeperServer(n int) error {
-	z, err := c.zkServerN(n)
-	if err != nil {
-		return err
-	}
-	return z.proc.stop(syscall.SIGTERM, 20*time.Second)
+	return c.stopZooKeeperServer(n, syscall.SIGTERM, 20*time.Second)
 }
 
 // KillZooKeeperServer kills server n with SIGKILL and waits for its exit.
 func (c *Cluster) KillZooKeeperServer(n int) error {
+	return c.stopZooKeeperServer(n, syscall.SIGKILL, 0)
+}
+
+func (c *Cluster) stopZooKeeperServer(n int, sig syscall.Signal, grace time.Duration) error {
 	z, err := c.zkServerN(n)
 	if err != nil {
 		return err
 	}
-	return z.proc.stop(syscall.SIGKILL, 0)
+	return z.proc.stop(sig, grace)
 }
 
 // StartZooKeeperServer starts server n again (with its data) and waits

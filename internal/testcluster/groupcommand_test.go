@@ -100,9 +100,7 @@ func TestDescribeGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	topic, group := testcluster.Name(t, "topic"), testcluster.Name(t, "group")
-	if err := c.CreateTopic(ctx, topic, 3, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 3, 3)
 	produced, err := c.Produce(topic, 3, 0, 12)
 	if err != nil {
 		t.Fatal(err)

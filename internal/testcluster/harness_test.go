@@ -93,10 +93,7 @@ func TestProducer(t *testing.T) {
 		}
 		perPartition[x.Partition]++
 	}
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwm := testcluster.MustHighWaterMarks(t, c, topic)
 	if !maps.Equal(hwm, perPartition) {
 		t.Errorf("log ends %v, want %v", hwm, perPartition)
 	}

@@ -103,18 +103,26 @@ func (c *Cluster) WaitMetadata(ctx context.Context, topic string, partitions int
 	}
 }
 
-// metadataComplete asks the broker at addr for topic's metadata and says
-// what is missing, if anything.
-func metadataComplete(addr, topic string, partitions int32) error {
-	cfg := SaramaConfig()
+// askMetadata opens a connection of its own to the broker at addr (as
+// Kafka version v, short timeouts), sends req and closes it.
+func askMetadata(addr string, v sarama.KafkaVersion, req *sarama.MetadataRequest) (*sarama.MetadataResponse, error) {
+	cfg := sarama.NewConfig()
+	cfg.Version = v
 	cfg.Net.DialTimeout = 2 * time.Second
 	cfg.Net.ReadTimeout = 5 * time.Second
 	br := sarama.NewBroker(addr)
 	if err := br.Open(cfg); err != nil {
-		return err
+		return nil, err
 	}
 	defer br.Close()
-	resp, err := br.GetMetadata(sarama.NewMetadataRequest(cfg.Version, []string{topic}))
+	return br.GetMetadata(req)
+}
+
+// metadataComplete asks the broker at addr for topic's metadata and says
+// what is missing, if anything.
+func metadataComplete(addr, topic string, partitions int32) error {
+	v := SaramaConfig().Version
+	resp, err := askMetadata(addr, v, sarama.NewMetadataRequest(v, []string{topic}))
 	if err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}

@@ -247,16 +247,7 @@ func sortedIDs(ids map[int32]bool) []int32 {
 // metadataBrokers sends one metadata request to addr and returns the ids
 // of the brokers it lists (a KRaft controller lists only unfenced ones).
 func metadataBrokers(addr string) (map[int32]bool, error) {
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V2_1_0_0
-	cfg.Net.DialTimeout = 2 * time.Second
-	cfg.Net.ReadTimeout = 5 * time.Second
-	br := sarama.NewBroker(addr)
-	if err := br.Open(cfg); err != nil {
-		return nil, err
-	}
-	defer br.Close()
-	resp, err := br.GetMetadata(&sarama.MetadataRequest{Version: 7})
+	resp, err := askMetadata(addr, sarama.V2_1_0_0, &sarama.MetadataRequest{Version: 7})
 	if err != nil {
 		return nil, err
 	}

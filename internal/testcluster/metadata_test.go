@@ -17,9 +17,7 @@ func TestMetadataFollowsChanges(t *testing.T) {
 	topic := testcluster.Name(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 1, 2); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, 1, 2)
 	check := func(total int32) {
 		t.Helper()
 		for _, addr := range c.Addrs() {
@@ -48,14 +46,9 @@ func TestMetadataFollowsChanges(t *testing.T) {
 		}
 		check(total)
 		// Message i goes to partition i mod total: the last is new.
-		if _, err := c.Produce(topic, total, 0, int(total)); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.MustProduce(t, c, topic, total, 0, int(total))
 	}
-	hwm, err := c.HighWaterMarks(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hwm := testcluster.MustHighWaterMarks(t, c, topic)
 	if len(hwm) != 8 || hwm[7] != 1 || hwm[0] != 7 {
 		t.Fatalf("high watermarks %v; want 8 partitions, 7 messages in partition 0, 1 in partition 7", hwm)
 	}

@@ -186,6 +186,16 @@ var netFaultSeq struct {
 	n int
 }
 
+// newChain creates an iptables chain named <prefix><pid>-<n>, unique on
+// the machine while this process lives.
+func newChain(prefix string) (string, error) {
+	netFaultSeq.Lock()
+	netFaultSeq.n++
+	chain := fmt.Sprintf("%s%d-%d", prefix, os.Getpid(), netFaultSeq.n)
+	netFaultSeq.Unlock()
+	return chain, iptables("-N", chain)
+}
+
 // NewNetFault creates the test's chain (ZKG<pid>-<n>, unique on the
 // machine while this process lives) and jumps to it from OUTPUT; both go
 // when tb ends, on every path. It fails (CI) or skips tb without root and
@@ -193,14 +203,11 @@ var netFaultSeq struct {
 func NewNetFault(tb testing.TB) *NetFault {
 	tb.Helper()
 	needNetFaults(tb)
-	netFaultSeq.Lock()
-	netFaultSeq.n++
-	chain := fmt.Sprintf("ZKG%d-%d", os.Getpid(), netFaultSeq.n)
-	netFaultSeq.Unlock()
-	f := &NetFault{tb: tb, chain: chain}
-	if err := iptables("-N", chain); err != nil {
+	chain, err := newChain("ZKG")
+	if err != nil {
 		tb.Fatal(err)
 	}
+	f := &NetFault{tb: tb, chain: chain}
 	if err := iptables("-I", "OUTPUT", "-j", chain); err != nil {
 		_ = iptables("-X", chain)
 		tb.Fatal(err)

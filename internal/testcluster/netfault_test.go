@@ -10,25 +10,43 @@ import (
 	"time"
 )
 
-// acceptLines accepts connections on l and sends each line read.
-func acceptLines(l net.Listener) <-chan string {
+// listenLines listens on a loopback port until the test ends and sends
+// each line read from the connections it accepts.
+func listenLines(t *testing.T) (net.Listener, int, <-chan string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	lines := make(chan string, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-			}()
+	Serve(t, l, func(c net.Conn) {
+		defer c.Close()
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			lines <- sc.Text()
 		}
-	}()
-	return lines
+	})
+	return l, l.Addr().(*net.TCPAddr).Port, lines
+}
+
+// heldUntilHealed asserts that nothing arrives on lines for 1.5 s (longer
+// than the retransmissions at 0.2, 0.6 and 1.4 s), then heals f and
+// awaits want.
+func heldUntilHealed(t *testing.T, f *NetFault, lines <-chan string, want string) {
+	t.Helper()
+	select {
+	case got := <-lines:
+		t.Fatalf("%q arrived through the cut", got)
+	case <-time.After(1500 * time.Millisecond): // asserting an absence
+	}
+	f.Heal()
+	select {
+	case got := <-lines:
+		if got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("nothing arrived 10 s after the heal; rules:\n%s", f.Rules())
+	}
 }
 
 // TestNetFaultCutsAndHeals: a cut drops what the user's process sends to
@@ -38,13 +56,7 @@ func TestNetFaultCutsAndHeals(t *testing.T) {
 	t.Parallel()
 	u := AcquireNetUser(t)
 	f := NewNetFault(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	port := l.Addr().(*net.TCPAddr).Port
-	lines := acceptLines(l)
+	l, port, lines := listenLines(t)
 
 	f.Cut(u, port)
 	// The test's own uid is not cut.
@@ -63,20 +75,7 @@ func TestNetFaultCutsAndHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	select {
-	case got := <-lines:
-		t.Fatalf("%q arrived through the cut", got)
-	case <-time.After(1500 * time.Millisecond): // asserting an absence
-	}
-	f.Heal()
-	select {
-	case got := <-lines:
-		if got != "cut" {
-			t.Fatalf("got %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("nothing arrived 10 s after the heal; rules:\n%s", f.Rules())
-	}
+	heldUntilHealed(t, f, lines, "cut")
 }
 
 // TestNetFaultHoldsOrphans: bytes an exited process left queued on a cut
@@ -86,13 +85,7 @@ func TestNetFaultHoldsOrphans(t *testing.T) {
 	t.Parallel()
 	u := AcquireNetUser(t)
 	f := NewNetFault(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	port := l.Addr().(*net.TCPAddr).Port
-	lines := acceptLines(l)
+	_, port, lines := listenLines(t)
 
 	// Connected before the cut; writes "queued" once the cut is in
 	// place (its stdin closes), then exits.
@@ -129,20 +122,7 @@ func TestNetFaultHoldsOrphans(t *testing.T) {
 		}
 		return false
 	})
-	select {
-	case got := <-lines:
-		t.Fatalf("%q escaped the cut after its process exited", got)
-	case <-time.After(1500 * time.Millisecond): // retransmissions at 0.2, 0.6 and 1.4 s
-	}
-	f.Heal()
-	select {
-	case got := <-lines:
-		if got != "queued" {
-			t.Fatalf("got %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("nothing arrived 10 s after the heal")
-	}
+	heldUntilHealed(t, f, lines, "queued")
 	Await(t, 5*time.Second, 10*time.Millisecond, "the queue delivered", func() bool {
 		n, err := QueuedBytes(u, port)
 		return err == nil && n == 0

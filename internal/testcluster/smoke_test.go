@@ -66,9 +66,7 @@ func TestSmoke(t *testing.T) {
 	defer cancel()
 
 	const topic, partitions, n = "smoke", 8, 10000
-	if err := c.CreateTopic(ctx, topic, partitions, 3); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.MustCreateTopic(t, c, topic, partitions, 3)
 	produced, err := c.Produce(topic, partitions, 0, n)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package testcluster
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,14 +48,11 @@ func (c *Cluster) CutZooKeeperServer(n int) (*ZooKeeperCut, error) {
 		peers = append(peers, strconv.Itoa(o.quorumPort), strconv.Itoa(o.elecPort))
 	}
 	mark := strconv.FormatUint(uint64(z.proc.gid), 10)
-	netFaultSeq.Lock()
-	netFaultSeq.n++
-	chain := fmt.Sprintf("ZKQ%d-%d", os.Getpid(), netFaultSeq.n)
-	netFaultSeq.Unlock()
-	x := &ZooKeeperCut{chain: chain, server: n}
-	if err := iptables("-N", chain); err != nil {
+	chain, err := newChain("ZKQ")
+	if err != nil {
 		return nil, err
 	}
+	x := &ZooKeeperCut{chain: chain, server: n}
 	rules := [][]string{
 		// What the server sends to a peer's port or from its own marks
 		// the connection...

@@ -174,20 +174,6 @@ func TestMemberSendBuffer(t *testing.T) {
 	}
 }
 
-func TestMaxRequestValidate(t *testing.T) {
-	for _, n := range []int{-1, 1, minRequest - 1, MaxRequestAny + 1} {
-		err := Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxRequest: n}.Validate()
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "MaxRequest") {
-			t.Errorf("MaxRequest %d: %v; want ErrConfig naming MaxRequest", n, err)
-		}
-	}
-	for _, n := range []int{0, minRequest, MaxRequestMember, MaxRequestAny} {
-		if err := (Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxRequest: n}).Validate(); err != nil {
-			t.Errorf("MaxRequest %d: %v", n, err)
-		}
-	}
-}
-
 // TestMemberReplyCap: a Session with a small MaxReply holds a receive
 // buffer of that size, reads replies up to it, and fails a read whose
 // reply is longer with a ReplyTooLargeError that names the node, the size
@@ -284,16 +270,34 @@ func TestMemberReplyCap(t *testing.T) {
 	}
 }
 
-func TestMaxReplyValidate(t *testing.T) {
-	for _, n := range []int{-1, 1, MinReply - 1, MaxReplyAny + 1} {
-		err := Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxReply: n}.Validate()
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "MaxReply") {
-			t.Errorf("MaxReply %d: %v; want ErrConfig naming MaxReply", n, err)
+// TestLimitsValidate: MaxRequest and MaxReply outside their ranges fail
+// Validate with ErrConfig naming the field; 0 (the default), the bounds
+// and the named sizes pass.
+func TestLimitsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		field     string
+		set       func(*Config, int)
+		bad, good []int
+	}{
+		{"MaxRequest", func(c *Config, n int) { c.MaxRequest = n },
+			[]int{-1, 1, minRequest - 1, MaxRequestAny + 1}, []int{0, minRequest, MaxRequestMember, MaxRequestAny}},
+		{"MaxReply", func(c *Config, n int) { c.MaxReply = n },
+			[]int{-1, 1, MinReply - 1, MaxReplyAny + 1}, []int{0, MinReply, MaxReplyAny}},
+	} {
+		validate := func(n int) error {
+			c := Config{Servers: []string{"x:1"}, SessionTimeout: time.Second}
+			tc.set(&c, n)
+			return c.Validate()
 		}
-	}
-	for _, n := range []int{0, MinReply, MaxReplyAny} {
-		if err := (Config{Servers: []string{"x:1"}, SessionTimeout: time.Second, MaxReply: n}).Validate(); err != nil {
-			t.Errorf("MaxReply %d: %v", n, err)
+		for _, n := range tc.bad {
+			if err := validate(n); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("%s %d: %v; want ErrConfig naming %s", tc.field, n, err, tc.field)
+			}
+		}
+		for _, n := range tc.good {
+			if err := validate(n); err != nil {
+				t.Errorf("%s %d: %v", tc.field, n, err)
+			}
 		}
 	}
 }

@@ -81,14 +81,7 @@ func readAsync(c net.Conn) <-chan error {
 
 func TestGatedConnFirstConnectionNotGated(t *testing.T) {
 	g, _ := gatedPipe(t, false)
-	select {
-	case err := <-readAsync(g):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a reply on an ungated connection was held back")
-	}
+	awaitRead(t, readAsync(g), 5*time.Second, "a reply on an ungated connection was held back")
 }
 
 func TestGatedConnReleasedBySetWatches(t *testing.T) {
@@ -108,27 +101,13 @@ func TestGatedConnReleasedBySetWatches(t *testing.T) {
 	if _, err := g.Write(packet(2, opSetWatches, 30)); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the reply stayed held after the setWatches request was written")
-	}
+	awaitRead(t, done, 5*time.Second, "the reply stayed held after the setWatches request was written")
 }
 
 func TestGatedConnReleasedAfterSettle(t *testing.T) {
 	g, _ := gatedPipe(t, true)
 	start := time.Now()
-	select {
-	case err := <-readAsync(g):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("with no watches to re-send, the reply stayed held")
-	}
+	awaitRead(t, readAsync(g), 10*time.Second, "with no watches to re-send, the reply stayed held")
 	if took := time.Since(start); took < settleTime/2 {
 		t.Errorf("reply read after %v; want it held about settleTime (%v)", took, settleTime)
 	}
@@ -270,4 +249,18 @@ func gatedTCP(t *testing.T) (*gatedConn, net.Conn) {
 	t.Cleanup(func() { server.Close() })
 	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
 	return g, server
+}
+
+// awaitRead fails t unless a read ends on done without an error within
+// wait; held says what a timeout means.
+func awaitRead(t *testing.T, done <-chan error, wait time.Duration, held string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal(held)
+	}
 }

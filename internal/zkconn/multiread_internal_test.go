@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 // u32 is v's two's complement, as ZooKeeper encodes an int.
@@ -224,62 +226,52 @@ func fakeZooKeeper(t *testing.T, multiReads *atomic.Int32) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
+	return testcluster.Serve(t, l, func(c net.Conn) {
+		defer c.Close()
+		if _, err := readFrame(c, 1<<16); err != nil {
+			return
+		}
+		body := binary.BigEndian.AppendUint32(nil, 0)
+		body = binary.BigEndian.AppendUint32(body, 10000)
+		body = binary.BigEndian.AppendUint64(body, 1)
+		body = binary.BigEndian.AppendUint32(body, 16)
+		body = append(body, make([]byte, 16)...)
+		c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			req, err := readFrame(c, 1<<16)
+			if err != nil || len(req) < 8 {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if _, err := readFrame(c, 1<<16); err != nil {
-					return
+			xid := int32(binary.BigEndian.Uint32(req))
+			head := func(code int32, body []byte) []byte {
+				b := binary.BigEndian.AppendUint32(nil, uint32(16+len(body)))
+				b = binary.BigEndian.AppendUint32(b, uint32(xid))
+				b = binary.BigEndian.AppendUint64(b, 1)
+				b = binary.BigEndian.AppendUint32(b, u32(code))
+				return append(b, body...)
+			}
+			switch int32(binary.BigEndian.Uint32(req[4:])) {
+			case opMultiRead:
+				multiReads.Add(1)
+				c.Write(head(errCodeUnimpl, nil))
+			case opGetData:
+				n := binary.BigEndian.Uint32(req[8:])
+				path := req[12 : 12+n]
+				if strings.HasSuffix(string(path), "/missing") {
+					c.Write(head(errCodeNoNode, nil))
+					continue
 				}
-				body := binary.BigEndian.AppendUint32(nil, 0)
-				body = binary.BigEndian.AppendUint32(body, 10000)
-				body = binary.BigEndian.AppendUint64(body, 1)
-				body = binary.BigEndian.AppendUint32(body, 16)
-				body = append(body, make([]byte, 16)...)
-				c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
-				for {
-					req, err := readFrame(c, 1<<16)
-					if err != nil || len(req) < 8 {
-						return
-					}
-					xid := int32(binary.BigEndian.Uint32(req))
-					head := func(code int32, body []byte) []byte {
-						b := binary.BigEndian.AppendUint32(nil, uint32(16+len(body)))
-						b = binary.BigEndian.AppendUint32(b, uint32(xid))
-						b = binary.BigEndian.AppendUint64(b, 1)
-						b = binary.BigEndian.AppendUint32(b, u32(code))
-						return append(b, body...)
-					}
-					switch int32(binary.BigEndian.Uint32(req[4:])) {
-					case opMultiRead:
-						multiReads.Add(1)
-						c.Write(head(errCodeUnimpl, nil))
-					case opGetData:
-						n := binary.BigEndian.Uint32(req[8:])
-						path := req[12 : 12+n]
-						if strings.HasSuffix(string(path), "/missing") {
-							c.Write(head(errCodeNoNode, nil))
-							continue
-						}
-						b := binary.BigEndian.AppendUint32(nil, uint32(len(path)))
-						b = append(b, path...)
-						c.Write(head(0, append(b, make([]byte, statLen)...)))
-					case opCloseSession:
-						c.Write(head(0, nil))
-						return
-					default:
-						c.Write(head(0, nil))
-					}
-				}
-			}()
+				b := binary.BigEndian.AppendUint32(nil, uint32(len(path)))
+				b = append(b, path...)
+				c.Write(head(0, append(b, make([]byte, statLen)...)))
+			case opCloseSession:
+				c.Write(head(0, nil))
+				return
+			default:
+				c.Write(head(0, nil))
+			}
 		}
-	}()
-	return l.Addr().String()
+	})
 }
 
 // TestGetManyWithoutMultiRead: against a server without multiRead, GetMany

@@ -40,33 +40,15 @@ func TestGetMany(t *testing.T) {
 				cfg.Servers = []string{strings.TrimSuffix(c.ZooKeeperSecureConnect(), c.Chroot())}
 				cfg.TLS = tlsCfg
 			}
-			s, err := zkconn.Dial(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.CreateParents("/n/x"); err != nil {
-				t.Fatal(err)
-			}
+			s := dialTest(t, cfg)
 			const nodes = 600
-			var (
-				paths   []string
-				creates []any
-			)
-			for i := range nodes {
-				p := fmt.Sprintf("/n/%d", i)
-				paths = append(paths, p)
-				if i%7 != 3 { // else never created
-					data := []byte(strings.Repeat(fmt.Sprint(i), i%5))
-					creates = append(creates, &zk.CreateRequest{Path: p, Data: data, Acl: zk.WorldACL(zk.PermAll)})
+			paths := createNumbered(t, s, "/n", nodes, func(i int, p string) []any {
+				if i%7 == 3 {
+					return nil // never created
 				}
-				if len(creates) == 100 || i == nodes-1 {
-					if _, err := s.Multi(creates...); err != nil {
-						t.Fatal(err)
-					}
-					creates = creates[:0]
-				}
-			}
+				data := []byte(strings.Repeat(fmt.Sprint(i), i%5))
+				return []any{&zk.CreateRequest{Path: p, Data: data, Acl: zk.WorldACL(zk.PermAll)}}
+			})
 			secret := "/n/secret"
 			if _, err := s.Create(secret, []byte("x"), 0, zk.WorldACL(zk.PermWrite)); err != nil {
 				t.Fatal(err)
@@ -94,6 +76,7 @@ func TestGetMany(t *testing.T) {
 			})
 			var got []zkconn.NodeData
 			for range 5 {
+				var err error
 				if got, err = s.GetMany(paths); err != nil {
 					t.Fatal(err)
 				}
@@ -153,36 +136,18 @@ func TestChildrenMany(t *testing.T) {
 			if mode == "capped" { // a batch of 256 of these lists replies about 40 KiB
 				cfg.MaxReply = 16 << 10
 			}
-			s, err := zkconn.Dial(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.CreateParents("/t/x"); err != nil {
-				t.Fatal(err)
-			}
+			s := dialTest(t, cfg)
 			const parents = 300
-			var (
-				paths   []string
-				creates []any
-			)
-			for i := range parents {
-				p := fmt.Sprintf("/t/%d", i)
-				paths = append(paths, p)
+			paths := createNumbered(t, s, "/t", parents, func(i int, p string) []any {
 				if i%11 == 5 {
-					continue // never created
+					return nil // never created
 				}
-				creates = append(creates, &zk.CreateRequest{Path: p, Acl: zk.WorldACL(zk.PermAll)})
+				creates := []any{&zk.CreateRequest{Path: p, Acl: zk.WorldACL(zk.PermAll)}}
 				for k := range i % 13 {
 					creates = append(creates, &zk.CreateRequest{Path: fmt.Sprintf("%s/child-%04d", p, k), Acl: zk.WorldACL(zk.PermAll)})
 				}
-				if len(creates) >= 100 || i == parents-1 {
-					if _, err := s.Multi(creates...); err != nil {
-						t.Fatal(err)
-					}
-					creates = creates[:0]
-				}
-			}
+				return creates
+			})
 			got, err := s.ChildrenMany(paths)
 			if err != nil {
 				t.Fatal(err)
@@ -220,4 +185,41 @@ func TestChildrenMany(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dialTest dials a session with cfg, closed at the end of the test.
+func dialTest(t *testing.T, cfg zkconn.Config) *zkconn.Session {
+	t.Helper()
+	s, err := zkconn.Dial(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// createNumbered creates parent and returns the paths parent/0 to
+// parent/n-1, having created what create(i, path) asks for each (nothing
+// for a node that is never created), in Multi requests of about 100.
+func createNumbered(t *testing.T, s *zkconn.Session, parent string, n int, create func(i int, path string) []any) []string {
+	t.Helper()
+	if err := s.CreateParents(parent + "/x"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		paths   []string
+		creates []any
+	)
+	for i := range n {
+		p := fmt.Sprintf("%s/%d", parent, i)
+		paths = append(paths, p)
+		creates = append(creates, create(i, p)...)
+		if len(creates) >= 100 || i == n-1 {
+			if _, err := s.Multi(creates...); err != nil {
+				t.Fatal(err)
+			}
+			creates = creates[:0]
+		}
+	}
+	return paths
 }

@@ -24,18 +24,10 @@ func tlsListener(t *testing.T, p *testcluster.PKI) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*tls.Conn).Handshake()
-			c.Close()
-		}
-	}()
-	return l.Addr().String()
+	return testcluster.Serve(t, l, func(c net.Conn) {
+		_ = c.(*tls.Conn).Handshake()
+		c.Close()
+	})
 }
 
 func TestTLSDialerVerifies(t *testing.T) {

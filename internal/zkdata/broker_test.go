@@ -2,17 +2,12 @@ package zkdata
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 )
 
 func TestParseBroker(t *testing.T) {
-	tests := []struct {
-		name string
-		data string
-		want Broker
-	}{
+	wantParsed(t, func(data []byte) (Broker, error) { return ParseBroker(1, data) }, []parsed[Broker]{
 		{
 			name: "version 4 two listeners",
 			data: `{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT","SSL":"SSL"},` +
@@ -58,23 +53,14 @@ func TestParseBroker(t *testing.T) {
 			want: Broker{ID: 1, Host: "old", Port: 9092, Version: 1,
 				Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "old", Port: 9092}}},
 		},
-	}
-	for _, tt := range tests {
-		got, err := ParseBroker(1, []byte(tt.data))
-		if err != nil {
-			t.Errorf("%s: %v", tt.name, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
-		}
-	}
+	})
 }
 
 func TestParseBrokerErrors(t *testing.T) {
-	tests := []struct {
-		data, want string
-	}{
+	wantMalformed(t, func(data []byte) error {
+		_, err := ParseBroker(3, data)
+		return err
+	}, []malformedCase{
 		{``, "zkdata: broker 3: empty data"},
 		{`null`, `zkdata: broker 3: "null": not a JSON object`},
 		{`[1]`, "not a JSON object"},
@@ -98,14 +84,7 @@ func TestParseBrokerErrors(t *testing.T) {
 		{`{"listener_security_protocol_map":["SSL"],"endpoints":["A://h:1"]}`, "listener_security_protocol_map"},
 		{`{"rack":7,"endpoints":["A://h:1"]}`, "rack: JSON number"},
 		{`{}`, "no endpoints"},
-	}
-	for _, tt := range tests {
-		_, err := ParseBroker(3, []byte(tt.data))
-		var me *MalformedError
-		if !errors.Is(err, ErrMalformed) || !errors.As(err, &me) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseBroker(%s) = %v, want *MalformedError containing %q", tt.data, err, tt.want)
-		}
-	}
+	})
 }
 
 func TestBrokerAddress(t *testing.T) {

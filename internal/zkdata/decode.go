@@ -50,6 +50,14 @@ func decodeObject(node string, data []byte, v any) error {
 // ids and partition numbers: digits only, no sign, no leading zeros. It
 // returns a reason when s is not one.
 func parseID(s string) (int32, string) {
+	n, reason := parseDigits(s, 32, false)
+	return int32(n), reason
+}
+
+// parseDigits parses s, decimal digits only (no sign), as a non-negative
+// integer of bitSize bits, leading zeros allowed or not; it returns a
+// reason when s is not one.
+func parseDigits(s string, bitSize int, leadingZeros bool) (int64, string) {
 	if s == "" {
 		return 0, "empty"
 	}
@@ -61,14 +69,14 @@ func parseID(s string) (int32, string) {
 			return 0, "not a decimal integer"
 		}
 	}
-	if len(s) > 1 && s[0] == '0' {
+	if !leadingZeros && len(s) > 1 && s[0] == '0' {
 		return 0, "leading zero"
 	}
-	n, err := strconv.ParseInt(s, 10, 32)
+	n, err := strconv.ParseInt(s, 10, bitSize)
 	if err != nil {
 		return 0, "out of range"
 	}
-	return int32(n), ""
+	return n, ""
 }
 
 // ParseBrokerID parses a child name of BrokerIDsPath. Errors wrap

@@ -181,20 +181,5 @@ func parseTimestamp(raw json.RawMessage) (int64, string) {
 	} else if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
 		return 0, "want a string or an integer"
 	}
-	if digits == "" {
-		return 0, "empty"
-	}
-	if digits[0] == '-' {
-		return 0, "negative"
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return 0, "not a decimal integer"
-		}
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil {
-		return 0, "out of range"
-	}
-	return n, ""
+	return parseDigits(digits, 64, true)
 }

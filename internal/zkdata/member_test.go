@@ -2,7 +2,6 @@ package zkdata
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -71,10 +70,7 @@ func TestMemberMarshalErrors(t *testing.T) {
 }
 
 func TestParseMemberRegistration(t *testing.T) {
-	tests := []struct {
-		name, data string
-		want       MemberRegistration
-	}{
+	wantParsed(t, func(data []byte) (MemberRegistration, error) { return ParseMemberRegistration("c1", data) }, []parsed[MemberRegistration]{
 		{
 			name: "JVM static",
 			data: `{"version":1,"subscription":{"topicA":1,"topicB":1},"pattern":"static","timestamp":"1440000000000"}`,
@@ -116,19 +112,14 @@ func TestParseMemberRegistration(t *testing.T) {
 			data: `{"subscription":{"t":1},"pattern":"static","zkgroup_strategy":null}`,
 			want: MemberRegistration{Pattern: "static", Subscription: map[string]int{"t": 1}},
 		},
-	}
-	for _, tt := range tests {
-		got, err := ParseMemberRegistration("c1", []byte(tt.data))
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
-		}
-	}
+	})
 }
 
 func TestParseMemberRegistrationErrors(t *testing.T) {
-	tests := []struct {
-		data, want string
-	}{
+	wantMalformed(t, func(data []byte) error {
+		_, err := ParseMemberRegistration("g-1", data)
+		return err
+	}, []malformedCase{
 		{`{"version":1,"subscription":{"topicA":1},"pattern":"sta`, `zkdata: member "g-1": invalid JSON`},
 		{`{"version":1,"subscription":{"a":1}}`, `zkdata: member "g-1": pattern: missing`},
 		{`{"subscription":{"a":1},"pattern":""}`, "pattern: empty"},
@@ -150,11 +141,5 @@ func TestParseMemberRegistrationErrors(t *testing.T) {
 		{`{"pattern":"static","subscription":{"a":1},"version":"1"}`, "version: JSON string"},
 		{`{"pattern":"static","subscription":{"a":1},"zkgroup_strategy":7}`, "zkgroup_strategy: JSON number where string expected"},
 		{`[]`, "not a JSON object"},
-	}
-	for _, tt := range tests {
-		_, err := ParseMemberRegistration("g-1", []byte(tt.data))
-		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseMemberRegistration(%s) = %v, want error containing %q", tt.data, err, tt.want)
-		}
-	}
+	})
 }

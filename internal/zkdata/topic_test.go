@@ -1,17 +1,9 @@
 package zkdata
 
-import (
-	"errors"
-	"reflect"
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestParseTopic(t *testing.T) {
-	tests := []struct {
-		name, data string
-		want       TopicPartitions
-	}{
+	wantParsed(t, func(data []byte) (TopicPartitions, error) { return ParseTopic("orders", data) }, []parsed[TopicPartitions]{
 		{
 			name: "version 1",
 			data: `{"version":1,"partitions":{"0":[1,2,3],"1":[2,3,1]}}`,
@@ -34,23 +26,14 @@ func TestParseTopic(t *testing.T) {
 			data: `{"version":1,"partitions":{}}`,
 			want: TopicPartitions{Version: 1, Partitions: map[int32][]int32{}},
 		},
-	}
-	for _, tt := range tests {
-		got, err := ParseTopic("orders", []byte(tt.data))
-		if err != nil {
-			t.Errorf("%s: %v", tt.name, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
-		}
-	}
+	})
 }
 
 func TestParseTopicErrors(t *testing.T) {
-	tests := []struct {
-		data, want string
-	}{
+	wantMalformed(t, func(data []byte) error {
+		_, err := ParseTopic("orders", data)
+		return err
+	}, []malformedCase{
 		{`{"version":1,"partitions":{"0":[1,2,3],"1":[2,`, `zkdata: topic "orders": invalid JSON`},
 		{`{"version":1}`, `zkdata: topic "orders": partitions: missing`},
 		{`{"version":1,"partitions":null}`, "partitions: missing"},
@@ -63,11 +46,5 @@ func TestParseTopicErrors(t *testing.T) {
 		{`{"partitions":[[1,2]]}`, "partitions: JSON array"},
 		{`{"partitions":{"0":[1]},"topic_id":5}`, "topic_id: JSON number"},
 		{`"orders"`, "not a JSON object"},
-	}
-	for _, tt := range tests {
-		_, err := ParseTopic("orders", []byte(tt.data))
-		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseTopic(%s) = %v, want error containing %q", tt.data, err, tt.want)
-		}
-	}
+	})
 }

@@ -4,11 +4,26 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
+
+// PrefilledTopic returns topic, by default (empty) bench-<kind>-<partitions>x<want>,
+// once Prefill made sure it holds want messages of valueLen bytes; it
+// fails tb otherwise.
+func PrefilledTopic(tb testing.TB, cl *testcluster.Cluster, topic, kind string, partitions int, want int64, valueLen int) string {
+	tb.Helper()
+	if topic == "" {
+		topic = fmt.Sprintf("bench-%s-%dx%d", kind, partitions, want)
+	}
+	if err := Prefill(cl, topic, partitions, want, valueLen); err != nil {
+		tb.Fatal(err)
+	}
+	return topic
+}
 
 // Prefill makes sure topic holds exactly want messages of valueLen bytes
 // ('a'..'z' repeated) spread round-robin over its partitions (replication

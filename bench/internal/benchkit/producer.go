@@ -81,41 +81,53 @@ func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duratio
 	}
 	go func() {
 		defer close(pr.done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		start := time.Now()
-		var sent int64
 		next := 0
-		for {
+		Pace(ctx, rate, pr.paused.Load, func() bool {
+			v := make([]byte, ValueLen)
+			binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+			t := targets[next]
+			next = (next + 1) % len(targets)
 			select {
+			case p.Input() <- &sarama.ProducerMessage{Topic: t.topic, Partition: t.p, Value: sarama.ByteEncoder(v)}:
+				pr.sent.Add(1)
+				return true
 			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				due := int64(now.Sub(start).Seconds() * float64(rate))
-				if pr.paused.Load() {
-					sent = due // nothing owed for the pause
-					continue
-				}
-				// Never burst more than a quarter second behind schedule.
-				if due-sent > int64(rate/4)+1 {
-					sent = due - int64(rate/4) - 1
-				}
-				for ; sent < due; sent++ {
-					v := make([]byte, ValueLen)
-					binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
-					t := targets[next]
-					next = (next + 1) % len(targets)
-					select {
-					case p.Input() <- &sarama.ProducerMessage{Topic: t.topic, Partition: t.p, Value: sarama.ByteEncoder(v)}:
-						pr.sent.Add(1)
-					case <-ctx.Done():
-						return
-					}
+				return false
+			}
+		})
+	}()
+	return pr, nil
+}
+
+// Pace calls send once for every record due at rate records a second,
+// checking every 5 ms and never bursting more than a quarter second behind
+// schedule, until ctx ends or send returns false. While paused (nil: never)
+// says so, nothing is sent and nothing is owed for the pause.
+func Pace(ctx context.Context, rate int, paused func() bool, send func() bool) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	var sent int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			due := int64(now.Sub(start).Seconds() * float64(rate))
+			if paused != nil && paused() {
+				sent = due
+				continue
+			}
+			if due-sent > int64(rate/4)+1 {
+				sent = due - int64(rate/4) - 1
+			}
+			for ; sent < due; sent++ {
+				if !send() {
+					return
 				}
 			}
 		}
-	}()
-	return pr, nil
+	}
 }
 
 // SetPaused stops (true) or resumes (false) the writing; resumed, it goes

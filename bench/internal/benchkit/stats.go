@@ -130,3 +130,23 @@ func LoadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// Count is one entry of a map of counts.
+type Count struct {
+	Key string
+	N   int
+}
+
+// Largest returns the n largest counts of m, largest first (equal ones by
+// key), and how many entries it left out.
+func Largest(m map[string]int, n int) (top []Count, more int) {
+	all := make([]Count, 0, len(m))
+	for k, v := range m {
+		all = append(all, Count{k, v})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].N > all[j].N || all[i].N == all[j].N && all[i].Key < all[j].Key })
+	if len(all) <= n {
+		return all, 0
+	}
+	return all[:n], len(all) - n
+}

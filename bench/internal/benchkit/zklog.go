@@ -179,22 +179,13 @@ func (b Breakdown) String() string {
 
 // top lists the largest counts of m.
 func top(m map[string]int, k int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var s []kv
-	for key, v := range m {
-		s = append(s, kv{key, v})
-	}
-	sort.Slice(s, func(i, j int) bool { return s[i].v > s[j].v || s[i].v == s[j].v && s[i].k < s[j].k })
+	counts, more := Largest(m, k)
 	var parts []string
-	for i, x := range s {
-		if i == k {
-			parts = append(parts, "...")
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s: %d", x.k, x.v))
+	for _, c := range counts {
+		parts = append(parts, fmt.Sprintf("%s: %d", c.Key, c.N))
+	}
+	if more > 0 {
+		parts = append(parts, "...")
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }

@@ -191,8 +191,7 @@ func printState(s testcluster.State) {
 }
 
 func status(args []string) error {
-	fs := flag.NewFlagSet("status", flag.ExitOnError)
-	dir := fs.String("dir", defaultDir(), "cluster folder")
+	fs, dir := flags("status")
 	asJSON := fs.Bool("json", false, "print the state as JSON")
 	_ = fs.Parse(args)
 	s, err := testcluster.ReadState(*dir)
@@ -207,8 +206,7 @@ func status(args []string) error {
 }
 
 func down(args []string) error {
-	fs := flag.NewFlagSet("down", flag.ExitOnError)
-	dir := fs.String("dir", defaultDir(), "cluster folder")
+	fs, dir := flags("down")
 	_ = fs.Parse(args)
 	if _, err := os.Stat(filepath.Join(*dir, testcluster.StateFile)); errors.Is(err, os.ErrNotExist) {
 		fmt.Println("no cluster running in", *dir)
@@ -221,6 +219,21 @@ func down(args []string) error {
 	return nil
 }
 
+// flags starts the flags of subcommand cmd with -dir, the cluster folder.
+func flags(cmd string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	return fs, fs.String("dir", defaultDir(), "cluster folder")
+}
+
+// attachFor attaches to the cluster in dir for subcommand cmd, whose flag
+// -<flagName> names the topic and is required.
+func attachFor(cmd, flagName, topic, dir string) (*testcluster.Cluster, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("%s: -%s is required", cmd, flagName)
+	}
+	return attach(dir)
+}
+
 // attach rebuilds enough of a Cluster from a state file to create topics and produce.
 func attach(dir string) (*testcluster.Cluster, error) {
 	s, err := testcluster.ReadState(dir)
@@ -231,16 +244,12 @@ func attach(dir string) (*testcluster.Cluster, error) {
 }
 
 func topic(args []string) error {
-	fs := flag.NewFlagSet("topic", flag.ExitOnError)
-	dir := fs.String("dir", defaultDir(), "cluster folder")
+	fs, dir := flags("topic")
 	name := fs.String("name", "", "topic name")
 	parts := fs.Int("partitions", 8, "partitions")
 	rf := fs.Int("replication", 1, "replication factor")
 	_ = fs.Parse(args)
-	if *name == "" {
-		return errors.New("topic: -name is required")
-	}
-	c, err := attach(*dir)
+	c, err := attachFor("topic", "name", *name, *dir)
 	if err != nil {
 		return err
 	}
@@ -254,17 +263,13 @@ func topic(args []string) error {
 }
 
 func produce(args []string) error {
-	fs := flag.NewFlagSet("produce", flag.ExitOnError)
-	dir := fs.String("dir", defaultDir(), "cluster folder")
+	fs, dir := flags("produce")
 	name := fs.String("topic", "", "topic name")
 	parts := fs.Int("partitions", 8, "partitions of the topic")
 	n := fs.Int("n", 1000, "messages")
 	from := fs.Int("from", 0, "index of the first message")
 	_ = fs.Parse(args)
-	if *name == "" {
-		return errors.New("produce: -topic is required")
-	}
-	c, err := attach(*dir)
+	c, err := attachFor("produce", "topic", *name, *dir)
 	if err != nil {
 		return err
 	}
