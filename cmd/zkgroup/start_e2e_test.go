@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -153,12 +152,7 @@ func getURL(url string) (int, string) {
 // then stops it with status 0. No cluster needed.
 func TestStartZooKeeperRefusedSaidAtOnce(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	connect := l.Addr().String() + "/kafka"
-	_ = l.Close() // nothing listens there now: connections are refused
+	connect := testcluster.RefusedAddr(t) + "/kafka"
 	d := startDaemon(t, runOpts{config: fmt.Sprintf("group: g\nzookeeper: %q\nsubscription: \"static:t\"\nsession_timeout: 6s\nadmin:\n  listen: \"\"\n", connect)})
 	const msg = "ZooKeeper refuses connections; waiting for a session"
 	await(t, 3*time.Second, "the refusal said", func() bool { return len(logRecords(d.stderr.String(), msg)) > 0 })

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -81,12 +80,7 @@ func TestValidateConnect(t *testing.T) {
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
+		addr := testcluster.RefusedAddr(t)
 		start := time.Now()
 		stdout, stderr, code := validate(strings.Replace(baseConfig(c, group, topic, ""), c.ZooKeeperAddr(), addr, 1))
 		if code != exitFailure || !strings.Contains(stderr, "refused the connection") {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -167,7 +168,7 @@ func TestHTTPBatchStatus(t *testing.T) {
 	}
 
 	// A transport failure (nothing listens) is retriable.
-	url := refusedURL(t)
+	url := "http://" + testcluster.RefusedAddr(t)
 	b, _ := NewHTTPBatch(HTTPConfig{URL: url, Timeout: 5 * time.Second})
 	if err := b.DeliverBatch(context.Background(), httpBatchOf(2)); err == nil || errors.Is(err, ErrPermanent) {
 		t.Errorf("connection refused: %v, want a retriable error", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 // TestExecOversizedKeyIsPermanent: a key or headers larger than a
@@ -64,7 +65,7 @@ func TestHTTPPasswordNotLogged(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	closed := refusedURL(t)
+	closed := "http://" + testcluster.RefusedAddr(t)
 	for _, base := range []string{srv.URL, closed} {
 		url := strings.Replace(base, "http://", "http://bob:hunter2@", 1) + "/in"
 		for _, text := range failedTexts(t, url) {

@@ -9,7 +9,6 @@ import (
 	"github.com/zkgroup/zkgroup/manager"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -396,18 +395,6 @@ func TestDeadLetterMessage(t *testing.T) {
 		hs[HeaderSourceOffset] != "42" || hs[HeaderError] != "why" || hs[HeaderGroup] != "g" {
 		t.Fatalf("%+v %v", pm, hs)
 	}
-}
-
-// refusedURL returns an http URL of a loopback port nothing listens on
-// (a connection to it is refused).
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "http://" + l.Addr().String()
 }
 
 // failedTexts delivers one message through an http sink to url (which
