@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -172,7 +171,7 @@ func TestHTTPBatchStatus(t *testing.T) {
 	}
 
 	// A transport failure (nothing listens) is retriable.
-	url := "http://" + testcluster.RefusedAddr(t)
+	url := refusedURL(t)
 	b, _ := NewHTTPBatch(HTTPConfig{URL: url, Timeout: 5 * time.Second})
 	if err := b.DeliverBatch(context.Background(), httpBatchOf(2)); err == nil || errors.Is(err, ErrPermanent) {
 		t.Errorf("connection refused: %v, want a retriable error", err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 // TestExecOversizedKeyIsPermanent: a key or headers larger than a
@@ -65,7 +64,7 @@ func TestHTTPPasswordNotLogged(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	closed := "http://" + testcluster.RefusedAddr(t)
+	closed := refusedURL(t)
 	for _, base := range []string{srv.URL, closed} {
 		url := strings.Replace(base, "http://", "http://bob:hunter2@", 1) + "/in"
 		for _, text := range failedTexts(t, url) {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
 )
 
@@ -29,7 +28,7 @@ func TestHTTPQuerySecretNotShown(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	closed := "http://" + testcluster.RefusedAddr(t)
+	closed := refusedURL(t)
 	for _, base := range []string{srv.URL, strings.Replace(closed, "http://", "http://bob:hunter2@", 1)} {
 		url := base + "/in?token=s3cr3t&api_key=k3y"
 		for _, text := range failedTexts(t, url) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 func msg(value []byte) *manager.Message {
@@ -395,6 +396,13 @@ func TestDeadLetterMessage(t *testing.T) {
 		hs[HeaderSourceOffset] != "42" || hs[HeaderError] != "why" || hs[HeaderGroup] != "g" {
 		t.Fatalf("%+v %v", pm, hs)
 	}
+}
+
+// refusedURL returns an http URL where nothing listens (a connection to
+// it is refused).
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	return "http://" + testcluster.RefusedAddr(t)
 }
 
 // failedTexts delivers one message through an http sink to url (which
