@@ -51,9 +51,7 @@ func newFenceEnv(t *testing.T, n int) *fenceEnv {
 	e.c = testcluster.Shared(t)
 	t.Logf("%s: cluster up", e.since())
 	e.group, e.topic = testcluster.Name(t, "g"), testcluster.Name(t, "t")
-	if err := e.c.CreateTopic(ctx(t), e.topic, fenceParts, 3); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, e.c, e.topic, fenceParts, 3)
 	e.poll = startOffsetPoller(t, e.c, e.group, e.topic, fenceParts)
 	e.log = startCommitLog(t, e.c, e.group, e.topic)
 	e.prod = startProducer(t, e.c, e.topic, fenceParts)

@@ -371,6 +371,24 @@ func baseConfig(c *testcluster.Cluster, group, topic string, extra string) strin
 	return daemonConf{zookeeper: c.ZooKeeperConnect(), group: group, subscription: "static:" + topic, extra: extra}.String()
 }
 
+// groupTopic names a group and a topic for t and creates the topic on
+// c, parts partitions of replicas copies each.
+func groupTopic(t *testing.T, c *testcluster.Cluster, parts int32, replicas int16) (group, topic string) {
+	t.Helper()
+	group, topic = testcluster.Name(t, "g"), testcluster.Name(t, "t")
+	createTopic(t, c, topic, parts, replicas)
+	return group, topic
+}
+
+// createTopic creates topic on c, parts partitions of replicas copies
+// each; it fails t when it cannot.
+func createTopic(t *testing.T, c *testcluster.Cluster, topic string, parts int32, replicas int16) {
+	t.Helper()
+	if err := c.CreateTopic(ctx(t), topic, parts, replicas); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

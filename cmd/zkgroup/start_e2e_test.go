@@ -39,11 +39,8 @@ func logRecords(stderr, msg string) []map[string]any {
 func TestStartWhileZooKeeperDown(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Start(t, testcluster.Brokers(1))
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts, n = 2, 20
-	if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 1)
 	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	if err := c.StopZooKeeper(); err != nil {
 		t.Fatal(err)

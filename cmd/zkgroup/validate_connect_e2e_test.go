@@ -20,10 +20,7 @@ import (
 func TestValidateConnect(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
-	if err := c.CreateTopic(ctx(t), topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, 2, 1)
 	validate := func(body string, extra ...string) (stdout, stderr string, code int) {
 		t.Helper()
 		return run(t, append([]string{"validate", "--connect", "--config", writeFile(t, "c.yaml", body)}, extra...)...)
