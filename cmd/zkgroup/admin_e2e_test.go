@@ -29,18 +29,8 @@ type adminDaemon struct {
 func startAdminDaemon(t *testing.T, c *testcluster.Cluster, zk, group, sub, extra string) *adminDaemon {
 	t.Helper()
 	port := testcluster.FreePort(t)
-	cfg := fmt.Sprintf(`group: %s
-zookeeper: %q
-subscription: %q
-session_timeout: 6s
-offset_storage: zookeeper
-admin:
-  listen: 127.0.0.1:%d
-partition:
-  commit_interval: 100ms
-  drain_timeout: 5s
-shutdown_timeout: 20s
-%s`, group, zk, sub, port, extra)
+	cfg := daemonConf{zookeeper: zk, group: group, subscription: sub, listen: fmt.Sprintf("127.0.0.1:%d", port),
+		extra: "offset_storage: zookeeper\n" + extra}.String()
 	return &adminDaemon{proc: startDaemon(t, runOpts{config: cfg}), url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 }
 
@@ -164,11 +154,8 @@ func docMetrics(t *testing.T) map[string][2]string {
 func TestAdminOperations(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts = 6
-	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 3)
 	testcluster.MustProduce(t, c, topic, parts, 0, 600)
 	openOffsetNodes := offsetNodes(t, c, group, topic, parts)
 	proxy := testcluster.ZooKeeperProxy(t, c)

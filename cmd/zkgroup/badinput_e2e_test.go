@@ -21,9 +21,7 @@ func TestExecOversizedKey(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
 	topic := testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctx(t), topic, 1, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, topic, 1, 1)
 	p, err := sarama.NewSyncProducer(c.Addrs(), testcluster.SaramaConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -69,10 +69,7 @@ func TestSIGTERMBatchInFlight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
-			if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
-				t.Fatal(err)
-			}
+			group, topic := groupTopic(t, c, parts, 3)
 			begun := time.Now()
 			testcluster.MustProduce(t, c, topic, parts, 0, n)
 			t.Logf("produced in %v", time.Since(begun))
@@ -81,18 +78,8 @@ func TestSIGTERMBatchInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			cfg := fmt.Sprintf(`group: %s
-zookeeper: %q
-subscription: "static:%s"
-session_timeout: 6s
-admin:
-  listen: ""
-partition:
-  commit_interval: 100ms
-  drain_timeout: %s
-  max_unacked: 500
-shutdown_timeout: %s
-`, group, c.ZooKeeperConnect(), topic, tc.drain, tc.stop)
+			cfg := daemonConf{zookeeper: c.ZooKeeperConnect(), group: group, subscription: "static:" + topic,
+				drain: tc.drain, shutdown: tc.stop, partition: "  max_unacked: 500\n"}.String()
 			d := startDaemon(t, runOpts{config: cfg, stdout: fmt.Sprintf("/proc/self/fd/%d", w.Fd())})
 			w.Close() // the daemon holds the write end now: EOF once it exits
 			out := readPipe(r, 500)

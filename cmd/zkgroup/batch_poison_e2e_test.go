@@ -35,9 +35,7 @@ func TestBatchSinksPoison(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			group, topic, dlq := testcluster.Name(t, "g"), testcluster.Name(t, "t"), testcluster.Name(t, "dlq")
 			for tp, np := range map[string]int32{topic: parts, dlq: 1} {
-				if err := c.CreateTopic(ctx(t), tp, np, 3); err != nil {
-					t.Fatal(err)
-				}
+				createTopic(t, c, tp, np, 3)
 			}
 			testcluster.MustProduce(t, c, topic, parts, 0, n)
 			poison := testcluster.Value(topic, poisonAt)

@@ -170,11 +170,8 @@ func TestContainerImage(t *testing.T) {
 		t.Errorf("run with only ZKGROUP_ZOOKEEPER: exit %d, want 2 naming the missing group\n%s%s", code, out, errOut)
 	}
 
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts, n = 4, 400
-	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 3)
 	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	port := testcluster.FreePort(t)
 	name := fmt.Sprintf("zkgroup-test-%d", os.Getpid())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -27,15 +26,11 @@ import (
 // and partitions come from Kafka's metadata (a KRaft cluster has none in
 // ZooKeeper).
 func cmdDescribe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("describe", stderr)
 	var g groupFlags
 	g.register(fs, true)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := g.parse(args, stdout, stderr); !ok {
 		return code
-	}
-	if err := g.check(); err != nil {
-		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
 	c, err := g.connect(stderr)
 	if err != nil {

@@ -19,9 +19,7 @@ import (
 func TestDescribeFindsOffsetStorage(t *testing.T) {
 	c := testcluster.Shared(t)
 	topic := testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctx(t), topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, c, topic, 2, 1)
 	testcluster.MustProduce(t, c, topic, 2, 0, 10)
 	zkc := c.ZooKeeperConnect()
 	describe := func(group string, extra ...string) ops.Description {

@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/cmd/zkgroup/internal/config"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager/assign"
 )
 
@@ -166,12 +166,7 @@ func TestRunHelpAllowedValues(t *testing.T) {
 // server refused the connection.
 func TestOperatorCommandsRefusedFailFast(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	zk := l.Addr().String()
-	_ = l.Close()
+	zk := testcluster.RefusedAddr(t)
 	for _, args := range [][]string{
 		{"describe", "--zookeeper", zk + "/kafka", "--group", "g"},
 		{"offsets", "reset", "--zookeeper", zk, "--group", "g", "--topic", "t", "--to-earliest"},

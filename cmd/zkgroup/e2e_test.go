@@ -120,11 +120,8 @@ func checkExactlyOnce(t *testing.T, topic string, n int, seen []string) {
 func TestSIGTERMRestart(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts, batches, batch = 8, 30, 100
-	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 3)
 	dir := t.TempDir()
 	out1, out2 := filepath.Join(dir, "run1.jsonl"), filepath.Join(dir, "run2.jsonl")
 	cfg := baseConfig(c, group, topic, "")
@@ -237,11 +234,8 @@ func compareDescribe(t *testing.T, ours []ops.Row, kafka []testcluster.GroupRow,
 func TestExecSinkTransientFailure(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts, n = 4, 200
-	if err := c.CreateTopic(ctx(t), topic, parts, 3); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 3)
 	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
@@ -409,14 +403,11 @@ func testOffsetsReset(t *testing.T, c *testcluster.Cluster, group, topic string,
 func TestNotifyHealthAndFootprint(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts = 24
-	if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 1)
 	testcluster.MustProduce(t, c, topic, parts, 0, 2400)
 	port := testcluster.FreePort(t)
-	cfg := strings.Replace(baseConfig(c, group, topic, ""), `listen: ""`, fmt.Sprintf("listen: 127.0.0.1:%d", port), 1)
+	cfg := daemonConf{zookeeper: c.ZooKeeperConnect(), group: group, subscription: "static:" + topic, listen: fmt.Sprintf("127.0.0.1:%d", port)}.String()
 	started := time.Now()
 	d := startDaemon(t, runOpts{config: cfg, env: []string{"WATCHDOG_USEC=400000"}})
 	readyAt := d.ready(60 * time.Second)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -41,8 +40,7 @@ func healthURL(listen string) string {
 // Without --url it probes the address in ZKGROUP_ADMIN_LISTEN (the
 // image's setting), so that overriding the port keeps the check working.
 func cmdHealthcheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("healthcheck", stderr)
 	url := fs.String("url", healthURL(os.Getenv("ZKGROUP_ADMIN_LISTEN")), "URL to probe (default: /healthz on the address of ZKGROUP_ADMIN_LISTEN)")
 	timeout := fs.Duration("timeout", 3*time.Second, "request timeout")
 	insecure := fs.Bool("insecure", false, "do not verify the certificate of an https URL (a self-signed admin certificate, probed on loopback)")

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,41 +26,62 @@ import (
 
 func TestMain(m *testing.M) {
 	code := testcluster.Main(m)
-	if built.path != "" {
-		os.RemoveAll(filepath.Dir(built.path))
-	}
+	built.remove()
+	release.remove()
 	os.Exit(code)
 }
 
-var built struct {
-	once sync.Once
-	path string
-	err  error
+// buildOnce is a binary built into a temporary folder of its own once
+// per test binary run, by the first test that asks for it; TestMain
+// removes the folder.
+type buildOnce struct {
+	prefix string                 // of the folder's name
+	build  func(dir string) error // writes dir/zkgroup
+	once   sync.Once
+	dir    string
+	err    error
 }
+
+// path builds the binary unless done and returns its path; a failed
+// build fails t (and every later caller).
+func (b *buildOnce) path(t *testing.T) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", b.prefix)
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.dir = dir
+		b.err = b.build(dir)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return filepath.Join(b.dir, "zkgroup")
+}
+
+func (b *buildOnce) remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+}
+
+var built = &buildOnce{prefix: "zkgroup-bin-", build: func(dir string) error {
+	args := []string{"build", "-o", filepath.Join(dir, "zkgroup")}
+	if os.Getenv("ZKGROUP_TEST_RACE") != "" { // the daemon itself under the race detector
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}}
 
 // binary builds the zkgroup binary once per test binary run.
 func binary(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "zkgroup-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "zkgroup")
-		args := []string{"build", "-o", built.path}
-		if os.Getenv("ZKGROUP_TEST_RACE") != "" { // the daemon itself under the race detector
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.path
+	return built.path(t)
 }
 
 // proc is a running `zkgroup run`.
@@ -319,18 +341,52 @@ func await(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	testcluster.Await(t, timeout, 20*time.Millisecond, what, cond)
 }
 
-func baseConfig(c *testcluster.Cluster, group, topic string, extra string) string {
+// daemonConf is the config the e2e tests start from: 6 s sessions,
+// commits every 100 ms, drain_timeout 5s and shutdown_timeout 20s unless
+// set, no admin server unless listen is set.
+type daemonConf struct {
+	zookeeper, group, subscription string
+	listen                         string // the admin server's address
+	drain, shutdown                string // drain_timeout, shutdown_timeout
+	partition                      string // more lines of partition:, indented
+	extra                          string // more top-level lines
+}
+
+func (d daemonConf) String() string {
 	return fmt.Sprintf(`group: %s
 zookeeper: %q
-subscription: "static:%s"
+subscription: %q
 session_timeout: 6s
 admin:
-  listen: ""
+  listen: %q
 partition:
   commit_interval: 100ms
-  drain_timeout: 5s
-shutdown_timeout: 20s
-%s`, group, c.ZooKeeperConnect(), topic, extra)
+  drain_timeout: %s
+%sshutdown_timeout: %s
+%s`, d.group, d.zookeeper, d.subscription, d.listen, cmp.Or(d.drain, "5s"), d.partition, cmp.Or(d.shutdown, "20s"), d.extra)
+}
+
+// baseConfig is the daemonConf of group consuming topic of c, with extra.
+func baseConfig(c *testcluster.Cluster, group, topic string, extra string) string {
+	return daemonConf{zookeeper: c.ZooKeeperConnect(), group: group, subscription: "static:" + topic, extra: extra}.String()
+}
+
+// groupTopic names a group and a topic for t and creates the topic on
+// c, parts partitions of replicas copies each.
+func groupTopic(t *testing.T, c *testcluster.Cluster, parts int32, replicas int16) (group, topic string) {
+	t.Helper()
+	group, topic = testcluster.Name(t, "g"), testcluster.Name(t, "t")
+	createTopic(t, c, topic, parts, replicas)
+	return group, topic
+}
+
+// createTopic creates topic on c, parts partitions of replicas copies
+// each; it fails t when it cannot.
+func createTopic(t *testing.T, c *testcluster.Cluster, topic string, parts int32, replicas int16) {
+	t.Helper()
+	if err := c.CreateTopic(ctx(t), topic, parts, replicas); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func ctx(t *testing.T) context.Context {

@@ -9,40 +9,25 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
-var release struct {
-	once sync.Once
-	path string
-	err  error
-}
+var release = &buildOnce{prefix: "zkgroup-release-", build: func(dir string) error {
+	cmd := exec.Command("../../scripts/build-image.sh", dir)
+	cmd.Env = append(os.Environ(), "VERSION=test-1.2.3")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build-image.sh: %v\n%s", err, b)
+	}
+	return nil
+}}
 
 // releaseBinary builds the binary with scripts/build-image.sh (the
 // Dockerfile's build stage) once per test binary run.
 func releaseBinary(t *testing.T) string {
 	t.Helper()
-	release.once.Do(func() {
-		dir, err := os.MkdirTemp("", "zkgroup-release-")
-		if err != nil {
-			release.err = err
-			return
-		}
-		cmd := exec.Command("../../scripts/build-image.sh", dir)
-		cmd.Env = append(os.Environ(), "VERSION=test-1.2.3")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			release.err = fmt.Errorf("build-image.sh: %v\n%s", err, b)
-			return
-		}
-		release.path = filepath.Join(dir, "zkgroup")
-	})
-	if release.err != nil {
-		t.Fatal(release.err)
-	}
-	return release.path
+	return release.path(t)
 }
 
 // TestBuildImageScript: scripts/build-image.sh (the Dockerfile's build

@@ -27,11 +27,8 @@ func kraftConfig(c *testcluster.Cluster, group, topic, extra string) string {
 func TestKRaftJoinConsumeRebalance(t *testing.T) {
 	t.Parallel()
 	c := testcluster.SharedKRaft(t)
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts, step = 6, 300
-	if err := c.CreateTopic(ctx(t), topic, parts, 2); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 2)
 	dir := t.TempDir()
 	out1, out2 := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
 	cfg := kraftConfig(c, group, topic, "")

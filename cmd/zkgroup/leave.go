@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,16 +16,12 @@ import (
 // is how a member stops for good. It refuses, with exit 1, a member that
 // is registered (stop it first) and one without a marker.
 func cmdLeave(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("leave", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("leave", stderr)
 	var g groupFlags
 	g.registerZooKeeper(fs)
 	id := fs.String("instance-id", "", "the stopped member's instance_id (default: instance_id of the config, env ZKGROUP_INSTANCE_ID)")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := g.parse(args, stdout, stderr); !ok {
 		return code
-	}
-	if err := g.check(); err != nil {
-		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
 	if *id == "" {
 		*id = g.cfg.InstanceID

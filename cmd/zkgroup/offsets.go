@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -134,8 +133,7 @@ func parsePartitions(s string) ([]int32, error) {
 // cmdReset plans (dry run, the default) or executes an offset reset for
 // one topic.
 func cmdReset(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("offsets reset", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("offsets reset", stderr)
 	var g groupFlags
 	g.register(fs, true)
 	var r resetFlags
@@ -147,11 +145,8 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&r.toDatetime, "to-datetime", "", "reset to the first message at or after this time (RFC 3339)")
 	fs.StringVar(&r.shiftBy, "shift-by", "", "move the committed offset by N (may be negative)")
 	execute := fs.Bool("execute", false, "write the new offsets (default: dry run); refused while the group has members")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := g.parse(args, stdout, stderr); !ok {
 		return code
-	}
-	if err := g.check(); err != nil {
-		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
 	if *topic == "" {
 		return fail(stdout, stderr, g.json, exitUsage, fmt.Errorf("%w: --topic is required", errUsage))
@@ -210,8 +205,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) int {
 // cmdMigrate copies committed offsets between ZooKeeper and Kafka storage
 // with offsets.Migrate (dry run unless --execute).
 func cmdMigrate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("offsets migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("offsets migrate", stderr)
 	var g groupFlags
 	g.register(fs, false)
 	from := fs.String("from", "", "source storage: zookeeper or kafka (required)")
@@ -219,11 +213,8 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) int {
 	topics := fs.String("topic", "", "topics to migrate, comma-separated (default: every topic with offsets in the source)")
 	execute := fs.Bool("execute", false, "write (default: dry run); refused while the group has members")
 	overwrite := fs.Bool("overwrite", false, "also move destination offsets that are ahead of the source backwards")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := g.parse(args, stdout, stderr); !ok {
 		return code
-	}
-	if err := g.check(); err != nil {
-		return fail(stdout, stderr, g.json, exitUsage, err)
 	}
 	valid := func(s string) bool {
 		return manager.Storage(s) == manager.StorageKafka || manager.Storage(s) == manager.StorageZooKeeper

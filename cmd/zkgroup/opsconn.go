@@ -59,6 +59,19 @@ func (g *groupFlags) registerZooKeeper(fs *flag.FlagSet) {
 	fs.BoolVar(&g.json, "json", false, "print JSON")
 }
 
+// parse parses args with the flag set g registered on, then loads the
+// configuration (check). ok is false when the command ends there with
+// code: -h, a bad flag, or a configuration error (reported as fail does).
+func (g *groupFlags) parse(args []string, stdout, stderr io.Writer) (int, bool) {
+	if code, ok := parseFlags(g.fs, args); !ok {
+		return code, false
+	}
+	if err := g.check(); err != nil {
+		return fail(stdout, stderr, g.json, exitUsage, err), false
+	}
+	return 0, true
+}
+
 // minTimeout is the shortest --timeout: ZooKeeper sessions are no
 // shorter than a second.
 const minTimeout = time.Second

@@ -27,6 +27,14 @@ func fail(stdout, stderr io.Writer, asJSON bool, code int, err error) int {
 	return code
 }
 
+// newFlagSet returns the flag set of the subcommand name: its usage and
+// errors go to stderr, and Parse returns them (see parseFlags).
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
 // parseFlags parses args and turns -h and errors into exit statuses.
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	if err := fs.Parse(args); err != nil {

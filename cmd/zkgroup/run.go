@@ -19,8 +19,7 @@ import (
 // exits 2 before anything touches ZooKeeper; refused credentials or
 // certificates exit 3.
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("run", stderr)
 	load := configFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

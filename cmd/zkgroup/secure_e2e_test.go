@@ -25,18 +25,8 @@ type secured struct {
 // securedConfig builds a daemon config for the secured cluster; the
 // brokers are given (they are registered with several listeners).
 func securedConfig(s secured, group, topic, extra string) string {
-	return fmt.Sprintf(`group: %s
-zookeeper: %q
-subscription: "static:%s"
-session_timeout: 6s
-brokers: [%s]
-admin:
-  listen: ""
-partition:
-  commit_interval: 100ms
-  drain_timeout: 5s
-shutdown_timeout: 20s
-%s%s%s`, group, s.zookeeper, topic, strings.Join(s.brokers, ", "), s.kafka, s.zkSection, extra)
+	return daemonConf{zookeeper: s.zookeeper, group: group, subscription: "static:" + topic,
+		extra: fmt.Sprintf("brokers: [%s]\n%s%s%s", strings.Join(s.brokers, ", "), s.kafka, s.zkSection, extra)}.String()
 }
 
 func writeFile(t *testing.T, name, body string) string {
@@ -91,11 +81,8 @@ func TestSecuredListeners(t *testing.T) {
 `, p.CAFile, p.ClientCert, p.ClientKey)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 			const parts, n = 3, 90
-			if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
-				t.Fatal(err)
-			}
+			group, topic := groupTopic(t, c, parts, 1)
 			testcluster.MustProduce(t, c, topic, parts, 0, n)
 			tc.s.zookeeper = c.ZooKeeperConnect()
 			cfg := securedConfig(tc.s, group, topic, "")
@@ -137,9 +124,7 @@ func TestSecuredZooKeeper(t *testing.T) {
 	group, topic, dlq := testcluster.Name(t, "g"), testcluster.Name(t, "t"), testcluster.Name(t, "dlq")
 	const parts, n = 4, 120
 	for _, tp := range []string{topic, dlq} {
-		if err := c.CreateTopic(ctx(t), tp, parts, 1); err != nil {
-			t.Fatal(err)
-		}
+		createTopic(t, c, tp, parts, 1)
 	}
 	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	s := secured{
@@ -252,10 +237,7 @@ func TestSecuredRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctx(t), topic, 1, 1); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, 1, 1)
 	// The group's nodes exist, created with credentials zkgroup:right.
 	owner := secured{brokers: c.Addrs(), zookeeper: c.ZooKeeperConnect(),
 		zkSection: "zookeeper_auth: {username: zkgroup, password_env: ZKG_ZK_PW}\n", env: []string{"ZKG_ZK_PW=right"}}
@@ -327,11 +309,8 @@ func TestSecuredZooKeeperTLSRun(t *testing.T) {
 	t.Parallel()
 	c := testcluster.SharedSecure(t)
 	p := c.PKI()
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts, n = 2, 40
-	if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 1)
 	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	s := secured{brokers: c.Addrs(), zookeeper: c.ZooKeeperSecureConnect(),
 		zkSection: fmt.Sprintf("zookeeper_auth: {username: zkgroup, password_env: ZKG_ZK_PW}\nzookeeper_tls: {enable: true, ca_file: %q, cert_file: %q, key_file: %q}\n",

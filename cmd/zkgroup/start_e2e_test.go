@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -40,11 +39,8 @@ func logRecords(stderr, msg string) []map[string]any {
 func TestStartWhileZooKeeperDown(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Start(t, testcluster.Brokers(1))
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
 	const parts, n = 2, 20
-	if err := c.CreateTopic(ctx(t), topic, parts, 1); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, parts, 1)
 	testcluster.MustProduce(t, c, topic, parts, 0, n)
 	if err := c.StopZooKeeper(); err != nil {
 		t.Fatal(err)
@@ -153,12 +149,7 @@ func getURL(url string) (int, string) {
 // then stops it with status 0. No cluster needed.
 func TestStartZooKeeperRefusedSaidAtOnce(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	connect := l.Addr().String() + "/kafka"
-	_ = l.Close() // nothing listens there now: connections are refused
+	connect := testcluster.RefusedAddr(t) + "/kafka"
 	d := startDaemon(t, runOpts{config: fmt.Sprintf("group: g\nzookeeper: %q\nsubscription: \"static:t\"\nsession_timeout: 6s\nadmin:\n  listen: \"\"\n", connect)})
 	const msg = "ZooKeeper refuses connections; waiting for a session"
 	await(t, 3*time.Second, "the refusal said", func() bool { return len(logRecords(d.stderr.String(), msg)) > 0 })

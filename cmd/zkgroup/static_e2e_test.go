@@ -57,9 +57,7 @@ func newStaticEnv(t *testing.T, extra string) *staticEnv {
 	t.Helper()
 	e := &staticEnv{c: testcluster.Shared(t), start: time.Now()}
 	e.group, e.topic = testcluster.Name(t, "g"), testcluster.Name(t, "t")
-	if err := e.c.CreateTopic(ctx(t), e.topic, staticE2EParts, 1); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, e.c, e.topic, staticE2EParts, 1)
 	e.config = func(id string) string {
 		cfg := baseConfig(e.c, e.group, e.topic, "instance_id: "+id+"\n"+extra)
 		if strings.Contains(extra, "session_timeout") { // YAML refuses repeated keys

@@ -21,10 +21,7 @@ import (
 func TestStrategyMismatchSaid(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
-	group, topic := testcluster.Name(t, "g"), testcluster.Name(t, "t")
-	if err := c.CreateTopic(ctx(t), topic, 4, 3); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, 4, 3)
 	a := startAdminDaemon(t, c, c.ZooKeeperConnect(), group, "static:"+topic, "instance_id: a\nstrategy: balanced\n")
 	a.ready(60 * time.Second)
 	cfgFile := a.cmd.Args[3] // run --config FILE

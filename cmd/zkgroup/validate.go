@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,8 +29,7 @@ import (
 // server refused the credentials or a certificate (as run), 1 when
 // ZooKeeper or Kafka did not answer.
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("validate", stderr)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	connect := fs.Bool("connect", false, "also connect as run does: ZooKeeper (credentials, TLS, chroot, the group's nodes),\nthe brokers and the subscribed topics (default: offline checks only)")
 	load := configFlags(fs)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +20,7 @@ import (
 func TestValidateConnect(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Shared(t)
-	topic, group := testcluster.Name(t, "t"), testcluster.Name(t, "g")
-	if err := c.CreateTopic(ctx(t), topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	group, topic := groupTopic(t, c, 2, 1)
 	validate := func(body string, extra ...string) (stdout, stderr string, code int) {
 		t.Helper()
 		return run(t, append([]string{"validate", "--connect", "--config", writeFile(t, "c.yaml", body)}, extra...)...)
@@ -81,12 +77,7 @@ func TestValidateConnect(t *testing.T) {
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
+		addr := testcluster.RefusedAddr(t)
 		start := time.Now()
 		stdout, stderr, code := validate(strings.Replace(baseConfig(c, group, topic, ""), c.ZooKeeperAddr(), addr, 1))
 		if code != exitFailure || !strings.Contains(stderr, "refused the connection") {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -39,8 +38,7 @@ func readBuildInfo() buildInfo {
 }
 
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("version", stderr)
 	asJSON := fs.Bool("json", false, "print as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

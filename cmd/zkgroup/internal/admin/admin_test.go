@@ -127,13 +127,8 @@ func TestListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + addr.String() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 503 {
-		t.Fatalf("status %d", resp.StatusCode)
+	if code := getStatus(t, http.DefaultClient, "http://"+addr.String()+"/readyz"); code != 503 {
+		t.Fatalf("status %d", code)
 	}
 	if s.srv.IdleTimeout != time.Second || s.srv.ReadHeaderTimeout == 0 {
 		t.Errorf("timeouts: idle %v, read header %v", s.srv.IdleTimeout, s.srv.ReadHeaderTimeout)

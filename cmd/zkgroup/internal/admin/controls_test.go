@@ -34,6 +34,18 @@ func do(t *testing.T, h http.Handler, method, path, body string, header ...strin
 	return rec.Code, string(b), rec.Result().Header
 }
 
+// getStatus GETs url with c and returns the response's status code; it
+// fails t when the request fails.
+func getStatus(t *testing.T, c *http.Client, url string) int {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // TestToken: with a token, everything but /healthz and /readyz needs it,
 // as a bearer token or a basic-auth password.
 func TestToken(t *testing.T) {
@@ -125,13 +137,8 @@ func TestTLS(t *testing.T) {
 	pem, _ := os.ReadFile(cert)
 	pool.AppendCertsFromPEM(pem)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 5 * time.Second}
-	resp, err := c.Get("https://" + addr.String() + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("https: %d", resp.StatusCode)
+	if code := getStatus(t, c, "https://"+addr.String()+"/healthz"); code != 200 {
+		t.Fatalf("https: %d", code)
 	}
 	if resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr.String() + "/healthz"); err == nil && resp.StatusCode == 200 {
 		t.Fatal("plain HTTP served")

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -57,10 +58,5 @@ func (l *Liveness) Check() error {
 func (l *Liveness) Loops() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]string, 0, len(l.beats))
-	for loop := range l.beats {
-		out = append(out, loop)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(l.beats))
 }

@@ -35,27 +35,20 @@ type SinkTimer struct {
 func NewSinkTimer(group, sinkType string) *SinkTimer {
 	g := prometheus.Labels{"group": group}
 	gs := prometheus.Labels{"group": group, "sink": sinkType}
+	opts := func(name string, labels prometheus.Labels, buckets []float64, help string) prometheus.HistogramOpts {
+		return prometheus.HistogramOpts{Name: "zkgroup_sink_" + name, ConstLabels: labels, Buckets: buckets, Help: help}
+	}
 	return &SinkTimer{
-		attempt: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "zkgroup_sink_attempt_duration_seconds", ConstLabels: g, Buckets: sinkBuckets,
-			Help: "One delivery attempt to the sink (of a message, or of a batch), by result (ok or error).",
-		}, []string{"result"}),
-		message: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "zkgroup_sink_message_duration_seconds", ConstLabels: g, Buckets: sinkBuckets,
-			Help: "One message handled alone (by a sink that takes no batches) from its first sink attempt to its outcome (delivered, skipped, dead_lettered, failed), retries and backoff included.",
-		}, []string{"outcome"}),
-		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "zkgroup_sink_batch_duration_seconds", ConstLabels: gs, Buckets: sinkBuckets,
-			Help: "One batch from its first sink attempt until every message of it was settled (ok) or one failed for good (failed), retries, backoff and the fallback to single messages included.",
-		}, []string{"result"}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "zkgroup_sink_batch_messages", ConstLabels: gs, Buckets: batchSizeBuckets,
-			Help: "Messages per batch handed to the sink.",
-		}),
-		batchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "zkgroup_sink_batch_bytes", ConstLabels: gs, Buckets: batchBytesBuckets,
-			Help: "Bytes (keys, values and headers) per batch handed to the sink.",
-		}),
+		attempt: prometheus.NewHistogramVec(opts("attempt_duration_seconds", g, sinkBuckets,
+			"One delivery attempt to the sink (of a message, or of a batch), by result (ok or error)."), []string{"result"}),
+		message: prometheus.NewHistogramVec(opts("message_duration_seconds", g, sinkBuckets,
+			"One message handled alone (by a sink that takes no batches) from its first sink attempt to its outcome (delivered, skipped, dead_lettered, failed), retries and backoff included."), []string{"outcome"}),
+		batch: prometheus.NewHistogramVec(opts("batch_duration_seconds", gs, sinkBuckets,
+			"One batch from its first sink attempt until every message of it was settled (ok) or one failed for good (failed), retries, backoff and the fallback to single messages included."), []string{"result"}),
+		batchSize: prometheus.NewHistogram(opts("batch_messages", gs, batchSizeBuckets,
+			"Messages per batch handed to the sink.")),
+		batchBytes: prometheus.NewHistogram(opts("batch_bytes", gs, batchBytesBuckets,
+			"Bytes (keys, values and headers) per batch handed to the sink.")),
 	}
 }
 

@@ -3,7 +3,6 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -45,14 +44,10 @@ type Away struct {
 // AwayMembers lists the group's members away within their grace, sorted
 // by id (none when the group has no static member). Blocks on ZooKeeper.
 func AwayMembers(s *zkconn.Session, group string) ([]Away, error) {
-	ids, _, err := s.Children(zkdata.StaticPath(group))
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
+	ids, err := children(s, zkdata.StaticPath(group))
 	if err != nil {
-		return nil, fmt.Errorf("ops: listing %s: %w", zkdata.StaticPath(group), err)
+		return nil, err
 	}
-	sort.Strings(ids)
 	var out []Away
 	for _, id := range ids {
 		registered, _, err := s.Exists(zkdata.IDPath(group, id))

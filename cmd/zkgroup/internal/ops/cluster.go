@@ -150,15 +150,7 @@ func SaramaConfig(base *sarama.Config) *sarama.Config {
 
 // Topics lists the topics registered under /brokers/topics.
 func Topics(s *zkconn.Session) ([]string, error) {
-	ts, _, err := s.Children(zkdata.TopicsPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ops: listing %s: %w", zkdata.TopicsPath, err)
-	}
-	sort.Strings(ts)
-	return ts, nil
+	return children(s, zkdata.TopicsPath)
 }
 
 // Partitions returns the partition ids of topic from its registration,
@@ -183,18 +175,24 @@ func Partitions(s *zkconn.Session, topic string) ([]int32, error) {
 	return out, nil
 }
 
-// Members lists the ids under /consumers/<group>/ids (nil when the group
-// has none or does not exist), sorted.
-func Members(s *zkconn.Session, group string) ([]string, error) {
-	ids, _, err := s.Children(zkdata.IDsPath(group))
+// children lists the children of path, sorted; none when path does not
+// exist. Blocks on ZooKeeper.
+func children(s *zkconn.Session, path string) ([]string, error) {
+	names, _, err := s.Children(path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ops: listing %s: %w", zkdata.IDsPath(group), err)
+		return nil, fmt.Errorf("ops: listing %s: %w", path, err)
 	}
-	sort.Strings(ids)
-	return ids, nil
+	sort.Strings(names)
+	return names, nil
+}
+
+// Members lists the ids under /consumers/<group>/ids (nil when the group
+// has none or does not exist), sorted.
+func Members(s *zkconn.Session, group string) ([]string, error) {
+	return children(s, zkdata.IDsPath(group))
 }
 
 // KafkaTopics lists the cluster's topics from Kafka's metadata (no

@@ -140,20 +140,14 @@ func Owners(s *zkconn.Session, group string) (map[string]map[int32]string, error
 // ZooKeeper.
 func eachPartitionNode(s *zkconn.Session, dir string, topicPath func(t string) string,
 	nodePath func(t string, p int32) string, skipBad bool, visit func(t string, p int32, data []byte) error) error {
-	topics, _, err := s.Children(dir)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
+	topics, err := children(s, dir)
 	if err != nil {
-		return fmt.Errorf("ops: listing %s: %w", dir, err)
+		return err
 	}
 	for _, t := range topics {
-		parts, _, err := s.Children(topicPath(t))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
+		parts, err := children(s, topicPath(t))
 		if err != nil {
-			return fmt.Errorf("ops: listing %s: %w", topicPath(t), err)
+			return err
 		}
 		for _, name := range parts {
 			p, err := zkdata.ParsePartitionID(name)

@@ -7,24 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
 
 // TestProbeRefused: every server refusing is reported at once, naming
 // each; one server listening is not a refusal.
 func TestProbeRefused(t *testing.T) {
-	a, b := closedPort(t), closedPort(t)
+	a, b := testcluster.RefusedAddr(t), testcluster.RefusedAddr(t)
 	start := time.Now()
 	err := ProbeRefused(context.Background(), a+","+b+"/kafka")
 	if !errors.Is(err, ErrZooKeeperRefused) || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) {

@@ -71,10 +71,9 @@ func (b *ExecBatch) DeliverBatch(ctx context.Context, msgs []*manager.Message) e
 	if len(msgs) == 0 {
 		return nil
 	}
-	where := batchWhere(msgs)
-	stdin, err := appendNDJSON(make([]byte, 0, ndjsonSizeHint(msgs)), msgs)
+	where, stdin, err := batchBody("exec", msgs)
 	if err != nil {
-		return Permanent(fmt.Errorf("sink: exec: batch %s: %w", where, err))
+		return err
 	}
 	err = b.e.run(ctx, where, stdin, BatchEnv(msgs))
 	var ee *exec.ExitError

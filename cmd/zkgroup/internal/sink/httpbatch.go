@@ -2,7 +2,6 @@ package sink
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -50,10 +49,9 @@ func (h *HTTPBatch) DeliverBatch(ctx context.Context, msgs []*manager.Message) e
 	if len(msgs) == 0 {
 		return nil
 	}
-	where := batchWhere(msgs)
-	body, err := appendNDJSON(make([]byte, 0, ndjsonSizeHint(msgs)), msgs)
+	where, body, err := batchBody("http", msgs)
 	if err != nil {
-		return Permanent(fmt.Errorf("sink: http: batch %s: %w", where, err))
+		return err
 	}
 	first, last := msgs[0], msgs[len(msgs)-1]
 	return h.p.post(ctx, where, body, ContentTypeNDJSON, func(hd http.Header) {

@@ -32,6 +32,15 @@ func httpBatchOf(n int) []*manager.Message {
 	return out
 }
 
+// deliverSome hands msgs to s as one batch when s is a BatchSink, and
+// msgs[0] alone otherwise.
+func deliverSome(s Sink, msgs []*manager.Message) error {
+	if b, ok := s.(BatchSink); ok {
+		return b.DeliverBatch(context.Background(), msgs)
+	}
+	return s.Deliver(context.Background(), msgs[0])
+}
+
 // lines returns what the stdout sink writes for msgs.
 func lines(t testing.TB, msgs []*manager.Message) []byte {
 	t.Helper()
@@ -133,12 +142,7 @@ func TestHTTPBatchStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deliver := func() error {
-			if b, ok := s.(BatchSink); ok {
-				return b.DeliverBatch(context.Background(), httpBatchOf(3))
-			}
-			return s.Deliver(context.Background(), httpBatchOf(1)[0])
-		}
+		deliver := func() error { return deliverSome(s, httpBatchOf(3)) }
 		for _, tc := range []struct {
 			status    int
 			ok, retry bool
@@ -227,13 +231,7 @@ func TestHTTPKeepAlive(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < 20; i++ {
-						var err error
-						if b, ok := s.(BatchSink); ok {
-							err = b.DeliverBatch(context.Background(), httpBatchOf(10))
-						} else {
-							err = s.Deliver(context.Background(), httpBatchOf(1)[0])
-						}
-						if err != nil {
+						if err := deliverSome(s, httpBatchOf(10)); err != nil {
 							t.Error(err)
 							return
 						}
@@ -274,13 +272,7 @@ func TestHTTPInFlightBound(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					var err error
-					if b, ok := s.(BatchSink); ok {
-						err = b.DeliverBatch(context.Background(), httpBatchOf(5))
-					} else {
-						err = s.Deliver(context.Background(), httpBatchOf(1)[0])
-					}
-					if err != nil {
+					if err := deliverSome(s, httpBatchOf(5)); err != nil {
 						t.Error(err)
 					}
 				}()

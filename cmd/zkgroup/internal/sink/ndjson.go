@@ -34,6 +34,19 @@ func ndjsonSizeHint(msgs []*manager.Message) int {
 	return n
 }
 
+// batchBody encodes msgs (not empty) as one batch of the sink named by
+// what: their JSON lines (appendNDJSON), and where names the batch
+// (batchWhere). A message that cannot be encoded fails the batch
+// permanently. Pure.
+func batchBody(what string, msgs []*manager.Message) (where string, body []byte, err error) {
+	where = batchWhere(msgs)
+	body, err = appendNDJSON(make([]byte, 0, ndjsonSizeHint(msgs)), msgs)
+	if err != nil {
+		return where, nil, Permanent(fmt.Errorf("sink: %s: batch %s: %w", what, where, err))
+	}
+	return where, body, nil
+}
+
 // batchWhere names a batch in error texts: "topic/partition@first..last
 // (n messages)", or "topic/partition@offset" for one message. msgs is not
 // empty.

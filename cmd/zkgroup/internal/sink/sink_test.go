@@ -9,7 +9,6 @@ import (
 	"github.com/zkgroup/zkgroup/manager"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 func msg(value []byte) *manager.Message {
@@ -398,16 +398,11 @@ func TestDeadLetterMessage(t *testing.T) {
 	}
 }
 
-// refusedURL returns an http URL of a loopback port nothing listens on
-// (a connection to it is refused).
+// refusedURL returns an http URL where nothing listens (a connection to
+// it is refused).
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "http://" + l.Addr().String()
+	return "http://" + testcluster.RefusedAddr(t)
 }
 
 // failedTexts delivers one message through an http sink to url (which
