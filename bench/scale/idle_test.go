@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -43,7 +42,7 @@ type idleResult struct {
 // taken over -idle-window; then production goes on again and the time
 // until every partition is consumed again is taken (how quickly a member
 // leaves its idle state). ZKGROUP_BENCH_CPU=DIR profiles the idle window
-// only (DIR/idle-<side>-r<round>.pprof, 500 Hz; the members' goroutines
+// only (DIR/idle-<side>-r<round>.pprof; the members' goroutines
 // carry the label side=<side>: `go tool pprof -tagfocus=side=zkgroup -top
 // FILE` gives their CPU alone, without the process's baseline noise),
 // ZKGROUP_BENCH_HEAP=DIR writes a heap profile at its end.
@@ -134,11 +133,6 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 	prod.SetPaused(true)
 	time.Sleep(3 * time.Second)
 	res.idleLoad = benchkit.LoadAvg()
-	if os.Getenv("ZKGROUP_BENCH_CPU") != "" {
-		// 500 samples a second, not 100: an idle member takes a few ms
-		// a second. (StartCPUProfile then warns that the rate is set.)
-		runtime.SetCPUProfileRate(500)
-	}
 	stop := cpuProfile(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
 	c0, r0, w0 := benchkit.CPUTime(), env.req.Snapshot(), time.Now()
 	time.Sleep(*flagIdleWindow)
