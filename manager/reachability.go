@@ -29,6 +29,15 @@ import (
 // answering when the cluster says the group has none now, and when its
 // broker refuses the connection (down, not yet replaced): every member
 // sees those alike, and leaving would stop the group for a broker crash.
+// Once a round found the coordinator, the next one first asks that broker
+// alone for the coordinator: an answer that names itself is an answer of
+// both sides in one request; anything else makes the round the full one.
+//
+// A probe is sent only when needed: the answers the member's own traffic
+// gets (fetches, commits: kafkaWatch.evidence) count as the probe's
+// would, and a round runs only for a side that had no answer for a probe
+// interval. A member that fetches and commits sends no probe; an idle one
+// (whose fetches long-poll) mostly one request per interval.
 
 // Sides of Kafka a member needs to answer.
 const (
@@ -245,7 +254,10 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 	}
 	results := make(chan result, 1)
 	inflight := false
-	tick := time.NewTicker(w.interval)
+	// Twice per interval: the evidence is dated at the previous tick (see
+	// noteEvidence), so that a round is due no later than an interval
+	// and a half after the last answer.
+	tick := time.NewTicker(w.interval / 2)
 	defer tick.Stop()
 	eval := time.NewTimer(w.interval)
 	defer eval.Stop()
@@ -282,8 +294,9 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 		case <-dying:
 			return
 		case <-tick.C:
-			w.noteEvidence(time.Now())
-			if inflight {
+			now := time.Now()
+			w.noteEvidence(now)
+			if inflight || !w.due(now) {
 				continue
 			}
 			inflight = true
@@ -309,6 +322,23 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 			evaluate(time.Now())
 		}
 	}
+}
+
+// due reports whether a probe round is needed at now: out of the group
+// (coming back takes probes), or a side needed has not answered for an
+// interval, or its last probe failed.
+func (w *kafkaWatch) due(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tr.out {
+		return true
+	}
+	for s := range w.tr.sides {
+		if w.tr.streak[s].IsZero() || now.Sub(w.tr.last[s]) >= w.interval {
+			return true
+		}
+	}
+	return false
 }
 
 // noteEvidence notes an answer of each side whose evidence counter grew
@@ -341,6 +371,11 @@ type kafkaProbe struct {
 	brokers     func() []string // the addresses to probe
 	log         *slog.Logger
 
+	// coord is the coordinator's address as the last round found it
+	// answering ("" when unknown): the next round asks it first. Used by
+	// round only.
+	coord string
+
 	mu    sync.Mutex
 	conns map[string]*sarama.Broker
 }
@@ -363,8 +398,13 @@ func newKafkaProbe(base *sarama.Config, timeout time.Duration, group string, coo
 // asked (the coordinator is not asked when no broker answered: it failed
 // too, as it cannot be found). The coordinator side fails only when the
 // member cannot reach what the cluster names as the coordinator: a
-// broker's answer that there is none now counts as an answer.
+// broker's answer that there is none now counts as an answer. When the
+// previous round found the coordinator, that broker is asked first, alone
+// (quick); the full round follows only if it does not answer.
 func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
+	if oks, asks, ok := p.quick(); ok {
+		return oks, asks
+	}
 	addrs := p.brokers()
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 	addrs = addrs[:min(len(addrs), probeFanout)]
@@ -388,8 +428,44 @@ func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 	if !ok {
 		return oks, asks
 	}
+	resp, err := p.findCoordinator(via)
+	if err != nil {
+		p.drop(via.Addr(), err)
+		return oks, asks
+	}
+	oks[sideCoordinator] = p.coordinatorAnswers(via, resp)
+	return oks, asks
+}
+
+// quick asks the coordinator the previous round found for the group's
+// coordinator. ok: it answered (a broker did, and the coordinator side is
+// settled as in a full round); otherwise nothing was noted and the full
+// round is due.
+func (p *kafkaProbe) quick() (oks, asks [numSides]bool, ok bool) {
+	addr := p.coord
+	p.coord = ""
+	if !p.coordinator || addr == "" {
+		return oks, asks, false
+	}
+	via, err := p.open(addr)
+	if err != nil {
+		return oks, asks, false
+	}
+	resp, err := p.findCoordinator(via)
+	if err != nil {
+		p.drop(addr, err)
+		return oks, asks, false
+	}
+	oks[sideBrokers], asks[sideBrokers], asks[sideCoordinator] = true, true, true
+	oks[sideCoordinator] = p.coordinatorAnswers(via, resp)
+	return oks, asks, true
+}
+
+// findCoordinator asks via for the group's coordinator, as sarama's
+// client asks.
+func (p *kafkaProbe) findCoordinator(via *sarama.Broker) (*sarama.FindCoordinatorResponse, error) {
 	req := &sarama.FindCoordinatorRequest{CoordinatorKey: p.group, CoordinatorType: sarama.CoordinatorGroup}
-	switch v := p.conf.Version; { // as sarama's client asks
+	switch v := p.conf.Version; {
 	case v.IsAtLeast(sarama.V2_4_0_0):
 		req.Version = 3
 	case v.IsAtLeast(sarama.V2_0_0_0):
@@ -397,24 +473,33 @@ func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 	case v.IsAtLeast(sarama.V0_11_0_0):
 		req.Version = 1
 	}
-	resp, err := via.FindCoordinator(req)
-	switch {
-	case err != nil:
-		p.drop(via.Addr(), err)
-		return oks, asks
-	case resp.Err != sarama.ErrNoError || resp.Coordinator == nil:
+	return via.FindCoordinator(req)
+}
+
+// coordinatorAnswers settles the coordinator side from via's answer to
+// FindCoordinator: the coordinator answers if the cluster names none now,
+// if it is via, or if it answers an ApiVersions request or refuses the
+// connection (down). The coordinator, when it answered, is asked first
+// next round.
+func (p *kafkaProbe) coordinatorAnswers(via *sarama.Broker, resp *sarama.FindCoordinatorResponse) bool {
+	if resp.Err != sarama.ErrNoError || resp.Coordinator == nil {
 		// The cluster answered that the group has no coordinator now (its
 		// __consumer_offsets partition being created, moved or loaded):
 		// every member sees the same, and leaving would not help anyone.
 		// That is Kafka answering, not this member being cut off.
 		p.log.Debug("kafka probe: no coordinator now", "error", resp.Err)
-		oks[sideCoordinator] = true
-		return oks, asks
+		return true
 	}
-	b, err := p.ping(resp.Coordinator.Addr())
+	addr := resp.Coordinator.Addr()
+	if addr == via.Addr() {
+		p.coord = addr
+		return true
+	}
+	b, err := p.ping(addr)
 	switch {
 	case b != nil:
-		oks[sideCoordinator] = true
+		p.coord = addr
+		return true
 	case errors.Is(err, syscall.ECONNREFUSED):
 		// The coordinator's host answered with a reset: its broker is
 		// down (killed, restarting) and the cluster has not moved the
@@ -423,35 +508,42 @@ func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 		// sees the same, and leaving would only stop the whole group:
 		// that is Kafka answering, not this member being cut off (a cut
 		// drops packets; it does not refuse them).
-		p.log.Debug("kafka probe: the coordinator's broker refuses connections; it is down, not cut off", "broker", resp.Coordinator.Addr())
-		oks[sideCoordinator] = true
+		p.log.Debug("kafka probe: the coordinator's broker refuses connections; it is down, not cut off", "broker", addr)
+		return true
 	}
-	return oks, asks
+	return false
 }
 
 // ping sends an ApiVersions request to addr, on the probe's connection to
 // it (opened if need be); it returns that connection if it answered, or
 // the error.
 func (p *kafkaProbe) ping(addr string) (*sarama.Broker, error) {
+	b, err := p.open(addr)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.ApiVersions(&sarama.ApiVersionsRequest{}); err != nil {
+		p.drop(addr, err)
+		return nil, err
+	}
+	return b, nil
+}
+
+// open returns the probe's connection to addr, opening it if need be.
+func (p *kafkaProbe) open(addr string) (*sarama.Broker, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.conns == nil { // closed
-		p.mu.Unlock()
 		return nil, errProbeClosed
 	}
 	b := p.conns[addr]
 	if b == nil {
 		b = sarama.NewBroker(addr)
 		if err := b.Open(p.conf); err != nil {
-			p.mu.Unlock()
 			p.log.Debug("kafka probe: open failed", "broker", addr, "error", err)
 			return nil, err
 		}
 		p.conns[addr] = b
-	}
-	p.mu.Unlock()
-	if _, err := b.ApiVersions(&sarama.ApiVersionsRequest{}); err != nil {
-		p.drop(addr, err)
-		return nil, err
 	}
 	return b, nil
 }

@@ -50,6 +50,20 @@ type Config struct {
 	// MaxWait is how long a broker may hold a fetch waiting for MinBytes
 	// (long poll). Kafka's fetch.max.wait.ms.
 	MaxWait time.Duration
+	// IdleWait is the long poll of a broker loop whose partitions are all
+	// idle: once four responses in a row brought nothing (no record, no
+	// error, nothing left behind), its requests ask the broker to wait up
+	// to IdleWait instead of MaxWait, so that an idle member sends about
+	// one request per broker every IdleWait (kept under half of the
+	// client's Net.ReadTimeout). Data still comes at
+	// once (the broker answers as soon as MinBytes arrive). A change that
+	// needs a request at once (Add, SetOffset, a take from a full buffer)
+	// cuts such a long poll short: the loop closes its connection (the
+	// broker drops the request) and asks again on a new one, with a full
+	// fetch session request and MaxWait, so that a partition added after a
+	// claim waits for neither. The first response with anything in it
+	// brings MaxWait back. 0, or not above MaxWait: MaxWait always.
+	IdleWait time.Duration
 	// PartitionMaxBytes is the most a fetch asks of one partition: Kafka's
 	// max.partition.fetch.bytes. A record batch larger than this is still
 	// read: the partition's size is grown (doubled) until it fits, and set
@@ -101,13 +115,14 @@ type Config struct {
 }
 
 // NewConfig returns Kafka's consumer defaults: MinBytes 1, MaxWait
-// 500 ms, PartitionMaxBytes 1 MiB (no growth limit), MaxResponseSize
+// 500 ms (IdleWait 5 s, as franz-go's fetch wait), PartitionMaxBytes 1 MiB (no growth limit), MaxResponseSize
 // 50 MiB, read_uncommitted, PartitionBuffer 2, RetryBackoff 250 ms,
 // fetch sessions on, no rack, ReplicaRecheck 5 minutes.
 func NewConfig() Config {
 	return Config{
 		MinBytes:          1,
 		MaxWait:           500 * time.Millisecond,
+		IdleWait:          5 * time.Second,
 		PartitionMaxBytes: 1 << 20,
 		MaxResponseSize:   50 << 20,
 		Isolation:         sarama.ReadUncommitted,
@@ -149,6 +164,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MinBytes: %d is not positive", ErrConfig, c.MinBytes)
 	case c.MaxWait < time.Millisecond:
 		return fmt.Errorf("%w: MaxWait: %v is below 1 ms", ErrConfig, c.MaxWait)
+	case c.IdleWait < 0:
+		return fmt.Errorf("%w: IdleWait: %v is negative", ErrConfig, c.IdleWait)
 	case c.PartitionMaxBytes < 1:
 		return fmt.Errorf("%w: PartitionMaxBytes: %d is not positive", ErrConfig, c.PartitionMaxBytes)
 	case c.PartitionMaxBytesLimit != 0 && c.PartitionMaxBytesLimit < c.PartitionMaxBytes:

@@ -64,11 +64,28 @@
 // without data twice while it had some is asked for alone (with the other
 // starved ones, beside the session) next.
 //
+// Idle long poll: a broker loop whose responses brought nothing four
+// times in a row (every partition caught up, no error) asks the broker to
+// wait up to IdleWait (default 5 s, franz-go's fetch wait) instead of
+// MaxWait (500 ms, Kafka's): an idle member then sends about one request
+// per broker every 5 s, not two a second. Records still come as soon as
+// they are written (the broker answers a long poll once MinBytes are
+// there), and the first response with anything in it brings MaxWait back.
+//
 // Latency of a change: Add, SetOffset and a take of a full partition apply
-// from the broker's next request. A request under way is not cut short:
-// while every other partition of the broker is caught up it is a long
-// poll, and the change waits for it, up to MaxWait (the take of a full
-// partition excepted, see above). Choose MaxWait with that in mind.
+// from the broker's next request. A request with MaxWait under way is not
+// cut short: while every other partition of the broker is caught up it is
+// a long poll, and the change waits for it, up to MaxWait (the take of a
+// full partition excepted, see above). A request with IdleWait is cut
+// short by such a change: the loop closes its connection (the broker
+// drops the request; Stats.Cuts counts them) and asks at once on a new one
+// (a new connection starts a new fetch session: one full request), so a
+// partition added after a claim waits neither IdleWait nor MaxWait behind
+// an idle loop. A cut costs a connection (a TCP handshake, and TLS and
+// SASL when configured) once per change that finds the loop idle: the
+// requests that follow use MaxWait until the loop is idle again, so a
+// burst of changes (a rebalance) cuts once. Choose MaxWait with the rest
+// in mind.
 //
 // Memory: a record's Key and Value are slices of sarama's decoded
 // response (no copy, as with sarama's Consumer), so a buffered or kept

@@ -39,6 +39,9 @@ type Fetcher struct {
 	closing atomic.Bool
 	// sessions: fetch sessions are used (Config.Sessions, Fetch v7).
 	sessions bool
+	// idleWait is Config.IdleWait, kept under half the connections' read
+	// timeout (a long poll must not read as a dead broker).
+	idleWait time.Duration
 	stats    stats
 	// onRequest, when set (tests), hears of every request: its broker,
 	// kind, and how many partitions it fetches, names and forgets.
@@ -85,9 +88,13 @@ func New(client sarama.Client, cfg Config, log *slog.Logger) (*Fetcher, error) {
 	f := &Fetcher{
 		client: client, cfg: cfg, version: v, log: log,
 		sessions: cfg.Sessions && v >= 7 && saramawire.FetchOK,
+		idleWait: cfg.IdleWait,
 		parts:    map[topicPartition]*Partition{},
 		loops:    map[string]*brokerLoop{},
 		wake:     make(chan struct{}, 1),
+	}
+	if rt := client.Config().Net.ReadTimeout; rt > 0 {
+		f.idleWait = min(f.idleWait, rt/2)
 	}
 	f.t.Go(f.route)
 	return f, nil

@@ -22,6 +22,11 @@ import (
 // time the partition was held.
 const heldWaitBase = 5 * time.Millisecond
 
+// idleAfter is how many quiet responses in a row (nothing fetched, no
+// error, no partition left behind) make a loop idle: its requests then
+// wait up to Config.IdleWait (see Fetcher.idleWait).
+const idleAfter = 4
+
 // brokerLoop is the fetch loop of one broker: one goroutine (run) and one
 // connection of its own, fetching every partition the broker leads that
 // is added to the fetcher.
@@ -36,6 +41,12 @@ type brokerLoop struct {
 	conn   *sarama.Broker
 	raw    net.Conn // conn's socket, closed to cut a fetch short at Close
 	closed bool
+	// long: a request with the idle wait is in flight on raw; cut: urge
+	// closed raw to end it (see urge).
+	long, cut bool
+
+	// urged: a change wants a request at once (urge); build takes it.
+	urged atomic.Bool
 
 	records atomic.Uint64 // handed over (Stats)
 
@@ -48,6 +59,8 @@ type brokerLoop struct {
 	sent          []int                       // indexes in inReq of the partitions named
 	forgot        []topicPartition            // the partitions an incremental request forgets
 	inReqSet      map[topicPartition]struct{} // inReq's, for an incremental request
+	quiet         int                         // quiet responses in a row (idleAfter)
+	idle          bool                        // the request built waits up to the idle wait
 }
 
 // reqPart is a partition as a request asked for it.
@@ -72,6 +85,60 @@ func (l *brokerLoop) poke() {
 	}
 }
 
+// urge wakes the loop for a change that must not wait behind a long
+// poll of an idle loop (a partition added, sought, taken from a full
+// buffer): the next request is made at once with MaxWait, and a request
+// with the idle wait in flight is cut short by closing its socket (the
+// broker drops it; run opens a new connection, which starts a new fetch
+// session).
+func (l *brokerLoop) urge() {
+	l.urged.Store(true)
+	l.mu.Lock()
+	var raw net.Conn
+	if l.long && l.raw != nil {
+		raw, l.long, l.cut = l.raw, false, true
+	}
+	l.mu.Unlock()
+	if raw != nil {
+		_ = raw.Close()
+	}
+	l.poke()
+}
+
+// arm marks the request about to be sent as one with the idle wait, which
+// urge cuts short; false (nothing marked) when an urge came since build
+// or the connection is still being dialed: the request is built again,
+// with MaxWait.
+func (l *brokerLoop) arm() bool {
+	l.mu.Lock()
+	if l.raw == nil {
+		// Still dialing (sarama opens in the background): nothing to
+		// cut yet. Short polls until the connection is up.
+		l.mu.Unlock()
+		l.quiet = 0
+		return false
+	}
+	l.long = true
+	l.mu.Unlock()
+	// urge sets urged before it looks at long: either it saw long set
+	// (and cuts), or urged is seen here.
+	if l.urged.Load() {
+		l.disarm()
+		return false
+	}
+	return true
+}
+
+// disarm ends the mark of arm once the request returned; it reports
+// whether urge cut the request short.
+func (l *brokerLoop) disarm() (cut bool) {
+	l.mu.Lock()
+	cut = l.cut
+	l.long, l.cut = false, false
+	l.mu.Unlock()
+	return cut
+}
+
 // add makes the loop fetch p from its next request.
 func (l *brokerLoop) add(p *Partition) {
 	p.mu.Lock()
@@ -80,7 +147,7 @@ func (l *brokerLoop) add(p *Partition) {
 	l.mu.Lock()
 	l.parts = append(l.parts, p)
 	l.mu.Unlock()
-	l.poke()
+	l.urge()
 }
 
 // release takes ps out of the loop (for rerouting).
@@ -136,17 +203,39 @@ func (l *brokerLoop) run() error {
 			continue
 		}
 		conn, err := l.connect()
+		if err == nil && l.idle && !l.arm() {
+			continue // urged since build: build again, with MaxWait
+		}
 		var resp *sarama.FetchResponse
 		if err == nil {
 			l.count()
 			resp, err = conn.Fetch(req)
 		}
-		if err != nil {
+		cut := l.idle && l.disarm()
+		switch {
+		case err != nil && cut:
+			l.recut() // not a failure of the broker
+		case err != nil:
 			l.fail(err)
-			continue
+		case l.handle(resp) && !cut:
+			l.quiet++
+		default:
+			l.quiet = 0
+			if cut { // the answer came before the socket was closed
+				l.recut()
+			}
 		}
-		l.handle(resp)
 	}
+}
+
+// recut drops the connection urge closed under a long poll: the next
+// request goes on a new one, in full (the broker may have taken the cut
+// request into the session).
+func (l *brokerLoop) recut() {
+	l.f.stats.cuts.Add(1)
+	l.dropConn()
+	l.sess.reset(true)
+	l.quiet = 0
 }
 
 // build makes the next request from the partitions' state: closed ones
@@ -163,7 +252,13 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	l.mu.Unlock()
 	cfg := &l.f.cfg
 	l.inReq = l.inReq[:0]
+	if l.urged.Swap(false) {
+		l.quiet = 0
+	}
 	wait := cfg.MaxWait
+	if l.quiet >= idleAfter && l.f.idleWait > wait {
+		wait = l.f.idleWait
+	}
 	starvedOnly := false
 	var gone, back []*Partition
 	var now time.Time
@@ -217,6 +312,10 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	}
 	if len(l.inReq) == 0 {
 		return nil
+	}
+	l.idle = wait > cfg.MaxWait && !starvedOnly
+	if !l.idle {
+		wait = min(wait, cfg.MaxWait)
 	}
 	req := &sarama.FetchRequest{
 		Version:     l.f.version,
@@ -275,18 +374,20 @@ func (l *brokerLoop) count() {
 
 // handle applies a response to the partitions asked for (in a session:
 // to those of the session; a partition the response leaves out has
-// nothing new).
-func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
+// nothing new). It reports whether the response was quiet: nothing
+// fetched, no error, no partition left behind, not throttled.
+func (l *brokerLoop) handle(resp *sarama.FetchResponse) (quiet bool) {
 	if resp.ThrottleTime > 0 {
 		l.throttleUntil = time.Now().Add(resp.ThrottleTime)
 	}
 	if !l.sessionDone(resp) {
-		return // a session error: asked again, in full
+		return false // a session error: asked again, in full
 	}
 	if resp.ErrorCode != 0 {
 		l.fail(fmt.Errorf("fetch response: %w", sarama.KError(resp.ErrorCode)))
-		return
+		return false
 	}
+	quiet = resp.ThrottleTime <= 0
 	committed := l.f.cfg.Isolation == sarama.ReadCommitted
 	var moved, back []*Partition
 	var movedErr error
@@ -301,6 +402,9 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		if block == nil {
 			continue // nothing new (in a session), or not answered (throttled): asked again
 		}
+		// Quiet only if the block brings nothing (the last case below).
+		wasQuiet := quiet
+		quiet = false
 		if rp.replica && (!errors.Is(block.Err, sarama.ErrNoError) || block.DivergingEpoch != nil) {
 			// The replica the leader named fell behind, lost the
 			// partition or failed: back to the leader, which answers for
@@ -378,6 +482,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 			p.starved++
 		default:
 			p.starved = 0
+			quiet = wasQuiet
 		}
 		p.mu.Unlock()
 		if tooLarge {
@@ -409,6 +514,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) {
 		// a while, and an immediate reroute would bounce between the two.
 		l.f.reroute(true, true, moved...)
 	}
+	return quiet
 }
 
 // prefer moves p to replica r, which its leader named as the one to fetch

@@ -97,7 +97,7 @@ func (p *Partition) Poll() (*Records, error) {
 		if p.held {
 			p.held = false
 			if p.loop != nil {
-				p.loop.poke()
+				p.loop.urge()
 			}
 		}
 		p.heldWait = 0
@@ -148,7 +148,7 @@ func (p *Partition) SetOffset(offset int64) error {
 	l := p.loop
 	p.mu.Unlock()
 	if l != nil {
-		l.poke()
+		l.urge()
 	}
 	return nil
 }

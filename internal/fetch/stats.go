@@ -17,6 +17,9 @@ type Stats struct {
 	SessionErrors uint64
 	// Truncations: log truncations detected (diverging epochs).
 	Truncations uint64
+	// Cuts: requests with the idle wait (Config.IdleWait) cut short by a
+	// change (a connection closed and opened again).
+	Cuts uint64
 	// RecordsByBroker: records handed over, by the id of the broker that
 	// served them (a follower's when fetching from a preferred replica).
 	RecordsByBroker map[int32]uint64
@@ -26,6 +29,7 @@ type stats struct {
 	sessionless, full, incremental atomic.Uint64
 	partitionsSent, forgotten      atomic.Uint64
 	sessionErrors, truncations     atomic.Uint64
+	cuts                           atomic.Uint64
 }
 
 // Stats returns the fetcher's counters.
@@ -34,6 +38,7 @@ func (f *Fetcher) Stats() Stats {
 		Sessionless: f.stats.sessionless.Load(), Full: f.stats.full.Load(), Incremental: f.stats.incremental.Load(),
 		PartitionsSent: f.stats.partitionsSent.Load(), Forgotten: f.stats.forgotten.Load(),
 		SessionErrors: f.stats.sessionErrors.Load(), Truncations: f.stats.truncations.Load(),
+		Cuts:            f.stats.cuts.Load(),
 		RecordsByBroker: map[int32]uint64{},
 	}
 	f.mu.Lock()

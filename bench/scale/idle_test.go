@@ -1,0 +1,186 @@
+package scale
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
+)
+
+// BenchmarkIdle flags.
+var (
+	flagIdleWindow  = flag.Duration("idle-window", 30*time.Second, "BenchmarkIdle: the measured idle window (and its baseline before the joins)")
+	flagIdleMembers = flag.Int("idle-members", 10, "BenchmarkIdle: members")
+)
+
+// idleResult is one side's run of BenchmarkIdle.
+type idleResult struct {
+	side             string
+	failed           string
+	flow             flowResult
+	cpu, cpuBase     time.Duration
+	w                window
+	rss, rssBase     int64
+	heap, heapBase   int64
+	gor, gorBase     int
+	firstFlow        time.Duration // after the idle window: production on again until every partition consumed
+	idleLoad, onLoad string
+}
+
+// BenchmarkIdle: what a member whose partitions are all idle costs. One
+// topic of -partitions partitions; per side and round: a baseline window
+// of -idle-window with production paused and no member, then
+// -idle-members members join at once, every partition is consumed, the
+// producer pauses and, after 3 s for what is in flight, the process's CPU
+// time (getrusage), its Kafka requests, RSS, Go heap and goroutines are
+// taken over -idle-window; then production goes on again and the time
+// until every partition is consumed again is taken (how quickly a member
+// leaves its idle state). ZKGROUP_BENCH_CPU=DIR profiles the idle window
+// only (DIR/idle-<side>-r<round>.pprof; the members' goroutines
+// carry the label side=<side>: `go tool pprof -tagfocus=side=zkgroup -top
+// FILE` gives their CPU alone, without the process's baseline noise),
+// ZKGROUP_BENCH_HEAP=DIR writes a heap profile at its end.
+//
+//	go test -run='^$' -bench=BenchmarkIdle -benchtime=1x -timeout=30m ./scale/ \
+//	    -args -sides=zkgroup,franz-go -warmup=false
+func BenchmarkIdle(b *testing.B) {
+	P, M := *flagPartitions, *flagIdleMembers
+	sds := sides(b)
+	cl, topic, sub, _, _, prod, done := setUp(b, "idle", P, *flagRate)
+	defer done()
+	benchkit.Say("BenchmarkIdle: %d partitions, %d members, idle window %v, %d records/s between; load average %s",
+		P, M, *flagIdleWindow, *flagRate, benchkit.LoadAvg())
+	results := map[string][]idleResult{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < *flagRounds; r++ {
+			for _, sd := range rotate(sds, r) {
+				env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
+					group: fmt.Sprintf("bench-idle-%s-%d-%d", sd.name, r, time.Now().UnixNano()%1e9)}
+				res := runIdle(env, prod, sd, r, M)
+				printIdle(r, M, res)
+				results[sd.name] = append(results[sd.name], res)
+				time.Sleep(3 * time.Second)
+			}
+		}
+	}
+	b.StopTimer()
+	for _, sd := range sds {
+		var cpu, rss, gor, req, heap []float64
+		for _, res := range results[sd.name] {
+			if res.failed != "" {
+				continue
+			}
+			cpu = append(cpu, idleCPUms(res, M))
+			rss = append(rss, float64(res.rss-res.rssBase)/float64(M))
+			heap = append(heap, float64(res.heap-res.heapBase)/float64(M))
+			gor = append(gor, float64(res.gor-res.gorBase)/float64(M))
+			req = append(req, perMemberRateN(res.w, M))
+		}
+		benchkit.Say("summary %-8s (medians over %d rounds): idle CPU %.2f ms/s per member; RSS %s, Go heap %s per member over the baseline; %.0f goroutines per member; %.2f Kafka req/s per member",
+			sd.name, len(cpu), benchkit.Median(cpu), benchkit.MB(benchkit.Median(rss)), benchkit.MB(benchkit.Median(heap)), benchkit.Median(gor), benchkit.Median(req))
+	}
+}
+
+func idleCPUms(res idleResult, m int) float64 {
+	return (res.cpu - res.cpuBase).Seconds() * 1000 / res.w.d.Seconds() / float64(m)
+}
+
+func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res idleResult) {
+	res.side = sd.name
+	benchkit.Say("-- round %d, %s: group %s; load average %s", round+1, sd.name, env.group, benchkit.LoadAvg())
+	time.Sleep(5 * time.Second) // what the previous side left (closing, garbage) settles
+	runtime.GC()
+	debug.FreeOSMemory()
+	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
+	res.cpuBase, _ = idleWindow(prod, env.req, *flagIdleWindow)
+
+	members := make([]member, 0, M)
+	defer func() {
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	t0 := time.Now()
+	env.tr.openWindow()
+	for i := range M {
+		var m member
+		var err error
+		// The member's goroutines carry the side's label (they inherit
+		// it), so that the idle window's profile tells them apart:
+		// go tool pprof -tagfocus=side=zkgroup -top FILE.
+		pprof.Do(context.Background(), pprof.Labels("side", sd.name), func(context.Context) { m, err = sd.join(env, i) })
+		if err != nil {
+			res.failed = fmt.Sprintf("join of member %d: %v", i, err)
+			return res
+		}
+		members = append(members, m)
+	}
+	res.flow = env.tr.awaitFlow(t0, upTo(M), *flagPhaseTimeout)
+	env.tr.closeWindow(time.Now(), anyMember)
+	if !res.flow.ok() {
+		res.failed = "no convergence: " + flow(res.flow, *flagPartitions)
+		return res
+	}
+	time.Sleep(2 * time.Second)
+
+	prod.SetPaused(true)
+	time.Sleep(3 * time.Second)
+	res.idleLoad = benchkit.LoadAvg()
+	stop := cpuProfile(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
+	c0, r0, w0 := benchkit.CPUTime(), env.req.Snapshot(), time.Now()
+	time.Sleep(*flagIdleWindow)
+	c1, r1, w1 := benchkit.CPUTime(), env.req.Snapshot(), time.Now()
+	stop()
+	res.cpu, res.w = c1-c0, window{"idle", w1.Sub(w0), r1.Sub(r0)}
+	res.gor, res.rss, res.heap = runtime.NumGoroutine(), benchkit.RSS(), benchkit.HeapInuse()
+	benchkit.Say("   memory at the end of the idle window: %s", benchkit.MemoryClasses())
+	writeHeapProfile(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
+
+	// Production on again: how long until every partition is consumed.
+	env.tr.openWindow()
+	t1 := time.Now()
+	prod.SetPaused(false)
+	f := env.tr.awaitFlow(t1, upTo(M), *flagPhaseTimeout)
+	env.tr.closeWindow(time.Now(), anyMember)
+	res.firstFlow = f.d
+	if !f.ok() {
+		res.failed = "no flow after the idle window: " + flow(f, *flagPartitions)
+	}
+	return res
+}
+
+func printIdle(r, M int, s idleResult) {
+	say := benchkit.Say
+	say("== round %d, %s: %d members", r+1, s.side, M)
+	if s.failed != "" {
+		say("   RUN FAILED: %s", s.failed)
+		return
+	}
+	say("   joined -> every partition consumed: %s", secs(s.flow.d))
+	say("   idle %.0fs (load average %s): process CPU %.0f ms against %.0f ms in the baseline window: %.2f ms/s per member; Kafka requests %.2f per member and second (Fetch %.2f)",
+		s.w.d.Seconds(), s.idleLoad, ms64(s.cpu), ms64(s.cpuBase), idleCPUms(s, M), perMemberRateN(s.w, M), perMemberRateN(s.w, M, benchkit.APIFetch))
+	requestTable("       ", []window{s.w})
+	say("   goroutines %d (%.1f per member over the baseline of %d); RSS %s per member over the baseline of %s; Go heap in use %s per member over the baseline",
+		s.gor, float64(s.gor-s.gorBase)/float64(M), s.gorBase, benchkit.MB(float64(s.rss-s.rssBase)/float64(M)), benchkit.MB(float64(s.rssBase)),
+		benchkit.MB(float64(s.heap-s.heapBase)/float64(M)))
+	say("   production on again -> every partition consumed: %s", secs(s.firstFlow))
+}
+
+func perMemberRateN(w window, m int, keys ...int) float64 {
+	var n int64
+	if len(keys) == 0 {
+		for _, x := range w.c {
+			n += x
+		}
+	} else {
+		n = w.c.Sum(keys...)
+	}
+	return float64(n) / w.d.Seconds() / float64(m)
+}
