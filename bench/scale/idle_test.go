@@ -56,21 +56,13 @@ func BenchmarkIdle(b *testing.B) {
 	defer done()
 	benchkit.Say("BenchmarkIdle: %d partitions, %d members, idle window %v, %d records/s between; load average %s",
 		P, M, *flagIdleWindow, *flagRate, benchkit.LoadAvg())
-	results := map[string][]idleResult{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < *flagRounds; r++ {
-			for _, sd := range rotate(sds, r) {
-				env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
-					group: fmt.Sprintf("bench-idle-%s-%d-%d", sd.name, r, time.Now().UnixNano()%1e9)}
-				res := runIdle(env, prod, sd, r, M)
-				printIdle(r, M, res)
-				results[sd.name] = append(results[sd.name], res)
-				time.Sleep(3 * time.Second)
-			}
-		}
-	}
-	b.StopTimer()
+	results := runRounds(b, sds, *flagRounds, 3*time.Second, func(sd side, r int) idleResult {
+		env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
+			group: fmt.Sprintf("bench-idle-%s-%d-%d", sd.name, r, time.Now().UnixNano()%1e9)}
+		res := runIdle(env, prod, sd, r, M)
+		printIdle(r, M, res)
+		return res
+	})
 	for _, sd := range sds {
 		var cpu, rss, gor, req, heap []float64
 		for _, res := range results[sd.name] {
