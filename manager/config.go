@@ -257,9 +257,10 @@ type Config struct {
 	// the last commit), their owner nodes and then its registration are
 	// deleted, so that the others take them over; it joins again once the
 	// brokers (and the coordinator) have answered for a probe interval in
-	// a row. The member probes them on connections of its own every
-	// quarter of this bound (at most every 5 s), each probe bounded by the
-	// same. Stats.KafkaUnreachable says while it is out. If every member
+	// a row. Fetch and commit answers count as evidence; only when neither
+	// they nor a probe answered for a quarter of this bound (at most 5 s)
+	// does the member probe, on connections of its own, each probe bounded
+	// by the same. Stats.KafkaUnreachable says while it is out. If every member
 	// is cut off, each stays out until it reaches Kafka again: nothing
 	// moves back and forth meanwhile. 0 (the default): SessionTimeout, so
 	// that Kafka's own bound of a member cut off from its coordinator
