@@ -37,14 +37,8 @@ func (c *Consumer) Each(ctx context.Context) iter.Seq2[*Message, error] {
 	if c.cfg.Mode != ModeMerged {
 		return modeErr[*Message]()
 	}
-	loop := eachBatch(ctx, c.batches, &c.eachRest)
 	return func(yield func(*Message, error) bool) {
-		left := false
-		loop(func(m *Message, err error) bool {
-			left = !yield(m, err)
-			return !left
-		})
-		if left || ctx.Err() != nil {
+		if !yieldBatches(ctx, c.batches, &c.eachRest, yield) || ctx.Err() != nil {
 			return
 		}
 		if err := c.Err(); err != nil { // the consumer stopped on a failure
@@ -55,7 +49,7 @@ func (c *Consumer) Each(ctx context.Context) iter.Seq2[*Message, error] {
 
 // Each is PartitionStream.Each: Consumer.Each for one partition.
 func (s *partStream) Each(ctx context.Context) iter.Seq2[*Message, error] {
-	return eachBatch(ctx, s.bch, &s.rest)
+	return func(yield func(*Message, error) bool) { yieldBatches(ctx, s.bch, &s.rest, yield) }
 }
 
 // modeErr yields ErrMode once.
@@ -123,32 +117,34 @@ func (l *leftovers) abandonOf(pm *partition.Manager) {
 	}
 }
 
-func eachBatch(ctx context.Context, src <-chan *partition.Handout, rest *leftovers) iter.Seq2[*Message, error] {
-	return func(yield func(*Message, error) bool) {
-		b, i := rest.take()
-		for {
-			if b == nil {
-				nb, err := poll(ctx, src)
-				if err != nil {
-					return // the source closed, or ctx ended
-				}
-				b, i = nb, 0
+// yieldBatches yields the messages of the batches src hands out, the
+// ones rest kept first, each once Pass allowed it; false when yield said
+// stop (the rest of the batch is kept). The caller's yield is called
+// directly, with no closure of ours around it: it runs once per message.
+func yieldBatches(ctx context.Context, src <-chan *partition.Handout, rest *leftovers, yield func(*Message, error) bool) bool {
+	b, i := rest.take()
+	for {
+		if b == nil {
+			nb, err := poll(ctx, src)
+			if err != nil {
+				return true // the source closed, or ctx ended
 			}
-		batch:
-			for ; i < len(b.Messages); i++ {
-				switch b.Pass(ctx, i) {
-				case partition.PassDropped:
-					break batch
-				case partition.PassCancelled:
-					rest.put(b, i)
-					return
-				}
-				if !yield(b.Messages[i], nil) {
-					rest.put(b, i+1)
-					return
-				}
-			}
-			b = nil
+			b, i = nb, 0
 		}
+	batch:
+		for ; i < len(b.Messages); i++ {
+			switch b.Pass(ctx, i) {
+			case partition.PassDropped:
+				break batch
+			case partition.PassCancelled:
+				rest.put(b, i)
+				return true
+			}
+			if !yield(b.Messages[i], nil) {
+				rest.put(b, i+1)
+				return false
+			}
+		}
+		b = nil
 	}
 }

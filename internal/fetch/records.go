@@ -56,12 +56,12 @@ type Records struct {
 	NextOffset int64
 
 	n    int
-	segs []segment
+	segs []Segment
 }
 
-// segment is a run of records to yield: batch.Records[from:] of a record
+// Segment is a run of a Records' records: batch.Records[from:] of a record
 // batch, or the messages from index from of a legacy message block.
-type segment struct {
+type Segment struct {
 	batch  *sarama.RecordBatch
 	legacy *sarama.MessageBlock
 	from   int
@@ -70,47 +70,82 @@ type segment struct {
 // Len returns how many records the iterator yields.
 func (r *Records) Len() int { return r.n }
 
+// Segments returns the runs the records come in, in offset order: a
+// reader that makes values of its own of every record walks a record
+// batch's records itself (Segment.RecordBatch), with no call per record,
+// and yields the rest (Segment.All). The slice is the Records' own: read
+// it, do not change it.
+func (r *Records) Segments() []Segment { return r.segs }
+
+// RecordBatch returns the segment's record batch and the index of its
+// first record to yield (b.Records[from:], in offset order; a record's
+// offset is b.FirstOffset plus its OffsetDelta, its timestamp
+// RecordTime's), or nil for a legacy message block.
+func (s *Segment) RecordBatch() (b *sarama.RecordBatch, from int) { return s.batch, s.from }
+
+// RecordTime is the timestamp of a record x of record batch b, as All
+// yields it: the batch's max timestamp under LogAppendTime, otherwise its
+// first timestamp plus the record's delta.
+func RecordTime(b *sarama.RecordBatch, x *sarama.Record) time.Time {
+	if b.LogAppendTime {
+		return b.MaxTimestamp
+	}
+	return b.FirstTimestamp.Add(x.TimestampDelta)
+}
+
 // All yields the records in offset order. The *Record is reused between
 // yields: copy what you keep (the fields themselves, slices included, may
 // be kept). Cost per record: one call of yield, no allocation.
 func (r *Records) All() iter.Seq[*Record] {
 	return func(yield func(*Record) bool) {
 		var rec Record
-		for _, s := range r.segs {
-			if b := s.batch; b != nil {
-				rec.BlockTimestamp = b.MaxTimestamp
-				for _, x := range b.Records[s.from:] {
-					rec.Offset = b.FirstOffset + x.OffsetDelta
-					rec.Key, rec.Value, rec.Headers = x.Key, x.Value, x.Headers
-					if b.LogAppendTime {
-						rec.Timestamp = b.MaxTimestamp
-					} else {
-						rec.Timestamp = b.FirstTimestamp.Add(x.TimestampDelta)
-					}
-					if !yield(&rec) {
-						return
-					}
-				}
-				continue
-			}
-			outer := s.legacy
-			inner := outer.Messages()
-			base := legacyBase(outer, inner)
-			rec.Headers = nil
-			rec.BlockTimestamp = outer.Msg.Timestamp
-			for _, m := range inner[s.from:] {
-				rec.Offset = m.Offset + base
-				rec.Key, rec.Value = m.Msg.Key, m.Msg.Value
-				rec.Timestamp = m.Msg.Timestamp
-				if m.Msg.Version >= 1 && m.Msg.LogAppendTime {
-					rec.Timestamp = outer.Msg.Timestamp
-				}
-				if !yield(&rec) {
-					return
-				}
+		for i := range r.segs {
+			if !r.segs[i].each(&rec, yield) {
+				return
 			}
 		}
 	}
+}
+
+// All yields the segment's records in offset order, as Records.All does.
+func (s *Segment) All() iter.Seq[*Record] {
+	return func(yield func(*Record) bool) {
+		var rec Record
+		s.each(&rec, yield)
+	}
+}
+
+// each yields the segment's records in *rec; false when yield said stop.
+func (s *Segment) each(rec *Record, yield func(*Record) bool) bool {
+	if b := s.batch; b != nil {
+		rec.BlockTimestamp = b.MaxTimestamp
+		for _, x := range b.Records[s.from:] {
+			rec.Offset = b.FirstOffset + x.OffsetDelta
+			rec.Key, rec.Value, rec.Headers = x.Key, x.Value, x.Headers
+			rec.Timestamp = RecordTime(b, x)
+			if !yield(rec) {
+				return false
+			}
+		}
+		return true
+	}
+	outer := s.legacy
+	inner := outer.Messages()
+	base := legacyBase(outer, inner)
+	rec.Headers = nil
+	rec.BlockTimestamp = outer.Msg.Timestamp
+	for _, m := range inner[s.from:] {
+		rec.Offset = m.Offset + base
+		rec.Key, rec.Value = m.Msg.Key, m.Msg.Value
+		rec.Timestamp = m.Msg.Timestamp
+		if m.Msg.Version >= 1 && m.Msg.LogAppendTime {
+			rec.Timestamp = outer.Msg.Timestamp
+		}
+		if !yield(rec) {
+			return false
+		}
+	}
+	return true
 }
 
 // legacyBase is what turns the offsets of a legacy message block's inner
@@ -160,13 +195,13 @@ func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock,
 		})
 		active = make(map[int64]struct{}, len(aborted))
 	}
-	add := func(s segment, n int) {
+	add := func(s Segment, n int) {
 		if recs == nil {
 			recs = &Records{
 				Topic: topic, Partition: partition,
 				HighWaterMark: block.HighWaterMarkOffset, LastStableOffset: block.LastStableOffset,
 				LogStartOffset: block.LogStartOffset,
-				segs:           make([]segment, 0, len(block.RecordsSet)),
+				segs:           make([]Segment, 0, len(block.RecordsSet)),
 			}
 		}
 		recs.segs = append(recs.segs, s)
@@ -200,7 +235,7 @@ func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock,
 					i++
 				}
 				if i < len(b.Records) {
-					add(segment{batch: b, from: i}, len(b.Records)-i)
+					add(Segment{batch: b, from: i}, len(b.Records)-i)
 				}
 			}
 			out.next = last + 1
@@ -220,7 +255,7 @@ func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock,
 				i++
 			}
 			if i < len(inner) {
-				add(segment{legacy: outer, from: i}, len(inner)-i)
+				add(Segment{legacy: outer, from: i}, len(inner)-i)
 				out.next = inner[len(inner)-1].Offset + base + 1
 				out.epoch = -1
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/fetch"
 	public "github.com/zkgroup/zkgroup/partition"
 )
@@ -149,6 +150,11 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 		if recs.HighWaterMark != m.highWatermark.Load() {
 			m.highWatermark.Store(recs.HighWaterMark)
 		}
+		end := recs.NextOffset
+		// recs is not used past this point: its decoded record batches
+		// (a record struct per message, full of pointers) are garbage once
+		// copied into the slab, rather than live, and scanned by every
+		// collection, while the slab waits for room and for a receiver.
 		vals, run := m.slabOf(recs, next)
 		for len(vals) > 0 {
 			k, ok := m.trackSlab(vals, run)
@@ -162,15 +168,15 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 			}
 			vals = vals[k:]
 		}
-		if recs.NextOffset > next {
+		if end > next {
 			// Offsets with nothing to hand out (a commit marker, an
 			// aborted transaction) end the share: they count as passed,
 			// so commits reach the log end once everything is acked.
 			m.mu.Lock()
 			m.fastOff()
-			m.tracker.Advance(recs.NextOffset)
+			m.tracker.Advance(end)
 			m.mu.Unlock()
-			next = recs.NextOffset
+			next = end
 		}
 		select {
 		case <-wake:
@@ -195,42 +201,68 @@ func (m *Manager) fetchFailed(next int64, err error, stops bool) {
 // slabOf makes the Messages of recs from offset next on: one slab, and
 // whether their offsets are a run (each one above the one before, as a
 // log without compaction gaps or control records has them); newHandout
-// then makes them a batch's. It is a function of its own, not inlined, so
-// that its frame (the records' iterator) is not part of consumeFetch's,
-// which stays on the stack of the partition's goroutine while it waits:
-// the frames parked there must stay small (about 1.2 KiB in all) for the
-// runtime to shrink a stack grown to 8 KiB back to 4 KiB at a collection.
+// then makes them a batch's. A record batch's records are copied in a
+// loop of its own (no call per record: they are most of what a consumer
+// reads), the rest through the records' iterator. It is a function of
+// its own, not inlined, so that its frame (the records' iterator) is not
+// part of consumeFetch's, which stays on the stack of the partition's
+// goroutine while it waits: the frames parked there must stay small
+// (about 1.2 KiB in all) for the runtime to shrink a stack grown to 8 KiB
+// back to 4 KiB at a collection.
 //
 //go:noinline
 func (m *Manager) slabOf(recs *fetch.Records, next int64) (vals []Message, run bool) {
 	vals = make([]Message, recs.Len())
 	n, run, prev := 0, true, int64(-1)
-	for r := range recs.All() {
-		if r.Offset < next {
-			continue // before the position (a batch fetched whole)
+	topic, partition := recs.Topic, recs.Partition
+	segs := recs.Segments()
+	for i := range segs {
+		b, from := segs[i].RecordBatch()
+		if b == nil {
+			for r := range segs[i].All() {
+				if r.Offset < next {
+					continue
+				}
+				if n > 0 && r.Offset != prev+1 {
+					run = false
+				}
+				prev = r.Offset
+				setMessage(&vals[n], topic, partition, r.Offset, r.Key, r.Value, r.Headers, r.Timestamp, r.BlockTimestamp)
+				n++
+			}
+			continue
 		}
-		if n > 0 && r.Offset != prev+1 {
-			run = false
+		for _, x := range b.Records[from:] {
+			off := b.FirstOffset + x.OffsetDelta
+			if off < next {
+				continue // before the position (a batch fetched whole)
+			}
+			if n > 0 && off != prev+1 {
+				run = false
+			}
+			prev = off
+			setMessage(&vals[n], topic, partition, off, x.Key, x.Value, x.Headers, fetch.RecordTime(b, x), b.MaxTimestamp)
+			n++
 		}
-		prev = r.Offset
-		// Field by field into the zeroed slab, and only what is not zero:
-		// a struct assignment is a bulk copy, which while the collector
-		// marks walks the type's pointer bitmap per message.
-		v := &vals[n]
-		v.Topic, v.Partition, v.Offset = recs.Topic, recs.Partition, r.Offset
-		if r.Key != nil {
-			v.Key = r.Key
-		}
-		if r.Value != nil {
-			v.Value = r.Value
-		}
-		if r.Headers != nil {
-			v.Headers = r.Headers
-		}
-		v.Timestamp, v.BlockTimestamp = r.Timestamp, r.BlockTimestamp
-		n++
 	}
 	return vals[:n], run
+}
+
+// setMessage fills v, zero, field by field, and only with what is not
+// zero: a struct assignment is a bulk copy, which while the collector
+// marks walks the type's pointer bitmap per message.
+func setMessage(v *Message, topic string, partition int32, offset int64, key, value []byte, headers []*sarama.RecordHeader, ts, block time.Time) {
+	v.Topic, v.Partition, v.Offset = topic, partition, offset
+	if key != nil {
+		v.Key = key
+	}
+	if value != nil {
+		v.Value = value
+	}
+	if headers != nil {
+		v.Headers = headers
+	}
+	v.Timestamp, v.BlockTimestamp = ts, block
 }
 
 // trackSlab takes the first k messages of vals for delivery, as many as

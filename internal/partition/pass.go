@@ -30,6 +30,14 @@ const (
 // on one batch (one iterator takes it); the healthy path takes no lock: it
 // keeps the fence's suspension channel (closed when a suspension begins)
 // from one message to the next, as the manager's own hand-off does.
+//
+// The lease is read on the monotonic clock for every message, not once
+// per batch: the caller's code runs between two messages of a batch for
+// as long as it likes, so a reading taken when the batch was taken says
+// nothing of the instant a later message goes out, and only a reading
+// taken before each message shows it goes out before the lease's end. A
+// flag set by a timer at that end would not do either: after a pause of
+// the process the flag may be read before the timer ran.
 func (h *Handout) Pass(ctx context.Context, i int) PassResult {
 	m := h.m
 	for {
