@@ -101,6 +101,7 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 	}()
 	t0 := time.Now()
 	env.tr.openWindow()
+	stopTimeline := env.tr.timeline(t0, M)
 	for i := range M {
 		var m member
 		var err error
@@ -115,6 +116,7 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 		members = append(members, m)
 	}
 	res.flow = env.tr.awaitFlow(t0, upTo(M), *flagPhaseTimeout)
+	stopTimeline()
 	env.tr.closeWindow(time.Now(), anyMember)
 	if !res.flow.ok() {
 		res.failed = "no convergence: " + flow(res.flow, *flagPartitions)

@@ -20,6 +20,7 @@ var (
 	flagReplication    = flag.Int("replication", 1, "replication factor of the topics")
 	flagPhaseTimeout   = flag.Duration("phase-timeout", 150*time.Second, "bound of every wait for convergence")
 	flagZkStrategy     = flag.String("zkgroup-strategy", "", "zkgroup's Config.Strategy (empty: the library's default)")
+	flagZkJoinSettle   = flag.Duration("zkgroup-join-settle", 0, "zkgroup's Config.JoinSettle (0: the library's default)")
 	flagSaramaStrategy = flag.String("sarama-strategy", "range", "sarama's strategy: range (its default), sticky, roundrobin, cooperative-sticky")
 	flagWarmup         = flag.Bool("warmup", true, "warm the topic up before the first side (false: a diagnostic run on a loaded machine, where the warm-up may never see a steady cluster; times then include the new topic's stall)")
 

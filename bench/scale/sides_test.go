@@ -206,6 +206,9 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 		}
 		cfg.Logger = slog.New(slog.NewTextHandler(f, nil))
 	}
+	if *flagZkJoinSettle > 0 {
+		cfg.JoinSettle = *flagZkJoinSettle
+	}
 	if *flagZkStrategy != "" {
 		s, err := assign.ByName(*flagZkStrategy)
 		if err != nil {
