@@ -17,7 +17,7 @@ import (
 // zkconn.Session (tests wrap it to count the nodes read).
 type nodeReader interface {
 	GetMany(paths []string) ([]zkconn.NodeData, error)
-	ChildrenMany(paths []string) ([]zkconn.NodeData, error)
+	ChildrenStats(paths []string) ([]zkconn.NodeData, error)
 }
 
 // ownersCache keeps what the last owners read found per topic, so that a
@@ -28,19 +28,22 @@ type nodeReader interface {
 // node's Cversion (and sets its Pzxid). So:
 //
 //   - A topic whose owners node has the Czxid, Cversion and Pzxid of the
-//     cached read has the same owner nodes as then: served from the cache,
-//     one stat read per topic (all topics in one GetMany).
-//   - A changed topic is listed again. Names added are read; so are the
-//     names kept whose owner the last assignment expects to change (a
-//     move is a delete and a create of the same name: the list does not
-//     show it). A node read with a Czxid above the cached Pzxid was
-//     created again since. The Cversion grew by exactly one per create or
-//     delete: when it grew by added + removed + 2 × re-created, every
-//     change is accounted for and each name not read is the node cached;
-//     otherwise the topic's other nodes are read too.
-//   - A read is kept only when nothing changed while it ran: the topic's
-//     stat read after its list and node reads equals the one before, and
-//     no node read was created after it.
+//     cached list has the same owner nodes as then: served from the
+//     cache, one stat read per topic (all topics in one GetMany).
+//   - A changed topic is listed again, with the stat of that list
+//     (getChildren2). Names added are read; so are the names kept whose
+//     owner the last assignment expects to change (a move is a delete and
+//     a create of the same name: the list does not show it). A node read
+//     with a Czxid above the cached Pzxid was created again since. The
+//     Cversion grew by exactly one per create or delete: when it grew by
+//     added + removed + 2 × re-created, every change is accounted for and
+//     each name not read is the node cached; otherwise (or when a node
+//     read changed after the list) the topic's other nodes are read too.
+//
+// A cached topic is the list at its Cversion with each node's owner at
+// that moment or later (a node read after the list may have changed
+// since): a later owner makes the next read of the topic find more
+// changes than it can account for, never fewer, so it is read in full.
 //
 // The owners it returns are a hint, as any read of them is (they change
 // at any time): the assignment's stickiness and the claim-wait check use
@@ -70,6 +73,14 @@ type topicOwners struct {
 	czxid, pzxid int64
 	cversion     int32
 	kids         map[string]string
+}
+
+// kidsOf returns e's children (none when e is nil).
+func (e *topicOwners) kidsOf() map[string]string {
+	if e == nil {
+		return nil
+	}
+	return e.kids
 }
 
 func (e *topicOwners) same(st zk.Stat) bool {
@@ -138,17 +149,18 @@ type ownersRead struct {
 type topicRead struct {
 	topic  string
 	dir    string
-	before zk.Stat      // the owners node's, before its list
+	listed zk.Stat      // the owners node's, with its list
 	base   *topicOwners // nil: every node is read
 	kids   []string
 	owners map[string]string // the children's owners: cached or read
 	unread []string          // partition nodes whose owner is the cached one
-	// changed: something changed since before (the read is not kept);
-	// recreated: the nodes read that were created again since base.
-	// diff: the names added and removed since base.
-	changed   bool
-	recreated int
+	// diff: the names added and removed since base; recreated: the nodes
+	// read that were created again since base (and before the list);
+	// unsure: a node read changed after the list, which the count of
+	// changes cannot place.
 	diff      int
+	recreated int
+	unsure    bool
 	gone      bool // the owners node went away
 }
 
@@ -186,7 +198,7 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, fresh
 				addOwners(owners, t, e.kids)
 				continue
 			}
-			work = append(work, &topicRead{topic: t, dir: dirs[i], before: d.Stat, base: e})
+			work = append(work, &topicRead{topic: t, dir: dirs[i], base: e})
 		}
 	}
 	if len(work) > 0 {
@@ -200,9 +212,7 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, fresh
 			continue
 		}
 		addOwners(owners, w.topic, w.owners)
-		if !w.changed {
-			kept[w.topic] = &topicOwners{czxid: w.before.Czxid, pzxid: w.before.Pzxid, cversion: w.before.Cversion, kids: w.owners}
-		}
+		kept[w.topic] = &topicOwners{czxid: w.listed.Czxid, pzxid: w.listed.Pzxid, cversion: w.listed.Cversion, kids: w.owners}
 	}
 	slices.Sort(noDir)
 	return owners, noDir, kept, nil
@@ -217,42 +227,43 @@ func (rd *ownersRead) readChanged(work []*topicRead) error {
 		dirs[i] = w.dir
 	}
 	rd.nodes += len(dirs)
-	lists, err := rd.r.ChildrenMany(dirs)
+	lists, err := rd.r.ChildrenStats(dirs)
 	if err != nil {
 		return fmt.Errorf("manager: listing owners of %d topics: %w", len(work), err)
 	}
-	var first [][]string // per topic: the names to read now
+	first := make([][]string, len(work)) // per topic: the names to read now
 	for i, w := range work {
 		switch l := lists[i]; {
 		case errors.Is(l.Err, zk.ErrNoNode):
 			w.gone = true
-			first = append(first, nil)
 		case l.Err != nil:
 			return fmt.Errorf("manager: listing owners of %q: %w", w.topic, l.Err)
 		default:
-			w.kids = l.Children
-			first = append(first, rd.plan(w))
+			w.kids, w.listed = l.Children, l.Stat
+			if w.base != nil && w.base.czxid != w.listed.Czxid {
+				w.base = nil // another owners node of the same name
+			}
+			first[i] = rd.plan(w)
 		}
 	}
-	if err := rd.readNodes(work, first, true); err != nil {
+	if err := rd.readNodes(work, first); err != nil {
 		return err
 	}
-	var rest [][]string
-	for _, w := range work {
-		switch {
-		case w.gone:
-			rest = append(rest, nil)
-		case w.base != nil && !w.changed && w.accounted():
-			rest = append(rest, nil)
+	rest := make([][]string, len(work))
+	for i, w := range work {
+		if w.gone {
+			continue
+		}
+		if w.base != nil && !w.unsure && w.accounted() {
 			for _, k := range w.unread {
 				w.owners[k] = w.base.kids[k]
 			}
-		default:
-			rest = append(rest, w.unread)
+		} else {
+			rest[i] = w.unread
 		}
 		w.unread = nil
 	}
-	return rd.readNodes(work, rest, false)
+	return rd.readNodes(work, rest)
 }
 
 // plan returns the partition nodes of w to read first and sets w.unread
@@ -293,28 +304,22 @@ func (rd *ownersRead) plan(w *topicRead) (read []string) {
 // the creates and deletes seen: one per name added or removed since base,
 // two per node read that was created again since.
 func (w *topicRead) accounted() bool {
-	return int64(w.before.Cversion)-int64(w.base.cversion) == int64(w.diff)+2*int64(w.recreated)
+	return int64(w.listed.Cversion)-int64(w.base.cversion) == int64(w.diff)+2*int64(w.recreated)
 }
 
-// readNodes reads names[i] of each work[i] that is not gone, with the
-// topic's owners node after them, in one GetMany, and records what they
-// say in work. Unless all, a topic with no names is left out.
-func (rd *ownersRead) readNodes(work []*topicRead, names [][]string, all bool) error {
+// readNodes reads names[i] of each work[i], all in one GetMany, and
+// records what they say in work.
+func (rd *ownersRead) readNodes(work []*topicRead, names [][]string) error {
 	var (
 		paths []string
 		who   []*topicRead
-		what  []string // the child's name; "" for the owners node itself
+		what  []string // the child's name
 	)
 	for i, w := range work {
-		if w.gone || (len(names[i]) == 0 && !all) {
-			continue
-		}
 		for _, k := range names[i] {
 			paths = append(paths, w.dir+"/"+k)
 			who, what = append(who, w), append(what, k)
 		}
-		paths = append(paths, w.dir)
-		who, what = append(who, w), append(what, "")
 	}
 	if len(paths) == 0 {
 		return nil
@@ -324,25 +329,19 @@ func (rd *ownersRead) readNodes(work []*topicRead, names [][]string, all bool) e
 		return fmt.Errorf("manager: reading the owners of %d partitions: %w", len(paths), err)
 	}
 	for i, g := range got {
-		w := who[i]
+		w, k := who[i], what[i]
 		switch {
-		case g.Err != nil && !errors.Is(g.Err, zk.ErrNoNode):
+		case errors.Is(g.Err, zk.ErrNoNode): // released since the list
+			delete(w.owners, k)
+			w.unsure = true
+		case g.Err != nil:
 			return fmt.Errorf("manager: reading %s: %w", paths[i], g.Err)
-		case what[i] == "": // the owners node, after the reads
-			if g.Err != nil || g.Stat.Czxid != w.before.Czxid || g.Stat.Cversion != w.before.Cversion || g.Stat.Pzxid != w.before.Pzxid {
-				w.changed = true
-			}
-		case g.Err != nil: // released meanwhile
-			delete(w.owners, what[i])
-			w.changed = true
 		default:
-			w.owners[what[i]] = zkdata.ParseOwner(g.Data)
-			if g.Stat.Czxid > w.before.Pzxid {
-				w.changed = true // created after the list
-			} else if w.base != nil && g.Stat.Czxid > w.base.pzxid {
-				if _, had := w.base.kids[what[i]]; had {
-					w.recreated++ // deleted and created again since base
-				}
+			w.owners[k] = zkdata.ParseOwner(g.Data)
+			if g.Stat.Czxid > w.listed.Pzxid {
+				w.unsure = true // created again since the list
+			} else if _, had := w.base.kidsOf()[k]; had && g.Stat.Czxid > w.base.pzxid {
+				w.recreated++ // deleted and created again between base and the list
 			}
 		}
 	}
