@@ -54,16 +54,20 @@ type nodeReader interface {
 // Its zero value is empty and ready; safe for concurrent use (the loop
 // reads through it, one read at a time).
 type ownersCache struct {
-	mu     sync.Mutex
+	mu     sync.Mutex     // held for a whole read
 	epoch  uint64         // the session epoch of the entries
 	counts map[string]int // partitions per topic at the last read
 	topics map[string]*topicOwners
-	// expect: each partition's owner in the last assignment computed;
-	// fresh: topics to read in full next time.
-	expect map[TopicPartition]string
-	fresh  map[string]bool
 	// nodesRead: the nodes the last read fetched (stats, lists, owners).
 	nodesRead int
+
+	// Under hintMu, never held across I/O (refresh is called under
+	// Consumer.mu): expect, each partition's owner in the last assignment
+	// computed (replaced, never changed in place); fresh, the topics to
+	// read in full next time.
+	hintMu sync.Mutex
+	expect map[TopicPartition]string
+	fresh  map[string]bool
 }
 
 // topicOwners is one topic's owner nodes as read at one moment: the
@@ -89,8 +93,8 @@ func (e *topicOwners) same(st zk.Stat) bool {
 
 // refresh makes the next read read topic's owner nodes in full.
 func (oc *ownersCache) refresh(topic string) {
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
+	oc.hintMu.Lock()
+	defer oc.hintMu.Unlock()
 	if oc.fresh == nil {
 		oc.fresh = map[string]bool{}
 	}
@@ -100,8 +104,8 @@ func (oc *ownersCache) refresh(topic string) {
 // expectOwners records the owners the assignment just computed gives the
 // partitions: the next read checks those that would change hands.
 func (oc *ownersCache) expectOwners(want map[TopicPartition]string) {
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
+	oc.hintMu.Lock()
+	defer oc.hintMu.Unlock()
 	oc.expect = want
 }
 
@@ -125,15 +129,18 @@ func (oc *ownersCache) read(r nodeReader, group string, topics []string, epoch u
 		oc.topics = nil
 	}
 	oc.epoch, oc.counts = epoch, counts
-	rd := ownersRead{r: r, group: group, expect: oc.expect}
-	owners, noDir, kept, err := rd.run(topics, oc.topics, oc.fresh)
+	oc.hintMu.Lock()
+	expect, fresh := oc.expect, oc.fresh
+	oc.fresh = nil // refreshes from now on are for the next read
+	oc.hintMu.Unlock()
+	rd := ownersRead{r: r, group: group, expect: expect}
+	owners, noDir, kept, err := rd.run(topics, oc.topics, fresh)
 	oc.nodesRead = rd.nodes
 	if err != nil {
-		oc.topics = nil
+		oc.topics = nil // and the next read reads everything
 		return nil, nil, err
 	}
 	oc.topics = kept
-	clear(oc.fresh)
 	return owners, noDir, nil
 }
 
