@@ -254,6 +254,8 @@ func jittered(d time.Duration) time.Duration {
 // took 15 s in BenchmarkScale's overlapping joins). The holder the plan
 // saw is the previous owner, which may legitimately take a while to
 // drain, commit and release: for it, reading again changes nothing.
+// The waiting partition's topic is read in full, not through the owners
+// cache.
 func (c *Consumer) claimWaitTooLong() bool {
 	now := time.Now()
 	c.mu.Lock()
@@ -269,11 +271,13 @@ func (c *Consumer) claimWaitTooLong() bool {
 			c.log.Info("a claim waits for an owner the assignment did not see; reading the owners again",
 				"topic", sl.tp.Topic, "partition", sl.tp.Partition, "holder", *h, "seen", sl.seen)
 			sl.seen = *h // once per holder, until a plan sees it
+			c.ownerCache.refresh(sl.tp.Topic)
 			return true
 		case due && now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck:
 			c.lastClaimWaitCheck = now
 			c.log.Info("a claim waits for another owner; reading the owners again",
 				"topic", sl.tp.Topic, "partition", sl.tp.Partition)
+			c.ownerCache.refresh(sl.tp.Topic)
 			return true
 		}
 	}

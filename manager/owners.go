@@ -3,7 +3,6 @@ package manager
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -11,56 +10,22 @@ import (
 )
 
 // readOwners returns who holds each partition of topics, from the owner
-// nodes under /consumers/<group>/owners: the topics' children lists in
-// multiRead batches (zkconn.Session.ChildrenMany), then the owner nodes' data in ZooKeeper multiRead batches
-// (zkconn.Session.GetMany), which ZooKeeper serves in one pass each. A
-// member reads every owner node of its topics at every rebalance: at
-// 1,000 partitions that is 4 requests, where a read per node (1,000
+// nodes under /consumers/<group>/owners, all read: the topics' owners
+// nodes (their stats), their children lists, then the owner nodes' data,
+// each in ZooKeeper multiRead batches (zkconn.Session.GetMany and
+// ChildrenMany), which ZooKeeper serves in one pass each: at 1,000
+// partitions a handful of requests, where a read per node (1,000
 // requests, served one after another for the session) kept ZooKeeper
-// busy for 80-130 ms idle and over a second under load, and watches to
-// cache them cost each member a watch per node. It sets no watch.
+// busy for 80-130 ms idle and over a second under load. A member reads
+// through its ownersCache, which reads again only what changed. It sets
+// no watch.
 //
 // A partition with no node is absent from the result; the owner's id is
 // the node's text (zkdata.ParseOwner). It writes nothing; noDir lists the
-// topics that have no owners node yet.
-func readOwners(s *zkconn.Session, group string, topics []string) (owners map[TopicPartition]string, noDir []string, err error) {
-	var (
-		tps   []TopicPartition
-		paths []string
-	)
-	lists, err := listOwners(s, group, topics)
-	if err != nil {
-		return nil, nil, err
-	}
-	for i, t := range topics {
-		if errors.Is(lists[i].Err, zk.ErrNoNode) {
-			noDir = append(noDir, t)
-			continue
-		}
-		for _, k := range lists[i].Children {
-			p, err := strconv.ParseInt(k, 10, 32)
-			if err != nil || p < 0 {
-				continue // not a partition's node
-			}
-			tps = append(tps, TopicPartition{Topic: t, Partition: int32(p)})
-			paths = append(paths, zkdata.OwnerPath(group, t, int32(p)))
-		}
-	}
-	got, err := s.GetMany(paths)
-	if err != nil {
-		return nil, nil, fmt.Errorf("manager: reading the owners of %d partitions: %w", len(paths), err)
-	}
-	owners = make(map[TopicPartition]string, len(got))
-	for i, g := range got {
-		switch {
-		case g.Err == nil:
-			owners[tps[i]] = zkdata.ParseOwner(g.Data)
-		case errors.Is(g.Err, zk.ErrNoNode): // released meanwhile
-		default:
-			return nil, nil, fmt.Errorf("manager: reading %s: %w", paths[i], g.Err)
-		}
-	}
-	return owners, noDir, nil
+// topics that have no owners node yet, sorted.
+func readOwners(r nodeReader, group string, topics []string) (owners map[TopicPartition]string, noDir []string, err error) {
+	var oc ownersCache
+	return oc.read(r, group, topics, 0, nil)
 }
 
 // listOwners lists the owner nodes of each of topics (Err zk.ErrNoNode:
@@ -92,8 +57,8 @@ func ownedPartitions(s *zkconn.Session, group string, topics []string) (map[Topi
 	}
 	for i, t := range topics {
 		for _, k := range lists[i].Children {
-			if p, err := strconv.ParseInt(k, 10, 32); err == nil && p >= 0 {
-				out[TopicPartition{Topic: t, Partition: int32(p)}] = true
+			if p, ok := partitionName(k); ok {
+				out[TopicPartition{Topic: t, Partition: p}] = true
 			}
 		}
 	}

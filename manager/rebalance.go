@@ -36,7 +36,8 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 	c.noteRebalance(causes, len(added), len(revoked))
 	c.checkAppliedLocked()
 	c.log.Info("rebalanced", "members", len(c.members), "away", len(c.away), "partitions", len(pl.parts), "assigned", len(pl.mine),
-		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began))
+		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began),
+		"owner_reads", c.ownerCache.lastNodesRead())
 	return pl.watch, pl.staticWatch, graceEnd, nil
 }
 
@@ -174,7 +175,10 @@ type plan struct {
 	parts     []assign.Partition
 	owners    map[TopicPartition]string
 	mine      map[TopicPartition]bool
-	strategy  strategyChoice // what mine was computed with
+	// expected: every partition's member in the assignment (nil: none
+	// computed), which the owners cache checks first at the next read.
+	expected map[TopicPartition]string
+	strategy strategyChoice // what mine was computed with
 }
 
 // computePlan reads the members, the owners of the subscribed partitions
@@ -182,20 +186,27 @@ type plan struct {
 // createDirs it creates the owners node of every topic that has none
 // (the only write).
 func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
-	if !c.session.Status().HasSession {
+	st := c.session.Status()
+	if !st.HasSession {
 		return nil, errors.New("no zookeeper session")
 	}
 	snap := c.meta.Snapshot()
 	topics, withParts := snapshotTopics(snap)
-	// The members and the owners are read at once: two round trips to
-	// ZooKeeper in all (a children list, then one multiRead, each).
+	counts := make(map[string]int, len(withParts))
+	for _, t := range withParts {
+		counts[t] = len(snap.Topics[t])
+	}
+	// The members and the owners are read at once: the owners through the
+	// cache, which reads the owners nodes' stats and, where they changed,
+	// their lists and the owner nodes it cannot vouch for (see
+	// ownersCache).
 	var (
 		owners   map[TopicPartition]string
 		noDir    []string
 		ownerErr error
 		read     sync.WaitGroup
 	)
-	read.Go(func() { owners, noDir, ownerErr = readOwners(c.session, c.group, withParts) })
+	read.Go(func() { owners, noDir, ownerErr = c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts) })
 	members, watch, staticWatch, err := readMembers(c.session, c.group)
 	read.Wait()
 	if err != nil {
@@ -223,6 +234,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
 		owners: owners}
 	c.assignPlan(pl, topics)
+	c.ownerCache.expectOwners(pl.expected)
 	return pl, nil
 }
 
@@ -257,6 +269,12 @@ func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	a := choice.use.Assign(assignMembers(withoutExcluded(pl.members, choice.exclude), topics), pl.parts)
 	for _, p := range a[c.id] {
 		pl.mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
+	}
+	pl.expected = make(map[TopicPartition]string, len(pl.parts))
+	for id, ps := range a {
+		for _, p := range ps {
+			pl.expected[TopicPartition{Topic: p.Topic, Partition: p.ID}] = id
+		}
 	}
 	if !hasAway(pl.members) {
 		return

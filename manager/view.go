@@ -47,6 +47,9 @@ type groupView struct {
 	// rebalance found. See noteOldConsumersLocked.
 	oldPeers     map[string]string
 	oldConflicts []IncompatibleMemberError
+	// ownerCache: the owners as last read (its own lock; see
+	// ownersCache).
+	ownerCache ownersCache
 }
 
 func newGroupView() groupView {

@@ -36,7 +36,8 @@ const singleReaders = 64
 
 // NodeData is one node's read by GetMany: its data and stat, or Err
 // (zk.ErrNoNode, zk.ErrNoAuth, a *ReplyTooLargeError, or another error of
-// the server's) and no data. ChildrenMany fills Children (and Err) only.
+// the server's) and no data. ChildrenMany fills Children (and Err) only;
+// ChildrenStats Children and Stat.
 type NodeData struct {
 	Data     []byte
 	Stat     zk.Stat
@@ -82,6 +83,21 @@ func (s *Session) ChildrenMany(paths []string) ([]NodeData, error) {
 		return out, nil
 	}
 	return out, s.readMany(opGetChildren, paths, out)
+}
+
+// ChildrenStats lists the children of the nodes at paths (each without
+// the chroot, as for Children) with each node's stat, taken by the same
+// read (getChildren2: the list is the one of that Stat.Cversion), in
+// NodeData.Children and Stat, in the same order (Err: zk.ErrNoNode for a
+// path that does not exist). multiRead has no such operation: it sends a
+// request per path, singleReaders at a time, in every mode. It sets no
+// watch.
+func (s *Session) ChildrenStats(paths []string) ([]NodeData, error) {
+	out := make([]NodeData, len(paths))
+	if len(paths) == 0 {
+		return out, nil
+	}
+	return out, s.getEach(opGetChildren, paths, out)
 }
 
 // readMany reads paths with op (opGetData or opGetChildren) into out.
@@ -210,13 +226,13 @@ func (s *Session) getEach(op int32, paths []string, out []NodeData) error {
 					err  error
 				)
 				if op == opGetChildren {
-					kids, _, err = s.Children(paths[i])
+					kids, st, err = s.Children(paths[i])
 				} else {
 					d, st, err = s.Get(paths[i])
 				}
 				switch {
 				case err == nil && op == opGetChildren:
-					out[i] = NodeData{Children: kids}
+					out[i] = NodeData{Children: kids, Stat: *st}
 				case err == nil:
 					out[i] = NodeData{Data: d, Stat: *st}
 				case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth), errors.Is(err, ErrReplyTooLarge):

@@ -223,3 +223,59 @@ func createNumbered(t *testing.T, s *zkconn.Session, parent string, n int, creat
 	}
 	return paths
 }
+
+// TestChildrenStats: ChildrenStats returns, in order, each parent's
+// children with the stat Children returns for it (the same Cversion and
+// Pzxid), and "no node" for a parent that does not exist.
+func TestChildrenStats(t *testing.T) {
+	c := testcluster.Shared(t)
+	chroot := "/zkconn-" + testcluster.Name(t, "kidstats")
+	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	paths := []string{"/a", "/b", "/none", "/c"}
+	for i, p := range []string{"/a", "/b", "/c"} {
+		for k := range i * 2 {
+			if err := s.CreateParents(fmt.Sprintf("%s/%d", p, k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.CreateParents(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete("/c/0", -1); err != nil { // Cversion 5, three children
+		t.Fatal(err)
+	}
+	got, err := s.ChildrenStats(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		kids, st, err := s.Children(p)
+		g := got[i]
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			if !errors.Is(g.Err, err) {
+				t.Errorf("%s: ChildrenStats error %v; Children says %v", p, g.Err, err)
+			}
+		case err != nil:
+			t.Fatal(err)
+		case g.Err != nil:
+			t.Errorf("%s: ChildrenStats error %v; Children listed it", p, g.Err)
+		default:
+			slices.Sort(kids)
+			if gk := slices.Sorted(slices.Values(g.Children)); !slices.Equal(gk, kids) {
+				t.Errorf("%s: ChildrenStats %q; Children %q", p, gk, kids)
+			}
+			if g.Stat != *st {
+				t.Errorf("%s: ChildrenStats stat %+v; Children %+v", p, g.Stat, *st)
+			}
+		}
+	}
+	if got[3].Stat.Cversion != 5 || len(got[3].Children) != 3 {
+		t.Errorf("/c: Cversion %d and %d children, want 5 and 3", got[3].Stat.Cversion, len(got[3].Children))
+	}
+}

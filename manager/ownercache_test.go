@@ -1,0 +1,354 @@
+package manager
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+)
+
+// countingReader reads through a session and records the paths read.
+type countingReader struct {
+	s     *zkconn.Session
+	mu    sync.Mutex
+	paths []string // getData paths, then "ls " + path for children lists
+}
+
+func (r *countingReader) GetMany(paths []string) ([]zkconn.NodeData, error) {
+	r.mu.Lock()
+	r.paths = append(r.paths, paths...)
+	r.mu.Unlock()
+	return r.s.GetMany(paths)
+}
+
+func (r *countingReader) ChildrenStats(paths []string) ([]zkconn.NodeData, error) {
+	r.mu.Lock()
+	for _, p := range paths {
+		r.paths = append(r.paths, "ls "+p)
+	}
+	r.mu.Unlock()
+	return r.s.ChildrenStats(paths)
+}
+
+// take returns the paths read since the last call, sorted, without the
+// group's prefix.
+func (r *countingReader) take(group string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(r.paths))
+	for i, p := range r.paths {
+		out[i] = strings.ReplaceAll(p, zkdata.OwnersPath(group)+"/", "")
+	}
+	r.paths = nil
+	slices.Sort(out)
+	return out
+}
+
+// ownersFixture is a group's owner nodes, written by a session of its own.
+type ownersFixture struct {
+	t     *testing.T
+	zc    *zk.Conn
+	c     *testcluster.Cluster
+	group string
+	truth map[TopicPartition]string
+}
+
+func (f *ownersFixture) full(tp TopicPartition) string {
+	return f.c.Chroot() + zkdata.OwnerPath(f.group, tp.Topic, tp.Partition)
+}
+
+func (f *ownersFixture) create(tp TopicPartition, owner string) {
+	f.t.Helper()
+	if _, err := f.zc.Create(f.full(tp), zkdata.FormatOwner(owner), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		f.t.Fatal(err)
+	}
+	f.truth[tp] = owner
+}
+
+func (f *ownersFixture) delete(tp TopicPartition) {
+	f.t.Helper()
+	if err := f.zc.Delete(f.full(tp), -1); err != nil {
+		f.t.Fatal(err)
+	}
+	delete(f.truth, tp)
+}
+
+// check reads through oc and compares with the truth and the paths read
+// (nil: not compared).
+func (f *ownersFixture) check(oc *ownersCache, r *countingReader, topics []string, epoch uint64, wantRead []string) {
+	f.t.Helper()
+	got, noDir, err := oc.read(r, f.group, topics, epoch, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(noDir) != 0 {
+		f.t.Errorf("topics without owners node: %v", noDir)
+	}
+	if !maps.Equal(got, f.truth) {
+		f.t.Errorf("owners %v, want %v", got, f.truth)
+	}
+	read := r.take(f.group)
+	if wantRead != nil {
+		slices.Sort(wantRead)
+		if !slices.Equal(read, wantRead) {
+			f.t.Errorf("read %q, want %q", read, wantRead)
+		}
+	}
+	if n := oc.lastNodesRead(); n != len(read) {
+		f.t.Errorf("lastNodesRead %d, %d paths read", n, len(read))
+	}
+}
+
+// TestOwnersCacheReadsChanges: through the cache, a read fetches every
+// owner node once; then only the stats of the topics' owners nodes while
+// nothing changes; the list and the new nodes of a topic where a partition
+// was claimed or released; the node of a partition moved as the last
+// assignment said; and every node of a topic where a node was deleted and
+// created again with another owner unannounced (the Cversion counts more
+// changes than the list shows), whose new owner is returned. A refreshed
+// topic, a new session and another partition count make it read in full.
+func TestOwnersCacheReadsChanges(t *testing.T) {
+	c := testcluster.Shared(t)
+	f := &ownersFixture{t: t, zc: testcluster.ZooKeeper(t, c), c: c, group: testcluster.Name(t, "g"),
+		truth: map[TopicPartition]string{}}
+	s := dialSession(t, c)
+	defer s.Close()
+	r := &countingReader{s: s}
+	topics := []string{"t0", "t1", "t2", "t3"}
+	const parts = 6
+	var all []string
+	for _, tn := range topics {
+		if err := s.CreateParents(zkdata.OwnerTopicPath(f.group, tn)); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, tn, "ls "+tn)
+		for p := range int32(parts) {
+			f.create(TopicPartition{Topic: tn, Partition: p}, "a")
+			all = append(all, fmt.Sprintf("%s/%d", tn, p))
+		}
+	}
+	var oc ownersCache
+	expect := func(moves map[TopicPartition]string) {
+		want := maps.Clone(f.truth)
+		maps.Copy(want, moves)
+		oc.expectOwners(want)
+	}
+
+	f.check(&oc, r, topics, 1, all) // the first read: everything
+	expect(nil)                     // as an assignment that moves nothing
+	f.check(&oc, r, topics, 1, topics)
+
+	// t1 gains a partition, t2 loses one.
+	f.create(TopicPartition{Topic: "t1", Partition: parts}, "b")
+	f.delete(TopicPartition{Topic: "t2", Partition: 3})
+	f.check(&oc, r, topics, 1, append(slices.Clone(topics), "ls t1", "ls t2", fmt.Sprintf("t1/%d", parts)))
+
+	// t0/5 moves from a to b, as the assignment said.
+	tp := TopicPartition{Topic: "t0", Partition: 5}
+	expect(map[TopicPartition]string{tp: "b"})
+	f.delete(tp)
+	f.create(tp, "b")
+	f.check(&oc, r, topics, 1, append(slices.Clone(topics), "ls t0", "t0/5"))
+
+	// Unannounced in t3: 2 moves from a to c (a delete and a create of
+	// the same name), 0 is released and 6 claimed: four changes where
+	// the list shows two. The node of 6 is read, then every other.
+	expect(nil)
+	moved := TopicPartition{Topic: "t3", Partition: 2}
+	f.delete(moved)
+	f.create(moved, "c")
+	f.delete(TopicPartition{Topic: "t3", Partition: 0})
+	f.create(TopicPartition{Topic: "t3", Partition: parts}, "c")
+	want := append(slices.Clone(topics), "ls t3", fmt.Sprintf("t3/%d", parts))
+	for _, p := range []int{1, 2, 3, 4, 5} {
+		want = append(want, fmt.Sprintf("t3/%d", p))
+	}
+	f.check(&oc, r, topics, 1, want)
+	f.check(&oc, r, topics, 1, topics) // and kept
+
+	// A claim waits in t2: t2 is read in full, once.
+	oc.refresh("t2")
+	want = append(slices.Clone(topics), "ls t2")
+	for _, p := range []int{0, 1, 2, 4, 5} {
+		want = append(want, fmt.Sprintf("t2/%d", p))
+	}
+	f.check(&oc, r, topics, 1, want)
+	f.check(&oc, r, topics, 1, topics)
+
+	// A new session: everything again.
+	want = slices.Clone(topics)
+	for _, tn := range topics {
+		want = append(want, "ls "+tn)
+	}
+	for tp := range f.truth {
+		want = append(want, fmt.Sprintf("%s/%d", tp.Topic, tp.Partition))
+	}
+	f.check(&oc, r, topics, 2, want)
+	f.check(&oc, r, topics, 2, topics)
+
+	// Another partition count: everything again.
+	if _, _, err := oc.read(r, f.group, topics, 2, map[string]int{"t0": 7}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.take(f.group); !slices.Equal(got, want) {
+		t.Errorf("after a partition count change: read %q, want %q", got, want)
+	}
+}
+
+// TestOwnersCacheNoDir: a topic without owners node is listed apart, and
+// once its owners node exists its owners are read.
+func TestOwnersCacheNoDir(t *testing.T) {
+	c := testcluster.Shared(t)
+	f := &ownersFixture{t: t, zc: testcluster.ZooKeeper(t, c), c: c, group: testcluster.Name(t, "g"),
+		truth: map[TopicPartition]string{}}
+	s := dialSession(t, c)
+	defer s.Close()
+	r := &countingReader{s: s}
+	var oc ownersCache
+	for range 2 {
+		_, noDir, err := oc.read(r, f.group, []string{"t", "u"}, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(noDir, []string{"t", "u"}) {
+			t.Errorf("topics without owners node %v, want [t u]", noDir)
+		}
+	}
+	if err := s.CreateParents(zkdata.OwnerTopicPath(f.group, "u")); err != nil {
+		t.Fatal(err)
+	}
+	f.create(TopicPartition{Topic: "u", Partition: 0}, "a")
+	got, noDir, err := oc.read(r, f.group, []string{"t", "u"}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(noDir, []string{"t"}) || !maps.Equal(got, f.truth) {
+		t.Errorf("owners %v and no owners node %v, want %v and [t]", got, noDir, f.truth)
+	}
+}
+
+// TestOwnersCacheChurn: while another session claims, releases and moves
+// owner nodes at random, and the expected owners given to the cache are
+// right or wrong at random, reads through the cache go on without error;
+// once the churn stops a read returns exactly what ZooKeeper holds, and
+// the read after it only the owners nodes' stats.
+func TestOwnersCacheChurn(t *testing.T) {
+	c := testcluster.Shared(t)
+	f := &ownersFixture{t: t, zc: testcluster.ZooKeeper(t, c), c: c, group: testcluster.Name(t, "g"),
+		truth: map[TopicPartition]string{}}
+	s := dialSession(t, c)
+	defer s.Close()
+	topics := []string{"t0", "t1", "t2"}
+	const parts = 100
+	for _, tn := range topics {
+		if err := s.CreateParents(zkdata.OwnerTopicPath(f.group, tn)); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(parts) {
+			f.create(TopicPartition{Topic: tn, Partition: p}, "a")
+		}
+	}
+	var oc ownersCache
+	r := &countingReader{s: s}
+	owners := []string{"a", "b", "c", "d"}
+	var (
+		mu      sync.Mutex
+		guesses = map[TopicPartition]string{} // what the expected owners say
+	)
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			oc.expectOwners(maps.Clone(guesses))
+			mu.Unlock()
+			if _, _, err := oc.read(r, f.group, topics, 1, nil); err != nil {
+				t.Error(err)
+				return
+			}
+			r.take(f.group)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 900 {
+		tp := TopicPartition{Topic: topics[rng.IntN(len(topics))], Partition: int32(rng.IntN(parts))}
+		o := owners[rng.IntN(len(owners))]
+		_, has := f.truth[tp]
+		switch {
+		case !has:
+			f.create(tp, o)
+		case rng.IntN(3) == 0:
+			f.delete(tp)
+		default: // a move
+			f.delete(tp)
+			f.create(tp, o)
+		}
+		mu.Lock()
+		if rng.IntN(2) == 0 {
+			guesses[tp] = f.truth[tp]
+		} else {
+			guesses[tp] = owners[rng.IntN(len(owners))]
+		}
+		mu.Unlock()
+	}
+	close(stop)
+	<-readerDone
+	f.check(&oc, r, topics, 1, nil)
+	f.check(&oc, r, topics, 1, topics)
+}
+
+// TestOwnersNodeCversion: what the cache relies on, on this ZooKeeper:
+// every create and delete of a child bumps its parent's Cversion by one,
+// the delete of an ephemeral node when its session closes included.
+func TestOwnersNodeCversion(t *testing.T) {
+	c := testcluster.Shared(t)
+	zc := testcluster.ZooKeeper(t, c)
+	other := testcluster.ZooKeeper(t, c)
+	path := zkdata.OwnerTopicPath(testcluster.Name(t, "g"), "t")
+	dir := c.Chroot() + path
+	s := dialSession(t, c)
+	defer s.Close()
+	if err := s.CreateParents(path); err != nil {
+		t.Fatal(err)
+	}
+	cversion := func() int32 {
+		t.Helper()
+		_, st, err := zc.Get(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Cversion
+	}
+	v0 := cversion()
+	for i, conn := range []*zk.Conn{zc, other} {
+		if _, err := conn.Create(fmt.Sprintf("%s/%d", dir, i), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zc.Delete(dir+"/0", -1); err != nil {
+		t.Fatal(err)
+	}
+	other.Close() // its node goes with its session
+	testcluster.Await(t, 10*time.Second, 10*time.Millisecond, "the closed session's node to go", func() bool {
+		ok, _, err := zc.Exists(dir + "/1")
+		return err == nil && !ok
+	})
+	if got := cversion(); got != v0+4 {
+		t.Errorf("Cversion %d after two creates and two deletes (one by a session's end), want %d", got, v0+4)
+	}
+}
