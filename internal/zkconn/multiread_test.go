@@ -230,11 +230,7 @@ func createNumbered(t *testing.T, s *zkconn.Session, parent string, n int, creat
 func TestChildrenStats(t *testing.T) {
 	c := testcluster.Shared(t)
 	chroot := "/zkconn-" + testcluster.Name(t, "kidstats")
-	s, err := zkconn.Dial(zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := dialTest(t, zkconn.Config{Servers: []string{c.ZooKeeperAddr()}, Chroot: chroot, SessionTimeout: 10 * time.Second})
 	paths := []string{"/a", "/b", "/none", "/c"}
 	for i, p := range []string{"/a", "/b", "/c"} {
 		for k := range i * 2 {
