@@ -62,6 +62,17 @@ type ownersFixture struct {
 	truth map[TopicPartition]string
 }
 
+// newOwnersFixture returns a fixture on the shared cluster, with a group
+// of its own, and a member session closed at the end of the test.
+func newOwnersFixture(t *testing.T) (*ownersFixture, *zkconn.Session) {
+	c := testcluster.Shared(t)
+	f := &ownersFixture{t: t, zc: testcluster.ZooKeeper(t, c), c: c, group: testcluster.Name(t, "g"),
+		truth: map[TopicPartition]string{}}
+	s := dialSession(t, c)
+	t.Cleanup(func() { s.Close() })
+	return f, s
+}
+
 func (f *ownersFixture) full(tp TopicPartition) string {
 	return f.c.Chroot() + zkdata.OwnerPath(f.group, tp.Topic, tp.Partition)
 }
@@ -117,11 +128,7 @@ func (f *ownersFixture) check(oc *ownersCache, r *countingReader, topics []strin
 // changes than the list shows), whose new owner is returned. A refreshed
 // topic, a new session and another partition count make it read in full.
 func TestOwnersCacheReadsChanges(t *testing.T) {
-	c := testcluster.Shared(t)
-	f := &ownersFixture{t: t, zc: testcluster.ZooKeeper(t, c), c: c, group: testcluster.Name(t, "g"),
-		truth: map[TopicPartition]string{}}
-	s := dialSession(t, c)
-	defer s.Close()
+	f, s := newOwnersFixture(t)
 	r := &countingReader{s: s}
 	topics := []string{"t0", "t1", "t2", "t3"}
 	const parts = 6
@@ -207,11 +214,7 @@ func TestOwnersCacheReadsChanges(t *testing.T) {
 // TestOwnersCacheNoDir: a topic without owners node is listed apart, and
 // once its owners node exists its owners are read.
 func TestOwnersCacheNoDir(t *testing.T) {
-	c := testcluster.Shared(t)
-	f := &ownersFixture{t: t, zc: testcluster.ZooKeeper(t, c), c: c, group: testcluster.Name(t, "g"),
-		truth: map[TopicPartition]string{}}
-	s := dialSession(t, c)
-	defer s.Close()
+	f, s := newOwnersFixture(t)
 	r := &countingReader{s: s}
 	var oc ownersCache
 	for range 2 {
@@ -242,11 +245,7 @@ func TestOwnersCacheNoDir(t *testing.T) {
 // once the churn stops a read returns exactly what ZooKeeper holds, and
 // the read after it only the owners nodes' stats.
 func TestOwnersCacheChurn(t *testing.T) {
-	c := testcluster.Shared(t)
-	f := &ownersFixture{t: t, zc: testcluster.ZooKeeper(t, c), c: c, group: testcluster.Name(t, "g"),
-		truth: map[TopicPartition]string{}}
-	s := dialSession(t, c)
-	defer s.Close()
+	f, s := newOwnersFixture(t)
 	topics := []string{"t0", "t1", "t2"}
 	const parts = 100
 	for _, tn := range topics {

@@ -167,6 +167,8 @@ func printIdle(r, M int, s idleResult) {
 	say("   production on again -> every partition consumed: %s", secs(s.firstFlow))
 }
 
+// perMemberRateN is the requests of keys (all when none) per second and
+// member of m in w.
 func perMemberRateN(w window, m int, keys ...int) float64 {
 	var n int64
 	if len(keys) == 0 {

@@ -395,15 +395,7 @@ func perMemberRate(w window, keys ...int) float64 {
 	if w.d <= 0 {
 		return math.NaN()
 	}
-	var n int64
-	if len(keys) == 0 {
-		for _, x := range w.c {
-			n += x
-		}
-	} else {
-		n = w.c.Sum(keys...)
-	}
-	return float64(n) / w.d.Seconds() / float64(*flagMembers)
+	return perMemberRateN(w, *flagMembers, keys...)
 }
 
 // perMember lists pauses by member: "[m0 12ms m3 40ms]".

@@ -28,15 +28,7 @@ func TestIdleWait(t *testing.T) {
 	cfg := fetch.NewConfig()
 	cfg.MaxWait = 100 * time.Millisecond
 	cfg.IdleWait = time.Minute
-	f, err := fetch.New(client, cfg, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("fetcher close: %v", err)
-		}
-	})
+	f := newFetcher(t, client, cfg)
 	var log requestLog
 	fetch.SetRequestHook(f, log.hook)
 	a, err := f.Add(topic, 0, 0)
