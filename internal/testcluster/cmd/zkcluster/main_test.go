@@ -11,7 +11,8 @@ import (
 
 // definedFlags returns the flags each command defines in main.go: the
 // names given to fs.Int, fs.String, ... in the function that makes the
-// flag set named after the command.
+// flag set named after the command (flag.NewFlagSet, or flags(cmd), which
+// adds -dir).
 func definedFlags(t *testing.T) (map[string][]string, *ast.File) {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ParseComments)
@@ -31,15 +32,20 @@ func definedFlags(t *testing.T) (map[string][]string, *ast.File) {
 			if !ok || len(call.Args) == 0 {
 				return true
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
 			lit, ok := call.Args[0].(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
 				return true
 			}
 			name, _ := strconv.Unquote(lit.Value)
+			if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "flags" {
+				cmd = name // flags(cmd) makes the set and its -dir
+				flags = append(flags, "dir")
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
 			switch x, _ := sel.X.(*ast.Ident); {
 			case x != nil && x.Name == "flag" && sel.Sel.Name == "NewFlagSet":
 				cmd = name
