@@ -263,26 +263,14 @@ func TestOwnersCacheChurn(t *testing.T) {
 		mu      sync.Mutex
 		guesses = map[TopicPartition]string{} // what the expected owners say
 	)
-	stop := make(chan struct{})
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			mu.Lock()
-			oc.expectOwners(maps.Clone(guesses))
-			mu.Unlock()
-			if _, _, err := oc.read(r, f.group, topics, 1, nil); err != nil {
-				t.Error(err)
-				return
-			}
-			r.take(f.group)
-		}
-	}()
+	stopReading := readUntilStopped(t, func() error {
+		mu.Lock()
+		oc.expectOwners(maps.Clone(guesses))
+		mu.Unlock()
+		_, _, err := oc.read(r, f.group, topics, 1, nil)
+		r.take(f.group)
+		return err
+	})
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 900 {
 		tp := TopicPartition{Topic: topics[rng.IntN(len(topics))], Partition: int32(rng.IntN(parts))}
@@ -305,8 +293,7 @@ func TestOwnersCacheChurn(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-	close(stop)
-	<-readerDone
+	stopReading()
 	f.check(&oc, r, topics, 1, nil)
 	f.check(&oc, r, topics, 1, topics)
 }

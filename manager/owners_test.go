@@ -65,22 +65,10 @@ func TestReadOwnersChurn(t *testing.T) {
 		nodes.create(p, "a")
 		truth[p] = "a"
 	}
-	stop := make(chan struct{})
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, _, err := readOwners(s, group, []string{"t"}); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
+	stopReading := readUntilStopped(t, func() error {
+		_, _, err := readOwners(s, group, []string{"t"})
+		return err
+	})
 	rng := rand.New(rand.NewPCG(1, 2))
 	owners := []string{"a", "b", "c", "d"}
 	for range 600 {
@@ -103,8 +91,7 @@ func TestReadOwnersChurn(t *testing.T) {
 			truth[p] = o
 		}
 	}
-	close(stop)
-	<-readerDone
+	stopReading()
 	got, _, err := readOwners(s, group, []string{"t"})
 	if err != nil {
 		t.Fatal(err)
@@ -166,4 +153,27 @@ func (o *ownerNodes) delete(p int32) {
 	if err := o.zc.Delete(o.path(p), -1); err != nil {
 		o.t.Fatal(err)
 	}
+}
+
+// readUntilStopped runs read in a loop on a goroutine of its own until the
+// returned func is called (which waits for it) or read fails (a test
+// error).
+func readUntilStopped(t *testing.T, read func() error) (stop func()) {
+	t.Helper()
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := read(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
