@@ -116,8 +116,9 @@ func (oc *ownersCache) lastNodesRead() int {
 	return oc.nodesRead
 }
 
-// read returns who holds each partition of topics and the topics that
-// have no owners node (see readOwners), reading through r what the cache
+// read returns who holds each partition of topics (the owner's id is the
+// node's text, zkdata.ParseOwner; a partition with no node is absent) and
+// the topics that have no owners node, sorted, reading through r what the cache
 // cannot vouch for. epoch is the session's; counts the partitions per
 // topic in the metadata: when either differs from the last read's, the
 // cache is dropped first.

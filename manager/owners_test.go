@@ -11,6 +11,14 @@ import (
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
+// readOwners reads who holds each partition of topics in full, through
+// a cache of its own (an ownersCache's first read): what the cache's
+// reads must agree with.
+func readOwners(r nodeReader, group string, topics []string) (owners map[TopicPartition]string, noDir []string, err error) {
+	var oc ownersCache
+	return oc.read(r, group, topics, 0, nil)
+}
+
 // TestReadOwners: readOwners returns who holds each partition, as
 // ZooKeeper has it at the time of the read: after nodes change hands, are
 // released or are rewritten, the next read says so. A node that is not a
