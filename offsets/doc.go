@@ -5,9 +5,10 @@
 // consumers did), with [Migrate] to move them between the two.
 //
 // Commits cost requests per interval, not per partition: [Store.CommitBatch]
-// writes many partitions at once (one OffsetCommit request, one ZooKeeper
-// multi), and the KafkaStore coalesces concurrent calls of every kind into
-// rounds of one request each. Only single commits ([Store.Commit], a
+// writes many partitions at once (an OffsetCommit request per 256 KiB of
+// offset records, about 1,500 partitions; a ZooKeeper multi per 1,000),
+// and the KafkaStore coalesces concurrent calls of every kind into rounds
+// of one request each. Only single commits ([Store.Commit], a
 // partition's final one) and failed writes are read back.
 //
 // Offsets follow Kafka's convention: a committed offset names the next

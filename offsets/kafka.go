@@ -72,7 +72,8 @@ func (c KafkaConfig) Validate() error {
 // Group commit: every operation is queued for one goroutine of the store
 // (the batcher), which takes everything queued at once and sends it as one
 // round: one OffsetCommit request for every partition written (CommitBatch
-// entries, Commit and Reset calls alike), then, for what must be read back
+// entries, Commit and Reset calls alike; one per maxCommitBytes of offset
+// records, which Kafka appends in one batch), then, for what must be read back
 // (Commit and Reset with Verify, and whatever failed), one OffsetFetch, and
 // one OffsetFetch for the Fetch calls. What arrives while a round is under
 // way goes into the next one. So a consumer's commits cost one request per
@@ -139,8 +140,10 @@ type kpart struct {
 // KafkaStats counts what a KafkaStore did since it was created. It is a
 // plain value.
 type KafkaStats struct {
-	// Rounds of the batcher: each sends at most one OffsetCommit request
-	// per attempt for every partition it writes.
+	// Rounds of the batcher: each sends one OffsetCommit request per
+	// attempt for every 256 KiB of offset records it writes (about 1,500
+	// partitions; the commit record of each partition holds the group's and
+	// the topic's name).
 	Rounds uint64
 	// CommitRequests and FetchRequests count the OffsetCommit and
 	// OffsetFetch requests sent, retries and verification included.

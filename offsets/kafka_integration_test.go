@@ -3,6 +3,7 @@ package offsets
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -322,6 +323,42 @@ func TestKafkaStoreClusterBatch(t *testing.T) {
 	}
 	for p := range int32(n) {
 		wantOffset(t, other, topic, p, 200+int64(p))
+	}
+}
+
+// TestKafkaStoreLargeBatch: a batch whose offset records exceed what Kafka
+// appends at once (1 MiB; here 64 partitions of a group whose name, which
+// each record's key holds, has 30,000 characters: a string field holds at
+// most 32,767) is sent in several requests, and every offset lands. In one
+// request Kafka refuses the whole batch (OFFSET_METADATA_TOO_LARGE for
+// every partition), as it did for a member committing 10,000 partitions of
+// 40-character topics.
+func TestKafkaStoreLargeBatch(t *testing.T) {
+	c := testcluster.Shared(t)
+	verifyNoLeaks(t)
+	const n = 64
+	topic := clusterTopic(t, c, n)
+	group := testcluster.Name(t, "group") + "-" + strings.Repeat("g", 30000)
+	s := clusterKafkaStore(t, c, group)
+	ctx := context.Background()
+	batch := make([]Offset, n)
+	for p := range int32(n) {
+		batch[p] = Offset{TopicPartition: TopicPartition{topic, p}, Next: 7 + int64(p), Token: 1_000_000 + int64(p)}
+	}
+	before := s.Stats()
+	for i, err := range s.CommitBatch(ctx, batch) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	perRequest := maxCommitBytes / commitRecordBytes(group, topic)
+	want := uint64((n + perRequest - 1) / perRequest)
+	if got := s.Stats().CommitRequests - before.CommitRequests; got != want || want < 2 {
+		t.Errorf("%d commit requests, want %d (%d partitions of about %d bytes each)", got, want, n, commitRecordBytes(group, topic))
+	}
+	other := clusterKafkaStore(t, c, group)
+	for p := range int32(n) {
+		wantOffset(t, other, topic, p, 7+int64(p))
 	}
 }
 

@@ -113,9 +113,9 @@ func (s *KafkaStore) attempts(ctx context.Context, live func() bool, what string
 	}
 }
 
-// commitItems writes items in one OffsetCommit request per attempt, each
-// sent only before writeBy (see commitLink.send), and sets their err and
-// fault.
+// commitItems writes items in as few OffsetCommit requests per attempt
+// as maxCommitBytes allows, each sent only before writeBy (see
+// commitLink.send), and sets their err and fault.
 func (s *KafkaStore) commitItems(ctx context.Context, live func() bool, items []*kitem, writeBy time.Time) {
 	if len(items) == 0 {
 		return
@@ -130,10 +130,44 @@ func (s *KafkaStore) commitItems(ctx context.Context, live func() bool, items []
 	}
 }
 
-// commitOnce sends the pending items in one OffsetCommit request, as a
+// maxCommitBytes bounds the offset records one OffsetCommit request makes
+// the coordinator append to __consumer_offsets. The append is refused
+// whole over that topic's max.message.bytes (1 MiB by default; Kafka 3.9
+// then answers OFFSET_METADATA_TOO_LARGE for every partition): a member
+// owning some 8,000 partitions of 40-character topics reached it. A
+// quarter of the default leaves room for longer names and a lowered limit.
+const maxCommitBytes = 256 << 10
+
+// commitRecordBytes is at least the size of the offset record of one
+// partition of topic committed by group with a token: the record's
+// framing (about 10 bytes), its key (version, group, topic, partition:
+// 10 bytes and the names) and value (version, offset, leader epoch,
+// metadata, commit time: 24 bytes and the metadata).
+func commitRecordBytes(group, topic string) int {
+	return 64 + len(group) + len(topic) + len(tokenPrefix) + 20
+}
+
+// commitOnce sends the pending items in OffsetCommit requests of at most
+// maxCommitBytes of records each (at least one item each), one after the
+// other.
+func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, faults []fault, writeBy time.Time) {
+	for len(pending) > 0 {
+		n, size := 0, 0
+		for ; n < len(pending); n++ {
+			size += commitRecordBytes(s.group, items[pending[n]].tp.Topic)
+			if n > 0 && size > maxCommitBytes {
+				break
+			}
+		}
+		s.commitRequest(items, pending[:n], errs, faults, writeBy)
+		pending = pending[n:]
+	}
+}
+
+// commitRequest sends the pending items in one OffsetCommit request, as a
 // simple group (generation -1, no member id), at the version the client's
 // Config.Version allows, on the store's commit link, before writeBy.
-func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, faults []fault, writeBy time.Time) {
+func (s *KafkaStore) commitRequest(items []*kitem, pending []int, errs []error, faults []fault, writeBy time.Time) {
 	coord, err := s.client.Coordinator(s.group)
 	if err != nil {
 		for _, i := range pending {
