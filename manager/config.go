@@ -168,13 +168,18 @@ type Config struct {
 	JoinSettle time.Duration
 	// ClaimWaitCheck: when a partition this member should own is still
 	// held by another member after this long, the owners are read again
-	// and the assignment recomputed (the members may have decided from
-	// different moments of overlapping changes). The old owner may
-	// legitimately take this long to drain; recomputing then changes
-	// nothing. A partition held by a member other than the one the
-	// assignment saw holding it (it was taken after this member read the
-	// owners) makes the member read them again within a second, whatever
-	// this setting.
+	// and the assignment recomputed (at most once per ClaimWaitCheck),
+	// since the members may have decided from different moments of
+	// overlapping changes: with members started back to back, one member
+	// waiting on a holder whose own plan kept the partition was the last
+	// thing to settle. The old owner may legitimately take longer to
+	// drain; recomputing then changes nothing (the owners cache makes it
+	// cost a few reads). A partition held by a member other than the one
+	// the assignment saw holding it (it was taken after this member read
+	// the owners) makes the member read them again within a second,
+	// whatever this setting. It also bounds how long OnAssigned waits for
+	// claims under way, and how long a holder that is not a member must
+	// hold a partition before it is reported (ErrSquatted).
 	ClaimWaitCheck time.Duration
 	// UnownedCheck is how often the owner nodes are listed (one read per
 	// subscribed topic) to catch a partition nobody claims; one unowned
@@ -288,7 +293,7 @@ func NewConfig() *Config {
 		Partition:        partition.NewConfig(),
 		RebalanceDelay:   50 * time.Millisecond,
 		JoinSettle:       0,
-		ClaimWaitCheck:   15 * time.Second,
+		ClaimWaitCheck:   2 * time.Second,
 		UnownedCheck:     10 * time.Second,
 		MetadataResync:   60 * time.Second,
 		MetadataPoll:     10 * time.Second,

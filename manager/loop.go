@@ -250,12 +250,12 @@ func jittered(d time.Duration) time.Duration {
 //
 // A holder the plan did not see took the partition after this member read
 // the owners: the two computed from different views of overlapping
-// changes, and one of them must give way (with ClaimWaitCheck alone that
-// took 15 s in BenchmarkScale's overlapping joins). The holder the plan
-// saw is the previous owner, which may legitimately take a while to
-// drain, commit and release: for it, reading again changes nothing.
-// The waiting partition's topic is read in full, not through the owners
-// cache.
+// changes, and one of them must give way. The holder the plan saw is the
+// previous owner, which may be draining, committing and releasing (then
+// reading again changes nothing), or may have computed from another view
+// that keeps the partition (then reading again moves this member's plan
+// to what the holder did). The waiting partition's node is read again
+// (ownersCache.recheck).
 func (c *Consumer) claimWaitTooLong() bool {
 	now := time.Now()
 	c.mu.Lock()
@@ -271,13 +271,13 @@ func (c *Consumer) claimWaitTooLong() bool {
 			c.log.Info("a claim waits for an owner the assignment did not see; reading the owners again",
 				"topic", sl.tp.Topic, "partition", sl.tp.Partition, "holder", *h, "seen", sl.seen)
 			sl.seen = *h // once per holder, until a plan sees it
-			c.ownerCache.refresh(sl.tp.Topic)
+			c.ownerCache.recheck(sl.tp)
 			return true
 		case due && now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck:
 			c.lastClaimWaitCheck = now
 			c.log.Info("a claim waits for another owner; reading the owners again",
 				"topic", sl.tp.Topic, "partition", sl.tp.Partition)
-			c.ownerCache.refresh(sl.tp.Topic)
+			c.ownerCache.recheck(sl.tp)
 			return true
 		}
 	}

@@ -47,8 +47,10 @@ type nodeReader interface {
 //
 // The owners it returns are a hint, as any read of them is (they change
 // at any time): the assignment's stickiness and the claim-wait check use
-// them; a claim is an ephemeral create whatever the read said. Topics
-// marked by refresh (a claim that waits) are read in full, and a new
+// them; a claim is an ephemeral create whatever the read said. The node
+// of a partition marked by recheck (a claim that waits) is read at the
+// next read of a changed topic, as a node expected to change hands is (a
+// topic whose stat is the cached one has every node as cached). A new
 // session or another partition count drops everything.
 //
 // Its zero value is empty and ready; safe for concurrent use (the loop
@@ -61,13 +63,13 @@ type ownersCache struct {
 	// nodesRead: the nodes the last read fetched (stats, lists, owners).
 	nodesRead int
 
-	// Under hintMu, never held across I/O (refresh is called under
+	// Under hintMu, never held across I/O (recheck is called under
 	// Consumer.mu): expect, each partition's owner in the last assignment
-	// computed (replaced, never changed in place); fresh, the topics to
-	// read in full next time.
+	// computed (replaced, never changed in place); again, the partitions
+	// whose node the next read reads if their topic changed.
 	hintMu sync.Mutex
 	expect map[TopicPartition]string
-	fresh  map[string]bool
+	again  map[TopicPartition]bool
 }
 
 // topicOwners is one topic's owner nodes as read at one moment: the
@@ -91,14 +93,17 @@ func (e *topicOwners) same(st zk.Stat) bool {
 	return e.czxid == st.Czxid && e.cversion == st.Cversion && e.pzxid == st.Pzxid
 }
 
-// refresh makes the next read read topic's owner nodes in full.
-func (oc *ownersCache) refresh(topic string) {
+// recheck makes the next read read tp's owner node if tp's topic changed
+// since it was cached: a claim of tp found a holder the cache may not
+// have (one claim's node, not the topic's, which at 1,000 partitions a
+// topic made members started together read a million nodes).
+func (oc *ownersCache) recheck(tp TopicPartition) {
 	oc.hintMu.Lock()
 	defer oc.hintMu.Unlock()
-	if oc.fresh == nil {
-		oc.fresh = map[string]bool{}
+	if oc.again == nil {
+		oc.again = map[TopicPartition]bool{}
 	}
-	oc.fresh[topic] = true
+	oc.again[tp] = true
 }
 
 // expectOwners records the owners the assignment just computed gives the
@@ -131,11 +136,10 @@ func (oc *ownersCache) read(r nodeReader, group string, topics []string, epoch u
 	}
 	oc.epoch, oc.counts = epoch, counts
 	oc.hintMu.Lock()
-	expect, fresh := oc.expect, oc.fresh
-	oc.fresh = nil // refreshes from now on are for the next read
+	rd := ownersRead{r: r, group: group, expect: oc.expect, again: oc.again}
+	oc.again = nil // rechecks from now on are for the next read
 	oc.hintMu.Unlock()
-	rd := ownersRead{r: r, group: group, expect: expect}
-	owners, noDir, kept, err := rd.run(topics, oc.topics, fresh)
+	owners, noDir, kept, err := rd.run(topics, oc.topics)
 	oc.nodesRead = rd.nodes
 	if err != nil {
 		oc.topics = nil // and the next read reads everything
@@ -150,6 +154,7 @@ type ownersRead struct {
 	r      nodeReader
 	group  string
 	expect map[TopicPartition]string
+	again  map[TopicPartition]bool
 	nodes  int
 }
 
@@ -177,7 +182,7 @@ func (rd *ownersRead) getMany(paths []string) ([]zkconn.NodeData, error) {
 	return rd.r.GetMany(paths)
 }
 
-func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, fresh map[string]bool) (
+func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners) (
 	owners map[TopicPartition]string, noDir []string, kept map[string]*topicOwners, err error) {
 	dirs := make([]string, len(topics))
 	for i, t := range topics {
@@ -198,7 +203,7 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, fresh
 			return nil, nil, nil, fmt.Errorf("manager: reading %s: %w", dirs[i], d.Err)
 		default:
 			e := cached[t]
-			if fresh[t] || (e != nil && e.czxid != d.Stat.Czxid) {
+			if e != nil && e.czxid != d.Stat.Czxid {
 				e = nil
 			}
 			if e != nil && e.same(d.Stat) {
@@ -296,8 +301,9 @@ func (rd *ownersRead) plan(w *topicRead) (read []string) {
 			w.owners[k] = ""
 		case !had:
 			read = append(read, k)
-		case rd.expect[TopicPartition{Topic: w.topic, Partition: p}] != was:
-			read = append(read, k) // expected to change hands
+		case rd.expect[TopicPartition{Topic: w.topic, Partition: p}] != was,
+			rd.again[TopicPartition{Topic: w.topic, Partition: p}]:
+			read = append(read, k) // expected to change hands, or a claim found it held
 		default:
 			w.unread = append(w.unread, k)
 		}
