@@ -89,9 +89,9 @@
 // any goroutine noticed that the lease had ended.
 //
 // Kafka reachability: a member that no broker answered for
-// Config.KafkaUnreachableTimeout (default the session timeout), or that
-// cannot reach the group's coordinator for as long, while ZooKeeper still
-// answers, leaves the group: every partition stops at once, without a
+// Config.KafkaUnreachableTimeout (default 45 s, as Kafka's
+// session.timeout.ms), or that cannot reach the group's coordinator for as
+// long, while ZooKeeper still answers, leaves the group: every partition stops at once, without a
 // drain or a commit (its commits carry a deadline no later than Kafka's
 // last answer + that bound, so none is still waiting), its owner nodes and
 // then its registration are deleted, and the others take its partitions

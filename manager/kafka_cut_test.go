@@ -145,6 +145,7 @@ func runMember(t *testing.T, c *testcluster.Cluster, group string, sub *subscrip
 	t.Helper()
 	cfg := baseConfig(t, name)
 	cfg.SessionTimeout = 6 * time.Second
+	cfg.KafkaUnreachableTimeout = cfg.SessionTimeout // not the default 45 s: the cuts last seconds
 	cfg.Logger = cfg.Logger.With("member", name)
 	rec.hooks(name, cfg)
 	if configure != nil {

@@ -79,8 +79,8 @@ type Config struct {
 	// KafkaUnreachableTimeout: a member that no Kafka broker, or not its
 	// group coordinator, answered for this long leaves the group until
 	// Kafka answers again (manager.Config.KafkaUnreachableTimeout); 0:
-	// session_timeout.
-	KafkaUnreachableTimeout Duration `yaml:"kafka_unreachable_timeout" json:"kafka_unreachable_timeout" help:"leave the group after this long without an answer from Kafka, join again once it answers; 0: session_timeout, else 2s to 10m"`
+	// 45s, or session_timeout if longer.
+	KafkaUnreachableTimeout Duration `yaml:"kafka_unreachable_timeout" json:"kafka_unreachable_timeout" help:"leave the group after this long without an answer from Kafka, join again once it answers; 0: 45s (Kafka's session.timeout.ms), or session_timeout if longer, else 2s to 10m"`
 	// Strategy names the assignment strategy: one of assign.Names(),
 	// assign.DefaultName by default.
 	Strategy string `yaml:"strategy" json:"strategy" help:"how partitions are spread over the members; every member of a group must use the same strategy"`

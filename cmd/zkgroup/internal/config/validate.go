@@ -114,7 +114,7 @@ func (c *Config) checkConsumer() error {
 	unreachable, reply := c.KafkaUnreachableTimeout.D(), c.ZooKeeperMaxReply
 	if err := c.firstBad(
 		rule{"kafka_unreachable_timeout", unreachable != 0 && (unreachable < manager.MinKafkaUnreachableTimeout || unreachable > manager.MaxKafkaUnreachableTimeout),
-			"must be 0 (session_timeout) or from " + manager.MinKafkaUnreachableTimeout.String() + " to " + manager.MaxKafkaUnreachableTimeout.String()},
+			"must be 0 (45s, or session_timeout if longer) or from " + manager.MinKafkaUnreachableTimeout.String() + " to " + manager.MaxKafkaUnreachableTimeout.String()},
 		rule{"zookeeper_max_reply", reply != 0 && (reply < manager.MinZooKeeperMaxReply || reply > manager.MaxZooKeeperMaxReply),
 			fmt.Sprintf("must be 0 (%d) or from %d to %d", manager.DefaultZooKeeperMaxReply, manager.MinZooKeeperMaxReply, manager.MaxZooKeeperMaxReply)},
 	); err != nil {
