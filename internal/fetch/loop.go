@@ -325,7 +325,14 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		Isolation:   cfg.Isolation,
 		RackID:      cfg.Rack,
 	}
+	tooMany := cfg.MaxSessionPartitions > 0 && len(l.snap) > cfg.MaxSessionPartitions
 	switch {
+	case tooMany:
+		// Every partition named, and the session (if any) closed: the
+		// epoch -1 with its id ends it (see Config.MaxSessionPartitions).
+		l.kind = reqSessionless
+		req.SessionID, req.SessionEpoch = l.sess.id, -1
+		l.sess.reset(false)
 	case starvedOnly || !l.f.sessions:
 		// No session (or a request beside it that leaves it as it is):
 		// every partition is named.

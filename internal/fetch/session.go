@@ -30,7 +30,8 @@ import (
 // us) and at the start; after FETCH_SESSION_ID_NOT_FOUND it opens a new
 // one (id 0). A broker that answers a full request with no session id
 // (its session cache is full) is asked in full again each time, as
-// without sessions.
+// without sessions. A loop with more than Config.MaxSessionPartitions
+// partitions closes its session and names every partition each time.
 type session struct {
 	id    int32                       // the broker's id for it; 0: none
 	epoch int32                       // of the next request; 0: the next is full

@@ -145,3 +145,77 @@ func testSessionIdle(t *testing.T, c *testcluster.Cluster) {
 		t.Errorf("stats: %+v", st)
 	}
 }
+
+// TestSessionPartitionBound: a broker loop with more partitions than
+// Config.MaxSessionPartitions fetches without a session, naming every
+// partition; once it has that many or fewer, it opens a session (a full
+// request) and goes on incrementally. Every record is read exactly once
+// across the change.
+func TestSessionPartitionBound(t *testing.T) {
+	c := testcluster.Shared(t)
+	checkLeaks(t)
+	topic := testcluster.Name(t, "")
+	const P, n = 4, 20
+	createTopicOn(t, c, topic, P, 1)
+	cfg := fetch.NewConfig()
+	cfg.MaxWait = 100 * time.Millisecond
+	cfg.MaxSessionPartitions = P - 1
+	f, err := fetch.New(newClient(t, c), cfg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log requestLog
+	fetch.SetRequestHook(f, log.hook)
+	t.Cleanup(func() { _ = f.Close() })
+	readers := make([]*reader, P)
+	for i := range int32(P) {
+		p, err := f.Add(topic, i, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers[i] = &reader{t: t, p: p}
+	}
+	all := []int32{0, 1, 2, 3}
+	produceSized(t, c, topic, all, n, 100, 10, sarama.CompressionNone)
+	for _, r := range readers {
+		r.readN(n, time.Minute)
+	}
+	over := log.since(0)
+	for i, q := range over {
+		if q.kind != fetch.KindSessionless || q.named != q.fetched {
+			t.Errorf("request %d with %d partitions: %+v; want sessionless, naming every partition", i, P, q)
+		}
+	}
+
+	readers[P-1].p.Close()
+	mark := log.len()
+	for round := range 5 {
+		produceSized(t, c, topic, all[:P-1], n/5, 100, 10, sarama.CompressionNone)
+		for _, r := range readers[:P-1] {
+			r.readN(n+(round+1)*n/5, time.Minute)
+		}
+	}
+	under := log.since(mark)
+	full, incremental := -1, 0
+	for i, q := range under {
+		switch {
+		case q.kind == fetch.KindFull && full < 0:
+			full = i
+		case full >= 0 && q.kind != fetch.KindIncremental:
+			t.Errorf("request %d after the session opened: %+v", i, q)
+		case full >= 0:
+			incremental++
+		case q.kind != fetch.KindSessionless:
+			t.Errorf("request %d before a session opened: %+v", i, q)
+		}
+	}
+	if full < 0 || incremental < 2 {
+		t.Errorf("with %d partitions: %d requests, the first full at %d, %d incremental after it; want a session: %+v", P-1, len(under), full, incremental, under)
+	}
+	for i, r := range readers[:P-1] {
+		if first, last := r.recs[0].offset, r.recs[len(r.recs)-1].offset; len(r.recs) != 2*n || first != 0 || last != 2*n-1 {
+			t.Errorf("partition %d: %d records, offsets %d..%d; want 0..%d once", i, len(r.recs), first, last, 2*n-1)
+		}
+	}
+	t.Logf("%d requests over the bound, %d under it; stats %+v", len(over), len(under), f.Stats())
+}
