@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ValueLen is the size of the values the Producer writes.
@@ -25,16 +24,24 @@ func ProducedAt(v []byte) int64 {
 
 // Producer writes at a steady rate to every partition of its topics in
 // turn, each value carrying its produce time (unix nanoseconds, 8 bytes
-// big-endian) padded to ValueLen bytes.
+// big-endian) padded to ValueLen bytes. It is a franz-go client (leader
+// acks, not idempotent, no linger: what is produced while a request is
+// under way goes in the next one), which retries a record until it lands:
+// sarama's AsyncProducer, used before, stopped writing to a tenth of
+// 10,000 partitions for minutes (their records failing with "use of
+// closed network connection") when the brokers slowed down, which left
+// them silent whatever the consumers did.
 type Producer struct {
-	p      sarama.AsyncProducer
-	cancel context.CancelFunc
-	done   chan struct{}
-	sent   atomic.Int64
-	errs   atomic.Int64
-	paused atomic.Bool
-	first  atomic.Value
-	wg     sync.WaitGroup
+	cl     *kgo.Client
+	cancel context.CancelFunc // stops the pacing
+	// cancelRecords cancels the records' context: Close calls it once the
+	// buffered ones had 30 s to land (a record still waiting then fails).
+	cancelRecords context.CancelFunc
+	done          chan struct{}
+	sent          atomic.Int64
+	errs          atomic.Int64
+	paused        atomic.Bool
+	first         atomic.Value
 }
 
 // Topic is a topic to write to and its partition count.
@@ -46,29 +53,15 @@ type Topic struct {
 // StartProducer writes rate records a second, spread evenly over every
 // partition of topics, until Close or maxRun passes.
 func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duration) (*Producer, error) {
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_9_0_0
-	cfg.ClientID = "bench-producer"
-	cfg.Producer.RequiredAcks = sarama.WaitForLocal
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Return.Successes = false
-	cfg.Producer.Return.Errors = true
-	cfg.Producer.Flush.Frequency = 2 * time.Millisecond
-	p, err := sarama.NewAsyncProducer(addrs, cfg)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("bench-producer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0))
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), maxRun)
-	pr := &Producer{p: p, cancel: cancel, done: make(chan struct{})}
-	pr.wg.Add(1)
-	go func() {
-		defer pr.wg.Done()
-		for e := range p.Errors() {
-			if pr.errs.Add(1) == 1 {
-				pr.first.Store(e.Err)
-			}
-		}
-	}()
+	records, cancelRecords := context.WithCancel(context.Background())
+	pr := &Producer{cl: cl, cancel: cancel, cancelRecords: cancelRecords, done: make(chan struct{})}
 	type target struct {
 		topic string
 		p     int32
@@ -79,6 +72,11 @@ func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duratio
 			targets = append(targets, target{t.Name, i})
 		}
 	}
+	failed := func(_ *kgo.Record, err error) {
+		if err != nil && pr.errs.Add(1) == 1 {
+			pr.first.Store(err)
+		}
+	}
 	go func() {
 		defer close(pr.done)
 		next := 0
@@ -87,13 +85,11 @@ func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duratio
 			binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
 			t := targets[next]
 			next = (next + 1) % len(targets)
-			select {
-			case p.Input() <- &sarama.ProducerMessage{Topic: t.topic, Partition: t.p, Value: sarama.ByteEncoder(v)}:
-				pr.sent.Add(1)
-				return true
-			case <-ctx.Done():
-				return false
-			}
+			// Blocks while the client buffers its most (franz-go's
+			// MaxBufferedRecords), as a full input channel would.
+			cl.Produce(records, &kgo.Record{Topic: t.topic, Partition: t.p, Value: v}, failed)
+			pr.sent.Add(1)
+			return ctx.Err() == nil
 		})
 	}()
 	return pr, nil
@@ -137,17 +133,25 @@ func (p *Producer) SetPaused(paused bool) { p.paused.Store(paused) }
 // Sent is the number of records handed to the producer so far.
 func (p *Producer) Sent() int64 { return p.sent.Load() }
 
-// Close stops writing and returns the first failure, with their count.
+// Close stops writing, waits up to 30 s for what is buffered to land, and
+// returns the first failure, with their count.
 func (p *Producer) Close() error {
 	p.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	select {
+	case <-p.done:
+	case <-ctx.Done(): // a Produce waits for buffer space that does not come
+	}
+	err := p.cl.Flush(ctx)
+	p.cancelRecords()
 	<-p.done
-	err := p.p.Close()
-	p.wg.Wait()
+	p.cl.Close()
 	if n := p.errs.Load(); n > 0 {
 		return fmt.Errorf("producer: %d records failed, first: %v", n, p.first.Load())
 	}
 	if err != nil {
-		return fmt.Errorf("producer: %w", err)
+		return fmt.Errorf("producer: flushing: %w", err)
 	}
 	return nil
 }
