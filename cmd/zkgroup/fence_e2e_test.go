@@ -56,7 +56,9 @@ func newFenceEnv(t *testing.T, n int) *fenceEnv {
 	e.log = startCommitLog(t, e.c, e.group, e.topic)
 	e.prod = startProducer(t, e.c, e.topic, fenceParts)
 	dir := t.TempDir()
-	cfg := baseConfig(e.c, e.group, e.topic, "")
+	// The Kafka bound is the session timeout, not the default 45 s: the
+	// cuts here last seconds.
+	cfg := baseConfig(e.c, e.group, e.topic, fmt.Sprintf("kafka_unreachable_timeout: %v\n", fenceSession))
 	for i := 0; i < n; i++ {
 		u := testcluster.AcquireNetUser(t)
 		m := &member{name: fmt.Sprintf("d%d(%s)", i, u.Name), user: &u, out: filepath.Join(dir, fmt.Sprintf("d%d.jsonl", i))}
@@ -298,7 +300,7 @@ func TestFenceKill(t *testing.T) {
 
 // TestFenceBrokersCut: a member cut off from the brokers only (iptables;
 // it keeps its ZooKeeper session) leaves the group once no broker answered
-// it for kafka_unreachable_timeout (default: the session timeout), so its
+// it for kafka_unreachable_timeout (here the session timeout), so its
 // partitions move to the other member within that bound and one
 // rebalance, instead of standing still for as long as the cut lasts; it
 // joins again once the cut heals. Nothing is lost, no committed offset
