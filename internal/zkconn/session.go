@@ -488,8 +488,12 @@ func (s *Session) leaseEndAt(end int64) time.Time {
 }
 
 // monitor follows go-zookeeper's session events and the time since the
-// last reply, and keeps Status current. It pings ZooKeeper so that a
-// silent connection is noticed even when nothing else is sent.
+// last reply, and keeps Status current, every timeout/12. It pings
+// ZooKeeper so that a silent connection is noticed even when nothing else
+// is sent: at a tick when no request sent in the last tick and a half was
+// answered, so every timeout/6 while idle (the lease then still has half
+// the timeout left when the next ping goes) and never while other
+// requests are answered.
 func (s *Session) monitor(first chan struct{}) error {
 	ping := make(chan struct{}, 1)
 	s.t.Go(func() error { return s.pinger(ping) })
@@ -514,9 +518,11 @@ func (s *Session) monitor(first chan struct{}) error {
 				close(first)
 			}
 		case <-tick.C:
-			select {
-			case ping <- struct{}{}:
-			default:
+			if time.Duration(s.now()-s.lastAnswered.Load()) >= period*3/2 {
+				select {
+				case ping <- struct{}{}:
+				default:
+				}
 			}
 			s.refresh()
 			if p := s.timeout() / 12; p != period { // negotiated shorter

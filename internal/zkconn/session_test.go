@@ -2,7 +2,9 @@ package zkconn_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -274,9 +276,9 @@ func TestSessionLease(t *testing.T) {
 		time.Sleep(time.Millisecond) // polling the clock: no event marks the lease's end
 	}
 	took := ended.Sub(stalled)
-	// The last answered request was sent before the stall, at most one
-	// ping period (timeout/12) plus scheduling before it.
-	if took > window+500*time.Millisecond || took < window-timeout/12-time.Second {
+	// The last answered request was sent before the stall, at most two
+	// ticks (a ping every timeout/6 while idle) plus scheduling before it.
+	if took > window+500*time.Millisecond || took < window-timeout/6-time.Second {
 		t.Errorf("lease ended %v after the stall, want about %v", took, window)
 	}
 	if u, _, ok := s.Lease(); ok || !time.Now().After(u) {
@@ -352,5 +354,54 @@ func TestSessionCloseEndsSession(t *testing.T) {
 				t.Fatalf("the closed session's ephemeral node still exists 5s after Close: ZooKeeper did not process the close")
 			}
 		})
+	}
+}
+
+// TestSessionIdlePings: an idle session pings ZooKeeper every timeout/6
+// (a tick of timeout/12 pings only when nothing was answered in the last
+// tick and a half), not at every tick. ZooKeeper's own count of the
+// packets it received on the connection (cons, recved) over 6 s of a
+// 6 s session: at most 6 of the session's pings, 3 of go-zookeeper's own
+// (every 2 s) and 2 for the edges; a ping at every tick would be 12.
+func TestSessionIdlePings(t *testing.T) {
+	c := testcluster.Shared(t)
+	ignore := goleak.IgnoreCurrent()
+	const timeout = 6 * time.Second
+	s, err := zkconn.Dial(zkconn.Config{Servers: c.ZooKeeperAddrs(), SessionTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		s.Close()
+		goleak.VerifyNone(t, ignore)
+	}()
+	recved := func() int {
+		t.Helper()
+		out, err := testcluster.FourLetter(c.ZooKeeperAddrs()[0], "cons")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sid := fmt.Sprintf("sid=0x%x", s.Status().SessionID)
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.Contains(line, sid+",") && !strings.Contains(line, sid+")") {
+				continue
+			}
+			_, rest, _ := strings.Cut(line, "recved=")
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			if err != nil {
+				t.Fatalf("cons line %q: %v", line, err)
+			}
+			return n
+		}
+		t.Fatalf("no connection of %s in cons:\n%s", sid, out)
+		return 0
+	}
+	time.Sleep(timeout / 6) // past the first pings of the new session
+	before := recved()
+	time.Sleep(timeout)
+	got := recved() - before
+	t.Logf("%d packets received on the connection over %v of an idle %v session", got, timeout, timeout)
+	if got > 6+3+2 {
+		t.Errorf("%d packets over %v idle; want at most 11 (a ping every timeout/6 and go-zookeeper's every 2 s)", got, timeout)
 	}
 }
