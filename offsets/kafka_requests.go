@@ -134,8 +134,9 @@ func (s *KafkaStore) commitItems(ctx context.Context, live func() bool, items []
 // the coordinator append to __consumer_offsets. The append is refused
 // whole over that topic's max.message.bytes (1 MiB by default; Kafka 3.9
 // then answers OFFSET_METADATA_TOO_LARGE for every partition): a member
-// owning some 8,000 partitions of 40-character topics reached it. A
-// quarter of the default leaves room for longer names and a lowered limit.
+// committing 10,000 partitions of 40-character topics with its token
+// reached it (5,000 passed). A quarter of the default leaves room for
+// longer names and a lowered limit.
 const maxCommitBytes = 256 << 10
 
 // commitRecordBytes is at least the size of the offset record of one
