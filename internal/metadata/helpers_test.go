@@ -96,7 +96,19 @@ func dial(t *testing.T, connect string) *zkconn.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
+	answered(t, s)
 	return s
+}
+
+// answered waits for an answer on s, so that the connection's send and
+// receive goroutines, which go-zookeeper starts after it reports the
+// session (and so after zkconn.Dial returns), run before a test takes its
+// goroutine baseline.
+func answered(t *testing.T, s *zkconn.Session) {
+	t.Helper()
+	if _, _, err := s.Exists("/"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // open opens a Watcher on c over a session of the test's and closes both

@@ -37,11 +37,7 @@ func TestOpenSessionWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// An answer: the connection's send and receive goroutines, which
-	// go-zookeeper starts after it reports the session, run by now.
-	if _, _, err := s.Exists("/"); err != nil {
-		t.Fatal(err)
-	}
+	answered(t, s)
 	leaks := goleak.IgnoreCurrent()
 
 	cfg := testConfig()
