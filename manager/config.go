@@ -190,9 +190,11 @@ type Config struct {
 	// claims under way, and how long a holder that is not a member must
 	// hold a partition before it is reported (ErrSquatted).
 	ClaimWaitCheck time.Duration
-	// UnownedCheck is how often the owner nodes are listed (one read per
-	// subscribed topic) to catch a partition nobody claims; one unowned
-	// over two checks in a row makes the member recompute.
+	// UnownedCheck is how often the owners are checked to catch a
+	// partition nobody claims (the owners nodes' stats, one multiRead
+	// request per 256 topics; a topic that changed is listed); one
+	// unowned over two checks in a row makes the member recompute. No
+	// check runs while a rebalance is due.
 	UnownedCheck time.Duration
 	// MetadataResync is how often the topic list and the subscribed topics'
 	// nodes are read again from ZooKeeper, as a safety net for a lost

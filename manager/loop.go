@@ -284,36 +284,42 @@ func (c *Consumer) claimWaitTooLong() bool {
 	return false
 }
 
-// checkUnowned lists the owner nodes (one read per topic) and triggers a
-// rebalance when a partition was without owner in this check and the one
-// before; it keeps this check's unowned partitions for the next.
+// checkUnowned reads the owners through the owners cache (the owners
+// nodes' stats, and what changed) and triggers a rebalance when a
+// partition was without owner in this check and the one before; it keeps
+// this check's unowned partitions for the next. It does nothing while a
+// rebalance is due: that one reads the owners anyway, and partitions
+// between owners are expected then.
 func (l *loopState) checkUnowned() {
 	c, before := l.c, l.unownedBefore
 	l.unownedBefore = nil
-	if !c.session.Status().HasSession {
+	if len(l.pending) > 0 || !c.session.Status().HasSession {
 		return
 	}
+	st := c.session.Status()
 	snap := c.meta.Snapshot()
+	_, topics := snapshotTopics(snap)
+	counts := make(map[string]int, len(topics))
+	for _, t := range topics {
+		counts[t] = len(snap.Topics[t])
+	}
 	c.mu.Lock()
-	topics := append([]string(nil), c.assignedTopics...)
 	kept := c.kept // replaced, never changed in place
 	c.mu.Unlock()
-	owned, err := ownedPartitions(c.session, c.group, topics)
+	unowned, err := c.ownerCache.unowned(c.session, c.group, topics, st.Epoch, counts)
 	if err != nil {
 		c.log.Debug("checking owners failed", "error", err)
 		return
 	}
 	now := map[TopicPartition]bool{}
 	still := 0
-	for _, t := range topics {
-		for _, p := range snap.Topics[t] {
-			tp := TopicPartition{Topic: t, Partition: p.ID}
-			if !owned[tp] && !kept[tp] { // a partition kept for a member away is meant to be unowned
-				now[tp] = true
-				if before[tp] {
-					still++
-				}
-			}
+	for _, tp := range unowned {
+		if kept[tp] { // a partition kept for a member away is meant to be unowned
+			continue
+		}
+		now[tp] = true
+		if before[tp] {
+			still++
 		}
 	}
 	if still > 0 {

@@ -79,6 +79,13 @@ type topicOwners struct {
 	czxid, pzxid int64
 	cversion     int32
 	kids         map[string]string
+
+	// The partitions below missingOf without a node, once asked for
+	// (missing). Kept beside kids because an entry's kids never change
+	// once it is cached (a changed topic gets a new entry).
+	missingOf   int
+	missingSet  bool
+	missingList []int32
 }
 
 // kidsOf returns e's children (none when e is nil).
@@ -87,6 +94,31 @@ func (e *topicOwners) kidsOf() map[string]string {
 		return nil
 	}
 	return e.kids
+}
+
+// missing returns the partitions 0 to count-1 that have no node,
+// computed once per entry and count. Called with the cache's mu held.
+func (e *topicOwners) missing(count int) []int32 {
+	if e == nil { // not cached: none known
+		e = &topicOwners{}
+	}
+	if e.missingSet && e.missingOf == count {
+		return e.missingList
+	}
+	have := make([]bool, count)
+	for k := range e.kids {
+		if p, ok := partitionName(k); ok && int(p) < count {
+			have[p] = true
+		}
+	}
+	e.missingList = nil
+	for p, ok := range have {
+		if !ok {
+			e.missingList = append(e.missingList, int32(p))
+		}
+	}
+	e.missingOf, e.missingSet = count, true
+	return e.missingList
 }
 
 func (e *topicOwners) same(st zk.Stat) bool {
@@ -132,6 +164,49 @@ func (oc *ownersCache) read(r nodeReader, group string, topics []string, epoch u
 	counts map[string]int) (owners map[TopicPartition]string, noDir []string, err error) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
+	owners = map[TopicPartition]string{}
+	noDir, err = oc.update(r, group, topics, epoch, counts, owners)
+	if err != nil {
+		return nil, nil, err
+	}
+	return owners, noDir, nil
+}
+
+// unowned returns the partitions of topics that have no owner node
+// (every partition of a topic without owners node), sorted, reading what
+// read reads and updating the cache the same way; counts is read's, and
+// gives each topic's partitions (0 to count-1). It builds no map of the
+// owners: a topic whose stat is the cached one costs its share of one
+// stat read and nothing else, which keeps the unowned check cheap at
+// thousands of partitions.
+func (oc *ownersCache) unowned(r nodeReader, group string, topics []string, epoch uint64,
+	counts map[string]int) ([]TopicPartition, error) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	noDir, err := oc.update(r, group, topics, epoch, counts, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []TopicPartition
+	for _, t := range topics {
+		if _, none := slices.BinarySearch(noDir, t); none {
+			for p := range counts[t] {
+				out = append(out, TopicPartition{Topic: t, Partition: int32(p)})
+			}
+			continue
+		}
+		for _, p := range oc.topics[t].missing(counts[t]) {
+			out = append(out, TopicPartition{Topic: t, Partition: p})
+		}
+	}
+	return out, nil
+}
+
+// update brings the cache up to date for topics (see read), adds every
+// owner to owners unless it is nil, and returns the topics without owners
+// node, sorted. Called with mu held.
+func (oc *ownersCache) update(r nodeReader, group string, topics []string, epoch uint64,
+	counts map[string]int, owners map[TopicPartition]string) (noDir []string, err error) {
 	if epoch != oc.epoch || !maps.Equal(counts, oc.counts) {
 		oc.topics = nil
 	}
@@ -140,14 +215,14 @@ func (oc *ownersCache) read(r nodeReader, group string, topics []string, epoch u
 	rd := ownersRead{r: r, group: group, expect: oc.expect, again: oc.again}
 	oc.again = nil // rechecks from now on are for the next read
 	oc.hintMu.Unlock()
-	owners, noDir, kept, err := rd.run(topics, oc.topics)
+	noDir, kept, err := rd.run(topics, oc.topics, owners)
 	oc.nodesRead = rd.nodes
 	if err != nil {
 		oc.topics = nil // and the next read reads everything
-		return nil, nil, err
+		return nil, err
 	}
 	oc.topics = kept
-	return owners, noDir, nil
+	return noDir, nil
 }
 
 // ownersRead is one read of the owners through a cache.
@@ -183,17 +258,19 @@ func (rd *ownersRead) getMany(paths []string) ([]zkconn.NodeData, error) {
 	return rd.r.GetMany(paths)
 }
 
-func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners) (
-	owners map[TopicPartition]string, noDir []string, kept map[string]*topicOwners, err error) {
+// run reads what cached cannot vouch for, adds every owner to owners
+// (unless nil), and returns the topics without owners node and the new
+// cache.
+func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, owners map[TopicPartition]string) (
+	noDir []string, kept map[string]*topicOwners, err error) {
 	dirs := make([]string, len(topics))
 	for i, t := range topics {
 		dirs[i] = zkdata.OwnerTopicPath(rd.group, t)
 	}
 	stats, err := rd.getMany(dirs)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("manager: reading the owners nodes of %d topics: %w", len(topics), err)
+		return nil, nil, fmt.Errorf("manager: reading the owners nodes of %d topics: %w", len(topics), err)
 	}
-	owners = map[TopicPartition]string{}
 	kept = map[string]*topicOwners{}
 	var work []*topicRead
 	for i, t := range topics {
@@ -201,7 +278,7 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners) (
 		case errors.Is(d.Err, zk.ErrNoNode):
 			noDir = append(noDir, t)
 		case d.Err != nil:
-			return nil, nil, nil, fmt.Errorf("manager: reading %s: %w", dirs[i], d.Err)
+			return nil, nil, fmt.Errorf("manager: reading %s: %w", dirs[i], d.Err)
 		default:
 			e := cached[t]
 			if e != nil && e.czxid != d.Stat.Czxid {
@@ -217,7 +294,7 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners) (
 	}
 	if len(work) > 0 {
 		if err := rd.readChanged(work); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
 	for _, w := range work {
@@ -229,7 +306,7 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners) (
 		kept[w.topic] = &topicOwners{czxid: w.listed.Czxid, pzxid: w.listed.Pzxid, cversion: w.listed.Cversion, kids: w.owners}
 	}
 	slices.Sort(noDir)
-	return owners, noDir, kept, nil
+	return noDir, kept, nil
 }
 
 // readChanged lists the topics of work and reads the nodes they need:
@@ -371,6 +448,9 @@ func partitionName(k string) (int32, bool) {
 }
 
 func addOwners(owners map[TopicPartition]string, topic string, kids map[string]string) {
+	if owners == nil {
+		return
+	}
 	for k, o := range kids {
 		if p, ok := partitionName(k); ok {
 			owners[TopicPartition{Topic: topic, Partition: p}] = o

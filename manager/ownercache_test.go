@@ -216,6 +216,69 @@ func TestOwnersCacheReadsChanges(t *testing.T) {
 	}
 }
 
+// TestOwnersCacheUnowned: unowned returns the partitions of each topic
+// (0 to its count - 1) that have no node, every partition of a topic
+// without owners node, and a node that is not a partition's counts for
+// none; while nothing changed it reads the owners nodes' stats alone,
+// and a release or a claim is seen at the next check (the list and the
+// new node of the changed topic). A read after it reads only the stats.
+func TestOwnersCacheUnowned(t *testing.T) {
+	f, s := newOwnersFixture(t)
+	r := &countingReader{s: s}
+	tps := func(pairs ...any) []TopicPartition {
+		var out []TopicPartition
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, TopicPartition{Topic: pairs[i].(string), Partition: int32(pairs[i+1].(int))})
+		}
+		return out
+	}
+	topics := []string{"t0", "t1", "t2"} // t2: no owners node
+	counts := map[string]int{"t0": 4, "t1": 3, "t2": 2}
+	for _, tn := range topics[:2] {
+		if err := s.CreateParents(zkdata.OwnerTopicPath(f.group, tn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tp := range tps("t0", 0, "t0", 2, "t1", 0, "t1", 1, "t1", 2) {
+		f.create(tp, "a")
+	}
+	if _, err := f.zc.Create(f.c.Chroot()+zkdata.OwnerTopicPath(f.group, "t0")+"/x", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	var oc ownersCache
+	check := func(want []TopicPartition, wantRead []string) {
+		t.Helper()
+		got, err := oc.unowned(r, f.group, topics, 1, counts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("unowned %v, want %v", got, want)
+		}
+		read := r.take(f.group)
+		slices.Sort(wantRead)
+		if wantRead != nil && !slices.Equal(read, wantRead) {
+			t.Errorf("read %q, want %q", read, wantRead)
+		}
+	}
+	check(tps("t0", 1, "t0", 3, "t2", 0, "t2", 1), nil) // the first: everything
+	oc.expectOwners(maps.Clone(f.truth))                // as an assignment that moves nothing
+	check(tps("t0", 1, "t0", 3, "t2", 0, "t2", 1), topics)
+
+	f.delete(TopicPartition{Topic: "t1", Partition: 1})
+	f.create(TopicPartition{Topic: "t0", Partition: 3}, "b")
+	check(tps("t0", 1, "t1", 1, "t2", 0, "t2", 1), append(slices.Clone(topics), "ls t0", "ls t1", "t0/3"))
+	check(tps("t0", 1, "t1", 1, "t2", 0, "t2", 1), topics)
+
+	// What the checks read serves the rebalance's read.
+	if _, _, err := oc.read(r, f.group, topics, 1, counts); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.take(f.group); !slices.Equal(got, topics) {
+		t.Errorf("read after the checks: %q, want %q", got, topics)
+	}
+}
+
 // TestOwnersCacheNoDir: a topic without owners node is listed apart, and
 // once its owners node exists its owners are read.
 func TestOwnersCacheNoDir(t *testing.T) {
