@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/fetch"
@@ -348,16 +349,26 @@ func (c *Consumer) Errors() <-chan error { return c.errors }
 // (Stats.StaleAcks counts stale acks however they were made).
 func (c *Consumer) Ack(msg *Message) AckResult { return msg.Ack() }
 
-// report passes err to Errors() without blocking.
+// report passes err to Errors() without blocking. A dropped error is
+// counted (Stats.DroppedErrors) and logged at most once per
+// dropLogEvery, with the count so far: a broker that fails a fetch of
+// thousands of partitions drops as many errors at once.
 func (c *Consumer) report(err error) {
 	err = publicErr(err)
 	select {
 	case c.errors <- err:
 	default:
 		n := c.droppedErrors.Add(1)
-		c.log.Warn("Errors() is full; error dropped", "error", err, "dropped", n)
+		now := max(int64(time.Since(c.born)), 1)
+		last := c.dropLogged.Load()
+		if (last == 0 || now-last >= int64(dropLogEvery)) && c.dropLogged.CompareAndSwap(last, now) {
+			c.log.Warn("Errors() is full; errors dropped", "error", err, "dropped", n)
+		}
 	}
 }
+
+// dropLogEvery: how often report logs that errors were dropped.
+const dropLogEvery = time.Second
 
 // Interrupt starts closing and returns at once: the consumer then drains,
 // commits and releases every partition as Close does, and its own

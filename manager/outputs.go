@@ -2,6 +2,7 @@ package manager
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/zkgroup/zkgroup/internal/partition"
 )
@@ -20,7 +21,11 @@ type outputs struct {
 	fwd   forwarder // feeds Messages()
 
 	droppedErrors atomic.Uint64 // errors Errors() had no room for
-	staleAcks     atomic.Uint64
+	// dropLogged: when a drop was last logged (monotonic nanoseconds
+	// since born; 0: never).
+	dropLogged atomic.Int64
+	born       time.Time
+	staleAcks  atomic.Uint64
 }
 
 func newOutputs(cfg *Config) outputs {
@@ -33,6 +38,7 @@ func newOutputs(cfg *Config) outputs {
 		partitions: partitions,
 		errors:     make(chan error, cfg.ErrorsBufferSize),
 		ended:      make(chan struct{}),
+		born:       time.Now(),
 	}
 }
 

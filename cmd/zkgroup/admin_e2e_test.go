@@ -348,7 +348,7 @@ func checkCommitErrors(t *testing.T, a *adminDaemon, openOffsetNodes func()) {
 		return n > 0 && n >= len(a.status(t).Partitions)
 	})
 	t.Logf("zkgroup_commit_errors_total while the offset nodes refuse writes: %v", failing)
-	if !strings.Contains(a.stderr.String(), "commit failed") {
+	if !strings.Contains(a.stderr.String(), "commits failed") {
 		t.Errorf("no failed commit logged")
 	}
 	openOffsetNodes()

@@ -262,6 +262,7 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 	results := c.store.CommitBatch(ctx, r.batch)
 	cancel()
 	failed := 0
+	var first error // the first failure's, for the log
 	for i, m := range r.owners {
 		var err error
 		if i < len(results) {
@@ -271,15 +272,19 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 		}
 		if err != nil {
 			failed++
-			errs = append(errs, &Error{Topic: m.topic, Partition: m.partition, Op: public.OpCommit,
-				Err: commitError(r.batch[i].Next, err)})
+			e := &Error{Topic: m.topic, Partition: m.partition, Op: public.OpCommit,
+				Err: commitError(r.batch[i].Next, err)}
+			if first == nil {
+				first = e
+			}
+			errs = append(errs, e)
 		}
 		m.endCommit(r.batch[i].Next, err)
 	}
 	c.committed.Add(uint64(len(r.batch) - failed))
 	c.failed.Add(uint64(failed))
 	if failed > 0 {
-		c.log.Warn("commits failed", "partitions", len(r.batch), "failed", failed)
+		c.log.Warn("commits failed", "partitions", len(r.batch), "failed", failed, "first", first)
 	}
 	clear(r.owners)
 	return errors.Join(errs...)
