@@ -27,7 +27,10 @@
 // topics. Besides, a safety resync (Config.Resync, 60s by default, each
 // interval jittered by ±50%) reads the list and every selected topic node
 // again, in case a watch was lost; at steady state that is all the watcher
-// reads: 1 + (selected topics) reads per Resync.
+// reads: 1 + (selected topics) nodes per Resync, in 1 + ceil(topics / 256)
+// requests (the nodes whose watch is armed go in ZooKeeper's multiRead,
+// which a server before 3.6 answers "unimplemented": then one getData
+// each). A node whose watch fired is read on its own, to arm it again.
 //
 // Watches fire once; each is armed again by the read that follows, and at
 // most one is pending per node. Events are coalesced (Config.Debounce).

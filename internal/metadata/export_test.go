@@ -1,8 +1,12 @@
 package metadata
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
 // AwaitSnapshot waits on w's Changes until cond holds for a snapshot, for
@@ -28,3 +32,34 @@ func AwaitSnapshot(t *testing.T, w *Watcher, what string, timeout time.Duration,
 // sequential: once it grew by 2, a whole resync ran after the call that
 // read it, so every change made before that call has been published.
 func Resyncs(w *Watcher) uint64 { return w.resyncs.Load() }
+
+// ReadTopicsBoth reads topics over s with the store's batched read
+// (partitionsMany) and with its single read (partitions, no watch), and
+// returns each as text: the partitions, or the error's kind ("no node",
+// "malformed", or the error).
+func ReadTopicsBoth(s *zkconn.Session, topics []string) (many, single []string, err error) {
+	z := newZKStore(s, func(watchKey) {})
+	defer z.close()
+	got, err := z.partitionsMany(topics)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, t := range topics {
+		many = append(many, readText(got[i].parts, got[i].err))
+		parts, _, err := z.partitions(t, false)
+		single = append(single, readText(parts, err))
+	}
+	return many, single, nil
+}
+
+func readText(parts []partMeta, err error) string {
+	switch {
+	case errors.Is(err, errNoNode):
+		return "no node"
+	case isMalformed(err):
+		return "malformed"
+	case err != nil:
+		return err.Error()
+	}
+	return fmt.Sprint(parts)
+}

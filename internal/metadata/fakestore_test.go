@@ -23,7 +23,8 @@ type fakeStore struct {
 	armed     map[watchKey]int           // pending watches per key
 	arms      int                        // watches armed in total
 	listReads int                        // topics calls
-	nodeReads map[string]int             // partitions calls per topic
+	nodeReads map[string]int             // partitions calls per topic (partitionsMany's included)
+	manyReads int                        // partitionsMany calls
 	closed    bool
 	calls     chan struct{} // if set, receives (without blocking) at every topics call
 }
@@ -135,6 +136,17 @@ func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, bool, erro
 		out[i] = partMeta{ID: p.ID, Replicas: slices.Clone(p.Replicas)}
 	}
 	return out, watch, nil
+}
+
+func (f *fakeStore) partitionsMany(topics []string) ([]nodeRead, error) {
+	f.mu.Lock()
+	f.manyReads++
+	f.mu.Unlock()
+	out := make([]nodeRead, len(topics))
+	for i, t := range topics {
+		out[i].parts, _, out[i].err = f.partitions(t, false)
+	}
+	return out, nil
 }
 
 func (f *fakeStore) close() error {

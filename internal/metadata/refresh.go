@@ -131,18 +131,49 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 		armed bool
 		err   error
 	}
-	watch := make([]bool, len(toRead))
+	// A node whose watch is still armed (a resync's) is read with the
+	// others in one request; one that needs a watch is read on its own
+	// (getData with a watch), readWorkers at a time.
+	var batch, single []int
 	for i, t := range toRead {
-		watch[i] = !r.armed[t]
+		if r.armed[t] {
+			batch = append(batch, i)
+		} else {
+			single = append(single, i)
+		}
 	}
 	reads := make([]topicRead, len(toRead))
-	ran := forEach(len(toRead), readWorkers, halt, func(i int) {
-		rd := &reads[i]
-		rd.parts, rd.armed, rd.err = r.st.partitions(toRead[i], watch[i])
-		if rd.err != nil && !errors.Is(rd.err, errNoNode) && !isMalformed(rd.err) {
+	ran := make([]bool, len(toRead))
+	note := func(i int) {
+		if err := reads[i].err; err != nil && !errors.Is(err, errNoNode) && !isMalformed(err) {
 			failed.Store(true)
 		}
+	}
+	if len(batch) > 0 && !halt() {
+		names := make([]string, len(batch))
+		for j, i := range batch {
+			names[j] = toRead[i]
+		}
+		got, err := r.st.partitionsMany(names)
+		for j, i := range batch {
+			if err != nil {
+				reads[i].err = err
+			} else {
+				reads[i].parts, reads[i].err = got[j].parts, got[j].err
+			}
+			ran[i] = true
+			note(i)
+		}
+	}
+	ranSingle := forEach(len(single), readWorkers, halt, func(j int) {
+		i := single[j]
+		rd := &reads[i]
+		rd.parts, rd.armed, rd.err = r.st.partitions(toRead[i], true)
+		note(i)
 	})
+	for j, i := range single {
+		ran[i] = ranSingle[j]
+	}
 	var errs []error
 	for i, t := range toRead {
 		rd := reads[i]

@@ -49,11 +49,18 @@ func TestRefreshReadsAndArmsOnce(t *testing.T) {
 	if f.arms != 3 {
 		t.Fatalf("armed %d watches, want 3 (root, a, b)", f.arms)
 	}
-	// A resync arms nothing: every watch is pending.
+	if f.manyReads != 0 {
+		t.Fatalf("%d batched reads by the first refresh, want 0 (each node read with its watch)", f.manyReads)
+	}
+	// A resync arms nothing: every watch is pending; it reads the nodes
+	// in one batched read.
 	r.markResync()
 	v = mustRefresh(t, r, all, v)
 	if f.arms != 3 {
 		t.Fatalf("armed %d watches after a resync, want still 3", f.arms)
+	}
+	if f.manyReads != 1 || f.nodeReads["a"] != 2 || f.nodeReads["b"] != 2 {
+		t.Fatalf("resync: %d batched reads, nodes read %v; want 1, each node twice in all", f.manyReads, f.nodeReads)
 	}
 	// A fired watch is armed again, once.
 	r.release(f.fire(watchKey{topic: "a"}))

@@ -13,6 +13,13 @@ type partMeta struct {
 	Replicas []int32
 }
 
+// nodeRead is one topic node's read by partitionsMany: its partitions or
+// the error (errNoNode, a malformed node's, or another of the server's).
+type nodeRead struct {
+	parts []partMeta
+	err   error
+}
+
 // store is the watcher's access to ZooKeeper. The implementation is
 // zkStore, over a zkconn.Session; tests use a fake. Methods other than close are safe for
 // concurrent use and block on one or two ZooKeeper round trips. It reads
@@ -25,6 +32,12 @@ type store interface {
 	// on it and reports whether it did (a watch may be armed even when the
 	// data turns out malformed).
 	partitions(topic string, watch bool) (parts []partMeta, armed bool, err error)
+	// partitionsMany reads topic nodes without arming watches, in as few
+	// requests as the store can (ZooKeeper's multiRead: one per 256
+	// nodes), and returns one result per topic, in order. err is the
+	// request's (the connection failed); a node's own failure is in its
+	// result.
+	partitionsMany(topics []string) ([]nodeRead, error)
 	// close stops reporting fired watches and, when the store owns its
 	// session, closes it and blocks until its goroutines have stopped.
 	close() error

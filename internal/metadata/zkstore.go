@@ -123,6 +123,26 @@ func (z *zkStore) partitions(topic string, watch bool) ([]partMeta, bool, error)
 	return parts, armed, err
 }
 
+func (z *zkStore) partitionsMany(topics []string) ([]nodeRead, error) {
+	paths := make([]string, len(topics))
+	for i, t := range topics {
+		paths[i] = topicPath(t)
+	}
+	got, err := z.s.GetMany(paths)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]nodeRead, len(topics))
+	for i, g := range got {
+		if g.Err != nil {
+			out[i].err = zkTranslate(g.Err)
+			continue
+		}
+		out[i].parts, out[i].err = decodeTopic(topics[i], g.Data)
+	}
+	return out, nil
+}
+
 // close removes the store's hooks, and closes the session if Open dialled
 // it; go-zookeeper keeps the session's pending watches (a buffered channel
 // each) until they fire or the session ends. It is idempotent.

@@ -2,6 +2,8 @@ package metadata_test
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +160,28 @@ func (f fakeLayout) del(path string) {
 	}
 	if err := f.conn.Delete(full, -1); err != nil && err != zk.ErrNoNode {
 		f.t.Fatalf("delete %s: %v", full, err)
+	}
+}
+
+// TestReadTopicsBatched: the batched read of topic nodes (a resync's, in
+// one multiRead) returns what reading each node on its own returns: the
+// partitions of a topic, a malformed node as malformed, a missing one as
+// missing.
+func TestReadTopicsBatched(t *testing.T) {
+	c := testcluster.Shared(t)
+	conn := testcluster.ZooKeeper(t, c)
+	f := fakeLayout{t: t, conn: conn, chroot: "/" + testcluster.Name(t, "fake")}
+	f.put("/brokers/topics/a", `{"version":1,"partitions":{"0":[1,2],"1":[2,1]}}`)
+	f.put("/brokers/topics/b", `{"version":1,"partitions":{"0":[3]}}`)
+	f.put("/brokers/topics/m", `{"version":1,"partitions":{"0":[1],"5":[2]}}`)
+	s := dial(t, strings.SplitN(c.ZooKeeperConnect(), "/", 2)[0]+f.chroot)
+	defer s.Close()
+	many, single, err := metadata.ReadTopicsBoth(s, []string{"a", "none", "m", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"[{0 [1 2]} {1 [2 1]}]", "no node", "malformed", "[{0 [3]}]"}
+	if !slices.Equal(many, want) || !slices.Equal(single, want) {
+		t.Errorf("batched %q, single %q, want %q", many, single, want)
 	}
 }
