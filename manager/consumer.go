@@ -280,10 +280,11 @@ func (c *Consumer) metadataFromKafka(brokers []string, metaErr error) error {
 	switch {
 	case fromKafka:
 		c.log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
-		var err error
-		if c.meta, err = newKafkaMeta(c.client, c.sub.Match, c.cfg.MetadataPoll, c.log); err != nil {
+		km, err := newKafkaMeta(c.client, c.sub.Match, c.cfg.MetadataPoll, c.log)
+		if err != nil { // c.meta stays nil: a nil *kafkaMeta in it would be closed
 			return fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
 		}
+		c.meta = km
 	case metaErr != nil:
 		return fmt.Errorf("%w: cluster metadata: %w", ErrJoin, metaErr)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/IBM/sarama"
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/manager"
@@ -58,5 +59,41 @@ func TestJoinKRaftHint(t *testing.T) {
 	if !errors.Is(err, manager.ErrJoin) || !strings.Contains(err.Error(), "nothing registered under "+chroot+"/brokers/ids") ||
 		!strings.Contains(err.Error(), "KRaft") || !strings.Contains(err.Error(), "Config.Brokers") {
 		t.Errorf("Join = %v, want the KRaft hint naming Config.Brokers", err)
+	}
+}
+
+// TestJoinUnreachableBrokers: with brokers that none answer (Config.Brokers
+// naming a closed port), Join fails before the member registers, and its
+// error names the brokers: with the metadata from Kafka (no cluster
+// registered under the chroot given; this one panicked, closing a nil
+// metadata reader).
+func TestJoinUnreachableBrokers(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic := testcluster.Name(t, "t")
+	testcluster.MustCreateTopic(t, c, topic, 2, 1)
+	sub, _ := subscription.Static(topic)
+	cfg := manager.NewConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	for _, tc := range []struct{ name, connect, chroot string }{
+		{"metadata from Kafka", c.ZooKeeperAddr(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			group := testcluster.Name(t, "g")
+			cons, err := manager.Join(t.Context(), group, sub, tc.connect, cfg)
+			if err == nil {
+				cons.Close()
+				t.Fatal("Join succeeded with brokers that none answer")
+			}
+			if !errors.Is(err, manager.ErrJoin) || !errors.Is(err, sarama.ErrOutOfBrokers) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+				t.Errorf("Join = %v, want ErrJoin wrapping sarama.ErrOutOfBrokers, naming 127.0.0.1:1", err)
+			}
+			ids, _, err := testcluster.ZooKeeper(t, c).Children(tc.chroot + "/consumers/" + group + "/ids")
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				t.Fatal(err)
+			}
+			if len(ids) > 0 {
+				t.Errorf("members registered after a failed Join: %v", ids)
+			}
+		})
 	}
 }
