@@ -140,7 +140,9 @@ type Config struct {
 	// Fetch.Min, Fetch.Default (bytes asked per partition), Fetch.Max,
 	// Fetch.MaxBytes, MaxWaitTime, Retry.Backoff and IsolationLevel
 	// (sarama.ReadCommitted reads committed transactions only, up to the
-	// last stable offset). Its MetricRegistry is not used: the member's
+	// last stable offset). Its Metadata.Full is not used: the member's
+	// clients read the metadata of the topics they use, not the whole
+	// cluster's. Its MetricRegistry is not used: the member's
 	// clients record into a registry of their own that keeps only what
 	// the member reads (sarama's per-broker meters and histograms cost
 	// about 0.3 MB per member).

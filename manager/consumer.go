@@ -170,6 +170,9 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if err := c.metadataFromKafka(brokers, metaErr); err != nil {
 		return nil, err
 	}
+	if err := c.readLeaders(brokers); err != nil {
+		return nil, err
+	}
 	if err := c.registerMember(ctx, regData); err != nil {
 		return nil, err
 	}
@@ -242,12 +245,7 @@ func (c *Consumer) openKafka(brokers []string, scfg *sarama.Config) (metaErr, er
 		watcher   *metadata.Watcher
 	)
 	wg.Go(func() { c.client, err = sarama.NewClient(brokers, scfg) })
-	// The offsets client asks only for the coordinator and the leaders of
-	// the partitions it lists: the metadata of those topics, read on first
-	// use, not the whole cluster's at start.
-	ocfg := *scfg
-	ocfg.Metadata.Full = false
-	wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, &ocfg) })
+	wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, scfg) })
 	// The metadata reader reads and watches through the member's own
 	// session (TLS and credentials included): one ZooKeeper connection.
 	wg.Go(func() { watcher, metaErr = metadata.OpenSession(c.session, c.sub.Match, mcfg, c.log) })
@@ -269,6 +267,30 @@ func (c *Consumer) openKafka(brokers []string, scfg *sarama.Config) (metaErr, er
 		return metaErr, fmt.Errorf("%w: kafka fetcher: %w", ErrJoin, err)
 	}
 	return metaErr, nil
+}
+
+// readLeaders reads, in one Metadata request, the leaders of the
+// subscribed topics that have partitions, which the fetcher needs next
+// (each topic's on first use otherwise). It is also the member's first
+// Kafka request: brokers that none answer fail Join (sarama.ErrOutOfBrokers)
+// before the member registers. Another error (a topic without leader, not
+// authorized) is logged; the fetcher reads again what it needs. With no
+// subscribed topic yet (a pattern that matches none) there is nothing to
+// read and Join asks Kafka nothing; unreachable brokers show later, in
+// Errors(), as leaders not found for the partitions of the first topic.
+func (c *Consumer) readLeaders(brokers []string) error {
+	_, topics := snapshotTopics(c.meta.Snapshot())
+	if len(topics) == 0 {
+		return nil
+	}
+	err := c.client.RefreshMetadata(topics...)
+	switch {
+	case errors.Is(err, sarama.ErrOutOfBrokers):
+		return fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
+	case err != nil:
+		c.log.Warn("reading the leaders of the subscribed topics failed", "topics", len(topics), "error", err)
+	}
+	return nil
 }
 
 // metadataFromKafka decides where the metadata comes from once the
@@ -328,6 +350,12 @@ func saramaConfig(cfg *Config) *sarama.Config {
 	if cfg.Rack != "" {
 		s.RackID = cfg.Rack
 	}
+	// The member's clients read the metadata of the topics they use
+	// (readLeaders, the fetcher, the offsets lookups), never the whole
+	// cluster's: sarama's default (Metadata.Full) held the metadata of
+	// every topic in each member, 4.3 MB a member in a cluster of about
+	// 30,000 partitions, and read it all again every RefreshFrequency.
+	s.Metadata.Full = false
 	// A registry of the member's own, keeping only what it reads
 	// (saramametrics.go).
 	s.MetricRegistry = newKeptMetrics(metricResponses)

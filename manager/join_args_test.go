@@ -64,7 +64,8 @@ func TestJoinKRaftHint(t *testing.T) {
 
 // TestJoinUnreachableBrokers: with brokers that none answer (Config.Brokers
 // naming a closed port), Join fails before the member registers, and its
-// error names the brokers: with the metadata from Kafka (no cluster
+// error names the brokers: with the metadata from ZooKeeper (the first
+// Kafka request is the leaders' read) and from Kafka (no cluster
 // registered under the chroot given; this one panicked, closing a nil
 // metadata reader).
 func TestJoinUnreachableBrokers(t *testing.T) {
@@ -75,6 +76,7 @@ func TestJoinUnreachableBrokers(t *testing.T) {
 	cfg := manager.NewConfig()
 	cfg.Brokers = []string{"127.0.0.1:1"}
 	for _, tc := range []struct{ name, connect, chroot string }{
+		{"metadata from ZooKeeper", c.ZooKeeperConnect(), c.Chroot()},
 		{"metadata from Kafka", c.ZooKeeperAddr(), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
