@@ -3,10 +3,10 @@ package manager
 import (
 	"errors"
 	"fmt"
-	"github.com/zkgroup/zkgroup/internal/metadata"
 	"strings"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
@@ -26,23 +26,43 @@ func (c *Consumer) noteBadRegistrationsLocked(members []member) {
 }
 
 // noteSquatsLocked reports each partition whose claim has waited
-// ClaimWaitCheck or more on a holder that is not a member of the group,
-// once while it lasts, and counts them. c.mu must be held.
+// ClaimWaitCheck or more on a holder that has not been a member of the
+// group for ClaimWaitCheck or more, once while it lasts, and counts them.
+// Both bounds: a member that leaves goes with its owner nodes (one
+// session close), but the claims waiting on them may learn that later
+// than the member list does, and are then not squatted on. c.mu must be
+// held.
 func (c *Consumer) noteSquatsLocked(now time.Time) {
 	members := map[string]bool{}
 	for _, id := range c.members {
 		members[id] = true
 	}
 	squats := map[string]bool{}
+	seen := map[string]bool{}
 	for _, sl := range c.slots {
 		h, since := sl.holder.Load(), sl.waitingSince.Load()
-		if h == nil || members[*h] || since == 0 || now.Sub(time.Unix(0, since)) < c.cfg.ClaimWaitCheck {
+		if h == nil || members[*h] || since == 0 {
+			continue
+		}
+		seen[*h] = true
+		first, ok := c.nonMembers[*h]
+		if !ok {
+			first = now
+			c.nonMembers[*h] = now
+		}
+		wait := c.cfg.ClaimWaitCheck
+		if now.Sub(time.Unix(0, since)) < wait || now.Sub(first) < wait {
 			continue
 		}
 		path := zkdata.OwnerPath(c.group, sl.tp.Topic, sl.tp.Partition)
 		squats[path] = true
 		c.noteNodeLocked(path, fmt.Errorf("%w: held by %q", ErrSquatted, *h),
 			"partition held by an id that is not a member of the group; it cannot be claimed until that node goes")
+	}
+	for h := range c.nonMembers {
+		if !seen[h] {
+			delete(c.nonMembers, h)
+		}
 	}
 	c.squatted = len(squats)
 	c.forgetNodesLocked(zkdata.OwnersPath(c.group)+"/", squats)

@@ -189,8 +189,9 @@ type Config struct {
 	// the assignment saw holding it (it was taken after this member read
 	// the owners) makes the member read them again within a second,
 	// whatever this setting. It also bounds how long OnAssigned waits for
-	// claims under way, and how long a holder that is not a member must
-	// hold a partition before it is reported (ErrSquatted).
+	// claims under way, and how long a claim must wait on a holder that
+	// is not a member, and has not been for as long, before the
+	// partition is reported (ErrSquatted).
 	ClaimWaitCheck time.Duration
 	// UnownedCheck is how often the owners are checked to catch a
 	// partition nobody claims (the owners nodes' stats, one multiRead

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/subscription"
@@ -32,6 +33,9 @@ type groupView struct {
 	// lasts; squatted: partitions held by a non-member now.
 	badNodes map[string]string
 	squatted int
+	// nonMembers: when each holder a claim waits on was first seen not a
+	// member (see noteSquatsLocked).
+	nonMembers map[string]time.Time
 	// malformedTopics counts the topic nodes reported malformed (atomic:
 	// the metadata reader reports them).
 	malformedTopics atomic.Uint64
@@ -53,5 +57,5 @@ type groupView struct {
 }
 
 func newGroupView() groupView {
-	return groupView{badNodes: map[string]string{}, away: map[string]awayMember{}}
+	return groupView{badNodes: map[string]string{}, away: map[string]awayMember{}, nonMembers: map[string]time.Time{}}
 }

@@ -1,0 +1,64 @@
+package manager
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// TestSquatNeedsNonMemberForClaimWaitCheck: a claim that has waited
+// ClaimWaitCheck on a holder is reported squatted only once that holder
+// has not been a member for ClaimWaitCheck too. A member that just left
+// (the member list already without it, the claim not yet told its node
+// went) is not a squatter; one that stays out is, once.
+func TestSquatNeedsNonMemberForClaimWaitCheck(t *testing.T) {
+	cfg := NewConfig()
+	cfg.ClaimWaitCheck = 2 * time.Second
+	c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), group: "g",
+		outputs: newOutputs(cfg), groupView: newGroupView(), slotTable: newSlotTable()}
+	t0 := time.Now()
+	sl := &slot{tp: TopicPartition{Topic: "t", Partition: 0}}
+	holder := "left"
+	sl.holder.Store(&holder)
+	sl.waitingSince.Store(t0.Add(-time.Minute).UnixNano()) // waiting long already
+	c.slots[sl.tp] = sl
+	c.members = []string{"left", "me"}
+
+	check := func(at time.Duration, want int) {
+		t.Helper()
+		c.mu.Lock()
+		c.noteSquatsLocked(t0.Add(at))
+		got := c.squatted
+		c.mu.Unlock()
+		if got != want {
+			t.Errorf("at %v: %d squatted, want %d", at, got, want)
+		}
+	}
+	check(0, 0)                // a member: never a squat
+	c.members = []string{"me"} // it left; its nodes go with its session
+	check(time.Second, 0)
+	check(2900*time.Millisecond, 0) // out for 1.9 s: not yet
+	check(3*time.Second, 1)         // out for ClaimWaitCheck
+	check(4*time.Second, 1)
+	select {
+	case err := <-c.errors:
+		var ne *NodeError
+		if !errors.As(err, &ne) || !errors.Is(err, ErrSquatted) || ne.Path != "/consumers/g/owners/t/0" {
+			t.Errorf("reported %v, want a NodeError with ErrSquatted for /consumers/g/owners/t/0", err)
+		}
+	default:
+		t.Fatal("nothing reported")
+	}
+	if len(c.errors) != 0 {
+		t.Errorf("reported %d times more, want once", len(c.errors))
+	}
+
+	// The holder goes and comes back out of the group: its clock starts
+	// again.
+	sl.holder.Store(nil)
+	check(5*time.Second, 0)
+	sl.holder.Store(&holder)
+	check(6*time.Second, 0)
+	check(8*time.Second, 1)
+}
