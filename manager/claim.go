@@ -263,7 +263,7 @@ func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDon
 		c.lostCtx, c.cancel = context.WithCancel(context.Background())
 		c.hook(ch, epochDone)
 		if a.logged {
-			log.Info("partition claimed after waiting", "path", p)
+			log.Debug("partition claimed after waiting", "path", p)
 		}
 		return c, nil
 	}
@@ -281,8 +281,11 @@ func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDon
 	// Another owner: wait for its node to go.
 	a.waits.Add(1)
 	a.setWaiting(holder)
+	// At Debug: a rebalance of thousands of partitions waits for as
+	// many; a wait that lasts is logged by the member's loop
+	// (claimWaitTooLong) and counted in Stats.ClaimWaits.
 	if !a.logged {
-		log.Info("waiting for the partition's owner to release it", "path", p, "owner", holder)
+		log.Debug("waiting for the partition's owner to release it", "path", p, "owner", holder)
 		a.logged = true
 	}
 	select {

@@ -352,9 +352,8 @@ func saramaConfig(cfg *Config) *sarama.Config {
 	}
 	// The member's clients read the metadata of the topics they use
 	// (readLeaders, the fetcher, the offsets lookups), never the whole
-	// cluster's: sarama's default (Metadata.Full) held the metadata of
-	// every topic in each member, 4.3 MB a member in a cluster of about
-	// 30,000 partitions, and read it all again every RefreshFrequency.
+	// cluster's: sarama's default (Metadata.Full) holds every topic's in
+	// each member and reads it all again every RefreshFrequency.
 	s.Metadata.Full = false
 	// A registry of the member's own, keeping only what it reads
 	// (saramametrics.go).
