@@ -80,3 +80,31 @@ func TestClaimWaiterWakesLoop(t *testing.T) {
 	default:
 	}
 }
+
+// TestClaimWaitTooLongAllUnseen: every claim waiting on a holder its plan
+// did not see is rechecked in one call (one log line, one rebalance),
+// not one per call.
+func TestClaimWaitTooLongAllUnseen(t *testing.T) {
+	cfg := NewConfig()
+	cfg.ClaimWaitCheck = time.Hour
+	c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), slotTable: slotTable{slots: map[TopicPartition]*slot{}}}
+	for p := range int32(3) {
+		tp := TopicPartition{Topic: "t", Partition: p}
+		sl := &slot{tp: tp, state: claiming, seen: "a", seenSet: true}
+		h := "b"
+		sl.holder.Store(&h)
+		sl.waitingSince.Store(time.Now().UnixNano())
+		c.slots[tp] = sl
+	}
+	if !c.claimWaitTooLong() {
+		t.Fatal("first call: false, want true")
+	}
+	for tp, sl := range c.slots {
+		if sl.seen != "b" {
+			t.Errorf("%v: seen %q after the call, want b (rechecked)", tp, sl.seen)
+		}
+	}
+	if c.claimWaitTooLong() {
+		t.Error("second call: true, want false (every unseen holder was handled)")
+	}
+}

@@ -261,19 +261,39 @@ func (c *Consumer) claimWaitTooLong() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	due := now.Sub(c.lastClaimWaitCheck) >= c.cfg.ClaimWaitCheck
+	// Every claim waiting on a holder its plan did not see is rechecked
+	// in this one pass, with one log line: a rebalance of thousands of
+	// partitions can have as many.
+	unseen := 0
+	var first *slot
 	for _, sl := range c.slots {
-		h, since := sl.holder.Load(), sl.waitingSince.Load()
-		if h == nil || since == 0 {
+		h := sl.holder.Load()
+		if h == nil || sl.waitingSince.Load() == 0 || !sl.seenSet || *h == sl.seen {
+			continue
+		}
+		if first == nil {
+			first = sl
+		}
+		c.log.Debug("a claim waits for an owner the assignment did not see",
+			"topic", sl.tp.Topic, "partition", sl.tp.Partition, "holder", *h, "seen", sl.seen)
+		sl.seen = *h // once per holder, until a plan sees it
+		c.ownerCache.recheck(sl.tp)
+		unseen++
+	}
+	if unseen > 0 {
+		c.log.Info("claims wait for owners the assignment did not see; reading the owners again",
+			"claims", unseen, "topic", first.tp.Topic, "partition", first.tp.Partition, "holder", first.seen)
+		return true
+	}
+	if !due {
+		return false
+	}
+	for _, sl := range c.slots {
+		since := sl.waitingSince.Load()
+		if sl.holder.Load() == nil || since == 0 {
 			continue // not waiting
 		}
-		switch {
-		case sl.seenSet && *h != sl.seen:
-			c.log.Info("a claim waits for an owner the assignment did not see; reading the owners again",
-				"topic", sl.tp.Topic, "partition", sl.tp.Partition, "holder", *h, "seen", sl.seen)
-			sl.seen = *h // once per holder, until a plan sees it
-			c.ownerCache.recheck(sl.tp)
-			return true
-		case due && now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck:
+		if now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck {
 			c.lastClaimWaitCheck = now
 			c.log.Info("a claim waits for another owner; reading the owners again",
 				"topic", sl.tp.Topic, "partition", sl.tp.Partition)
