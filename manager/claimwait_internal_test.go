@@ -1,7 +1,12 @@
 package manager
 
 import (
+	"bytes"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -106,5 +111,21 @@ func TestClaimWaitTooLongAllUnseen(t *testing.T) {
 	}
 	if c.claimWaitTooLong() {
 		t.Error("second call: true, want false (every unseen holder was handled)")
+	}
+
+	// Claims finding their holders one by one (each waking the loop) are
+	// all rechecked, and logged at Info once a second with the count.
+	var buf bytes.Buffer
+	c.log = slog.New(slog.NewTextHandler(&buf, nil))
+	c.unseenLogged = time.Time{}
+	for i, sl := range slices.Collect(maps.Values(c.slots)) {
+		h := fmt.Sprint("c", i)
+		sl.holder.Store(&h)
+		if !c.claimWaitTooLong() {
+			t.Errorf("claim %d: false, want true", i)
+		}
+	}
+	if n := strings.Count(buf.String(), "level=INFO"); n != 1 {
+		t.Errorf("%d INFO lines for 3 claims within a second, want 1:\n%s", n, buf.String())
 	}
 }

@@ -262,8 +262,9 @@ func (c *Consumer) claimWaitTooLong() bool {
 	defer c.mu.Unlock()
 	due := now.Sub(c.lastClaimWaitCheck) >= c.cfg.ClaimWaitCheck
 	// Every claim waiting on a holder its plan did not see is rechecked
-	// in this one pass, with one log line: a rebalance of thousands of
-	// partitions can have as many.
+	// in this one pass, and logged at Info at most once a second with the
+	// count since: a rebalance of thousands of partitions can have as
+	// many, each waking the loop as it finds its holder.
 	unseen := 0
 	var first *slot
 	for _, sl := range c.slots {
@@ -281,8 +282,12 @@ func (c *Consumer) claimWaitTooLong() bool {
 		unseen++
 	}
 	if unseen > 0 {
-		c.log.Info("claims wait for owners the assignment did not see; reading the owners again",
-			"claims", unseen, "topic", first.tp.Topic, "partition", first.tp.Partition, "holder", first.seen)
+		c.unseenCount += unseen
+		if now.Sub(c.unseenLogged) >= time.Second {
+			c.log.Info("claims wait for owners the assignment did not see; reading the owners again",
+				"claims", c.unseenCount, "topic", first.tp.Topic, "partition", first.tp.Partition, "holder", first.seen)
+			c.unseenLogged, c.unseenCount = now, 0
+		}
 		return true
 	}
 	if !due {

@@ -23,7 +23,11 @@ type slotTable struct {
 	// at its next second.
 	claimWaiting       chan struct{}
 	lastClaimWaitCheck time.Time
-	restartBackoff     map[TopicPartition]*retry.Backoff // lost partitions claimed again
+	// unseenLogged: when claims waiting on holders their plan did not see
+	// were last logged at Info; unseenCount: those rechecked since.
+	unseenLogged   time.Time
+	unseenCount    int
+	restartBackoff map[TopicPartition]*retry.Backoff // lost partitions claimed again
 	// prefetched holds the consumers opened before the first assignment
 	// (see prefetch) until a slot takes them or dropPrefetched closes them.
 	prefetched map[TopicPartition]*partition.Prefetched
