@@ -318,16 +318,13 @@ func (c *Consumer) claimWaitTooLong() bool {
 func (l *loopState) checkUnowned() {
 	c, before := l.c, l.unownedBefore
 	l.unownedBefore = nil
-	if len(l.pending) > 0 || !c.session.Status().HasSession {
+	st := c.session.Status()
+	if len(l.pending) > 0 || !st.HasSession {
 		return
 	}
-	st := c.session.Status()
 	snap := c.meta.Snapshot()
 	_, topics := snapshotTopics(snap)
-	counts := make(map[string]int, len(topics))
-	for _, t := range topics {
-		counts[t] = len(snap.Topics[t])
-	}
+	counts := partitionCounts(snap, topics)
 	c.mu.Lock()
 	kept := c.kept // replaced, never changed in place
 	c.mu.Unlock()

@@ -726,7 +726,7 @@ func (l *loopState) leaveForKafka() {
 	w.mu.Unlock()
 	c.mu.Lock()
 	stopped := 0
-	c.assigned, c.assignedTopics = nil, nil
+	c.assigned = nil
 	g := c.cb.newGroupLocked(cbLost) // this leave's OnLost
 	for tp, sl := range c.slots {
 		sl.lose.Store(true)

@@ -66,7 +66,6 @@ func (c *Consumer) noteViewLocked(pl *plan, began time.Time) (graceEnd time.Time
 	c.noteStrategiesLocked(pl.strategy)
 	c.noteOldConsumersLocked(pl)
 	c.assigned = sortedTPs(pl.mine)
-	c.assignedTopics = pl.withParts
 	return graceEnd
 }
 
@@ -192,10 +191,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	}
 	snap := c.meta.Snapshot()
 	topics, withParts := snapshotTopics(snap)
-	counts := make(map[string]int, len(withParts))
-	for _, t := range withParts {
-		counts[t] = len(snap.Topics[t])
-	}
+	counts := partitionCounts(snap, withParts)
 	// The members and the owners are read at once: the owners through the
 	// cache, which reads the owners nodes' stats and, where they changed,
 	// their lists and the owner nodes it cannot vouch for (see
@@ -251,6 +247,16 @@ func snapshotTopics(snap metadata.Snapshot) (topics, withParts []string) {
 	sort.Strings(topics)
 	sort.Strings(withParts)
 	return topics, withParts
+}
+
+// partitionCounts returns each topic's partition count in snap, the
+// counts the owners cache reads are checked against.
+func partitionCounts(snap metadata.Snapshot, topics []string) map[string]int {
+	counts := make(map[string]int, len(topics))
+	for _, t := range topics {
+		counts[t] = len(snap.Topics[t])
+	}
+	return counts
 }
 
 // assignPlan computes pl's assignment from its members and partitions:

@@ -19,10 +19,9 @@ type groupView struct {
 	members  []string
 	// away: the members away that the last plan kept in the group (see
 	// static.go); kept: the partitions it held for them.
-	away           map[string]awayMember
-	kept           map[TopicPartition]bool
-	assigned       []TopicPartition
-	assignedTopics []string // the subscribed topics with partitions, at the last rebalance
+	away     map[string]awayMember
+	kept     map[TopicPartition]bool
+	assigned []TopicPartition
 	// memberSubs and relevant: the members' subscriptions and the part of
 	// the metadata they select, at the last rebalance (relevant is nil
 	// before the first).
