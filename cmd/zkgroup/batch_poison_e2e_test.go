@@ -57,32 +57,54 @@ func TestBatchSinksPoison(t *testing.T) {
 `, ts.URL)
 			case "exec":
 				dir := t.TempDir()
-				out, marks := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "marks")
-				if err := os.Mkdir(marks, 0o755); err != nil {
-					t.Fatal(err)
+				out, marks := filepath.Join(dir, "out"), filepath.Join(dir, "marks")
+				for _, d := range []string{out, marks} {
+					if err := os.Mkdir(d, 0o755); err != nil {
+						t.Fatal(err)
+					}
 				}
 				script := filepath.Join(dir, "batch.sh")
 				// First attempt of each batch: exit 1. A batch holding the
-				// poison value: exit 65 (permanent). Else append its lines
-				// and the batch size in one write each.
+				// poison value: exit 65 (permanent). Else write its lines to
+				// a file of its own, named with the script's pid so that a
+				// batch delivered twice shows twice, and renamed into place
+				// so the test never reads half of it. (Appending batches to
+				// one file interleaves them: the shell writes a batch larger
+				// than its buffer in several writes, and partitions' batches
+				// run at once.)
 				body := fmt.Sprintf(`#!/bin/sh
 in=$(cat)
 case "$in" in *%q*) exit 65;; esac
-m=%q/$ZKGROUP_PARTITION-$ZKGROUP_FIRST_OFFSET-$ZKGROUP_COUNT
-if [ ! -e "$m" ]; then : > "$m"; exit 1; fi
-printf '%%s\n' "$in" >> %q
-echo "$ZKGROUP_COUNT" >> %q
-`, poison, marks, out, out+".counts")
+b=$ZKGROUP_PARTITION-$ZKGROUP_FIRST_OFFSET-$ZKGROUP_COUNT
+if [ ! -e %q/"$b" ]; then : > %q/"$b"; exit 1; fi
+printf '%%s\n' "$in" > %q/"$b-$$.tmp"
+mv %q/"$b-$$.tmp" %q/"$b-$$.jsonl"
+`, poison, marks, marks, out, out, out)
 				if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				delivered = func() []string { return values(t, readLines(t, out)) }
+				batches := func() [][]string {
+					files, err := filepath.Glob(filepath.Join(out, "*.jsonl"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					all := make([][]string, 0, len(files))
+					for _, f := range files {
+						all = append(all, readLines(t, f))
+					}
+					return all
+				}
+				delivered = func() []string {
+					var vs []string
+					for _, b := range batches() {
+						vs = append(vs, values(t, b)...)
+					}
+					return vs
+				}
 				biggest = func() int {
 					most := 0
-					for _, l := range readLines(t, out+".counts") {
-						var k int
-						fmt.Sscan(l, &k)
-						most = max(most, k)
+					for _, b := range batches() {
+						most = max(most, len(b))
 					}
 					return most
 				}
