@@ -41,10 +41,13 @@ type scaleResult struct {
 	finalClose           time.Duration
 	pauseJoin            map[int]time.Duration
 	pauseLeave           map[int]time.Duration
-	errs                 string
-	msgs, foreign        int64
-	zxids                [5]int64 // marks: before the joins, after the join phase, the steady window, the leave phase, the last close
-	group                string
+	// The longest a record of a kept partition waited in the log: a pause
+	// with short waits was the producer's (see part.wMaxWait).
+	waitJoin, waitLeave map[int]time.Duration
+	errs                string
+	msgs, foreign       int64
+	zxids               [5]int64 // marks: before the joins, after the join phase, the steady window, the leave phase, the last close
+	group               string
 	// The members' ZooKeeper requests (zkgroup only, through the counting
 	// proxy) per phase.
 	zkqJoin, zkqSteady, zkqIdle, zkqLeave, zkqFinal zkCounts
@@ -189,6 +192,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	benchkit.Say("   last join -> every partition consumed: %s (owned: %v)", flow(res.joinFlow, P), ownedList(env.tr, M))
 	time.Sleep(time.Second)
 	res.pauseJoin = env.tr.closeWindow(time.Now(), anyMember)
+	res.waitJoin = env.tr.longestWaits(anyMember)
 	z1, c1, t1 := zx.Mark(), env.req.Snapshot(), time.Now()
 	q1 := zp.snapshot()
 	res.zkqJoin = q1.sub(q0)
@@ -255,6 +259,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 		benchkit.Say("   last leave -> remaining member consumes all: %s (owned: %v)", flow(res.leaveFlow, P), ownedList(env.tr, M))
 		time.Sleep(time.Second)
 		res.pauseLeave = env.tr.closeWindow(time.Now(), only(M-1))
+		res.waitLeave = env.tr.longestWaits(only(M - 1))
 		closed := make(chan struct{})
 		go func() { wg.Wait(); close(closed) }()
 		select {
@@ -375,6 +380,8 @@ func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResul
 	pj := pauses(s.pauseJoin)
 	say("   longest pause per member on the partitions it kept: last join -> settled: median %.0f ms, max %.0f ms over %d members %s; last leave -> settled (remaining member): %.0f ms",
 		benchkit.Median(pj)*1000, maxOr0(pj)*1000, len(pj), perMember(s.pauseJoin), maxOr0(pauses(s.pauseLeave))*1000)
+	say("   longest wait in the log of a record on those partitions (delivery - broker's append time; a pause with short waits was production's): last join: max %.0f ms; last leave (remaining member): %.0f ms",
+		maxOr0(pauses(s.waitJoin))*1000, maxOr0(pauses(s.waitLeave))*1000)
 	say("   messages %d (delivered by a member not owning the partition: %d); errors: %s", s.msgs, s.foreign, s.errs)
 }
 
@@ -471,6 +478,8 @@ func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) 
 		{"(f) Close per member, median s", func(s scaleResult) float64 { return benchkit.Median(durs(s.closes)) }, ""},
 		{"longest pause, last join, max ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseJoin)) * 1000 }, ""},
 		{"longest pause, last leave, ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseLeave)) * 1000 }, ""},
+		{"longest wait in the log, last join, ms", func(s scaleResult) float64 { return maxOr0(pauses(s.waitJoin)) * 1000 }, ""},
+		{"longest wait in the log, last leave, ms", func(s scaleResult) float64 { return maxOr0(pauses(s.waitLeave)) * 1000 }, ""},
 	}
 	benchkit.Say("== BenchmarkScale summary: %d partitions over %d topic(s), %d members; medians over %d round(s) (inf: did not converge); load average now %s",
 		*flagPartitions, *flagTopics, *flagMembers, *flagRounds, benchkit.LoadAvg())

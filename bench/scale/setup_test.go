@@ -47,6 +47,9 @@ func setUpTopics(b *testing.B, name string, P, T, rate int) (cl *testcluster.Clu
 			b.Fatal(err)
 		}
 	}
+	if err := benchkit.UseLogAppendTime(cl.Addrs(), topics); err != nil {
+		b.Fatal(err)
+	}
 	sub, err := subscription.Static(topics...)
 	if err != nil {
 		b.Fatal(err)

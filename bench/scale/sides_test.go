@@ -238,7 +238,7 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 			if err != nil {
 				return
 			}
-			env.tr.deliver(idx, env.gp(msg.Topic, msg.Partition), benchkit.ProducedAt(msg.Value))
+			env.tr.deliver(idx, env.gp(msg.Topic, msg.Partition), benchkit.ProducedAt(msg.Value), msg.Timestamp.UnixNano())
 			env.delivered(env.gp(msg.Topic, msg.Partition), msg.Offset)
 			msg.Ack()
 		}
@@ -358,7 +358,7 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 			if !ok {
 				return nil
 			}
-			h.env.tr.deliver(h.idx, p, benchkit.ProducedAt(msg.Value))
+			h.env.tr.deliver(h.idx, p, benchkit.ProducedAt(msg.Value), msg.Timestamp.UnixNano())
 			h.env.delivered(p, msg.Offset)
 			sess.MarkMessage(msg, "")
 		case <-sess.Context().Done():
@@ -430,7 +430,7 @@ func joinFranz(env *runEnv, idx int) (member, error) {
 				}
 			})
 			fetches.EachRecord(func(r *kgo.Record) {
-				env.tr.deliver(idx, env.gp(r.Topic, r.Partition), benchkit.ProducedAt(r.Value))
+				env.tr.deliver(idx, env.gp(r.Topic, r.Partition), benchkit.ProducedAt(r.Value), r.Timestamp.UnixNano())
 				env.delivered(env.gp(r.Topic, r.Partition), r.Offset)
 			})
 		}

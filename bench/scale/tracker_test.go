@@ -46,6 +46,11 @@ type part struct {
 	// wGaps: the owner's gaps of the window over gapNoted, for the pause
 	// that overlaps a given stretch (pauseDuring).
 	wGaps []gapRec
+	// wMaxWait: the longest a record the window's owner delivered had
+	// waited in the log (delivery minus the broker's append time). Unlike a
+	// gap it holds nothing of the producer's own stalls: a pause with short
+	// waits is a pause in production, not in consumption.
+	wMaxWait int64
 }
 
 // gapRec is one gap between two deliveries by the same member (unix ns).
@@ -102,7 +107,10 @@ func (t *tracker) revoke(m int, p int32) {
 	}
 }
 
-func (t *tracker) deliver(m int, p int32, produced int64) {
+// deliver records a message member m delivered: produced is its produce
+// time and appended the broker's append time (both unix ns; the benches'
+// topics use LogAppendTime, see benchkit.UseLogAppendTime).
+func (t *tracker) deliver(m int, p int32, produced, appended int64) {
 	x := t.part(p)
 	if x == nil {
 		return
@@ -115,6 +123,9 @@ func (t *tracker) deliver(m int, p int32, produced int64) {
 		t.foreign.Add(1)
 	} else if produced > x.ownerProduced {
 		x.ownerProduced = produced
+	}
+	if m == x.wOwner && appended > 0 {
+		x.wMaxWait = max(x.wMaxWait, now-appended)
 	}
 	if x.lastBy == m && x.lastAt > 0 {
 		gap := now - x.lastAt
@@ -181,7 +192,7 @@ func (t *tracker) openWindow() {
 			x.wOwner = x.prevOwner
 		}
 		x.wMoved = false
-		x.wMaxGap, x.wGapEnd, x.wAnyGap = 0, 0, 0
+		x.wMaxGap, x.wGapEnd, x.wAnyGap, x.wMaxWait = 0, 0, 0, 0
 		x.wGaps = x.wGaps[:0]
 		x.mu.Unlock()
 	}
@@ -200,6 +211,18 @@ func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Dur
 			gap = max(gap, e-x.lastAt)
 		}
 		out[x.wOwner] = max(out[x.wOwner], time.Duration(gap))
+	})
+	return out
+}
+
+// longestWaits returns, for each member that ok accepts, the longest a
+// record of a partition it kept through the window waited in the log
+// before it delivered it (see part.wMaxWait). Call it before the next
+// openWindow.
+func (t *tracker) longestWaits(ok func(int) bool) map[int]time.Duration {
+	out := map[int]time.Duration{}
+	t.eachKept(ok, func(x *part) {
+		out[x.wOwner] = max(out[x.wOwner], time.Duration(x.wMaxWait))
 	})
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/IBM/sarama"
+
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
@@ -35,4 +37,26 @@ func Cluster(tb testing.TB) *testcluster.Cluster {
 // few lines and prints them at the end).
 func Say(format string, args ...any) {
 	fmt.Fprintf(os.Stdout, format+"\n", args...)
+}
+
+// UseLogAppendTime sets message.timestamp.type=LogAppendTime on topics,
+// so that a record's timestamp is when the broker appended it: the time a
+// consumer took to deliver it then holds nothing of the producer's delays.
+// Call it before producing.
+func UseLogAppendTime(addrs []string, topics []string) error {
+	admin, err := sarama.NewClusterAdmin(addrs, testcluster.SaramaConfig())
+	if err != nil {
+		return fmt.Errorf("log append time: admin: %w", err)
+	}
+	defer admin.Close()
+	v := "LogAppendTime"
+	for _, t := range topics {
+		entries := map[string]sarama.IncrementalAlterConfigsEntry{
+			"message.timestamp.type": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v},
+		}
+		if err := admin.IncrementalAlterConfig(sarama.TopicResource, t, entries, false); err != nil {
+			return fmt.Errorf("log append time: topic %q: %w", t, err)
+		}
+	}
+	return nil
 }
