@@ -44,10 +44,12 @@ type scaleResult struct {
 	// The longest a record of a kept partition waited in the log: a pause
 	// with short waits was the producer's (see part.wMaxWait).
 	waitJoin, waitLeave map[int]time.Duration
-	errs                string
-	msgs, foreign       int64
-	zxids               [5]int64 // marks: before the joins, after the join phase, the steady window, the leave phase, the last close
-	group               string
+	// The producer's longest produce-to-ack over the same windows.
+	ackJoin, ackLeave time.Duration
+	errs              string
+	msgs, foreign     int64
+	zxids             [5]int64 // marks: before the joins, after the join phase, the steady window, the leave phase, the last close
+	group             string
 	// The members' ZooKeeper requests (zkgroup only, through the counting
 	// proxy) per phase.
 	zkqJoin, zkqSteady, zkqIdle, zkqLeave, zkqFinal zkCounts
@@ -175,6 +177,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 		sleepUntil(t0.Add(time.Duration(i) * every))
 		if i == M-1 {
 			env.tr.openWindow()
+			su.prod.TakeMaxAck()
 		}
 		lastJoin = time.Now()
 		m, err := sd.join(env, i)
@@ -193,6 +196,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	time.Sleep(time.Second)
 	res.pauseJoin = env.tr.closeWindow(time.Now(), anyMember)
 	res.waitJoin = env.tr.longestWaits(anyMember)
+	res.ackJoin = su.prod.TakeMaxAck()
 	z1, c1, t1 := zx.Mark(), env.req.Snapshot(), time.Now()
 	q1 := zp.snapshot()
 	res.zkqJoin = q1.sub(q0)
@@ -246,6 +250,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 			sleepUntil(t2.Add(time.Duration(i) * every))
 			if i == M-2 {
 				env.tr.openWindow()
+				su.prod.TakeMaxAck()
 			}
 			lastLeave = time.Now()
 			open[i] = false
@@ -260,6 +265,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 		time.Sleep(time.Second)
 		res.pauseLeave = env.tr.closeWindow(time.Now(), only(M-1))
 		res.waitLeave = env.tr.longestWaits(only(M - 1))
+		res.ackLeave = su.prod.TakeMaxAck()
 		closed := make(chan struct{})
 		go func() { wg.Wait(); close(closed) }()
 		select {
@@ -380,8 +386,16 @@ func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResul
 	pj := pauses(s.pauseJoin)
 	say("   longest pause per member on the partitions it kept: last join -> settled: median %.0f ms, max %.0f ms over %d members %s; last leave -> settled (remaining member): %.0f ms",
 		benchkit.Median(pj)*1000, maxOr0(pj)*1000, len(pj), perMember(s.pauseJoin), maxOr0(pauses(s.pauseLeave))*1000)
-	say("   longest wait in the log of a record on those partitions (delivery - broker's append time; a pause with short waits was production's): last join: max %.0f ms; last leave (remaining member): %.0f ms",
-		maxOr0(pauses(s.waitJoin))*1000, maxOr0(pauses(s.waitLeave))*1000)
+	say("   longest wait in the log of a record on those partitions (delivery - broker's append time; a pause with short waits was production's): last join: max %.0f ms; last leave (remaining member): %.0f ms; the producer's longest produce-to-ack over the same windows: %.0f / %.0f ms",
+		maxOr0(pauses(s.waitJoin))*1000, maxOr0(pauses(s.waitLeave))*1000, s.ackJoin.Seconds()*1000, s.ackLeave.Seconds()*1000)
+	for _, w := range []struct {
+		phase string
+		ack   time.Duration
+	}{{"join", s.ackJoin}, {"leave", s.ackLeave}} {
+		if w.ack > time.Second {
+			say("   NOTE: the brokers took %.1f s to take records in the %s phase: its convergence and pauses measure the cluster as much as the side", w.ack.Seconds(), w.phase)
+		}
+	}
 	say("   messages %d (delivered by a member not owning the partition: %d); errors: %s", s.msgs, s.foreign, s.errs)
 }
 

@@ -395,6 +395,16 @@ leader.imbalance.check.interval.seconds=10
 // ZooKeeper mode and in KRaft mode: small thread pools and buffers for a
 // shared 2-core machine, replication factor rf for the internal topics,
 // topics only created on request.
+//
+// log.index.size.max.bytes: a segment's offset and time indexes are
+// created at this size (10 MiB by default), sparse, and memory-mapped. A
+// fault on one reads around it, up to the disk's read_ahead_kb (8 MiB on
+// the machines here): each index of a partition in use came to hold 8 MiB
+// of page cache, 5 GB per broker for 1,000 partitions, and the kernel's
+// reclaim of it stalled all three brokers for 5-40 s at a time (90% system
+// CPU in their request threads, in mmap readahead). At 64 KiB an index
+// holds 8,192 offsets (5,461 times), 22-32 MiB of log at one entry per
+// 4 KiB; a full index rolls the segment.
 func serverProps(dataDir string, rf int) string {
 	return fmt.Sprintf(`log.dirs=%s
 num.partitions=1
@@ -419,6 +429,7 @@ unclean.leader.election.enable=false
 replica.lag.time.max.ms=10000
 replica.socket.timeout.ms=5000
 replica.fetch.wait.max.ms=200
+log.index.size.max.bytes=65536
 `, dataDir, rf, rf)
 }
 

@@ -42,6 +42,9 @@ type Producer struct {
 	errs          atomic.Int64
 	paused        atomic.Bool
 	first         atomic.Value
+	// maxAck: the longest a record took from its produce time to its
+	// broker's ack (ns) since the last TakeMaxAck.
+	maxAck atomic.Int64
 }
 
 // Topic is a topic to write to and its partition count.
@@ -72,9 +75,19 @@ func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duratio
 			targets = append(targets, target{t.Name, i})
 		}
 	}
-	failed := func(_ *kgo.Record, err error) {
-		if err != nil && pr.errs.Add(1) == 1 {
-			pr.first.Store(err)
+	landed := func(r *kgo.Record, err error) {
+		if err != nil {
+			if pr.errs.Add(1) == 1 {
+				pr.first.Store(err)
+			}
+			return
+		}
+		lat := time.Now().UnixNano() - ProducedAt(r.Value)
+		for {
+			old := pr.maxAck.Load()
+			if lat <= old || pr.maxAck.CompareAndSwap(old, lat) {
+				break
+			}
 		}
 	}
 	go func() {
@@ -87,7 +100,7 @@ func StartProducer(addrs []string, topics []Topic, rate int, maxRun time.Duratio
 			next = (next + 1) % len(targets)
 			// Blocks while the client buffers its most (franz-go's
 			// MaxBufferedRecords), as a full input channel would.
-			cl.Produce(records, &kgo.Record{Topic: t.topic, Partition: t.p, Value: v}, failed)
+			cl.Produce(records, &kgo.Record{Topic: t.topic, Partition: t.p, Value: v}, landed)
 			pr.sent.Add(1)
 			return ctx.Err() == nil
 		})
@@ -129,6 +142,11 @@ func Pace(ctx context.Context, rate int, paused func() bool, send func() bool) {
 // SetPaused stops (true) or resumes (false) the writing; resumed, it goes
 // on at the rate without catching up on the pause.
 func (p *Producer) SetPaused(paused bool) { p.paused.Store(paused) }
+
+// TakeMaxAck returns the longest a record took from its produce time to
+// its broker's ack since the last call, and starts over: a long one means
+// the consumers had nothing new to read for that long, whatever they did.
+func (p *Producer) TakeMaxAck() time.Duration { return time.Duration(p.maxAck.Swap(0)) }
 
 // Sent is the number of records handed to the producer so far.
 func (p *Producer) Sent() int64 { return p.sent.Load() }
