@@ -31,20 +31,31 @@ func (s *Session) Brokers(listener string) (addrs []string, skipped []error, err
 		return nil, nil, fmt.Errorf("%w: listing %s%s: %w", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath, err)
 	}
 	sort.Strings(ids)
+	var brokerIDs []int32
+	var paths []string
 	for _, name := range ids {
 		id, err := zkdata.ParseBrokerID(name)
 		if err != nil {
 			skipped = append(skipped, err)
 			continue
 		}
-		data, _, err := s.Get(zkdata.BrokerPath(id))
-		if err != nil {
+		brokerIDs = append(brokerIDs, id)
+		paths = append(paths, zkdata.BrokerPath(id))
+	}
+	// The registrations in one multiRead: a member joining a busy
+	// ensemble waits for two round trips, not one per broker.
+	nodes, err := s.GetMany(paths)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: reading %s%s: %w", ErrNoBroker, s.Chroot(), zkdata.BrokerIDsPath, err)
+	}
+	for i, id := range brokerIDs {
+		if err := nodes[i].Err; err != nil {
 			if !errors.Is(err, zk.ErrNoNode) { // gone meanwhile: not a problem
 				skipped = append(skipped, fmt.Errorf("broker %d: %w", id, err))
 			}
 			continue
 		}
-		b, err := zkdata.ParseBroker(id, data)
+		b, err := zkdata.ParseBroker(id, nodes[i].Data)
 		if err != nil {
 			skipped = append(skipped, err)
 			continue
