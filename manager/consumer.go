@@ -155,12 +155,8 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if err := c.dialZooKeeper(ctx, cfg, log, servers, chroot); err != nil {
 		return nil, err
 	}
-	brokers, err := c.brokerList(cfg, log)
-	if err != nil {
-		return nil, err
-	}
 	scfg := saramaConfig(cfg)
-	metaErr, err := c.openKafka(brokers, scfg)
+	brokers, metaErr, err := c.openKafka(cfg, scfg)
 	if err != nil {
 		return nil, err
 	}
@@ -224,18 +220,21 @@ func newConsumer(group, id string, sub *subscription.Subscription, cfg *Config, 
 	}
 }
 
-// openKafka connects the Kafka clients and the metadata reader, and makes
-// the lister and the fetcher. The metadata reader's error is returned
-// apart (metaErr): without a Kafka cluster registered in ZooKeeper,
-// metadataFromKafka reads the metadata from the brokers instead.
-func (c *Consumer) openKafka(brokers []string, scfg *sarama.Config) (metaErr, err error) {
+// openKafka reads the broker list (brokerList), connects the Kafka
+// clients and the metadata reader, and makes the lister and the fetcher.
+// The metadata reader's error is returned apart (metaErr): without a Kafka
+// cluster registered in ZooKeeper, metadataFromKafka reads the metadata
+// from the brokers instead.
+func (c *Consumer) openKafka(cfg *Config, scfg *sarama.Config) (brokers []string, metaErr, err error) {
 	mcfg := metadata.NewConfig()
 	mcfg.Resync = c.cfg.MetadataResync
 	mcfg.OnMalformed = c.noteMalformedTopic
-	// The fetching client, a second client for what must not queue with
-	// the fetches, and the metadata reader connect at the same time: each
-	// waits only on its own round trips. (A sarama Broker serves one
-	// request at a time, so on the fetching client the coordinator's
+	// The metadata reader starts at once, beside the broker list's reads;
+	// then the fetching client and a second client for what must not
+	// queue with the fetches connect beside it: each waits only on its
+	// own round trips (a joining member's requests queue behind the whole
+	// group's rebalance reads on a busy ensemble). (A sarama Broker serves
+	// one request at a time, so on the fetching client the coordinator's
 	// commits and the ListOffsets of every partition start, two per
 	// ConsumePartition, would wait behind fetches, and fetches behind
 	// them.) Errors are reported in this order.
@@ -244,29 +243,35 @@ func (c *Consumer) openKafka(brokers []string, scfg *sarama.Config) (metaErr, er
 		offsetErr error
 		watcher   *metadata.Watcher
 	)
-	wg.Go(func() { c.client, err = sarama.NewClient(brokers, scfg) })
-	wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, scfg) })
 	// The metadata reader reads and watches through the member's own
 	// session (TLS and credentials included): one ZooKeeper connection.
 	wg.Go(func() { watcher, metaErr = metadata.OpenSession(c.session, c.sub.Match, mcfg, c.log) })
+	brokers, listErr := c.brokerList(cfg, c.log)
+	if listErr == nil {
+		wg.Go(func() { c.client, err = sarama.NewClient(brokers, scfg) })
+		wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, scfg) })
+	}
 	wg.Wait()
 	if watcher != nil {
 		c.meta = watcher // closed with the rest should Join fail
 	}
+	if listErr != nil {
+		return nil, metaErr, listErr
+	}
 	if err != nil {
-		return metaErr, fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
+		return nil, metaErr, fmt.Errorf("%w: kafka client for %v: %w", ErrJoin, brokers, err)
 	}
 	if offsetErr != nil {
-		return metaErr, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, offsetErr)
+		return nil, metaErr, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, offsetErr)
 	}
 	c.lister = listoffsets.Wrap(c.client, listoffsets.New(c.offsetClient))
 	// One fetch loop per broker for every owned partition it leads, on
 	// connections of its own (package internal/fetch).
 	c.fetcher, err = fetch.New(c.client, fetch.ConfigFromSarama(scfg), c.log)
 	if err != nil {
-		return metaErr, fmt.Errorf("%w: kafka fetcher: %w", ErrJoin, err)
+		return nil, metaErr, fmt.Errorf("%w: kafka fetcher: %w", ErrJoin, err)
 	}
-	return metaErr, nil
+	return brokers, metaErr, nil
 }
 
 // readLeaders reads, in one Metadata request, the leaders of the

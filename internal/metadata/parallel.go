@@ -2,8 +2,14 @@ package metadata
 
 import "sync"
 
-// readWorkers bounds the concurrent ZooKeeper reads of one refresh.
-const readWorkers = 8
+// readWorkers bounds the concurrent ZooKeeper reads of one refresh: the
+// reads that set a watch go one per request (go-zookeeper registers the
+// watch), pipelined on the session's connection, as many at a time as
+// zkconn's single reads. A joining member reads every subscribed topic so:
+// on a busy ensemble each round trip waits in the server's queue behind
+// the group's rebalance reads, so fewer at a time means more waits (100
+// topics at 8 a time: 13).
+const readWorkers = 64
 
 // forEach calls fn(i) for every i in [0, n) on up to workers goroutines and
 // returns when all calls have returned. Once stop reports true no further
