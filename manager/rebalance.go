@@ -191,7 +191,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	}
 	snap := c.meta.Snapshot()
 	topics, withParts := snapshotTopics(snap)
-	counts := partitionCounts(snap, withParts)
+	counts := metadata.Counts(snap.Topics)
 	// The members and the owners are read at once: the owners through the
 	// cache, which reads the owners nodes' stats and, where they changed,
 	// their lists and the owner nodes it cannot vouch for (see
@@ -247,16 +247,6 @@ func snapshotTopics(snap metadata.Snapshot) (topics, withParts []string) {
 	sort.Strings(topics)
 	sort.Strings(withParts)
 	return topics, withParts
-}
-
-// partitionCounts returns each topic's partition count in snap, the
-// counts the owners cache reads are checked against.
-func partitionCounts(snap metadata.Snapshot, topics []string) map[string]int {
-	counts := make(map[string]int, len(topics))
-	for _, t := range topics {
-		counts[t] = len(snap.Topics[t])
-	}
-	return counts
 }
 
 // assignPlan computes pl's assignment from its members and partitions:

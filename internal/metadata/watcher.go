@@ -105,6 +105,27 @@ func (w *Watcher) Snapshot() Snapshot {
 	return Snapshot{Topics: cloneView(w.view), Version: w.version}
 }
 
+// PartitionCounts returns the partition count of every topic of the view
+// that has partitions (the selected topics read): Snapshot's counts,
+// without copying every partition as Snapshot does.
+func (w *Watcher) PartitionCounts() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return Counts(w.view)
+}
+
+// Counts returns the partition count of every topic of view that has
+// partitions.
+func Counts(view map[string][]Partition) map[string]int {
+	out := make(map[string]int, len(view))
+	for t, ps := range view {
+		if len(ps) > 0 {
+			out[t] = len(ps)
+		}
+	}
+	return out
+}
+
 // Changes returns a channel, buffered 1, that receives after the view
 // changed: a topic created or deleted (any topic, selected or not), or a
 // selected topic's partition count or replica assignment (hence its

@@ -111,6 +111,10 @@ func TestWatcherOverFakeStore(t *testing.T) {
 	if ps, ok := s.Topics["x"]; !ok || ps != nil {
 		t.Errorf("x = %v, %v: want listed, unselected", ps, ok)
 	}
+	// PartitionCounts: the selected topics read, none of the unselected.
+	if got, want := w.PartitionCounts(), map[string]int{"a": 1, "b": 2}; !maps.Equal(got, want) {
+		t.Errorf("PartitionCounts %v; want %v", got, want)
+	}
 
 	w.SetFilter(nil)
 	await(t, w, "x selected", func(s Snapshot) bool { return len(s.Topics["x"]) == 1 })
