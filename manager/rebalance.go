@@ -3,6 +3,7 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -190,8 +191,9 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		return nil, errors.New("no zookeeper session")
 	}
 	snap := c.meta.Snapshot()
-	topics, withParts := snapshotTopics(snap)
+	topics := slices.Sorted(maps.Keys(snap.Topics))
 	counts := metadata.Counts(snap.Topics)
+	withParts := slices.Sorted(maps.Keys(counts)) // the topics with partitions
 	// The members and the owners are read at once: the owners through the
 	// cache, which reads the owners nodes' stats and, where they changed,
 	// their lists and the owner nodes it cannot vouch for (see
@@ -232,21 +234,6 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	c.assignPlan(pl, topics)
 	c.ownerCache.expectOwners(pl.expected)
 	return pl, nil
-}
-
-// snapshotTopics returns the topics of snap, and those with partitions,
-// sorted.
-func snapshotTopics(snap metadata.Snapshot) (topics, withParts []string) {
-	topics = make([]string, 0, len(snap.Topics))
-	for t, ps := range snap.Topics {
-		topics = append(topics, t)
-		if len(ps) > 0 {
-			withParts = append(withParts, t)
-		}
-	}
-	sort.Strings(topics)
-	sort.Strings(withParts)
-	return topics, withParts
 }
 
 // assignPlan computes pl's assignment from its members and partitions:
