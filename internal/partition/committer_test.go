@@ -22,6 +22,7 @@ type group struct {
 	ms       []*Manager
 	fences   []*testFence
 	store    *memStore
+	feeds    *fakeFetcher
 	c        *Committer
 	out      chan *Message
 	reported chan error
@@ -41,6 +42,7 @@ func newGroup(t *testing.T, n, per int) *group {
 	cfg.DrainTimeout = 0
 	g.c = committerFor(t, g.store, cfg)
 	feeds := feedsOf(n, per)
+	g.feeds = feeds
 	for p := range int32(n) {
 		f := newFence()
 		m, err := start(handOffTo(t, g.out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
@@ -358,6 +360,48 @@ func TestCommitterTrimsIdle(t *testing.T) {
 	g.commit(t)
 	if c := capacity(); c != 0 {
 		t.Fatalf("capacity %d after an idle interval, want 0", c)
+	}
+}
+
+// TestCommitterQuiet: a partition with nothing held and nothing to
+// commit goes quiet, and the routine visits skip it, until offsets are
+// taken for delivery again (whose acks the next visit commits) or a seek
+// moves it (the visit commits the new position).
+func TestCommitterQuiet(t *testing.T) {
+	g := newGroup(t, 1, 3)
+	m := g.ms[0]
+	g.receive(t, 3, func(*Message) bool { return true })
+	if got := asMap(t, g.commit(t)); got[0] != 3 {
+		t.Fatalf("first commit %v, want 0:3", got)
+	}
+	if m.quiet.Load() {
+		t.Fatal("quiet after a visit that committed")
+	}
+	g.commit(t) // idle for a whole interval: trimmed
+	if !m.quiet.Load() {
+		t.Fatal("not quiet after an idle interval with everything committed")
+	}
+	g.feeds.produce(0, 0, 2, 256)
+	for range 2 {
+		if r := recv(t, g.out).Ack(); r != AckOK {
+			t.Fatalf("ack: %v", r)
+		}
+	}
+	if got := asMap(t, g.commit(t)); got[0] != 5 {
+		t.Fatalf("commit after new deliveries %v, want 0:5", got)
+	}
+	g.commit(t)
+	if !m.quiet.Load() {
+		t.Fatal("not quiet again")
+	}
+	if err := m.Seek(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // 1..4 again, not acked
+		recv(t, g.out)
+	}
+	if got := asMap(t, g.commit(t)); got[0] != 1 {
+		t.Fatalf("commit after the seek %v, want 0:1", got)
 	}
 }
 

@@ -115,6 +115,7 @@ func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	// Batches handed out before are dropped by Pass from now on: the next
 	// message handed out is the one at target.
 	m.seeks.Add(1)
+	m.stir()
 	if m.tracker == nil {
 		m.tracker = tracker.NewTracker(target)
 	} else {

@@ -275,6 +275,7 @@ func (m *Manager) trackSlab(vals []Message, run bool) (k int, ok bool) {
 	for {
 		at := time.Now()
 		m.mu.Lock()
+		m.stir()
 		m.fold()
 		room := min(m.cfg.MaxUnacked-m.tracker.Outstanding(), len(vals))
 		if run && room > 0 && m.tracker.DeliverRun(vals[0].Offset, room, at) == nil {

@@ -123,6 +123,11 @@ type Manager struct {
 	// ackNext and ackEnd are the in-order ack path's window (fastack.go);
 	// ackNext is -1 while the path is off.
 	ackNext, ackEnd atomic.Int64
+	// quiet is set by a Committer visit that found nothing held, the
+	// tracker trimmed and nothing to commit; whatever could give a visit
+	// work again (offsets taken for delivery, a reset) clears it under mu
+	// (stir). Visits return at once while it is set.
+	quiet atomic.Bool
 	// halt is closed once the manager is dying or ownership is lost: one
 	// channel for the hot path to watch instead of two. closeHalt closes
 	// it, called by kill and by the Fence (AfterLost); unwatchLost takes
@@ -365,6 +370,7 @@ func (m *Manager) startPosition() (int64, bool) {
 			if ok {
 				m.mu.Lock()
 				m.committed, m.verified = next, true
+				m.stir()
 				m.mu.Unlock()
 				return next, true
 			}
@@ -474,6 +480,7 @@ func (m *Manager) resetPosition(pos *int64, was int64) {
 func (m *Manager) ensureTracker(start int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.stir()
 	if m.tracker == nil {
 		m.tracker = tracker.NewTracker(start)
 		return
@@ -562,9 +569,13 @@ func (m *Manager) offer(b *Handout) bool {
 // returns the acked watermark if it moved past what is committed and the
 // fence allows committing, with the end of the fence's lease: the commit
 // must not take effect after it. When ok, the caller must call endCommit
-// with the outcome; otherwise commitMu is not held. Safe for concurrent
-// use; never blocks.
+// with the outcome; otherwise commitMu is not held. A quiet partition
+// (see Manager.quiet) costs it one atomic load. Safe for concurrent use;
+// never blocks.
 func (m *Manager) beginCommit() (next int64, until time.Time, ok, refused bool) {
+	if m.quiet.Load() {
+		return 0, time.Time{}, false, false
+	}
 	if !m.commitMu.TryLock() {
 		return 0, time.Time{}, false, false // a final commit (or a seek) is under way
 	}
@@ -575,15 +586,22 @@ func (m *Manager) beginCommit() (next int64, until time.Time, ok, refused bool) 
 		return 0, time.Time{}, false, false
 	}
 	m.fold()
+	trimmed := false
 	if delivered := m.delivered.Load(); m.tracker.Outstanding() == 0 {
 		if m.idleSeen == delivered {
 			m.tracker.Trim()
+			trimmed = true
 		}
 		m.idleSeen = delivered
 	} else {
 		m.idleSeen = ^uint64(0)
 	}
 	next, prev := m.tracker.Committable(), m.committed
+	if trimmed && next <= prev {
+		// Nothing held, so no ack can come before offsets are taken for
+		// delivery again (stir), and nothing to commit.
+		m.quiet.Store(true)
+	}
 	m.mu.Unlock()
 	if next <= prev {
 		m.commitMu.Unlock()
@@ -595,6 +613,14 @@ func (m *Manager) beginCommit() (next int64, until time.Time, ok, refused bool) 
 		return next, time.Time{}, false, true
 	}
 	return next, until, true, false
+}
+
+// stir clears quiet: the Committer's next visit looks again. m.mu held.
+// Loaded first so that a busy partition does not write the shared flag.
+func (m *Manager) stir() {
+	if m.quiet.Load() {
+		m.quiet.Store(false)
+	}
 }
 
 // endCommit records the outcome of the commit of next that beginCommit
