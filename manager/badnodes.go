@@ -33,12 +33,28 @@ func (c *Consumer) noteBadRegistrationsLocked(members []member) {
 // than the member list does, and are then not squatted on. c.mu must be
 // held.
 func (c *Consumer) noteSquatsLocked(now time.Time) {
+	squats := map[string]bool{}
+	seen := map[string]bool{}
+	if c.waitingClaims.Load() > 0 { // otherwise no slot has a holder
+		c.findSquatsLocked(now, squats, seen)
+	}
+	for h := range c.nonMembers {
+		if !seen[h] {
+			delete(c.nonMembers, h)
+		}
+	}
+	c.squatted = len(squats)
+	c.forgetNodesLocked(zkdata.OwnersPath(c.group)+"/", squats)
+}
+
+// findSquatsLocked notes in seen the holders of waiting claims that are
+// not members, and in squats (reporting each) the owner nodes that such
+// a holder kept for ClaimWaitCheck.
+func (c *Consumer) findSquatsLocked(now time.Time, squats, seen map[string]bool) {
 	members := map[string]bool{}
 	for _, id := range c.members {
 		members[id] = true
 	}
-	squats := map[string]bool{}
-	seen := map[string]bool{}
 	for _, sl := range c.slots {
 		h, since := sl.holder.Load(), sl.waitingSince.Load()
 		if h == nil || members[*h] || since == 0 {
@@ -59,13 +75,6 @@ func (c *Consumer) noteSquatsLocked(now time.Time) {
 		c.noteNodeLocked(path, fmt.Errorf("%w: held by %q", ErrSquatted, *h),
 			"partition held by an id that is not a member of the group; it cannot be claimed until that node goes")
 	}
-	for h := range c.nonMembers {
-		if !seen[h] {
-			delete(c.nonMembers, h)
-		}
-	}
-	c.squatted = len(squats)
-	c.forgetNodesLocked(zkdata.OwnersPath(c.group)+"/", squats)
 }
 
 // noteNodeLocked reports err for path unless it was reported already.

@@ -46,6 +46,7 @@ func TestClaimWaitTooLong(t *testing.T) {
 				h := tc.wait.holder
 				sl.holder.Store(&h)
 				sl.waitingSince.Store(time.Now().Add(-tc.wait.waited).UnixNano())
+				c.waitingClaims.Add(1)
 			}
 			c.slots[tp] = sl
 			for i, want := range tc.want {
@@ -70,14 +71,17 @@ func TestClaimWaiterWakesLoop(t *testing.T) {
 	if h := sl.holder.Load(); h == nil || *h != "c" || sl.waitingSince.Load() == 0 {
 		t.Fatalf("holder %v, waiting since %d; want c, set", h, sl.waitingSince.Load())
 	}
+	if n := c.waitingClaims.Load(); n != 1 {
+		t.Fatalf("%d claims counted waiting, want 1", n)
+	}
 	select {
 	case <-c.claimWaiting:
 	default:
 		t.Fatal("the loop was not woken")
 	}
 	waiting("")
-	if sl.holder.Load() != nil || sl.waitingSince.Load() != 0 {
-		t.Fatal("the wait was not cleared")
+	if sl.holder.Load() != nil || sl.waitingSince.Load() != 0 || c.waitingClaims.Load() != 0 {
+		t.Fatalf("the wait was not cleared (%d claims counted waiting)", c.waitingClaims.Load())
 	}
 	select {
 	case <-c.claimWaiting:
@@ -99,6 +103,7 @@ func TestClaimWaitTooLongAllUnseen(t *testing.T) {
 		h := "b"
 		sl.holder.Store(&h)
 		sl.waitingSince.Store(time.Now().UnixNano())
+		c.waitingClaims.Add(1)
 		c.slots[tp] = sl
 	}
 	if !c.claimWaitTooLong() {

@@ -260,6 +260,9 @@ func jittered(d time.Duration) time.Duration {
 // (ownersCache.recheck).
 func (c *Consumer) claimWaitTooLong() bool {
 	now := time.Now()
+	if c.waitingClaims.Load() == 0 {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	due := now.Sub(c.lastClaimWaitCheck) >= c.cfg.ClaimWaitCheck

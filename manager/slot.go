@@ -36,6 +36,10 @@ type slotTable struct {
 	past       partitionTotals
 	claimWaits atomic.Int64
 	restarts   atomic.Uint64
+	// waitingClaims: the slots whose waitingSince is set. While it is 0,
+	// the loop's checks of waiting claims (once a second) skip their pass
+	// over every slot.
+	waitingClaims atomic.Int64
 }
 
 func newSlotTable() slotTable {
@@ -287,12 +291,16 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 func (st *slotTable) claimWaiter(sl *slot) func(holder string) {
 	return func(holder string) {
 		if holder == "" {
-			sl.waitingSince.Store(0)
+			if sl.waitingSince.Swap(0) != 0 {
+				st.waitingClaims.Add(-1)
+			}
 			sl.holder.Store(nil)
 			return
 		}
 		sl.holder.Store(&holder)
-		sl.waitingSince.Store(time.Now().UnixNano())
+		if sl.waitingSince.Swap(time.Now().UnixNano()) == 0 {
+			st.waitingClaims.Add(1)
+		}
 		select {
 		case st.claimWaiting <- struct{}{}:
 		default: // the loop has one to read already

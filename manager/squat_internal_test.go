@@ -22,6 +22,7 @@ func TestSquatNeedsNonMemberForClaimWaitCheck(t *testing.T) {
 	holder := "left"
 	sl.holder.Store(&holder)
 	sl.waitingSince.Store(t0.Add(-time.Minute).UnixNano()) // waiting long already
+	c.waitingClaims.Add(1)
 	c.slots[sl.tp] = sl
 	c.members = []string{"left", "me"}
 
@@ -61,4 +62,12 @@ func TestSquatNeedsNonMemberForClaimWaitCheck(t *testing.T) {
 	sl.holder.Store(&holder)
 	check(6*time.Second, 0)
 	check(8*time.Second, 1)
+
+	// The claim stops waiting: nothing is squatted, and the holder is
+	// forgotten.
+	c.claimWaiter(sl)("")
+	check(9*time.Second, 0)
+	if len(c.nonMembers) != 0 || len(c.badNodes) != 0 {
+		t.Errorf("after the wait: non-members %v, nodes reported %v; want none", c.nonMembers, c.badNodes)
+	}
 }
