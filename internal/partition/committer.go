@@ -24,9 +24,10 @@ var ErrCommitterClosed = errors.New("partition: committer closed")
 // many partitions the consumer owns, where a committer per partition cost
 // one request (and one read-back) per partition and interval.
 //
-// Every interval it visits each registered Manager and takes the acked
-// watermark if it moved past what is committed and the Manager's Fence
-// allows acting as owner; a Manager whose final commit (Stop) is under way
+// Every interval it visits each registered Manager (but those found
+// quiet: nothing held, nothing to commit, until they deliver again) and
+// takes the acked watermark if it moved past what is committed and the
+// Manager's Fence allows acting as owner; a Manager whose final commit (Stop) is under way
 // is left out. While a Manager's offset is in the batch, its final commit
 // waits, so two commits of one partition never race (and so never move
 // it backwards). Each entry's error goes to its Manager: counted in
@@ -51,6 +52,12 @@ type Committer struct {
 	closed   bool
 	halted   bool // Halt: no round gathers offsets any more
 	managers map[*Manager]struct{}
+	// active: the registered Managers that are not quiet (Manager.quiet),
+	// the only ones a round visits, so that idle partitions cost a round
+	// nothing. A Manager leaves it when a visit finds it quiet
+	// (deactivate) and comes back when stirred (activate), both under
+	// its mu.
+	active map[*Manager]struct{}
 
 	flushes chan *flushRequest
 
@@ -82,7 +89,7 @@ func NewCommitter(store Store, cfg Config, logger *slog.Logger) (*Committer, err
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Committer{
-		store: store, cfg: cfg, log: logger, managers: map[*Manager]struct{}{},
+		store: store, cfg: cfg, log: logger, managers: map[*Manager]struct{}{}, active: map[*Manager]struct{}{},
 		flushes: make(chan *flushRequest),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -136,6 +143,7 @@ func (c *Committer) add(m *Manager) bool {
 		return false
 	}
 	c.managers[m] = struct{}{}
+	c.active[m] = struct{}{}
 	return true
 }
 
@@ -144,6 +152,23 @@ func (c *Committer) add(m *Manager) bool {
 func (c *Committer) remove(m *Manager) {
 	c.mu.Lock()
 	delete(c.managers, m)
+	delete(c.active, m)
+	c.mu.Unlock()
+}
+
+// activate makes the rounds visit m again, if it is registered.
+func (c *Committer) activate(m *Manager) {
+	c.mu.Lock()
+	if _, ok := c.managers[m]; ok {
+		c.active[m] = struct{}{}
+	}
+	c.mu.Unlock()
+}
+
+// deactivate leaves m out of the rounds until it is activated again.
+func (c *Committer) deactivate(m *Manager) {
+	c.mu.Lock()
+	delete(c.active, m)
 	c.mu.Unlock()
 }
 
@@ -228,10 +253,12 @@ func (c *Committer) commit(r *round, f *flushRequest) error {
 		return nil
 	}
 	r.managers = r.managers[:0]
-	for m := range c.managers {
-		if only == nil || m == only {
+	if only == nil {
+		for m := range c.active {
 			r.managers = append(r.managers, m)
 		}
+	} else if _, ok := c.managers[only]; ok {
+		r.managers = append(r.managers, only)
 	}
 	c.mu.Unlock()
 	var errs []error

@@ -381,7 +381,16 @@ func TestCommitterQuiet(t *testing.T) {
 	if !m.quiet.Load() {
 		t.Fatal("not quiet after an idle interval with everything committed")
 	}
+	active := func() int {
+		g.c.mu.Lock()
+		defer g.c.mu.Unlock()
+		return len(g.c.active)
+	}
+	if n := active(); n != 0 {
+		t.Fatalf("%d managers in the rounds, want 0 (quiet)", n)
+	}
 	g.feeds.produce(0, 0, 2, 256)
+	testcluster.Await(t, 10*time.Second, time.Millisecond, "the manager back in the rounds", func() bool { return active() == 1 })
 	for range 2 {
 		if r := recv(t, g.out).Ack(); r != AckOK {
 			t.Fatalf("ack: %v", r)

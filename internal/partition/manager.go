@@ -124,9 +124,10 @@ type Manager struct {
 	// ackNext is -1 while the path is off.
 	ackNext, ackEnd atomic.Int64
 	// quiet is set by a Committer visit that found nothing held, the
-	// tracker trimmed and nothing to commit; whatever could give a visit
-	// work again (offsets taken for delivery, a reset) clears it under mu
-	// (stir). Visits return at once while it is set.
+	// tracker trimmed and nothing to commit, which also takes the manager
+	// out of the Committer's rounds; whatever could give a visit work
+	// again (offsets taken for delivery, a reset) clears it under mu and
+	// puts it back (stir).
 	quiet atomic.Bool
 	// halt is closed once the manager is dying or ownership is lost: one
 	// channel for the hot path to watch instead of two. closeHalt closes
@@ -601,6 +602,7 @@ func (m *Manager) beginCommit() (next int64, until time.Time, ok, refused bool) 
 		// Nothing held, so no ack can come before offsets are taken for
 		// delivery again (stir), and nothing to commit.
 		m.quiet.Store(true)
+		m.p.Committer.deactivate(m)
 	}
 	m.mu.Unlock()
 	if next <= prev {
@@ -615,11 +617,13 @@ func (m *Manager) beginCommit() (next int64, until time.Time, ok, refused bool) 
 	return next, until, true, false
 }
 
-// stir clears quiet: the Committer's next visit looks again. m.mu held.
+// stir clears quiet: the Committer's next round visits m again. m.mu
+// held.
 // Loaded first so that a busy partition does not write the shared flag.
 func (m *Manager) stir() {
 	if m.quiet.Load() {
 		m.quiet.Store(false)
+		m.p.Committer.activate(m)
 	}
 }
 
