@@ -40,7 +40,7 @@ func Resyncs(w *Watcher) uint64 { return w.resyncs.Load() }
 func ReadTopicsBoth(s *zkconn.Session, topics []string) (many, single []string, err error) {
 	z := newZKStore(s, func(watchKey) {})
 	defer z.close()
-	got, err := z.partitionsMany(topics)
+	got, err := z.partitionsMany(topics, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,6 +50,28 @@ func ReadTopicsBoth(s *zkconn.Session, topics []string) (many, single []string, 
 		single = append(single, readText(parts, err))
 	}
 	return many, single, nil
+}
+
+// ReadTopicsHad reads topics over s with the store's batched read, given
+// the versions of the data already held (had, may be nil), and returns
+// each node's version, whether it was found unchanged, and its text as
+// ReadTopicsBoth's (empty when unchanged).
+func ReadTopicsHad(s *zkconn.Session, topics []string, had []int64) (versions []int64, same []bool, text []string, err error) {
+	z := newZKStore(s, func(watchKey) {})
+	defer z.close()
+	got, err := z.partitionsMany(topics, had)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, g := range got {
+		versions, same = append(versions, g.version), append(same, g.same)
+		if g.same {
+			text = append(text, "")
+		} else {
+			text = append(text, readText(g.parts, g.err))
+		}
+	}
+	return versions, same, text, nil
 }
 
 func readText(parts []partMeta, err error) string {

@@ -25,6 +25,9 @@ type fakeStore struct {
 	listReads int                        // topics calls
 	nodeReads map[string]int             // partitions calls per topic (partitionsMany's included)
 	manyReads int                        // partitionsMany calls
+	decodes   int                        // topic nodes read and not found unchanged (partitionsMany's had)
+	zxid      int64                      // the last change's
+	mzxid     map[string]int64           // per topic: zxid of the last change of its partitions
 	closed    bool
 	calls     chan struct{} // if set, receives (without blocking) at every topics call
 }
@@ -36,7 +39,14 @@ func newFakeStore() *fakeStore {
 		state:     map[string]map[int32]int32{},
 		armed:     map[watchKey]int{},
 		nodeReads: map[string]int{},
+		mzxid:     map[string]int64{},
 	}
+}
+
+// changed notes a change of topic's node. f.mu held.
+func (f *fakeStore) changed(topic string) {
+	f.zxid++
+	f.mzxid[topic] = f.zxid
 }
 
 // addTopic adds a topic with one partition per preferred leader, each
@@ -47,6 +57,7 @@ func (f *fakeStore) addTopic(name string, preferred ...int32) {
 	defer f.mu.Unlock()
 	f.topicList = append(f.topicList, name)
 	f.parts[name] = nil
+	f.changed(name)
 	f.state[name] = map[int32]int32{}
 	for i, l := range preferred {
 		f.parts[name] = append(f.parts[name], partMeta{ID: int32(i), Replicas: []int32{l, l + 1}})
@@ -59,6 +70,7 @@ func (f *fakeStore) removeTopic(name string) {
 	defer f.mu.Unlock()
 	f.topicList = slices.DeleteFunc(f.topicList, func(t string) bool { return t == name })
 	delete(f.parts, name)
+	delete(f.mzxid, name)
 	delete(f.state, name)
 }
 
@@ -67,6 +79,7 @@ func (f *fakeStore) removeTopic(name string) {
 func (f *fakeStore) setReplicas(topic string, id int32, replicas ...int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.changed(topic)
 	for i, p := range f.parts[topic] {
 		if p.ID == id {
 			f.parts[topic][i].Replicas = replicas
@@ -138,13 +151,24 @@ func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, bool, erro
 	return out, watch, nil
 }
 
-func (f *fakeStore) partitionsMany(topics []string) ([]nodeRead, error) {
+func (f *fakeStore) partitionsMany(topics []string, had []int64) ([]nodeRead, error) {
 	f.mu.Lock()
 	f.manyReads++
 	f.mu.Unlock()
 	out := make([]nodeRead, len(topics))
 	for i, t := range topics {
 		out[i].parts, _, out[i].err = f.partitions(t, false)
+		if out[i].err != nil {
+			continue
+		}
+		f.mu.Lock()
+		out[i].version = f.mzxid[t]
+		if had != nil && had[i] != 0 && had[i] == out[i].version {
+			out[i].parts, out[i].same = nil, true
+		} else {
+			f.decodes++
+		}
+		f.mu.Unlock()
 	}
 	return out, nil
 }

@@ -29,6 +29,10 @@ type refresher struct {
 	stale     map[string]bool   // topic nodes to read again (their watch fired)
 	known     map[string]bool   // selected topics whose node the view holds (malformed ones included)
 	malformed map[string]string // path -> error text of each malformed node, so that each is logged once
+	// versions: the version (nodeRead) of the node each selected topic's
+	// partitions in the view were built from, when a batched read (a
+	// resync's) read it; a resync does not decode a node still at it.
+	versions map[string]int64
 
 	reads int // reads of the store by the last refresh
 
@@ -39,7 +43,7 @@ func newRefresher(st store, log *slog.Logger) *refresher {
 	return &refresher{
 		st: st, log: log, listStale: true,
 		armed: map[string]bool{}, stale: map[string]bool{},
-		known: map[string]bool{}, malformed: map[string]string{},
+		known: map[string]bool{}, malformed: map[string]string{}, versions: map[string]int64{},
 	}
 }
 
@@ -116,6 +120,7 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 		if !selected[t] {
 			delete(r.known, t)
 			delete(r.malformed, topicPath(t))
+			delete(r.versions, t)
 		}
 	}
 	for t := range r.stale {
@@ -127,9 +132,11 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 	var failed atomic.Bool
 	halt := func() bool { return failed.Load() || stop() }
 	type topicRead struct {
-		parts []partMeta
-		armed bool
-		err   error
+		parts   []partMeta
+		armed   bool
+		err     error
+		version int64
+		same    bool // unchanged since prev's partitions were built: prev's stand
 	}
 	// A node whose watch is still armed (a resync's) is read with the
 	// others in one request; one that needs a watch is read on its own
@@ -151,15 +158,20 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 	}
 	if len(batch) > 0 && !halt() {
 		names := make([]string, len(batch))
+		had := make([]int64, len(batch))
 		for j, i := range batch {
 			names[j] = toRead[i]
+			if prev[names[j]] != nil {
+				had[j] = r.versions[names[j]]
+			}
 		}
-		got, err := r.st.partitionsMany(names)
+		got, err := r.st.partitionsMany(names, had)
 		for j, i := range batch {
 			if err != nil {
 				reads[i].err = err
 			} else {
-				reads[i].parts, reads[i].err = got[j].parts, got[j].err
+				g := got[j]
+				reads[i].parts, reads[i].err, reads[i].version, reads[i].same = g.parts, g.err, g.version, g.same
 			}
 			ran[i] = true
 			note(i)
@@ -187,18 +199,24 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 		}
 		r.reads++
 		switch {
+		case rd.err == nil && rd.same:
+			next[t] = prev[t]
+			delete(r.stale, t)
 		case rd.err == nil:
 			next[t] = buildPartitions(t, rd.parts)
+			r.versions[t] = rd.version // 0 (a single read): unknown
 			r.known[t] = true
 			delete(r.stale, t)
 			delete(r.malformed, topicPath(t))
 		case errors.Is(rd.err, errNoNode):
 			// Deleted since the list was read; the list's watch fires too.
+			delete(r.versions, t)
 			delete(next, t)
 			delete(r.known, t)
 			delete(r.stale, t)
 			delete(r.malformed, topicPath(t))
 		case isMalformed(rd.err):
+			delete(r.versions, t)
 			r.known[t] = true // read again when its watch fires
 			delete(r.stale, t)
 			r.noteMalformed(topicPath(t), rd.err)

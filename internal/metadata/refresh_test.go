@@ -73,6 +73,44 @@ func TestRefreshReadsAndArmsOnce(t *testing.T) {
 	}
 }
 
+// TestRefreshResyncDecodesChangesOnly: a resync reads every selected
+// node, but decodes only those whose data changed since the view's
+// partitions were built from a resync's read; a change the watch missed is
+// still seen, and a node read on its own (a fired watch) is decoded at the
+// next resync.
+func TestRefreshResyncDecodesChangesOnly(t *testing.T) {
+	f, r := refresherAB()
+	v := mustRefresh(t, r, all, nil) // single reads, with watches
+	resync := func(want int) {
+		t.Helper()
+		before := f.decodes
+		r.markResync()
+		v = mustRefresh(t, r, all, v)
+		if got := f.decodes - before; got != want {
+			t.Fatalf("resync decoded %d nodes, want %d", got, want)
+		}
+	}
+	resync(2) // the versions of single reads are not known
+	resync(0)
+	f.setReplicas("b", 0, 5, 6) // unseen by its watch (not fired)
+	resync(1)
+	if got := v["b"]; len(got) != 1 || got[0].Leader != 5 {
+		t.Fatalf("b after the resync: %v, want led by 5", got)
+	}
+	if got := v["a"]; len(got) != 2 || got[1].Leader != 2 {
+		t.Fatalf("a after the resync: %v, want kept", got)
+	}
+	r.release(f.fire(watchKey{topic: "a"}))
+	v = mustRefresh(t, r, all, v)
+	resync(1) // a was read on its own
+	// Unselected and selected again: read in full.
+	v = mustRefresh(t, r, func(t string) bool { return t != "a" }, v)
+	resync(1)
+	if len(v["a"]) != 2 {
+		t.Fatalf("a selected again: %v", v["a"])
+	}
+}
+
 // TestRefreshReadsOnlyWhatFired counts the store's reads: nothing without
 // an event, one topic node for its watch, the list (and the new topic) for
 // the list's watch, and the list and every selected node on a resync.

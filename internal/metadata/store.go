@@ -14,10 +14,15 @@ type partMeta struct {
 }
 
 // nodeRead is one topic node's read by partitionsMany: its partitions or
-// the error (errNoNode, a malformed node's, or another of the server's).
+// the error (errNoNode, a malformed node's, or another of the server's),
+// and the version of the node's data it read (0 unknown; two reads with
+// the same version read the same data). same: the version is the one the
+// caller already had, and the data was not decoded (parts is nil).
 type nodeRead struct {
-	parts []partMeta
-	err   error
+	parts   []partMeta
+	err     error
+	version int64
+	same    bool
 }
 
 // store is the watcher's access to ZooKeeper. The implementation is
@@ -36,8 +41,10 @@ type store interface {
 	// requests as the store can (ZooKeeper's multiRead: one per 256
 	// nodes), and returns one result per topic, in order. err is the
 	// request's (the connection failed); a node's own failure is in its
-	// result.
-	partitionsMany(topics []string) ([]nodeRead, error)
+	// result. had, when not nil, holds for each topic the version of the
+	// data the caller already holds (0: none): a node still at it is not
+	// decoded again (its result says same).
+	partitionsMany(topics []string, had []int64) ([]nodeRead, error)
 	// close stops reporting fired watches and, when the store owns its
 	// session, closes it and blocks until its goroutines have stopped.
 	close() error

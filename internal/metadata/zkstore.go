@@ -123,7 +123,10 @@ func (z *zkStore) partitions(topic string, watch bool) ([]partMeta, bool, error)
 	return parts, armed, err
 }
 
-func (z *zkStore) partitionsMany(topics []string) ([]nodeRead, error) {
+// partitionsMany's versions are the nodes' Mzxid: the zxid of the
+// transaction that last wrote the data (a node created again has a new
+// one too).
+func (z *zkStore) partitionsMany(topics []string, had []int64) ([]nodeRead, error) {
 	paths := make([]string, len(topics))
 	for i, t := range topics {
 		paths[i] = topicPath(t)
@@ -136,6 +139,11 @@ func (z *zkStore) partitionsMany(topics []string) ([]nodeRead, error) {
 	for i, g := range got {
 		if g.Err != nil {
 			out[i].err = zkTranslate(g.Err)
+			continue
+		}
+		out[i].version = g.Stat.Mzxid
+		if had != nil && had[i] != 0 && had[i] == g.Stat.Mzxid {
+			out[i].same = true // a resync of a node that did not change: no decoding
 			continue
 		}
 		out[i].parts, out[i].err = decodeTopic(topics[i], g.Data)

@@ -184,4 +184,20 @@ func TestReadTopicsBatched(t *testing.T) {
 	if !slices.Equal(many, want) || !slices.Equal(single, want) {
 		t.Errorf("batched %q, single %q, want %q", many, single, want)
 	}
+
+	// A resync's read given the versions held decodes only what was
+	// written since, even when written with the same data.
+	ab := []string{"a", "b"}
+	had, _, _, err := metadata.ReadTopicsHad(s, ab, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.put("/brokers/topics/b", `{"version":1,"partitions":{"0":[3]}}`)
+	_, same, text, err := metadata.ReadTopicsHad(s, ab, had)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(same, []bool{true, false}) || text[1] != "[{0 [3]}]" {
+		t.Errorf("read again given %v: unchanged %v, %q; want a unchanged, b read", had, same, text)
+	}
 }
