@@ -27,6 +27,7 @@ type idleResult struct {
 	cpu, cpuBase     time.Duration
 	w                window
 	rss, rssBase     int64
+	rssGC            int64 // after the idle window and two forced collections
 	heap, heapBase   int64
 	gor, gorBase     int
 	firstFlow        time.Duration // after the idle window: production on again until every partition consumed
@@ -64,19 +65,20 @@ func BenchmarkIdle(b *testing.B) {
 		return res
 	})
 	for _, sd := range sds {
-		var cpu, rss, gor, req, heap []float64
+		var cpu, rss, rssGC, gor, req, heap []float64
 		for _, res := range results[sd.name] {
 			if res.failed != "" {
 				continue
 			}
 			cpu = append(cpu, idleCPUms(res, M))
 			rss = append(rss, float64(res.rss-res.rssBase)/float64(M))
+			rssGC = append(rssGC, float64(res.rssGC-res.rssBase)/float64(M))
 			heap = append(heap, float64(res.heap-res.heapBase)/float64(M))
 			gor = append(gor, float64(res.gor-res.gorBase)/float64(M))
 			req = append(req, perMemberRateN(res.w, M))
 		}
-		benchkit.Say("summary %-8s (medians over %d rounds): idle CPU %.2f ms/s per member; RSS %s, Go heap %s per member over the baseline; %.0f goroutines per member; %.2f Kafka req/s per member",
-			sd.name, len(cpu), benchkit.Median(cpu), benchkit.MB(benchkit.Median(rss)), benchkit.MB(benchkit.Median(heap)), benchkit.Median(gor), benchkit.Median(req))
+		benchkit.Say("summary %-8s (medians over %d rounds): idle CPU %.2f ms/s per member; RSS %s (%s after two collections), Go heap %s per member over the baseline; %.0f goroutines per member; %.2f Kafka req/s per member",
+			sd.name, len(cpu), benchkit.Median(cpu), benchkit.MB(benchkit.Median(rss)), benchkit.MB(benchkit.Median(rssGC)), benchkit.MB(benchkit.Median(heap)), benchkit.Median(gor), benchkit.Median(req))
 	}
 }
 
@@ -136,6 +138,13 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 	res.gor, res.rss, res.heap = runtime.NumGoroutine(), benchkit.RSS(), benchkit.HeapInuse()
 	benchkit.Say("   memory at the end of the idle window: %s", benchkit.MemoryClasses())
 	writeHeapProfile(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
+	// What the runtime's own collections (one at least every 2 minutes)
+	// give back later: stacks shrink by half per collection at most.
+	runtime.GC()
+	runtime.GC()
+	res.rssGC = benchkit.RSS()
+	benchkit.Say("   after two forced collections: RSS %s per member over the baseline; %s",
+		benchkit.MB(float64(res.rssGC-res.rssBase)/float64(M)), benchkit.MemoryClasses())
 
 	// Production on again: how long until every partition is consumed.
 	env.tr.openWindow()

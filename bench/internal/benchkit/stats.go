@@ -91,6 +91,7 @@ func MemoryClasses() string {
 		"/memory/classes/os-stacks:bytes",
 		"/gc/heap/goal:bytes",
 		"/gc/heap/live:bytes",
+		"/gc/scan/stack:bytes",          // the goroutines' stacks in use, as the last collection scanned them
 		"/gc/stack/starting-size:bytes", // a new goroutine's stack (adaptive: the average at the last collection)
 	}
 	s := make([]metrics.Sample, len(names))
