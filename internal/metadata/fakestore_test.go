@@ -129,16 +129,16 @@ func (f *fakeStore) topics(watch bool) ([]string, bool, error) {
 	return out, watch, nil
 }
 
-func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, bool, error) {
+func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, int64, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodeReads[topic]++
 	if err := f.partErr[topic]; err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	ps, ok := f.parts[topic]
 	if !ok {
-		return nil, false, errNoNode
+		return nil, 0, false, errNoNode
 	}
 	if watch {
 		f.armed[watchKey{topic: topic}]++
@@ -148,7 +148,7 @@ func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, bool, erro
 	for i, p := range ps {
 		out[i] = partMeta{ID: p.ID, Replicas: slices.Clone(p.Replicas)}
 	}
-	return out, watch, nil
+	return out, f.mzxid[topic], watch, nil
 }
 
 func (f *fakeStore) partitionsMany(topics []string, had []int64) ([]nodeRead, error) {
@@ -157,12 +157,11 @@ func (f *fakeStore) partitionsMany(topics []string, had []int64) ([]nodeRead, er
 	f.mu.Unlock()
 	out := make([]nodeRead, len(topics))
 	for i, t := range topics {
-		out[i].parts, _, out[i].err = f.partitions(t, false)
+		out[i].parts, out[i].version, _, out[i].err = f.partitions(t, false)
 		if out[i].err != nil {
 			continue
 		}
 		f.mu.Lock()
-		out[i].version = f.mzxid[t]
 		if had != nil && had[i] != 0 && had[i] == out[i].version {
 			out[i].parts, out[i].same = nil, true
 		} else {

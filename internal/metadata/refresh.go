@@ -30,8 +30,8 @@ type refresher struct {
 	known     map[string]bool   // selected topics whose node the view holds (malformed ones included)
 	malformed map[string]string // path -> error text of each malformed node, so that each is logged once
 	// versions: the version (nodeRead) of the node each selected topic's
-	// partitions in the view were built from, when a batched read (a
-	// resync's) read it; a resync does not decode a node still at it.
+	// partitions in the view were built from; a resync does not decode a
+	// node still at it.
 	versions map[string]int64
 
 	reads int // reads of the store by the last refresh
@@ -180,7 +180,7 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 	ranSingle := forEach(len(single), readWorkers, halt, func(j int) {
 		i := single[j]
 		rd := &reads[i]
-		rd.parts, rd.armed, rd.err = r.st.partitions(toRead[i], true)
+		rd.parts, rd.version, rd.armed, rd.err = r.st.partitions(toRead[i], true)
 		note(i)
 	})
 	for j, i := range single {
@@ -204,7 +204,7 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 			delete(r.stale, t)
 		case rd.err == nil:
 			next[t] = buildPartitions(t, rd.parts)
-			r.versions[t] = rd.version // 0 (a single read): unknown
+			r.versions[t] = rd.version
 			r.known[t] = true
 			delete(r.stale, t)
 			delete(r.malformed, topicPath(t))

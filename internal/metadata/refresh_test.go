@@ -75,9 +75,8 @@ func TestRefreshReadsAndArmsOnce(t *testing.T) {
 
 // TestRefreshResyncDecodesChangesOnly: a resync reads every selected
 // node, but decodes only those whose data changed since the view's
-// partitions were built from a resync's read; a change the watch missed is
-// still seen, and a node read on its own (a fired watch) is decoded at the
-// next resync.
+// partitions were built from them (by a resync's read or a node's own);
+// a change the watch missed is still seen.
 func TestRefreshResyncDecodesChangesOnly(t *testing.T) {
 	f, r := refresherAB()
 	v := mustRefresh(t, r, all, nil) // single reads, with watches
@@ -90,7 +89,6 @@ func TestRefreshResyncDecodesChangesOnly(t *testing.T) {
 			t.Fatalf("resync decoded %d nodes, want %d", got, want)
 		}
 	}
-	resync(2) // the versions of single reads are not known
 	resync(0)
 	f.setReplicas("b", 0, 5, 6) // unseen by its watch (not fired)
 	resync(1)
@@ -100,9 +98,13 @@ func TestRefreshResyncDecodesChangesOnly(t *testing.T) {
 	if got := v["a"]; len(got) != 2 || got[1].Leader != 2 {
 		t.Fatalf("a after the resync: %v, want kept", got)
 	}
+	f.setReplicas("a", 1, 7, 8)
 	r.release(f.fire(watchKey{topic: "a"}))
-	v = mustRefresh(t, r, all, v)
-	resync(1) // a was read on its own
+	v = mustRefresh(t, r, all, v) // a, on its own
+	if got := v["a"]; len(got) != 2 || got[1].Leader != 7 {
+		t.Fatalf("a after its watch: %v, want partition 1 led by 7", got)
+	}
+	resync(0)
 	// Unselected and selected again: read in full.
 	v = mustRefresh(t, r, func(t string) bool { return t != "a" }, v)
 	resync(1)

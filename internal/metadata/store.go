@@ -33,10 +33,11 @@ type store interface {
 	// topics lists the topic names. With watch, it also arms a child watch
 	// on the topic list and reports whether it did.
 	topics(watch bool) (names []string, armed bool, err error)
-	// partitions reads a topic node. With watch, it also arms a data watch
-	// on it and reports whether it did (a watch may be armed even when the
-	// data turns out malformed).
-	partitions(topic string, watch bool) (parts []partMeta, armed bool, err error)
+	// partitions reads a topic node, and the version of its data (see
+	// nodeRead). With watch, it also arms a data watch on it and reports
+	// whether it did (a watch may be armed even when the data turns out
+	// malformed).
+	partitions(topic string, watch bool) (parts []partMeta, version int64, armed bool, err error)
 	// partitionsMany reads topic nodes without arming watches, in as few
 	// requests as the store can (ZooKeeper's multiRead: one per 256
 	// nodes), and returns one result per topic, in order. err is the

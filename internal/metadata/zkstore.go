@@ -98,29 +98,34 @@ func (z *zkStore) topics(watch bool) ([]string, bool, error) {
 	return names, true, nil
 }
 
-func (z *zkStore) partitions(topic string, watch bool) ([]partMeta, bool, error) {
+func (z *zkStore) partitions(topic string, watch bool) ([]partMeta, int64, bool, error) {
 	path := topicPath(topic)
 	var (
 		data  []byte
+		st    *zk.Stat
 		err   error
 		armed bool
 	)
 	if watch {
 		k := watchKey{topic: topic}
 		z.hook(k, path)
-		data, _, _, err = z.s.GetWFull(path)
+		data, st, _, err = z.s.GetWFull(path)
 		armed = err == nil
 		if errors.Is(err, zk.ErrNoNode) {
 			z.unhook(k) // no watch is set on a missing node
 		}
 	} else {
-		data, _, err = z.s.Get(path)
+		data, st, err = z.s.Get(path)
 	}
 	if err != nil {
-		return nil, armed, zkTranslate(err)
+		return nil, 0, armed, zkTranslate(err)
 	}
 	parts, err := decodeTopic(topic, data)
-	return parts, armed, err
+	var version int64
+	if st != nil {
+		version = st.Mzxid
+	}
+	return parts, version, armed, err
 }
 
 // partitionsMany's versions are the nodes' Mzxid: the zxid of the
