@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unique"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -68,7 +69,7 @@ type ownersCache struct {
 	// computed (replaced, never changed in place); again, the partitions
 	// whose node the next read reads if their topic changed.
 	hintMu sync.Mutex
-	expect map[TopicPartition]string
+	expect *ownerTable
 	again  map[TopicPartition]bool
 }
 
@@ -141,7 +142,7 @@ func (oc *ownersCache) recheck(tp TopicPartition) {
 
 // expectOwners records the owners the assignment just computed gives the
 // partitions: the next read checks those that would change hands.
-func (oc *ownersCache) expectOwners(want map[TopicPartition]string) {
+func (oc *ownersCache) expectOwners(want *ownerTable) {
 	oc.hintMu.Lock()
 	defer oc.hintMu.Unlock()
 	oc.expect = want
@@ -229,7 +230,7 @@ func (oc *ownersCache) update(r nodeReader, group string, topics []string, epoch
 type ownersRead struct {
 	r      nodeReader
 	group  string
-	expect map[TopicPartition]string
+	expect *ownerTable
 	again  map[TopicPartition]bool
 	nodes  int
 }
@@ -364,6 +365,9 @@ func (rd *ownersRead) plan(w *topicRead) (read []string) {
 	w.owners = make(map[string]string, len(w.kids))
 	common := 0
 	for _, k := range w.kids {
+		// Interned, as the owners are (readNodes): the cache keeps a name
+		// per partition, and topics share "0", "1", ...
+		k = unique.Make(k).Value()
 		p, isPart := partitionName(k)
 		was, had := "", false
 		if w.base != nil {
@@ -379,7 +383,7 @@ func (rd *ownersRead) plan(w *topicRead) (read []string) {
 			w.owners[k] = ""
 		case !had:
 			read = append(read, k)
-		case rd.expect[TopicPartition{Topic: w.topic, Partition: p}] != was,
+		case rd.expect.owner(TopicPartition{Topic: w.topic, Partition: p}) != was,
 			rd.again[TopicPartition{Topic: w.topic, Partition: p}]:
 			read = append(read, k) // expected to change hands, or a claim found it held
 		default:
@@ -429,7 +433,9 @@ func (rd *ownersRead) readNodes(work []*topicRead, names [][]string) error {
 		case g.Err != nil:
 			return fmt.Errorf("manager: reading %s: %w", paths[i], g.Err)
 		default:
-			w.owners[k] = zkdata.ParseOwner(g.Data)
+			// Interned: a member's cache holds an owner per partition
+			// of the group, of a few distinct ids.
+			w.owners[k] = unique.Make(zkdata.ParseOwner(g.Data)).Value()
 			if g.Stat.Czxid > w.listed.Pzxid {
 				w.unsure = true // created again since the list
 			} else if _, had := w.base.kidsOf()[k]; had && g.Stat.Czxid > w.base.pzxid {

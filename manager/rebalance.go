@@ -177,7 +177,7 @@ type plan struct {
 	mine      map[TopicPartition]bool
 	// expected: every partition's member in the assignment (nil: none
 	// computed), which the owners cache checks first at the next read.
-	expected map[TopicPartition]string
+	expected *ownerTable
 	strategy strategyChoice // what mine was computed with
 }
 
@@ -253,12 +253,13 @@ func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	for _, p := range a[c.id] {
 		pl.mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 	}
-	pl.expected = make(map[TopicPartition]string, len(pl.parts))
+	expected := make(map[TopicPartition]string, len(pl.parts))
 	for id, ps := range a {
 		for _, p := range ps {
-			pl.expected[TopicPartition{Topic: p.Topic, Partition: p.ID}] = id
+			expected[TopicPartition{Topic: p.Topic, Partition: p.ID}] = id
 		}
 	}
+	pl.expected = newOwnerTable(expected)
 	if !hasAway(pl.members) {
 		return
 	}
