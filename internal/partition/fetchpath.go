@@ -117,26 +117,11 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 	for {
 		recs, err := fp.Poll()
 		switch {
-		case errors.Is(err, fetch.ErrOffsetOutOfRange):
-			m.fetchErrors.Add(1)
-			if errors.Is(err, fetch.ErrLogTruncated) { // both offsets are in err; the reset follows
-				m.log.Warn("partition log truncated below the position", "error", err)
-				m.report("fetch", err)
-			}
-			return next, true, false
-		case errors.Is(err, fetch.ErrClosed):
-			return next, false, true
-		case errors.Is(err, fetch.ErrFetch):
-			m.fetchFailed(next, err, false)
-			continue
 		case err != nil:
-			m.fetchFailed(next, err, true)
-			select {
-			case <-m.halt:
-				return next, false, true
-			case <-wake:
-				return next, false, false
+			if ret, outOfRange, stop := m.pollFailed(next, err, wake); ret {
+				return next, outOfRange, stop
 			}
+			continue
 		case recs == nil:
 			select {
 			case <-fp.Ready():
@@ -147,42 +132,86 @@ func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
 			}
 			continue
 		}
-		if recs.HighWaterMark != m.highWatermark.Load() {
-			m.highWatermark.Store(recs.HighWaterMark)
-		}
-		end := recs.NextOffset
-		// recs is not used past this point: its decoded record batches
-		// (a record struct per message, full of pointers) are garbage once
-		// copied into the slab, rather than live, and scanned by every
-		// collection, while the slab waits for room and for a receiver.
-		vals, run := m.slabOf(recs, next)
-		for len(vals) > 0 {
-			k, ok := m.trackSlab(vals, run)
-			if !ok || !m.handOutSlab(vals[:k], &next) {
-				select {
-				case <-m.halt:
-					return next, false, true
-				default: // a control request interrupted the hand-off
-					return next, false, false
-				}
-			}
-			vals = vals[k:]
-		}
-		if end > next {
-			// Offsets with nothing to hand out (a commit marker, an
-			// aborted transaction) end the share: they count as passed,
-			// so commits reach the log end once everything is acked.
-			m.mu.Lock()
-			m.fastOff()
-			m.tracker.Advance(end)
-			m.mu.Unlock()
-			next = end
+		if goOn, halted := m.handOutShare(recs, &next); !goOn {
+			return next, false, halted
 		}
 		select {
 		case <-wake:
 			return next, false, false
 		default:
 		}
+	}
+}
+
+// handOutShare hands out the messages of recs from *next on, moving *next
+// past them; goOn false when the manager halted (halted) or a control
+// request interrupted the hand-off. A function of its own, not inlined,
+// so that its locals are not part of consumeFetch's frame, which stays on
+// the partition goroutine's stack while it waits for records (see Run).
+//
+//go:noinline
+func (m *Manager) handOutShare(recs *fetch.Records, next *int64) (goOn, halted bool) {
+	if recs.HighWaterMark != m.highWatermark.Load() {
+		m.highWatermark.Store(recs.HighWaterMark)
+	}
+	end := recs.NextOffset
+	// recs is not used past this point: its decoded record batches (a
+	// record struct per message, full of pointers) are garbage once
+	// copied into the slab, rather than live, and scanned by every
+	// collection, while the slab waits for room and for a receiver.
+	vals, run := m.slabOf(recs, *next)
+	for len(vals) > 0 {
+		k, ok := m.trackSlab(vals, run)
+		if !ok || !m.handOutSlab(vals[:k], next) {
+			select {
+			case <-m.halt:
+				return false, true
+			default: // a control request interrupted the hand-off
+				return false, false
+			}
+		}
+		vals = vals[k:]
+	}
+	if end > *next {
+		// Offsets with nothing to hand out (a commit marker, an aborted
+		// transaction) end the share: they count as passed, so commits
+		// reach the log end once everything is acked.
+		m.mu.Lock()
+		m.fastOff()
+		m.tracker.Advance(end)
+		m.mu.Unlock()
+		*next = end
+	}
+	return true, false
+}
+
+// pollFailed handles an error of Fetch.Poll at next (consumeFetch's):
+// ret true when consumeFetch returns, with outOfRange and stop. An error
+// that stops the partition waits here until the manager halts or a
+// control request comes. Not inlined: see handOutShare.
+//
+//go:noinline
+func (m *Manager) pollFailed(next int64, err error, wake <-chan struct{}) (ret, outOfRange, stop bool) {
+	switch {
+	case errors.Is(err, fetch.ErrOffsetOutOfRange):
+		m.fetchErrors.Add(1)
+		if errors.Is(err, fetch.ErrLogTruncated) { // both offsets are in err; the reset follows
+			m.log.Warn("partition log truncated below the position", "error", err)
+			m.report("fetch", err)
+		}
+		return true, true, false
+	case errors.Is(err, fetch.ErrClosed):
+		return true, false, true
+	case errors.Is(err, fetch.ErrFetch):
+		m.fetchFailed(next, err, false)
+		return false, false, false
+	}
+	m.fetchFailed(next, err, true)
+	select {
+	case <-m.halt:
+		return true, false, true
+	case <-wake:
+		return true, false, false
 	}
 }
 

@@ -101,9 +101,12 @@ type Manager struct {
 	// dyingCtx is canceled with dying: it cuts short a read under way.
 	dyingCtx    context.Context
 	cancelDying context.CancelFunc
-	// runOnce runs the loop (Run), or, when Stop comes first, stands for
-	// a loop that never ran: a Stop waits in it for a Run under way.
-	runOnce sync.Once
+	// ran is set by the first of Run and Stop. Run's loop runs with runMu
+	// held, so that a Stop waits for a Run under way, and a Run after
+	// Stop returns at once. (Not a sync.Once: Once.Do and its closure
+	// would stay on the stack of the partition's goroutine, see Run.)
+	runMu sync.Mutex
+	ran   bool
 
 	// mu guards the tracker and the fields below it. The tracker holds the
 	// messages handed out and, while a batch is being handed out, the rest
@@ -246,14 +249,22 @@ func New(p Params) (_ *Manager, err error) {
 // ownership was lost, ErrStopped when Stop (or another Run) came first,
 // nil otherwise. Stop waits for a Run under way; everything after the
 // loop (drain, final commit) is Stop's.
+//
+// Its frame, and run's and consumeFetch's below it, stay on the calling
+// goroutine's stack while the partition runs: kept small, they let the
+// runtime shrink an idle partition's goroutine to a 4 KiB stack (see
+// manager's runSlot).
 func (m *Manager) Run() error {
-	err := ErrStopped
-	m.runOnce.Do(func() {
-		// However run ends (a lost claim, a halt, a closed fetcher), the
-		// manager is done: Done is closed.
-		err = m.run()
-		m.kill()
-	})
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if m.ran {
+		return ErrStopped
+	}
+	m.ran = true
+	// However run ends (a lost claim, a halt, a closed fetcher), the
+	// manager is done: Done is closed.
+	err := m.run()
+	m.kill()
 	return err
 }
 
@@ -743,11 +754,14 @@ func (m *Manager) Stop(drain bool) error {
 		// Waits for a Run under way; one that comes later returns at
 		// once, and the prefetched Fetch it would have used is closed
 		// here.
-		m.runOnce.Do(func() {
+		m.runMu.Lock()
+		if !m.ran {
+			m.ran = true
 			if m.p.Prefetched != nil {
 				m.p.Prefetched.close()
 			}
-		})
+		}
+		m.runMu.Unlock()
 		if m.p.Halted != nil {
 			m.p.Halted()
 		}
