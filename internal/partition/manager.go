@@ -98,9 +98,11 @@ type Manager struct {
 	// dying is closed by kill (Halt, Stop, the end of Run): Done.
 	dying     chan struct{}
 	dyingOnce sync.Once
-	// dyingCtx is canceled with dying: it cuts short a read under way.
-	dyingCtx    context.Context
-	cancelDying context.CancelFunc
+	// readCut cancels the read of the committed offset under way
+	// (startPosition), if any: kill calls it. Not a context canceled with
+	// dying, from which the read's would derive: that context would keep
+	// a map of children and a channel (320 bytes) for the manager's life.
+	readCut atomic.Pointer[context.CancelFunc]
 	// ran is set by the first of Run and Stop. Run's loop runs with runMu
 	// held, so that a Stop waits for a Run under way, and a Run after
 	// Stop returns at once. (Not a sync.Once: Once.Do and its closure
@@ -227,7 +229,6 @@ func New(p Params) (_ *Manager, err error) {
 		stopDone:  make(chan struct{}),
 		dying:     make(chan struct{}),
 	}
-	m.dyingCtx, m.cancelDying = context.WithCancel(context.Background())
 	wake := make(chan struct{})
 	m.ctlWake.Store(&wake)
 	m.lastFetched.Store(-1)
@@ -279,7 +280,9 @@ func (m *Manager) Halt() { m.kill() }
 func (m *Manager) kill() {
 	m.dyingOnce.Do(func() {
 		close(m.dying)
-		m.cancelDying()
+		if cut := m.readCut.Load(); cut != nil {
+			(*cut)()
+		}
 	})
 	m.closeHalt()
 	m.unwatchLost()
@@ -368,15 +371,22 @@ func (m *Manager) newBackoff() *retry.Backoff {
 }
 
 // startPosition reads the committed offset, retrying until it succeeds.
-// A Halt or Stop ends the read at once (dyingCtx): Stop must not wait
+// A Halt or Stop ends the read at once (readCut): Stop must not wait
 // for it, and at Close the offset store holds its reads for the final
 // commits' round, which waits for this manager to stop (see
 // offsets/kafka_hold.go).
 func (m *Manager) startPosition() (int64, bool) {
 	b := m.newBackoff()
 	for {
-		ctx, cancel := context.WithTimeout(m.dyingCtx, m.cfg.CommitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CommitTimeout)
+		m.readCut.Store(&cancel)
+		select {
+		case <-m.dying: // before readCut was set: kill did not see it
+			cancel()
+		default:
+		}
 		next, ok, err := m.p.Store.Fetch(ctx, m.topic, m.partition)
+		m.readCut.Store(nil)
 		cancel()
 		if err == nil {
 			if ok {

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -141,4 +142,43 @@ func TestManagerStopOrHaltBeforeRun(t *testing.T) {
 	if err := receive(t, runOn(m), "return of Run after Stop"); !errors.Is(err, ErrStopped) {
 		t.Errorf("Run after Stop: %v, want ErrStopped", err)
 	}
+}
+
+// hangingStore is a memStore whose Fetch waits until its context ends,
+// telling entered when it starts.
+type hangingStore struct {
+	*memStore
+	entered chan struct{}
+}
+
+func (s hangingStore) Fetch(ctx context.Context, _ string, _ int32) (int64, bool, error) {
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	return 0, false, ctx.Err()
+}
+
+// TestManagerHaltCutsTheStartRead: a Halt while Run reads the committed
+// offset ends the read at once (not at CommitTimeout, an hour here), and
+// Run returns without fetching.
+func TestManagerHaltCutsTheStartRead(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	cfg := NewConfig()
+	cfg.CommitTimeout = time.Hour
+	p, store, _ := fakedPartition(t, 10, cfg)
+	hs := hangingStore{memStore: store, entered: make(chan struct{}, 1)}
+	p.Store, p.Batches = hs, make(chan *Handout)
+	m, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := runOn(m)
+	receive(t, hs.entered, "the read of the committed offset")
+	m.Halt()
+	if err := receive(t, done, "return of Run after the Halt"); err != nil {
+		t.Errorf("Run after the Halt: %v, want nil", err)
+	}
+	if adds, _, _, _ := p.Fetcher.(*fakeFetcher).state(0); len(adds) != 0 {
+		t.Errorf("fetched after the Halt: %v", adds)
+	}
+	_ = m.Stop(false)
 }
