@@ -63,15 +63,13 @@ func cbConsumer(t *testing.T, r *cbRecorder) *Consumer {
 }
 
 func fakeClaim(session int64) *claim {
-	cl := &claim{sessionID: session, epochDone: make(chan struct{})}
-	cl.lostCtx, cl.cancel = context.WithCancel(context.Background())
-	return cl
+	return &claim{sessionID: session, epochDone: make(chan struct{}), lostCh: make(chan struct{})}
 }
 
 // endSession ends the session of cl: its epoch and then the claim.
 func endSession(cl *claim, epoch chan struct{}) {
 	close(epoch)
-	cl.cancel()
+	cl.closeLost()
 }
 
 // addSlot adds a slot still claiming tp.
@@ -194,7 +192,7 @@ func TestCallbacksRevokeGroup(t *testing.T) {
 	if n := released.Load(); n != 0 {
 		t.Fatalf("%d partitions released before OnRevoked", n)
 	}
-	cls[2].cancel() // lost while it drained
+	cls[2].closeLost() // lost while it drained
 	wg.Go(func() { c.stopped(sls[2], cls[2], false); released.Add(1) })
 	awaitCall(t, r, "lost")
 	awaitCall(t, r, "revoked")

@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,9 +35,13 @@ type claim struct {
 	expired   atomic.Bool     // its watch ended with the session's expiry
 	token     int64           // the node's czxid: the fencing token of commits under this claim
 	lostOnce  sync.Once
-	isLost    atomic.Bool     // set once lost, before lostCtx is canceled: Lease reads it
-	lostCtx   context.Context // canceled once lost: Lost is its Done
-	cancel    context.CancelFunc
+	isLost    atomic.Bool   // set once lost, before lostCh is closed: Lease reads it
+	lostCh    chan struct{} // closed once lost: Lost
+	// afterLost: the functions AfterLost registered that have not run,
+	// under mu; nil once lost. (A context canceled once lost, as before,
+	// kept a map of children and its machinery, about 400 bytes, for each
+	// owned partition's life.)
+	afterLost []*lostFunc
 
 	// The claim watches its node with hooks, not a goroutine: unhook
 	// removes the node event hook, unhookEpoch the session epoch's.
@@ -66,7 +69,7 @@ func (c *claim) Suspended() <-chan struct{} { return c.health.suspended(&c.link)
 func (c *claim) Lease() (until time.Time, ok bool) {
 	until, id, ok := c.session.Lease()
 	if ok && id == c.sessionID {
-		// An atomic load, not a select on lostCtx.Done(): Lease is called
+		// An atomic load, not a select on lostCh: Lease is called
 		// before every message handed out.
 		return until, !c.isLost.Load()
 	}
@@ -84,14 +87,59 @@ func (c *claim) Token() int64 { return c.token }
 
 // Lost is closed once the owner node is gone or the session that created
 // it ended.
-func (c *claim) Lost() <-chan struct{} { return c.lostCtx.Done() }
+func (c *claim) Lost() <-chan struct{} { return c.lostCh }
 
-// AfterLost runs f on its own goroutine once Lost is closed (see
-// partition.Fence).
-func (c *claim) AfterLost(f func()) (stop func() bool) { return context.AfterFunc(c.lostCtx, f) }
+// closeLost closes Lost and starts the AfterLost functions. Once, from
+// markLost.
+func (c *claim) closeLost() {
+	c.mu.Lock()
+	close(c.lostCh)
+	fs := c.afterLost
+	c.afterLost = nil
+	c.mu.Unlock()
+	for _, lf := range fs {
+		go lf.f()
+	}
+}
+
+// lostFunc is one function of AfterLost.
+type lostFunc struct{ f func() }
+
+// AfterLost runs f on its own goroutine once Lost is closed, or at once
+// if it is (see partition.Fence). stop unregisters f: true if that kept
+// it from running, false if it ran or is running.
+func (c *claim) AfterLost(f func()) (stop func() bool) {
+	lf := &lostFunc{f: f}
+	c.mu.Lock()
+	if c.lost() {
+		c.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	c.afterLost = append(c.afterLost, lf)
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, x := range c.afterLost {
+			if x == lf {
+				c.afterLost = append(c.afterLost[:i], c.afterLost[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
 
 // lost reports whether Lost is closed.
-func (c *claim) lost() bool { return c.lostCtx.Err() != nil }
+func (c *claim) lost() bool {
+	select {
+	case <-c.lostCh:
+		return true
+	default:
+		return false
+	}
+}
 
 // sessionEnded reports whether the session that created the owner node
 // ended (or the server said it expired): the claim is lost, or will be at
@@ -117,7 +165,7 @@ func (c *claim) markLost(why string) {
 		} else {
 			c.log.Warn("partition claim lost", "why", why)
 		}
-		c.cancel()
+		c.closeLost()
 	})
 }
 
@@ -260,7 +308,7 @@ func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDon
 	if stat.EphemeralOwner == cur.SessionID && holder == a.owner {
 		c := &claim{tp: a.tp, path: p, owner: a.owner, session: s, health: a.health, log: log,
 			sessionID: cur.SessionID, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{})}
-		c.lostCtx, c.cancel = context.WithCancel(context.Background())
+		c.lostCh = make(chan struct{})
 		c.hook(ch, epochDone)
 		if a.logged {
 			log.Debug("partition claimed after waiting", "path", p)
