@@ -1,7 +1,6 @@
 package zkconn
 
 import (
-	"context"
 	"slices"
 	"sync"
 
@@ -84,8 +83,9 @@ func (s *Session) OnNodeEvent(p string, f func(zk.Event)) (remove func()) {
 // AfterEpoch calls f on a goroutine of its own once the session epoch
 // whose done channel is epochDone (from Epoch) has ended, at once if it has
 // already. stop unregisters f and reports whether it did so before f was
-// started (context.AfterFunc's). Unlike a goroutine waiting on epochDone,
-// it costs nothing while it waits. Safe for concurrent use.
+// started (as context.AfterFunc's). Unlike a goroutine waiting on
+// epochDone, it costs nothing while it waits but an entry in a map of
+// the session's. Safe for concurrent use.
 func (s *Session) AfterEpoch(epochDone <-chan struct{}, f func()) (stop func() bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,5 +93,26 @@ func (s *Session) AfterEpoch(epochDone <-chan struct{}, f func()) (stop func() b
 		go f()
 		return func() bool { return false }
 	}
-	return context.AfterFunc(s.epochCtx, f)
+	ef := &epochFunc{f: f}
+	if s.epochFuncs == nil {
+		s.epochFuncs = map[*epochFunc]struct{}{}
+	}
+	s.epochFuncs[ef] = struct{}{}
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if ef.done {
+			return false
+		}
+		ef.done = true
+		delete(s.epochFuncs, ef)
+		return true
+	}
+}
+
+// epochFunc is one of AfterEpoch's functions; done (under Session.mu)
+// once started or taken back.
+type epochFunc struct {
+	f    func()
+	done bool
 }

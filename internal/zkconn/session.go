@@ -200,13 +200,14 @@ type Session struct {
 
 	mu        sync.Mutex
 	status    Status
-	epochDone chan struct{}   // closed when the current epoch ends
-	epochCtx  context.Context // canceled when the current epoch ends (AfterEpoch)
-	endEpoch  context.CancelFunc
-	hooks     *nodeHooks // OnNodeEvent's
-	replies   *replyRefusals
-	lines     *connLine // the connections dialled: see Close
-	hosts     *pacedHosts
+	epochDone chan struct{} // closed when the current epoch ends
+	// epochFuncs: AfterEpoch's functions waiting for the current epoch's
+	// end (one per owned partition: a claim's), started when it ends.
+	epochFuncs map[*epochFunc]struct{}
+	hooks      *nodeHooks // OnNodeEvent's
+	replies    *replyRefusals
+	lines      *connLine // the connections dialled: see Close
+	hosts      *pacedHosts
 	// negotiated is the session timeout the server granted (ns; 0 until
 	// known), set by zkLogger.
 	negotiated *atomic.Int64
@@ -347,7 +348,6 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		interrupted:  make(chan struct{}),
 		plain:        plain,
 	}
-	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
 	s.status.Timeout = cfg.SessionTimeout
 	s.acl = cfg.ACL
 	if s.acl == nil {
@@ -664,12 +664,21 @@ func (s *Session) Interrupt() {
 	})
 }
 
+// nextEpochLocked ends the current epoch (its done channel closed, its
+// AfterEpoch functions started) and starts a new one.
+func (s *Session) nextEpochLocked() {
+	close(s.epochDone)
+	for ef := range s.epochFuncs {
+		ef.done = true
+		go ef.f()
+	}
+	s.epochFuncs = nil
+	s.epochDone = make(chan struct{})
+}
+
 // endEpochLocked closes the done channel of the current epoch and starts a new one.
 func (s *Session) endEpochLocked(why string) {
-	close(s.epochDone)
-	s.endEpoch()
-	s.epochDone = make(chan struct{})
-	s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
+	s.nextEpochLocked()
 	s.log.Debug("zookeeper session epoch ended", "epoch", s.status.Epoch, "why", why)
 }
 
@@ -776,10 +785,7 @@ func (s *Session) Close() {
 		s.mu.Lock()
 		s.status.HasSession = false
 		s.status.Healthy = false
-		close(s.epochDone)
-		s.endEpoch()
-		s.epochDone = make(chan struct{})
-		s.epochCtx, s.endEpoch = context.WithCancel(context.Background())
+		s.nextEpochLocked()
 		s.mu.Unlock()
 	})
 }
