@@ -38,9 +38,9 @@ type claim struct {
 	isLost    atomic.Bool   // set once lost, before lostCh is closed: Lease reads it
 	lostCh    chan struct{} // closed once lost: Lost
 	// afterLost: the functions AfterLost registered that have not run,
-	// under mu; nil once lost. (A context canceled once lost, as before,
-	// kept a map of children and its machinery, about 400 bytes, for each
-	// owned partition's life.)
+	// under mu; nil once lost. Not a context canceled once lost: with
+	// context.AfterFunc it keeps a map of children and its machinery,
+	// about 400 bytes, for the owned partition's life.
 	afterLost []*lostFunc
 
 	// The claim watches its node with hooks, not a goroutine: unhook

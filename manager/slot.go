@@ -159,7 +159,7 @@ func (c *Consumer) send(ev slotEvent) {
 // of their own. With under about 1.2 KiB of stack in use while parked
 // (and 800 bytes the runtime counts besides), an idle partition's
 // goroutine shrinks to a 4 KiB stack at a collection; above, it keeps 8
-// KiB (8 MB more at 1,000 partitions).
+// KiB.
 func (c *Consumer) runSlot(sl *slot) {
 	defer c.endSlot(sl)
 	cl, pm, log := c.openSlot(sl)

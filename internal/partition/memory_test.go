@@ -189,12 +189,11 @@ func BenchmarkIdleMemory(b *testing.B) {
 //
 // The runtime halves a parked goroutine's stack at a collection when it
 // uses under a quarter of it, counting 800 bytes beside what is in use:
-// 8 KiB go to 4 only below 1,248 bytes in use. The manager's goroutine
-// (its own frames: Run, run, consumeFetch, and the runtime's select)
-// used 1,129 before they were trimmed and 857 after; the consumer's
-// runSlot and the goroutine's start add about 170. The bound keeps that
-// under 1,248 with room; the race detector's instrumentation adds about
-// 45% (1,227 measured).
+// 8 KiB go to 4 only below 1,248 bytes in use. Here the goroutine holds
+// the manager's frames (Run, run, consumeFetch, the runtime's select);
+// the consumer's runSlot and the goroutine's start add about 170 bytes.
+// The bound keeps the sum under 1,248 with room; the race detector's
+// instrumentation makes the frames about 45% larger.
 func TestIdleManagerCost(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the other cleanups
 	n, per := 50, 2000
