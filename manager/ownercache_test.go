@@ -148,7 +148,7 @@ func TestOwnersCacheReadsChanges(t *testing.T) {
 	expect := func(moves map[TopicPartition]string) {
 		want := maps.Clone(f.truth)
 		maps.Copy(want, moves)
-		oc.expectOwners(newOwnerTable(want))
+		oc.expectOwners(newOwnerTable(maps.All(want)))
 	}
 
 	f.check(&oc, r, topics, 1, all) // the first read: everything
@@ -262,7 +262,7 @@ func TestOwnersCacheUnowned(t *testing.T) {
 		}
 	}
 	check(tps("t0", 1, "t0", 3, "t2", 0, "t2", 1), nil) // the first: everything
-	oc.expectOwners(newOwnerTable(f.truth))             // as an assignment that moves nothing
+	oc.expectOwners(newOwnerTable(maps.All(f.truth)))   // as an assignment that moves nothing
 	check(tps("t0", 1, "t0", 3, "t2", 0, "t2", 1), topics)
 
 	f.delete(TopicPartition{Topic: "t1", Partition: 1})
@@ -333,7 +333,7 @@ func TestOwnersCacheChurn(t *testing.T) {
 	)
 	stopReading := readUntilStopped(t, func() error {
 		mu.Lock()
-		oc.expectOwners(newOwnerTable(guesses))
+		oc.expectOwners(newOwnerTable(maps.All(guesses)))
 		mu.Unlock()
 		_, _, err := oc.read(r, f.group, topics, 1, nil)
 		r.take(f.group)

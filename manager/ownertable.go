@@ -1,18 +1,21 @@
 package manager
 
+import "iter"
+
 // ownerTable maps partitions to member ids compactly: per topic, a slice
 // indexed by partition of an index into ids (0: none). It holds an
 // assignment's expected owner of every partition between two rebalances
 // (ownersCache.expectOwners): 4 bytes a partition, where a map of
-// TopicPartition to id took about 70 (770 KB a member at 10,000
-// partitions). Immutable once built; a nil *ownerTable has no owners.
+// TopicPartition to id takes about 70. Immutable once built; a nil
+// *ownerTable has no owners.
 type ownerTable struct {
 	ids    []string // ids[0] is "" (none)
 	topics map[string][]uint32
 }
 
-// newOwnerTable builds the table of owners (partition -> member id).
-func newOwnerTable(owners map[TopicPartition]string) *ownerTable {
+// newOwnerTable builds the table of owners (partition -> member id); it
+// ranges over owners twice.
+func newOwnerTable(owners iter.Seq2[TopicPartition, string]) *ownerTable {
 	t := &ownerTable{ids: []string{""}, topics: map[string][]uint32{}}
 	size := map[string]int32{}
 	for tp := range owners {

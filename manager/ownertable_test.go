@@ -1,6 +1,9 @@
 package manager
 
-import "testing"
+import (
+	"maps"
+	"testing"
+)
 
 // TestOwnerTable: the table gives back each partition's id, "" for a
 // partition or topic it does not hold, and nothing from a nil table.
@@ -9,7 +12,7 @@ func TestOwnerTable(t *testing.T) {
 		{Topic: "a", Partition: 0}: "m1", {Topic: "a", Partition: 3}: "m2",
 		{Topic: "b", Partition: 1}: "m1", {Topic: "b", Partition: 2}: "",
 	}
-	tab := newOwnerTable(in)
+	tab := newOwnerTable(maps.All(in))
 	for tp, id := range in {
 		if got := tab.owner(tp); got != id {
 			t.Errorf("%v: %q, want %q", tp, got, id)

@@ -253,13 +253,15 @@ func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	for _, p := range a[c.id] {
 		pl.mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 	}
-	expected := make(map[TopicPartition]string, len(pl.parts))
-	for id, ps := range a {
-		for _, p := range ps {
-			expected[TopicPartition{Topic: p.Topic, Partition: p.ID}] = id
+	pl.expected = newOwnerTable(func(yield func(TopicPartition, string) bool) {
+		for id, ps := range a {
+			for _, p := range ps {
+				if !yield(TopicPartition{Topic: p.Topic, Partition: p.ID}, id) {
+					return
+				}
+			}
 		}
-	}
-	pl.expected = newOwnerTable(expected)
+	})
 	if !hasAway(pl.members) {
 		return
 	}

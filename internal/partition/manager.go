@@ -392,7 +392,6 @@ func (m *Manager) startPosition() (int64, bool) {
 			if ok {
 				m.mu.Lock()
 				m.committed, m.verified = next, true
-				m.stir()
 				m.mu.Unlock()
 				return next, true
 			}
