@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -286,7 +284,7 @@ func (c *Consumer) openKafka(cfg *Config, scfg *sarama.Config) (brokers []string
 // read and Join asks Kafka nothing; unreachable brokers show later, in
 // Errors(), as leaders not found for the partitions of the first topic.
 func (c *Consumer) readLeaders(brokers []string) error {
-	topics := slices.Sorted(maps.Keys(c.meta.PartitionCounts()))
+	topics := c.meta.Snapshot().Selected()
 	if len(topics) == 0 {
 		return nil
 	}

@@ -23,9 +23,6 @@ import (
 // on a live leader change.
 type metaSource interface {
 	Snapshot() metadata.Snapshot
-	// PartitionCounts is the partition count of each topic of Snapshot
-	// that has partitions, without a copy of the partitions.
-	PartitionCounts() map[string]int
 	Changes() <-chan struct{}
 	Close() error
 }
@@ -197,14 +194,6 @@ func (k *kafkaMeta) Snapshot() metadata.Snapshot {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.snap
-}
-
-// PartitionCounts is Snapshot's partition count of each topic that has
-// partitions.
-func (k *kafkaMeta) PartitionCounts() map[string]int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return metadata.Counts(k.snap.Topics)
 }
 
 // Changes receives after the view changed: a topic added or removed, or a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
@@ -327,9 +328,7 @@ func (l *loopState) checkUnowned() {
 	if len(l.pending) > 0 || !st.HasSession {
 		return
 	}
-	// The counts alone: a Snapshot copies every partition of the view
-	// (10,000 at 100 topics), each check, for nothing here.
-	counts := c.meta.PartitionCounts()
+	counts := metadata.Counts(c.meta.Snapshot().Topics)
 	topics := slices.Sorted(maps.Keys(counts))
 	c.mu.Lock()
 	kept := c.kept // replaced, never changed in place

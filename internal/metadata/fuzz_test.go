@@ -34,8 +34,8 @@ func FuzzDiffViews(f *testing.F) {
 	f.Add([]byte{4, 1}, []byte{4, 2})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		va, vb := viewFromBytes(a), viewFromBytes(b)
-		if c := diffViews(va, cloneView(va)); !c.empty() {
-			t.Fatalf("a view differs from its clone: %+v", c)
+		if c := diffViews(va, viewFromBytes(a)); !c.empty() {
+			t.Fatalf("a view differs from another built from the same bytes: %+v", c)
 		}
 		ab, ba := diffViews(va, vb), diffViews(vb, va)
 		if ab.empty() != ba.empty() || strings.Join(ab.added, ",") != strings.Join(ba.removed, ",") ||

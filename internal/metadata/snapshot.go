@@ -33,8 +33,9 @@ func PreferredLeader(replicas []int32) int32 {
 	return replicas[0]
 }
 
-// Snapshot is a view of the cluster. It is a deep copy owned by the caller:
-// safe to read concurrently, and to modify without affecting the Watcher.
+// Snapshot is a view of the cluster. It is shared: safe to read
+// concurrently, never modified by the Watcher once handed out, and not to
+// be modified by its holders.
 type Snapshot struct {
 	// Topics has a key for every topic registered in the cluster. The
 	// value holds the partitions, sorted by ID, of topics selected by the
@@ -66,24 +67,6 @@ func (s Snapshot) Selected() []string {
 // assignment, so it is covered. It is pure and does not modify its
 // arguments.
 func EqualTopics(a, b map[string][]Partition) bool { return diffViews(a, b).empty() }
-
-// cloneView deep-copies a view.
-func cloneView(v map[string][]Partition) map[string][]Partition {
-	out := make(map[string][]Partition, len(v))
-	for t, ps := range v {
-		if ps == nil {
-			out[t] = nil
-			continue
-		}
-		cp := make([]Partition, len(ps))
-		for i, p := range ps {
-			p.Replicas = slices.Clone(p.Replicas)
-			cp[i] = p
-		}
-		out[t] = cp
-	}
-	return out
-}
 
 // change says how two views differ. Every list is sorted.
 type change struct {

@@ -28,7 +28,7 @@ type Watcher struct {
 	resyncs atomic.Uint64 // safety resyncs that succeeded (tests wait on it)
 
 	mu      sync.Mutex
-	view    map[string][]Partition // published; never modified
+	view    map[string][]Partition // published (Snapshot); never modified
 	version uint64
 	filter  func(string) bool
 	err     error
@@ -97,21 +97,15 @@ func (w *Watcher) start(st store) error {
 	return nil
 }
 
-// Snapshot returns a deep copy of the latest view. It does not block on
-// ZooKeeper; after Close it returns the last view.
+// Snapshot returns the latest view. The view is shared with the Watcher
+// and every other caller, and never changed once published (a change
+// publishes a new one that keeps the unchanged topics' partitions), so
+// it costs nothing per partition; the caller must not modify it. It does
+// not block on ZooKeeper; after Close it returns the last view.
 func (w *Watcher) Snapshot() Snapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return Snapshot{Topics: cloneView(w.view), Version: w.version}
-}
-
-// PartitionCounts returns the partition count of every topic of the view
-// that has partitions (the selected topics read): Snapshot's counts,
-// without copying every partition as Snapshot does.
-func (w *Watcher) PartitionCounts() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return Counts(w.view)
+	return Snapshot{Topics: w.view, Version: w.version}
 }
 
 // Counts returns the partition count of every topic of view that has

@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,9 +112,9 @@ func TestWatcherOverFakeStore(t *testing.T) {
 	if ps, ok := s.Topics["x"]; !ok || ps != nil {
 		t.Errorf("x = %v, %v: want listed, unselected", ps, ok)
 	}
-	// PartitionCounts: the selected topics read, none of the unselected.
-	if got, want := w.PartitionCounts(), map[string]int{"a": 1, "b": 2}; !maps.Equal(got, want) {
-		t.Errorf("PartitionCounts %v; want %v", got, want)
+	// Counts: the selected topics read, none of the unselected.
+	if got, want := Counts(w.Snapshot().Topics), map[string]int{"a": 1, "b": 2}; !maps.Equal(got, want) {
+		t.Errorf("Counts %v; want %v", got, want)
 	}
 
 	w.SetFilter(nil)
@@ -138,6 +139,30 @@ func TestWatcherOverFakeStore(t *testing.T) {
 // TestLeaderChangeIgnored: live leaders (state nodes) change, through
 // resyncs and through an unrelated node event: no Changes, same version,
 // the preferred leaders stay.
+// A snapshot is the published view itself: taking one allocates nothing
+// per partition (a member takes one per rebalance, of every partition of
+// the group), and a change publishes a new view without touching the one
+// handed out.
+func TestSnapshotShared(t *testing.T) {
+	f := newFakeStore()
+	f.addTopic("a", 1, 2, 3)
+	f.addTopic("b", 1)
+	w := startFake(t, f, nil, eventsOnly())
+	if n := testing.AllocsPerRun(100, func() { _ = w.Snapshot() }); n != 0 {
+		t.Errorf("Snapshot allocates %v times", n)
+	}
+	before := w.Snapshot()
+	f.setReplicas("a", 0, 3, 1)
+	fireFake(w, f, watchKey{topic: "a"})
+	after := await(t, w, "a reassigned", func(s Snapshot) bool { return s.Topics["a"][0].Leader == 3 })
+	if before.Topics["a"][0].Leader != 1 || !slices.Equal(before.Topics["a"][0].Replicas, []int32{1, 2}) || len(before.Topics["a"]) != 3 {
+		t.Errorf("the view handed out changed: %+v", before.Topics["a"])
+	}
+	if &after.Topics["b"][0] != &before.Topics["b"][0] {
+		t.Error("the unchanged topic b was copied, not kept")
+	}
+}
+
 func TestLeaderChangeIgnored(t *testing.T) {
 	f := newFakeStore()
 	f.addTopic("a", 1, 2, 3)
