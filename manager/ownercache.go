@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"unique"
 
@@ -79,7 +78,7 @@ type ownersCache struct {
 type topicOwners struct {
 	czxid, pzxid int64
 	cversion     int32
-	kids         map[string]string
+	kids         ownerKids
 
 	// The partitions below missingOf without a node, once asked for
 	// (missing). Kept beside kids because an entry's kids never change
@@ -89,12 +88,13 @@ type topicOwners struct {
 	missingList []int32
 }
 
-// kidsOf returns e's children (none when e is nil).
-func (e *topicOwners) kidsOf() map[string]string {
+// kid returns the owner of e's child named k and whether it exists (none
+// when e is nil).
+func (e *topicOwners) kid(k string) (string, bool) {
 	if e == nil {
-		return nil
+		return "", false
 	}
-	return e.kids
+	return e.kids.get(k)
 }
 
 // missing returns the partitions 0 to count-1 that have no node,
@@ -107,8 +107,8 @@ func (e *topicOwners) missing(count int) []int32 {
 		return e.missingList
 	}
 	have := make([]bool, count)
-	for k := range e.kids {
-		if p, ok := partitionName(k); ok && int(p) < count {
+	for p := range e.kids.partitions() {
+		if int(p) < count {
 			have[p] = true
 		}
 	}
@@ -156,21 +156,20 @@ func (oc *ownersCache) lastNodesRead() int {
 }
 
 // read returns who holds each partition of topics (the owner's id is the
-// node's text, zkdata.ParseOwner; a partition with no node is absent) and
+// node's text, zkdata.ParseOwner; a partition with no node has none) and
 // the topics that have no owners node, sorted, reading through r what the cache
 // cannot vouch for. epoch is the session's; counts the partitions per
 // topic in the metadata: when either differs from the last read's, the
 // cache is dropped first.
 func (oc *ownersCache) read(r nodeReader, group string, topics []string, epoch uint64,
-	counts map[string]int) (owners map[TopicPartition]string, noDir []string, err error) {
+	counts map[string]int) (owners ownersView, noDir []string, err error) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	owners = map[TopicPartition]string{}
-	noDir, err = oc.update(r, group, topics, epoch, counts, owners)
+	noDir, err = oc.update(r, group, topics, epoch, counts)
 	if err != nil {
 		return nil, nil, err
 	}
-	return owners, noDir, nil
+	return ownersView(oc.topics), noDir, nil
 }
 
 // unowned returns the partitions of topics that have no owner node
@@ -184,7 +183,7 @@ func (oc *ownersCache) unowned(r nodeReader, group string, topics []string, epoc
 	counts map[string]int) ([]TopicPartition, error) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	noDir, err := oc.update(r, group, topics, epoch, counts, nil)
+	noDir, err := oc.update(r, group, topics, epoch, counts)
 	if err != nil {
 		return nil, err
 	}
@@ -203,20 +202,19 @@ func (oc *ownersCache) unowned(r nodeReader, group string, topics []string, epoc
 	return out, nil
 }
 
-// update brings the cache up to date for topics (see read), adds every
-// owner to owners unless it is nil, and returns the topics without owners
-// node, sorted. Called with mu held.
+// update brings the cache up to date for topics (see read) and returns
+// the topics without owners node, sorted. Called with mu held.
 func (oc *ownersCache) update(r nodeReader, group string, topics []string, epoch uint64,
-	counts map[string]int, owners map[TopicPartition]string) (noDir []string, err error) {
+	counts map[string]int) (noDir []string, err error) {
 	if epoch != oc.epoch || !maps.Equal(counts, oc.counts) {
 		oc.topics = nil
 	}
 	oc.epoch, oc.counts = epoch, counts
 	oc.hintMu.Lock()
-	rd := ownersRead{r: r, group: group, expect: oc.expect, again: oc.again}
+	rd := ownersRead{r: r, group: group, counts: counts, expect: oc.expect, again: oc.again}
 	oc.again = nil // rechecks from now on are for the next read
 	oc.hintMu.Unlock()
-	noDir, kept, err := rd.run(topics, oc.topics, owners)
+	noDir, kept, err := rd.run(topics, oc.topics)
 	oc.nodesRead = rd.nodes
 	if err != nil {
 		oc.topics = nil // and the next read reads everything
@@ -230,6 +228,7 @@ func (oc *ownersCache) update(r nodeReader, group string, topics []string, epoch
 type ownersRead struct {
 	r      nodeReader
 	group  string
+	counts map[string]int // partitions per topic: the slots of ownerKids
 	expect *ownerTable
 	again  map[TopicPartition]bool
 	nodes  int
@@ -242,8 +241,8 @@ type topicRead struct {
 	listed zk.Stat      // the owners node's, with its list
 	base   *topicOwners // nil: every node is read
 	kids   []string
-	owners map[string]string // the children's owners: cached or read
-	unread []string          // partition nodes whose owner is the cached one
+	owners ownerKids // the children's owners: cached or read
+	unread []string  // partition nodes whose owner is the cached one
 	// diff: the names added and removed since base; recreated: the nodes
 	// read that were created again since base (and before the list);
 	// unsure: a node read changed after the list, which the count of
@@ -259,10 +258,9 @@ func (rd *ownersRead) getMany(paths []string) ([]zkconn.NodeData, error) {
 	return rd.r.GetMany(paths)
 }
 
-// run reads what cached cannot vouch for, adds every owner to owners
-// (unless nil), and returns the topics without owners node and the new
-// cache.
-func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, owners map[TopicPartition]string) (
+// run reads what cached cannot vouch for and returns the topics without
+// owners node and the new cache.
+func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners) (
 	noDir []string, kept map[string]*topicOwners, err error) {
 	dirs := make([]string, len(topics))
 	for i, t := range topics {
@@ -287,7 +285,6 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, owner
 			}
 			if e != nil && e.same(d.Stat) {
 				kept[t] = e
-				addOwners(owners, t, e.kids)
 				continue
 			}
 			work = append(work, &topicRead{topic: t, dir: dirs[i], base: e})
@@ -303,7 +300,6 @@ func (rd *ownersRead) run(topics []string, cached map[string]*topicOwners, owner
 			noDir = append(noDir, w.topic)
 			continue
 		}
-		addOwners(owners, w.topic, w.owners)
 		kept[w.topic] = &topicOwners{czxid: w.listed.Czxid, pzxid: w.listed.Pzxid, cversion: w.listed.Cversion, kids: w.owners}
 	}
 	slices.Sort(noDir)
@@ -348,7 +344,8 @@ func (rd *ownersRead) readChanged(work []*topicRead) error {
 		}
 		if w.base != nil && !w.unsure && w.accounted() {
 			for _, k := range w.unread {
-				w.owners[k] = w.base.kids[k]
+				owner, _ := w.base.kids.get(k)
+				w.owners.set(k, owner)
 			}
 		} else {
 			rest[i] = w.unread
@@ -362,16 +359,13 @@ func (rd *ownersRead) readChanged(work []*topicRead) error {
 // to those whose cached owner may stand, and w.diff. Without a base it
 // reads them all.
 func (rd *ownersRead) plan(w *topicRead) (read []string) {
-	w.owners = make(map[string]string, len(w.kids))
+	w.owners = newOwnerKids(rd.counts[w.topic])
 	common := 0
 	for _, k := range w.kids {
-		// Interned, as the owners are (readNodes): the cache keeps a name
-		// per partition, and topics share "0", "1", ...
-		k = unique.Make(k).Value()
 		p, isPart := partitionName(k)
 		was, had := "", false
 		if w.base != nil {
-			was, had = w.base.kids[k]
+			was, had = w.base.kids.get(k)
 			if had {
 				common++
 			} else {
@@ -380,7 +374,7 @@ func (rd *ownersRead) plan(w *topicRead) (read []string) {
 		}
 		switch {
 		case !isPart:
-			w.owners[k] = ""
+			w.owners.set(k, "")
 		case !had:
 			read = append(read, k)
 		case rd.expect.owner(TopicPartition{Topic: w.topic, Partition: p}) != was,
@@ -391,7 +385,7 @@ func (rd *ownersRead) plan(w *topicRead) (read []string) {
 		}
 	}
 	if w.base != nil {
-		w.diff += len(w.base.kids) - common // removed
+		w.diff += w.base.kids.len() - common // removed
 	}
 	return read
 }
@@ -428,17 +422,17 @@ func (rd *ownersRead) readNodes(work []*topicRead, names [][]string) error {
 		w, k := who[i], what[i]
 		switch {
 		case errors.Is(g.Err, zk.ErrNoNode): // released since the list
-			delete(w.owners, k)
+			w.owners.del(k)
 			w.unsure = true
 		case g.Err != nil:
 			return fmt.Errorf("manager: reading %s: %w", paths[i], g.Err)
 		default:
 			// Interned: a member's cache holds an owner per partition
 			// of the group, of a few distinct ids.
-			w.owners[k] = unique.Make(zkdata.ParseOwner(g.Data)).Value()
+			w.owners.set(k, unique.Make(zkdata.ParseOwner(g.Data)).Value())
 			if g.Stat.Czxid > w.listed.Pzxid {
 				w.unsure = true // created again since the list
-			} else if _, had := w.base.kidsOf()[k]; had && g.Stat.Czxid > w.base.pzxid {
+			} else if _, had := w.base.kid(k); had && g.Stat.Czxid > w.base.pzxid {
 				w.recreated++ // deleted and created again between base and the list
 			}
 		}
@@ -446,20 +440,16 @@ func (rd *ownersRead) readNodes(work []*topicRead, names [][]string) error {
 	return nil
 }
 
-// partitionName returns the partition a child of a topic's owners node
-// stands for (ok false: not a partition's node).
-func partitionName(k string) (int32, bool) {
-	p, err := strconv.ParseInt(k, 10, 32)
-	return int32(p), err == nil && p >= 0
-}
+// ownersView is who held each partition at an ownersCache read: the
+// cache's entries of that read, which are never changed once cached.
+type ownersView map[string]*topicOwners
 
-func addOwners(owners map[TopicPartition]string, topic string, kids map[string]string) {
-	if owners == nil {
-		return
+// owner returns tp's owner ("" none).
+func (v ownersView) owner(tp TopicPartition) string {
+	e := v[tp.Topic]
+	if e == nil {
+		return ""
 	}
-	for k, o := range kids {
-		if p, ok := partitionName(k); ok {
-			owners[TopicPartition{Topic: topic, Partition: p}] = o
-		}
-	}
+	o, _ := e.kids.partition(tp.Partition)
+	return o
 }

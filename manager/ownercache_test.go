@@ -53,6 +53,17 @@ func (r *countingReader) take(group string) []string {
 	return out
 }
 
+// ownersMap is every owner of v by partition.
+func ownersMap(v ownersView) map[TopicPartition]string {
+	out := map[TopicPartition]string{}
+	for t, e := range v {
+		for p, o := range e.kids.partitions() {
+			out[TopicPartition{Topic: t, Partition: p}] = o
+		}
+	}
+	return out
+}
+
 // ownersFixture is a group's owner nodes, written by a session of its own.
 type ownersFixture struct {
 	t     *testing.T
@@ -60,6 +71,9 @@ type ownersFixture struct {
 	c     *testcluster.Cluster
 	group string
 	truth map[TopicPartition]string
+	// counts: the partition counts the reads pass (nil: none, so that
+	// every node is kept as a stray one, not in a slot).
+	counts map[string]int
 }
 
 // newOwnersFixture returns a fixture on the shared cluster, with a group
@@ -97,10 +111,11 @@ func (f *ownersFixture) delete(tp TopicPartition) {
 // (nil: not compared).
 func (f *ownersFixture) check(oc *ownersCache, r *countingReader, topics []string, epoch uint64, wantRead []string) {
 	f.t.Helper()
-	got, noDir, err := oc.read(r, f.group, topics, epoch, nil)
+	view, noDir, err := oc.read(r, f.group, topics, epoch, f.counts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	got := ownersMap(view)
 	if len(noDir) != 0 {
 		f.t.Errorf("topics without owners node: %v", noDir)
 	}
@@ -133,6 +148,9 @@ func TestOwnersCacheReadsChanges(t *testing.T) {
 	r := &countingReader{s: s}
 	topics := []string{"t0", "t1", "t2", "t3"}
 	const parts = 6
+	// Partitions 0 to 5 have slots; a node of partition 6 is beyond the
+	// count.
+	f.counts = map[string]int{"t0": parts, "t1": parts, "t2": parts, "t3": parts}
 	var all []string
 	for _, tn := range topics {
 		if err := s.CreateParents(zkdata.OwnerTopicPath(f.group, tn)); err != nil {
@@ -208,7 +226,7 @@ func TestOwnersCacheReadsChanges(t *testing.T) {
 	f.check(&oc, r, topics, 2, topics)
 
 	// Another partition count: everything again.
-	if _, _, err := oc.read(r, f.group, topics, 2, map[string]int{"t0": 7}); err != nil {
+	if _, _, err := oc.read(r, f.group, topics, 2, map[string]int{"t0": 7, "t1": parts, "t2": parts, "t3": parts}); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.take(f.group); !slices.Equal(got, want) {
@@ -298,11 +316,11 @@ func TestOwnersCacheNoDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.create(TopicPartition{Topic: "u", Partition: 0}, "a")
-	got, noDir, err := oc.read(r, f.group, []string{"t", "u"}, 1, nil)
+	view, noDir, err := oc.read(r, f.group, []string{"t", "u"}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(noDir, []string{"t"}) || !maps.Equal(got, f.truth) {
+	if got := ownersMap(view); !slices.Equal(noDir, []string{"t"}) || !maps.Equal(got, f.truth) {
 		t.Errorf("owners %v and no owners node %v, want %v and [t]", got, noDir, f.truth)
 	}
 }
@@ -316,6 +334,8 @@ func TestOwnersCacheChurn(t *testing.T) {
 	f, s := newOwnersFixture(t)
 	topics := []string{"t0", "t1", "t2"}
 	const parts = 100
+	// Slots for every node of t0, half of t1's, none of t2's.
+	f.counts = map[string]int{"t0": parts, "t1": parts / 2}
 	for _, tn := range topics {
 		if err := s.CreateParents(zkdata.OwnerTopicPath(f.group, tn)); err != nil {
 			t.Fatal(err)
@@ -335,7 +355,7 @@ func TestOwnersCacheChurn(t *testing.T) {
 		mu.Lock()
 		oc.expectOwners(newOwnerTable(maps.All(guesses)))
 		mu.Unlock()
-		_, _, err := oc.read(r, f.group, topics, 1, nil)
+		_, _, err := oc.read(r, f.group, topics, 1, f.counts)
 		r.take(f.group)
 		return err
 	})

@@ -16,7 +16,8 @@ import (
 // reads must agree with.
 func readOwners(r nodeReader, group string, topics []string) (owners map[TopicPartition]string, noDir []string, err error) {
 	var oc ownersCache
-	return oc.read(r, group, topics, 0, nil)
+	v, noDir, err := oc.read(r, group, topics, 0, nil)
+	return ownersMap(v), noDir, err
 }
 
 // TestReadOwners: readOwners returns who holds each partition, as

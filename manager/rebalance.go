@@ -88,12 +88,12 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 	for tp := range pl.mine {
 		if sl, ok := c.slots[tp]; ok {
 			if sl.state == claiming {
-				sl.seen, sl.seenSet = pl.owners[tp], true
+				sl.seen, sl.seenSet = pl.owners.owner(tp), true
 			}
 			continue // running, claiming, or stopping (restarted when done)
 		}
 		sl := c.startSlotLocked(tp, 0)
-		sl.seen, sl.seenSet = pl.owners[tp], true
+		sl.seen, sl.seenSet = pl.owners.owner(tp), true
 		added = append(added, tp)
 	}
 	return added, revoked
@@ -173,7 +173,7 @@ type plan struct {
 	snap      metadata.Snapshot
 	withParts []string // subscribed topics with partitions, sorted
 	parts     []assign.Partition
-	owners    map[TopicPartition]string
+	owners    ownersView
 	mine      map[TopicPartition]bool
 	// expected: every partition's member in the assignment (nil: none
 	// computed), which the owners cache checks first at the next read.
@@ -199,7 +199,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	// their lists and the owner nodes it cannot vouch for (see
 	// ownersCache).
 	var (
-		owners   map[TopicPartition]string
+		owners   ownersView
 		noDir    []string
 		ownerErr error
 		read     sync.WaitGroup
@@ -226,7 +226,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	for _, t := range withParts {
 		for _, p := range snap.Topics[t] {
 			parts = append(parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader,
-				Owner: owners[TopicPartition{Topic: t, Partition: p.ID}]})
+				Owner: owners.owner(TopicPartition{Topic: t, Partition: p.ID})})
 		}
 	}
 	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
