@@ -115,7 +115,24 @@ func MemoryClasses() string {
 		}
 		b.WriteString(short + " " + MB(float64(v)))
 	}
+	fmt.Fprintf(&b, ", threads %d, goroutines %d", threads(), runtime.NumGoroutine())
 	return b.String()
+}
+
+// threads is the process's OS thread count (0 if unreadable): each thread
+// of a Go program without cgo holds stacks the heap/stacks class counts.
+func threads() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(rest))
+			return n
+		}
+	}
+	return 0
 }
 
 // LoadAvg is the first three fields of /proc/loadavg ("?" if unreadable):
