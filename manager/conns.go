@@ -27,10 +27,13 @@ type conns struct {
 	// makes the partitions' routine commits over it (store.go).
 	store   store
 	commits *partition.Committer
-	// offsetClient is the client of commits and offset queries (ListOffsets),
-	// kept off the fetch connections; lister is client with its GetOffset
-	// answered over offsetClient, the client of consumer and partitions.
+	// offsetClient is the client of commits, kept off the fetch
+	// connections. offsetLister answers offset queries (ListOffsets) with
+	// client's leaders over connections of its own; lister is client with
+	// its GetOffset answered by offsetLister, the client of consumer and
+	// partitions.
 	offsetClient sarama.Client
+	offsetLister *listoffsets.Lister
 	lister       *listoffsets.Client
 }
 
@@ -49,6 +52,9 @@ func (cs *conns) close(log *slog.Logger) {
 		if err := cs.store.Close(); err != nil {
 			log.Warn("closing the offset store", "error", err)
 		}
+	}
+	if cs.offsetLister != nil {
+		_ = cs.offsetLister.Close()
 	}
 	if cs.offsetClient != nil {
 		_ = cs.offsetClient.Close()

@@ -264,7 +264,8 @@ func (c *Consumer) openKafka(cfg *Config, scfg *sarama.Config) (brokers []string
 	if offsetErr != nil {
 		return nil, metaErr, fmt.Errorf("%w: kafka client for offsets: %w", ErrJoin, offsetErr)
 	}
-	c.lister = listoffsets.Wrap(c.client, listoffsets.New(c.offsetClient))
+	c.offsetLister = listoffsets.New(c.client)
+	c.lister = listoffsets.Wrap(c.client, c.offsetLister)
 	// One fetch loop per broker for every owned partition it leads, on
 	// connections of its own (package internal/fetch).
 	c.fetcher, err = fetch.New(c.client, fetch.ConfigFromSarama(scfg), c.log)

@@ -6,6 +6,10 @@
 // round trip, so on the fetching client these requests would queue behind
 // the fetches of every partition the broker leads (and the fetches behind
 // them), and a member starting many partitions asks for many at once.
+// Why not a sarama client of its own: a client keeps the metadata of every
+// topic it was asked a leader of, and refreshes it, for as long as it
+// lives, so a second copy of the group's metadata would be held (about
+// 140 bytes a partition) for the leaders the first already knows.
 // Not API.
 package listoffsets
 
@@ -23,15 +27,22 @@ import (
 // that was asked for.
 var ErrNoBlock = errors.New("listoffsets: the broker's answer has no block for the partition")
 
-// Lister merges concurrent offset queries per broker and time. Safe for
-// concurrent use; it owns no goroutine (the callers send the requests in
-// turn), so it needs no Close. The
-// client is the caller's to close.
+// ErrClosed is returned by Offset after Close.
+var ErrClosed = errors.New("listoffsets: lister closed")
+
+// Lister merges concurrent offset queries per broker and time. It takes
+// each partition's leader from a client's metadata and asks it over a
+// connection of its own per broker, opened with the client's Config.
+// Safe for concurrent use; it starts no goroutine of its own (the callers
+// send the requests in turn; sarama's Broker runs its connection's).
+// Close closes its connections; the client is the caller's to close.
 type Lister struct {
 	client sarama.Client
 
-	mu     sync.Mutex
-	queues map[queueKey]*queue
+	mu      sync.Mutex
+	queues  map[queueKey]*queue
+	brokers map[int32]*sarama.Broker // by leader id
+	closed  bool
 }
 
 type queueKey struct {
@@ -58,11 +69,49 @@ type query struct {
 	batch     []*query
 }
 
-// New returns a Lister that asks through client (which should be used
-// for little else: its connections are what keeps these questions off the
-// fetch path).
+// New returns a Lister that finds leaders through client's metadata (the
+// fetching client's, which has them) and asks them over connections of
+// its own.
 func New(client sarama.Client) *Lister {
-	return &Lister{client: client, queues: map[queueKey]*queue{}}
+	return &Lister{client: client, queues: map[queueKey]*queue{}, brokers: map[int32]*sarama.Broker{}}
+}
+
+// Close closes the Lister's connections; Offset fails with ErrClosed
+// from then on. Idempotent.
+func (l *Lister) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	brokers := l.brokers
+	l.brokers = nil
+	l.mu.Unlock()
+	for _, b := range brokers {
+		_ = b.Close() // ErrNotConnected when never opened or failed
+	}
+	return nil
+}
+
+// conn returns the Lister's connection to leader, opened (connecting in
+// the background) if it is not: a new one when the leader's address is
+// not the one it was opened to.
+func (l *Lister) conn(leader *sarama.Broker) (*sarama.Broker, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	b := l.brokers[leader.ID()]
+	if b != nil && b.Addr() != leader.Addr() {
+		_ = b.Close()
+		b = nil
+	}
+	if b == nil {
+		b = sarama.NewBroker(leader.Addr())
+		l.brokers[leader.ID()] = b
+	}
+	if err := b.Open(l.client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Offset returns the offset at time t (sarama.OffsetOldest or
@@ -86,12 +135,16 @@ func (l *Lister) Offset(topic string, partition int32, t int64) (int64, error) {
 }
 
 func (l *Lister) offset(topic string, partition int32, t int64) (int64, error) {
-	broker, epoch, err := l.client.LeaderAndEpoch(topic, partition)
+	leader, epoch, err := l.client.LeaderAndEpoch(topic, partition)
+	if err != nil {
+		return -1, err
+	}
+	broker, err := l.conn(leader)
 	if err != nil {
 		return -1, err
 	}
 	q := &query{topic: topic, partition: partition, epoch: epoch, broker: broker, done: make(chan struct{}), lead: make(chan struct{})}
-	k := queueKey{broker.ID(), t}
+	k := queueKey{leader.ID(), t}
 	l.mu.Lock()
 	qu := l.queues[k]
 	if qu == nil {

@@ -34,6 +34,7 @@ func TestListerAgreesAndMerges(t *testing.T) {
 	}
 	defer own.Close()
 	l := listoffsets.New(own)
+	defer l.Close()
 	if _, err := l.Offset(topic, 0, sarama.OffsetNewest); err != nil { // connects
 		t.Fatal(err)
 	}
@@ -96,6 +97,7 @@ func TestListerUnknownPartition(t *testing.T) {
 	}
 	defer own.Close()
 	l := listoffsets.New(own)
+	defer l.Close()
 	_, err = l.Offset(topic, 7, sarama.OffsetNewest)
 	if !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 		t.Fatalf("partition 7 of 2: %v, want %v", err, sarama.ErrUnknownTopicOrPartition)
@@ -103,5 +105,49 @@ func TestListerUnknownPartition(t *testing.T) {
 	off, err := listoffsets.Wrap(own, l).GetOffset(topic, 1, sarama.OffsetNewest)
 	if err != nil || off != 0 {
 		t.Fatalf("empty partition through Wrap: %d, %v; want 0", off, err)
+	}
+}
+
+// TestListerClose: the Lister asks over connections of its own, not the
+// client's, which Close closes; Offset then fails with ErrClosed, and a
+// second Close does nothing.
+func TestListerClose(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic := testcluster.Name(t, "")
+	testcluster.MustCreateTopic(t, c, topic, 1, 1)
+	own, err := sarama.NewClient(c.Addrs(), testcluster.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	l := listoffsets.New(own)
+	if _, err := l.Offset(topic, 0, sarama.OffsetOldest); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := own.Leader(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := listoffsets.Conn(l, leader.ID())
+	if conn == nil || conn == leader {
+		t.Fatalf("the lister's connection to broker %d is %p, the client's %p: want one of its own", leader.ID(), conn, leader)
+	}
+	if ok, _ := conn.Connected(); !ok {
+		t.Fatal("the lister's connection is not open after an answer")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := conn.Connected(); ok {
+		t.Error("Close left the lister's connection open")
+	}
+	if ok, _ := leader.Connected(); !ok {
+		t.Error("Close closed the client's connection")
+	}
+	if _, err := l.Offset(topic, 0, sarama.OffsetOldest); !errors.Is(err, listoffsets.ErrClosed) {
+		t.Errorf("Offset after Close: %v, want ErrClosed", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
 	}
 }

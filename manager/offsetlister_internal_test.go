@@ -1,0 +1,57 @@
+package manager
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/subscription"
+)
+
+// TestOffsetQueriesKeepNoSecondMetadata: a fresh group's partitions start
+// from offsets asked of their leaders (ListOffsets), which the lister
+// finds in the consuming client's metadata: the offsets client, which
+// keeps every topic it is asked a leader of, does not hold the topic's.
+func TestOffsetQueriesKeepNoSecondMetadata(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic := testcluster.Name(t, "t")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateTopic(ctx, topic, 4, 1); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.MustProduce(t, c, topic, 4, 0, 8)
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewConfig()
+	cfg.SessionTimeout = 6 * time.Second
+	cons, err := Join(ctx, testcluster.Name(t, "g"), sub, c.ZooKeeperConnect(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cons.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// Every message read: every partition's start offset was asked.
+	for range 8 {
+		select {
+		case m := <-cons.Messages():
+			m.Ack()
+		case <-ctx.Done():
+			t.Fatal("the messages were not all read")
+		}
+	}
+	// (sarama's coordinator lookup may have read __consumer_offsets'.)
+	if topics, err := cons.offsetClient.Topics(); err != nil || slices.Contains(topics, topic) {
+		t.Errorf("the offsets client holds the metadata of %v (%v)", topics, err)
+	}
+	if topics, err := cons.client.Topics(); err != nil || len(topics) != 1 {
+		t.Errorf("the consuming client holds the metadata of %v (%v), want %s's", topics, err, topic)
+	}
+}
