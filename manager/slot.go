@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkgroup/zkgroup/internal/partition"
 	"github.com/zkgroup/zkgroup/internal/retry"
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // slotTable is the consumer's part that owns the claims and slots: one
@@ -15,8 +16,9 @@ import (
 // goroutine of its own (runSlot), and what carries over between them.
 // Under Consumer.mu, except the channels and the atomic counters.
 type slotTable struct {
-	slots  map[TopicPartition]*slot
-	events chan slotEvent // from the slot goroutines to the loop
+	slots     map[TopicPartition]*slot
+	slotsPeak shrink.Peak
+	events    chan slotEvent // from the slot goroutines to the loop
 	// claimWaiting is signalled (buffered 1) by a slot whose claim found
 	// the partition held by another member, so that the loop checks at
 	// once whether the plan saw that holder (claimWaitTooLong) instead of
@@ -105,6 +107,7 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 			c.past.add(ps)
 		}
 		delete(c.slots, sl.tp)
+		c.slots = shrink.Map(c.slots, &c.slotsPeak)
 		var delay time.Duration
 		if sl.state != stopping {
 			// Lost or died: claim it again if it is still ours, after a
@@ -136,6 +139,7 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 func (c *Consumer) startSlotLocked(tp TopicPartition, delay time.Duration) *slot {
 	sl := &slot{tp: tp, state: claiming, revoke: make(chan struct{}), delay: delay, pre: c.takePrefetchedLocked(tp)}
 	c.slots[tp] = sl
+	c.slotsPeak.Note(len(c.slots))
 	c.slotsWG.Add(1)
 	go c.runSlot(sl)
 	return sl

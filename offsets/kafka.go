@@ -11,6 +11,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"gopkg.in/tomb.v2"
+
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // KafkaConfig configures a KafkaStore. Build it with NewKafkaConfig and
@@ -111,8 +113,9 @@ type KafkaStore struct {
 
 	mu        sync.Mutex
 	closed    bool
-	queue     []*kop                      // waiting for a round
-	parts     map[TopicPartition]*kpart   // managed partitions
+	queue     []*kop                    // waiting for a round
+	parts     map[TopicPartition]*kpart // managed partitions
+	partsPeak shrink.Peak
 	sending   map[TopicPartition]struct{} // written by the round under way
 	roundDone chan struct{}               // closed when the round under way ends
 	hold      *kafkaHold                  // while set, no Commit or Reset is taken into a round (kafka_hold.go)
@@ -349,6 +352,7 @@ func (s *KafkaStore) Release(ctx context.Context, topic string, partition int32)
 	tp := TopicPartition{topic, partition}
 	s.mu.Lock()
 	delete(s.parts, tp)
+	s.parts = shrink.Map(s.parts, &s.partsPeak)
 	var done chan struct{}
 	if _, busy := s.sending[tp]; busy {
 		done = s.roundDone

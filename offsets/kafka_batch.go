@@ -181,6 +181,7 @@ func (s *KafkaStore) take() []*kop {
 				if p == nil {
 					p = &kpart{floor: -1}
 					s.parts[it.tp] = p
+					s.partsPeak.Note(len(s.parts))
 				}
 				it.part = p
 				s.sending[it.tp] = struct{}{}

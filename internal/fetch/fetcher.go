@@ -12,6 +12,7 @@ import (
 	"gopkg.in/tomb.v2"
 
 	"github.com/zkgroup/zkgroup/internal/saramawire"
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // Fetcher fetches the partitions added to it, each from its leader, with
@@ -49,6 +50,7 @@ type Fetcher struct {
 
 	mu      sync.Mutex
 	parts   map[topicPartition]*Partition
+	peak    shrink.Peak            // of parts
 	loops   map[string]*brokerLoop // by broker id and address
 	pending []routeReq             // partitions to route
 	wake    chan struct{}          // cap 1: pending grew
@@ -125,6 +127,7 @@ func (f *Fetcher) Add(topic string, partition int32, offset int64) (*Partition, 
 		return nil, fmt.Errorf("%w: %s/%d", ErrExists, topic, partition)
 	}
 	f.parts[k] = p
+	f.peak.Note(len(f.parts))
 	f.pending = append(f.pending, routeReq{p: p, to: -1})
 	f.poke()
 	return p, nil
@@ -136,6 +139,7 @@ func (f *Fetcher) forget(p *Partition) {
 	k := topicPartition{p.topic, p.partition}
 	if f.parts[k] == p {
 		delete(f.parts, k)
+		f.parts = shrink.Map(f.parts, &f.peak)
 	}
 	f.mu.Unlock()
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkgroup/zkgroup/internal/shrink"
 	"github.com/zkgroup/zkgroup/offsets"
 	public "github.com/zkgroup/zkgroup/partition"
 	"gopkg.in/tomb.v2"
@@ -58,6 +59,9 @@ type Committer struct {
 	// (deactivate) and comes back when stirred (activate), both under
 	// its mu.
 	active map[*Manager]struct{}
+	// The peaks of managers and active: a round ranges over active's
+	// room, not only its entries.
+	managersPeak, activePeak shrink.Peak
 
 	flushes chan *flushRequest
 
@@ -144,6 +148,8 @@ func (c *Committer) add(m *Manager) bool {
 	}
 	c.managers[m] = struct{}{}
 	c.active[m] = struct{}{}
+	c.managersPeak.Note(len(c.managers))
+	c.activePeak.Note(len(c.active))
 	return true
 }
 
@@ -153,6 +159,8 @@ func (c *Committer) remove(m *Manager) {
 	c.mu.Lock()
 	delete(c.managers, m)
 	delete(c.active, m)
+	c.managers = shrink.Map(c.managers, &c.managersPeak)
+	c.active = shrink.Map(c.active, &c.activePeak)
 	c.mu.Unlock()
 }
 
@@ -161,6 +169,7 @@ func (c *Committer) activate(m *Manager) {
 	c.mu.Lock()
 	if _, ok := c.managers[m]; ok {
 		c.active[m] = struct{}{}
+		c.activePeak.Note(len(c.active))
 	}
 	c.mu.Unlock()
 }
@@ -169,6 +178,7 @@ func (c *Committer) activate(m *Manager) {
 func (c *Committer) deactivate(m *Manager) {
 	c.mu.Lock()
 	delete(c.active, m)
+	c.active = shrink.Map(c.active, &c.activePeak)
 	c.mu.Unlock()
 }
 

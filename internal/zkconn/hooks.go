@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // nodeHooks hands the session's node events to functions registered for
@@ -20,6 +22,7 @@ type nodeHooks struct {
 	mu   sync.Mutex
 	next uint64
 	fns  map[string][]nodeHook // by full path
+	peak shrink.Peak           // of fns
 }
 
 type nodeHook struct {
@@ -52,12 +55,14 @@ func (h *nodeHooks) add(full string, f func(zk.Event)) (remove func()) {
 	h.next++
 	k := h.next
 	h.fns[full] = append(h.fns[full], nodeHook{k: k, f: f})
+	h.peak.Note(len(h.fns))
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		rest := slices.DeleteFunc(h.fns[full], func(e nodeHook) bool { return e.k == k })
 		if len(rest) == 0 {
 			delete(h.fns, full)
+			h.fns = shrink.Map(h.fns, &h.peak)
 			return
 		}
 		h.fns[full] = rest
@@ -98,6 +103,7 @@ func (s *Session) AfterEpoch(epochDone <-chan struct{}, f func()) (stop func() b
 		s.epochFuncs = map[*epochFunc]struct{}{}
 	}
 	s.epochFuncs[ef] = struct{}{}
+	s.epochPeak.Note(len(s.epochFuncs))
 	return func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -106,6 +112,7 @@ func (s *Session) AfterEpoch(epochDone <-chan struct{}, f func()) (stop func() b
 		}
 		ef.done = true
 		delete(s.epochFuncs, ef)
+		s.epochFuncs = shrink.Map(s.epochFuncs, &s.epochPeak)
 		return true
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/zkgroup/zkgroup"
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // ErrReplyTooLarge (zkgroup.ErrReplyTooLarge): ZooKeeper's reply to a
@@ -74,6 +75,7 @@ type replyGuard struct {
 
 	mu      sync.Mutex
 	pending map[int32]sentRead // reads written, by xid, until their reply's header is read
+	peak    shrink.Peak        // of pending
 
 	// The receive side, read by one goroutine at a time (go-zookeeper's
 	// handshake, then its receive loop, started after it).
@@ -96,12 +98,14 @@ func (g *replyGuard) Write(p []byte) (int, error) {
 		if ok && op == "multi" {
 			g.mu.Lock()
 			g.pending[xid] = sentRead{op: op}
+			g.peak.Note(len(g.pending))
 			g.mu.Unlock()
 		} else if ok {
 			// A read's path is the body's first field: a length and the bytes.
 			if n := int(binary.BigEndian.Uint32(p[12:16])); n >= 0 && 16+n <= len(p) {
 				g.mu.Lock()
 				g.pending[xid] = sentRead{op: op, path: string(p[16 : 16+n])}
+				g.peak.Note(len(g.pending))
 				g.mu.Unlock()
 			}
 		}
@@ -152,6 +156,7 @@ func (g *replyGuard) follow(b []byte) {
 			xid := int32(binary.BigEndian.Uint32(g.head[4:8]))
 			g.mu.Lock()
 			delete(g.pending, xid)
+			g.pending = shrink.Map(g.pending, &g.peak)
 			g.mu.Unlock()
 			g.nHead, g.left = 0, max(size-4, 0)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkgroup/zkgroup"
+	"github.com/zkgroup/zkgroup/internal/shrink"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"gopkg.in/tomb.v2"
 )
@@ -204,7 +205,8 @@ type Session struct {
 	// epochFuncs: AfterEpoch's functions waiting for the current epoch's
 	// end (one per owned partition: a claim's), started when it ends.
 	epochFuncs map[*epochFunc]struct{}
-	hooks      *nodeHooks // OnNodeEvent's
+	epochPeak  shrink.Peak // of epochFuncs
+	hooks      *nodeHooks  // OnNodeEvent's
 	replies    *replyRefusals
 	lines      *connLine // the connections dialled: see Close
 	hosts      *pacedHosts
@@ -672,7 +674,7 @@ func (s *Session) nextEpochLocked() {
 		ef.done = true
 		go ef.f()
 	}
-	s.epochFuncs = nil
+	s.epochFuncs, s.epochPeak = nil, shrink.Peak{}
 	s.epochDone = make(chan struct{})
 }
 
