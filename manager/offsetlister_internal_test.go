@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // TestOffsetQueriesKeepNoSecondMetadata: a fresh group's partitions start
@@ -15,29 +14,11 @@ import (
 // finds in the consuming client's metadata: the offsets client, which
 // keeps every topic it is asked a leader of, does not hold the topic's.
 func TestOffsetQueriesKeepNoSecondMetadata(t *testing.T) {
-	c := testcluster.Shared(t)
-	topic := testcluster.Name(t, "t")
+	cons, topic := joinOne(t, 4, func(c *testcluster.Cluster, topic string) {
+		testcluster.MustProduce(t, c, topic, 4, 0, 8)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 4, 1); err != nil {
-		t.Fatal(err)
-	}
-	testcluster.MustProduce(t, c, topic, 4, 0, 8)
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := NewConfig()
-	cfg.SessionTimeout = 6 * time.Second
-	cons, err := Join(ctx, testcluster.Name(t, "g"), sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cons.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
 	// Every message read: every partition's start offset was asked.
 	for range 8 {
 		select {

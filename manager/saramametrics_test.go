@@ -1,13 +1,11 @@
 package manager
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	metrics "github.com/rcrowley/go-metrics"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
-	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // TestKeptMetricsKeepsOnlyNamed: a kept name gets one real metric,
@@ -88,28 +86,7 @@ func responsesOf(r metrics.Registry) int64 {
 // offsets client, the fetcher's connections) record Kafka's responses in
 // the one meter that the reachability reads, and register nothing else.
 func TestMemberMetricsSeeResponses(t *testing.T) {
-	c := testcluster.Shared(t)
-	topic := testcluster.Name(t, "t")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopic(ctx, topic, 2, 1); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := subscription.Static(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := NewConfig()
-	cfg.SessionTimeout = 6 * time.Second
-	cons, err := Join(ctx, testcluster.Name(t, "g"), sub, c.ZooKeeperConnect(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cons.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	cons, topic := joinOne(t, 2, nil)
 	reg := cons.client.Config().MetricRegistry
 	if _, ok := reg.(*keptMetrics); !ok {
 		t.Fatalf("the consumer's client registry is %T, want *keptMetrics", reg)

@@ -52,20 +52,23 @@ func CPUTime() time.Duration {
 // RSS is this process's resident set (VmRSS of /proc/self/status), in
 // bytes; 0 when it cannot be read.
 func RSS() int64 {
+	kb, _ := strconv.ParseInt(strings.TrimSuffix(statusField("VmRSS"), " kB"), 10, 64) // "12345 kB"
+	return kb << 10
+}
+
+// statusField is the value of a field of /proc/self/status, trimmed (""
+// when it cannot be read).
+func statusField(name string) string {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0
+		return ""
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest) // "12345 kB"
-			if len(f) >= 1 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10
-			}
+		if rest, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(rest)
 		}
 	}
-	return 0
+	return ""
 }
 
 // HeapInuse is the Go heap in use, in bytes.
@@ -122,17 +125,8 @@ func MemoryClasses() string {
 // threads is the process's OS thread count (0 if unreadable): each thread
 // of a Go program without cgo holds stacks the heap/stacks class counts.
 func threads() int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(rest))
-			return n
-		}
-	}
-	return 0
+	n, _ := strconv.Atoi(statusField("Threads"))
+	return n
 }
 
 // LoadAvg is the first three fields of /proc/loadavg ("?" if unreadable):

@@ -17,3 +17,16 @@ func TestLargest(t *testing.T) {
 		t.Errorf("Largest(m, 4) = %v, %d; want all 4, 0", top, more)
 	}
 }
+
+// TestStatusFields: RSS and the thread count come from /proc/self/status.
+func TestStatusFields(t *testing.T) {
+	if rss := RSS(); rss < 1<<20 {
+		t.Errorf("RSS %d bytes", rss)
+	}
+	if n := threads(); n < 1 {
+		t.Errorf("%d threads", n)
+	}
+	if v := statusField("NoSuchField"); v != "" {
+		t.Errorf("NoSuchField = %q", v)
+	}
+}
