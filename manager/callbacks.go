@@ -272,6 +272,7 @@ func (c *Consumer) nextAssignCallLocked() (call func(context.Context), wait time
 		for _, sl := range ready {
 			sl.cb.phase = cbAnnounced
 			close(sl.cb.assigned)
+			sl.cb.assigned = nil // awaitAssigned holds it; the slot need not
 		}
 		c.mu.Unlock()
 	}, 0
