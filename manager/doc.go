@@ -173,10 +173,12 @@
 // request, without waiting for that transaction's commit: the nodes go
 // moments after Close returns (nothing of the member runs by then).
 //
-// What an owned partition costs: one goroutine (its slot, which claims
-// it, runs its partition manager's loop, then drains, commits and
-// releases it; TestGoroutinesPerPartition guards it); no timer while
-// idle; its claim's watch is a session hook, not a goroutine. Fetching costs no goroutine per partition: the member
+// What an owned partition costs: no goroutine while it is idle (its slot
+// claims it on a goroutine, runs its partition manager's loop there while
+// it has messages to hand out, parks it in between with no goroutine,
+// and drains, commits and releases it at the end;
+// TestGoroutinesPerPartition guards it); no timer while idle; its claim's
+// watch is a session hook, not a goroutine. Fetching costs no goroutine per partition: the member
 // runs one fetch loop per broker it fetches from, each on a connection of
 // its own, for every owned partition that broker leads, built on sarama's
 // protocol layer (a partition whose messages are not taken is left out of

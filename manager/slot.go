@@ -13,7 +13,8 @@ import (
 
 // slotTable is the consumer's part that owns the claims and slots: one
 // slot per partition this member wants or still holds, each run by a
-// goroutine of its own (runSlot), and what carries over between them.
+// goroutine of its own while it has work (runSlot, stepSlot), and what
+// carries over between them.
 // Under Consumer.mu, except the channels and the atomic counters.
 type slotTable struct {
 	slots     map[TopicPartition]*slot
@@ -85,6 +86,12 @@ type slot struct {
 	// without a drain or a final commit, as a lost partition does.
 	lose atomic.Bool
 	cb   slotCB // under Consumer.mu (callbacks.go)
+	// Set by runSlot once the partition manager exists, for its steps
+	// (stepSlot): the claim, the partition's logger and the resume that
+	// starts the next step on a goroutine of its own.
+	cl     *claim
+	log    *slog.Logger
+	resume func()
 }
 
 type slotEvent struct {
@@ -153,34 +160,43 @@ func (c *Consumer) send(ev slotEvent) {
 }
 
 // runSlot claims a partition, runs its manager until revoked or lost, then
-// drains (when revoked), commits and releases the claim. It is the only
-// goroutine of the partition: the manager's loop (partition.Manager.Run)
-// runs on it, halted by a revoke (stopSlotLocked) or by the claim's loss
-// (the manager's fence).
-//
-// Its frame stays on the goroutine's stack while the partition runs, so
-// it is kept small: the work before and after the loop is in functions
-// of their own. With under about 1.2 KiB of stack in use while parked
-// (and 800 bytes the runtime counts besides), an idle partition's
-// goroutine shrinks to a 4 KiB stack at a collection; above, it keeps 8
-// KiB.
+// drains (when revoked), commits and releases the claim. The partition
+// has one goroutine at a time, and none while it is idle: runSlot claims
+// it and takes the first step of its manager's run
+// (partition.Manager.Step); when the run parks (nothing to hand out), the
+// goroutine ends, and the manager's resume starts the next step on a new
+// one (stepSlot). The step that ends the run, halted by a revoke
+// (stopSlotLocked) or by the claim's loss (the manager's fence), finishes
+// the slot. The slot counts in slotsWG from its start to its end, parked
+// or not; a parked partition is resumed by every halt, so Close never
+// waits on one.
 func (c *Consumer) runSlot(sl *slot) {
-	defer c.endSlot(sl)
 	cl, pm, log := c.openSlot(sl)
 	if pm == nil {
+		c.endSlot(sl)
 		return
 	}
-	// The partition's loop, here, until it halts: revoked, lost, or the
-	// fetcher closed (as when it ends on its own, nothing is drained).
-	_ = pm.Run()
-	c.finishSlot(sl, cl, pm, log)
+	sl.cl, sl.log = cl, log
+	sl.resume = func() { go c.stepSlot(sl) }
+	c.stepSlot(sl)
+}
+
+// stepSlot takes a step of sl's partition manager's run and, when the
+// run ended (it did not park), finishes the slot.
+func (c *Consumer) stepSlot(sl *slot) {
+	pm := sl.pm.Load()
+	if parked, _ := pm.Step(sl.resume); parked {
+		return
+	}
+	// The partition's run ended: revoked, lost, or the fetcher closed (as
+	// when it ends on its own, nothing is drained).
+	c.finishSlot(sl, sl.cl, pm, sl.log)
+	c.endSlot(sl)
 }
 
 // openSlot claims sl's partition and starts its manager (not its loop),
 // and returns the partition's logger; a nil manager when there is none
-// to run. Not inlined: see runSlot.
-//
-//go:noinline
+// to run.
 func (c *Consumer) openSlot(sl *slot) (*claim, *partition.Manager, *slog.Logger) {
 	log := c.log.With("topic", sl.tp.Topic, "partition", sl.tp.Partition)
 	cl := c.claimSlot(sl, log)
@@ -195,7 +211,7 @@ func (c *Consumer) openSlot(sl *slot) (*claim, *partition.Manager, *slog.Logger)
 	return cl, pm, log
 }
 
-// endSlot is runSlot's last step: the prefetched consumer not handed to
+// endSlot is the slot goroutine's last step: the prefetched consumer not handed to
 // a manager is closed, the partition's final-commit slot is given up
 // (stopped at Close without a final commit, if none was queued), and the
 // loop is told the slot ended.
@@ -211,9 +227,7 @@ func (c *Consumer) endSlot(sl *slot) {
 
 // startSlot makes a revoke that came before the manager existed halt it,
 // hands the stream out (ModePartitions) and tells the loop the slot
-// started. Not inlined: see newPartition.
-//
-//go:noinline
+// started.
 func (c *Consumer) startSlot(sl *slot, cl *claim, pm *partition.Manager, stream *PartitionStream, log *slog.Logger) {
 	// From here on a revoke halts the manager (stopSlotLocked); one that
 	// came before does here.
@@ -239,10 +253,7 @@ func (c *Consumer) startSlot(sl *slot, cl *claim, pm *partition.Manager, stream 
 }
 
 // finishSlot stops sl's halted manager (draining and committing when
-// revoked), tells the embedder and lets the claim go. Not inlined: see
-// newPartition.
-//
-//go:noinline
+// revoked), tells the embedder and lets the claim go.
 func (c *Consumer) finishSlot(sl *slot, cl *claim, pm *partition.Manager, log *slog.Logger) {
 	drain := false
 	if !cl.lost() {
@@ -269,11 +280,7 @@ func (c *Consumer) finishSlot(sl *slot, cl *claim, pm *partition.Manager, log *s
 
 // claimSlot waits sl's delay, claims its partition and waits for the
 // embedder to be told (OnAssigned). It returns the claim, or nil when the
-// slot ended first (revoked, lost; a claim made meanwhile let go). Like
-// newPartition, a function of its own, not inlined, to keep runSlot's
-// frame small.
-//
-//go:noinline
+// slot ended first (revoked, lost; a claim made meanwhile let go).
 func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	if sl.delay > 0 {
 		t := time.NewTimer(sl.delay)
@@ -340,14 +347,7 @@ func (st *slotTable) claimWaiter(sl *slot) func(holder string) {
 
 // newPartition makes sl's partition manager (not started), and in
 // ModePartitions its stream; on failure it reports, lets the claim go and
-// returns false. It is a function of its own, not inlined, so that its
-// frame (the Params) is not part of runSlot's, which stays on the stack
-// of the partition's goroutine while the partition runs: a smaller frame
-// there lets the runtime shrink each owned partition's stack to 2-4 KiB
-// (BenchmarkScale's "memory at steady state": heap/stacks 10.6 MB for
-// 10 members of 100 partitions, 15.8 MB before).
-//
-//go:noinline
+// returns false.
 func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partition.Manager, *PartitionStream, bool) {
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,

@@ -218,3 +218,60 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("Take after Close: %v", err)
 	}
 }
+
+// TestNotify: a Partition's Notify function is called when records come
+// and when it closes, and no more once taken back.
+func TestNotify(t *testing.T) {
+	c, client := sharedClient(t)
+	f, err := fetch.New(client, fetch.NewConfig(), testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	topic := testcluster.Name(t, "")
+	testcluster.MustCreateTopic(t, c, topic, 1, 1)
+	p, err := f.Add(topic, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make(chan struct{}, 100)
+	p.Notify(func() { calls <- struct{}{} })
+	testcluster.MustProduce(t, c, topic, 1, 0, 3)
+	var got int
+	for got < 3 {
+		select {
+		case <-calls:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no notification with %d of 3 records taken", got)
+		}
+		for {
+			r, err := p.Poll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r == nil {
+				break
+			}
+			got += r.Len()
+		}
+	}
+	p.Close()
+	select {
+	case <-calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification at Close")
+	}
+	p2, err := f.Add(topic, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2.Notify(func() { calls <- struct{}{} })
+	p2.Notify(nil)
+	for len(calls) > 0 {
+		<-calls
+	}
+	p2.Close()
+	if n := len(calls); n != 0 {
+		t.Errorf("%d notifications after Notify(nil)", n)
+	}
+}

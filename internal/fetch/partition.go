@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +30,8 @@ type Partition struct {
 	f         *Fetcher
 	topic     string
 	partition int32
-	ready     chan struct{} // cap 1: something to take, or closed
+	ready     chan struct{}          // cap 1: something to take, or closed
+	notify    atomic.Pointer[func()] // Notify's
 
 	mu     sync.Mutex
 	offset int64      // next offset to fetch
@@ -71,6 +73,18 @@ func (p *Partition) ID() int32 { return p.partition }
 // may be ready for Poll (and when the partition or the fetcher closes). A
 // receive may be spurious: Poll then returns nothing.
 func (p *Partition) Ready() <-chan struct{} { return p.ready }
+
+// Notify makes every later signal of Ready also call f (nil: no call),
+// on the goroutine that signals (a broker loop, Close, the Fetcher's
+// Close): f must not block. A consumer that waits on no goroutine of its
+// own is woken by it.
+func (p *Partition) Notify(f func()) {
+	if f == nil {
+		p.notify.Store(nil)
+		return
+	}
+	p.notify.Store(&f)
+}
 
 // Poll takes what is ready without blocking: the buffered Records (nil
 // when none) or an error (see the contracts on Partition).
@@ -174,11 +188,15 @@ func (p *Partition) Close() {
 	}
 }
 
-// signal marks the partition ready without blocking.
+// signal marks the partition ready without blocking, and calls Notify's
+// function.
 func (p *Partition) signal() {
 	select {
 	case p.ready <- struct{}{}:
 	default:
+	}
+	if f := p.notify.Load(); f != nil {
+		(*f)()
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	public "github.com/zkgroup/zkgroup/partition"
 )
 
-// A control request (Seek, Pause, Resume) is applied by the goroutine running Run
+// A control request (Seek, Pause, Resume) is applied by the run
 // between two fetch sessions: the request closes ctlWake, every wait of
 // the hand-off path (the fetch loop, the wait for MaxUnacked room, a send,
 // a suspension) returns without handing anything more out, the
@@ -19,7 +19,7 @@ import (
 // dropped, as at a stop), and the run loop applies the request and
 // fetches again from the new position (or not at all while paused).
 
-// seekRequest asks the goroutine running Run to move the fetch position.
+// seekRequest asks the run to move the fetch position.
 type seekRequest struct {
 	offset int64     // >= 0, or sarama.OffsetOldest/OffsetNewest
 	at     time.Time // when set: the first offset at or after this time
@@ -29,13 +29,14 @@ type seekRequest struct {
 // wake returns the channel closed while a control request waits.
 func (m *Manager) wake() <-chan struct{} { return *m.ctlWake.Load() }
 
-// request records a control request and wakes the goroutine running Run. Under
+// request records a control request and wakes the run. Under
 // ctlMu.
 func (m *Manager) wakeLocked() {
 	if !m.wakeClosed {
 		m.wakeClosed = true
 		close(*m.ctlWake.Load())
 	}
+	m.unpark()
 }
 
 // applyControl is the run loop's step between fetch sessions: it applies
@@ -78,7 +79,7 @@ func (m *Manager) applyControl(pos *int64) bool {
 // was handed out and not acked is forgotten (its acks are no-ops), and
 // the target is written to the store at once with its Reset when it has
 // one (and the fence allows), even below what is committed; otherwise the
-// next commit writes it. Run's goroutine only.
+// next commit writes it. The run's step only.
 func (m *Manager) seek(req *seekRequest, pos *int64) error {
 	var target int64
 	var err error

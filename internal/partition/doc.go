@@ -23,14 +23,17 @@
 //
 // # What an owned partition costs
 //
-// Goroutines per owned partition: none of its own. New starts nothing;
-// the Manager runs on the goroutine that calls Run (the consumer
-// manager's slot goroutine, which also claims the partition before and
-// releases it after: one goroutine per owned partition in all; a
-// goroutine of the test in this package's tests): Run reads the committed offset,
-// adds the partition to the Fetcher and takes its records, hands
-// messages out, until Halt, Stop or the loss of ownership. The fetch
-// itself runs no goroutine per partition.
+// Goroutines per owned partition: none of its own, and none at all while
+// it is idle. New starts nothing; the Manager runs on the goroutine that
+// calls Run, or Step (the consumer manager's slot goroutine, which also
+// claims the partition before and releases it after; a goroutine of the
+// test in this package's tests): it reads the committed offset, adds the
+// partition to the Fetcher and takes its records, hands messages out,
+// until Halt, Stop or the loss of ownership. With nothing to hand out,
+// Step parks the run and returns: the goroutine ends, and whatever may
+// bring work (records, a halt, a control request) calls Step's resume,
+// which starts the next step (park.go). The fetch itself runs no
+// goroutine per partition.
 //
 // Nothing watches the Fence: it calls the Manager when ownership is lost
 // (Fence.AfterLost).
@@ -45,7 +48,7 @@
 // while Stop drains.
 //
 // Memory of an idle partition: the Manager (about 1 KB with its
-// channels), the stack of the goroutine that runs it, and its fetch.Partition (with up to
+// channels; no goroutine stack) and its fetch.Partition (with up to
 // Config.PartitionBuffer fetched shares its Manager has not taken; a
 // Manager waiting for MaxUnacked room takes none, so its partition is left
 // out of fetch requests). The Tracker's ring grows with the messages

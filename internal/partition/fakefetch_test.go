@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -229,6 +230,15 @@ type fakeFetch struct {
 	stop      error
 	closed    bool
 	polled    int // shares handed out
+	notify    atomic.Pointer[func()]
+}
+
+func (fp *fakeFetch) Notify(f func()) {
+	if f == nil {
+		fp.notify.Store(nil)
+		return
+	}
+	fp.notify.Store(&f)
 }
 
 func (fp *fakeFetch) Ready() <-chan struct{} { return fp.ready }
@@ -237,6 +247,9 @@ func (fp *fakeFetch) signal() {
 	select {
 	case fp.ready <- struct{}{}:
 	default:
+	}
+	if f := fp.notify.Load(); f != nil {
+		(*f)()
 	}
 }
 

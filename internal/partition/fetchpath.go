@@ -31,10 +31,13 @@ type Fetcher interface {
 // fetch.ErrOffsetOutOfRange and fetch.ErrMessageTooLarge until the
 // partition is fetched again; reports wrapping fetch.ErrFetch once
 // each); Ready receives a value when Poll may have something (spurious
-// receives allowed); Close stops fetching and drops what is buffered.
+// receives allowed), and Notify's function is called then too (on the
+// goroutine that signals; it must not block); Close stops fetching and
+// drops what is buffered.
 type Fetch interface {
 	Poll() (*fetch.Records, error)
 	Ready() <-chan struct{}
+	Notify(f func())
 	Close()
 }
 
@@ -54,7 +57,7 @@ func (a fetcherOf) Add(topic string, partition int32, offset int64) (Fetch, erro
 // openFetch returns the partition's Fetch for the position pos (an
 // offset, or sarama.OffsetOldest/OffsetNewest) and the offset it starts
 // at: pre's when pre starts where this ownership must (see Prefetched),
-// otherwise a new one at pos resolved, after closing pre. Run's goroutine
+// otherwise a new one at pos resolved, after closing pre. The run's step
 // only.
 func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 	if pre != nil && pre.FP != nil {
@@ -73,21 +76,20 @@ func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 	return fp, abs, err
 }
 
-// consumeFetch takes fp's records a response share at a time into one
-// slab of Messages, tracks them as far as MaxUnacked allows and hands
+// A fetch session takes fp's records a response share at a time into
+// one slab of Messages, tracks them as far as MaxUnacked allows and hands
 // them out as batches, until the manager halts, a control request (seek,
-// pause) comes, or the offset is out of range. It returns the next
-// position to fetch from (the first offset not handed out), whether the
-// offset went out of range, and whether to stop (false after a control
-// request or out of range: the run loop applies it and fetches again).
-// It closes fp: what was fetched and not handed out is dropped.
+// pause) comes, or the offset is out of range. openSession begins it,
+// session runs it until it ends or parks, endSession ends it: it closes
+// fp (what was fetched and not handed out is dropped) and returns the
+// next position to fetch from (the first offset not handed out).
 //
 // A slab is taken for delivery (tracked) under one lock, as far as
 // MaxUnacked allows, rather than message by message: acks out of order
 // take the same lock (acks in order take none, see fastack.go), and a lock
 // that moves between two cores for every message costs the user's
 // goroutine time on every message. What was tracked but
-// not handed out when consumeFetch returns is truncated. While a slab
+// not handed out when the session ends is truncated. While a slab
 // waits for room, the next share is not taken: the fetcher holds at most
 // its buffer for the partition and then leaves it out of its requests.
 //
@@ -96,60 +98,77 @@ func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 // partition (fetch.ErrMessageTooLarge: a batch over the size limit): it is
 // counted and passed on once, and nothing more comes until a seek moves
 // the position (nothing is skipped silently) or the manager stops.
-func (m *Manager) consumeFetch(fp Fetch) (next int64, outOfRange, stop bool) {
-	defer func() {
-		fp.Close()
-		m.mu.Lock()
-		m.fastOff()
-		if err := m.tracker.Truncate(next); err != nil {
-			m.log.Error("forgetting messages not handed out failed", "offset", next, "error", err)
-		}
-		m.mu.Unlock()
-	}()
+
+// openSession begins a fetch session on fp from where the tracker is.
+// The run's step only, as are session and endSession.
+func (m *Manager) openSession(fp Fetch) {
 	m.mu.Lock()
 	m.fold()
-	next = m.tracker.Committable()
+	next := m.tracker.Committable()
 	if last, ok := m.tracker.LastDelivered(); ok {
 		next = last + 1
 	}
 	m.mu.Unlock()
+	m.fp, m.next = fp, next
+	fp.Notify(m.unpark)
+}
+
+// session runs the fetch session until it ends (outOfRange, or stop:
+// true when the manager halts or can fetch no more, false after a control
+// request) or parks (parked: nothing to take; see park.go).
+func (m *Manager) session() (outOfRange, stop, parked bool) {
+	fp := m.fp
 	wake := m.wake()
 	for {
 		recs, err := fp.Poll()
 		switch {
 		case err != nil:
-			if ret, outOfRange, stop := m.pollFailed(next, err, wake); ret {
-				return next, outOfRange, stop
+			if ret, outOfRange, stop := m.pollFailed(m.next, err, wake); ret {
+				return outOfRange, stop, false
 			}
 			continue
 		case recs == nil:
+			if m.park(fp, wake) {
+				return false, false, true
+			}
 			select {
-			case <-fp.Ready():
 			case <-m.halt:
-				return next, false, true
+				return false, true, false
 			case <-wake:
-				return next, false, false
+				return false, false, false
+			default:
 			}
 			continue
 		}
-		if goOn, halted := m.handOutShare(recs, &next); !goOn {
-			return next, false, halted
+		if goOn, halted := m.handOutShare(recs, &m.next); !goOn {
+			return false, halted, false
 		}
 		select {
 		case <-wake:
-			return next, false, false
+			return false, false, false
 		default:
 		}
 	}
 }
 
+// endSession ends the fetch session: it closes fp and forgets what was
+// tracked and not handed out. It returns the next position.
+func (m *Manager) endSession() (next int64) {
+	next = m.next
+	m.fp.Close()
+	m.fp = nil
+	m.mu.Lock()
+	m.fastOff()
+	if err := m.tracker.Truncate(next); err != nil {
+		m.log.Error("forgetting messages not handed out failed", "offset", next, "error", err)
+	}
+	m.mu.Unlock()
+	return next
+}
+
 // handOutShare hands out the messages of recs from *next on, moving *next
 // past them; goOn false when the manager halted (halted) or a control
-// request interrupted the hand-off. A function of its own, not inlined,
-// so that its locals are not part of consumeFetch's frame, which stays on
-// the partition goroutine's stack while it waits for records (see Run).
-//
-//go:noinline
+// request interrupted the hand-off.
 func (m *Manager) handOutShare(recs *fetch.Records, next *int64) (goOn, halted bool) {
 	if recs.HighWaterMark != m.highWatermark.Load() {
 		m.highWatermark.Store(recs.HighWaterMark)
@@ -185,12 +204,10 @@ func (m *Manager) handOutShare(recs *fetch.Records, next *int64) (goOn, halted b
 	return true, false
 }
 
-// pollFailed handles an error of Fetch.Poll at next (consumeFetch's):
-// ret true when consumeFetch returns, with outOfRange and stop. An error
-// that stops the partition waits here until the manager halts or a
-// control request comes. Not inlined: see handOutShare.
-//
-//go:noinline
+// pollFailed handles an error of Fetch.Poll at next (session's): ret
+// true when the session ends, with outOfRange and stop. An error that
+// stops the partition waits here until the manager halts or a control
+// request comes.
 func (m *Manager) pollFailed(next int64, err error, wake <-chan struct{}) (ret, outOfRange, stop bool) {
 	switch {
 	case errors.Is(err, fetch.ErrOffsetOutOfRange):
@@ -216,9 +233,7 @@ func (m *Manager) pollFailed(next int64, err error, wake <-chan struct{}) (ret, 
 }
 
 // fetchFailed counts and reports a fetch error, and logs one that stops
-// the partition. Not inlined: see slabOf.
-//
-//go:noinline
+// the partition.
 func (m *Manager) fetchFailed(next int64, err error, stops bool) {
 	m.fetchErrors.Add(1)
 	m.report(public.OpFetch, fmt.Errorf("%w: %w", ErrFetch, err))
@@ -232,14 +247,7 @@ func (m *Manager) fetchFailed(next int64, err error, stops bool) {
 // log without compaction gaps or control records has them); newHandout
 // then makes them a batch's. A record batch's records are copied in a
 // loop of its own (no call per record: they are most of what a consumer
-// reads), the rest through the records' iterator. It is a function of
-// its own, not inlined, so that its frame (the records' iterator) is not
-// part of consumeFetch's, which stays on the stack of the partition's
-// goroutine while it waits: the frames parked there must stay small
-// (about 1.2 KiB in all) for the runtime to shrink a stack grown to 8 KiB
-// back to 4 KiB at a collection.
-//
-//go:noinline
+// reads), the rest through the records' iterator.
 func (m *Manager) slabOf(recs *fetch.Records, next int64) (vals []Message, run bool) {
 	vals = make([]Message, recs.Len())
 	n, run, prev := 0, true, int64(-1)
@@ -338,7 +346,7 @@ func (m *Manager) trackSlab(vals []Message, run bool) (k int, ok bool) {
 
 // handOutSlab hands vals (tracked, in offset order) out as one batch and
 // moves *next past them; false when the manager is stopping or a control
-// request interrupted it. Run's goroutine only.
+// request interrupted it. The run's step only.
 func (m *Manager) handOutSlab(vals []Message, next *int64) bool {
 	if !m.offer(m.newHandout(vals)) {
 		return false

@@ -103,16 +103,30 @@ type Manager struct {
 	// dying, from which the read's would derive: that context would keep
 	// a map of children and a channel (320 bytes) for the manager's life.
 	readCut atomic.Pointer[context.CancelFunc]
-	// ran is set by the first of Run and Stop. Run's loop runs with runMu
-	// held, so that a Stop waits for a Run under way, and a Run after
-	// Stop returns at once. (Not a sync.Once: Once.Do and its closure
-	// would stay on the stack of the partition's goroutine, see Run.)
+	// ran is set by the first of Step (Run) and Stop. A step runs with
+	// runMu held, so that a Stop waits for a step under way, and a Run
+	// after Stop returns at once.
 	runMu sync.Mutex
 	ran   bool
+	// The run between two steps (Step, park.go), under runMu: parkedRun
+	// while it is parked in the fetch session fp (next: the first offset
+	// not handed out); runTaken once Stop ended a parked run, with the
+	// outcome (runErr) the next Step returns. backoff paces failed starts
+	// of fetching.
+	parkedRun bool
+	runTaken  bool
+	runErr    error
+	fp        Fetch
+	next      int64
+	backoff   *retry.Backoff
+	// parked is set while the run is parked; whoever clears it calls
+	// resume (Step's), set before parked.
+	parked atomic.Bool
+	resume func()
 
 	// mu guards the tracker and the fields below it. The tracker holds the
 	// messages handed out and, while a batch is being handed out, the rest
-	// of that batch (taken for delivery under one lock, see consumeFetch); those
+	// of that batch (taken for delivery under one lock, see the fetch session); those
 	// are truncated when fetching stops.
 	mu        sync.Mutex
 	tracker   *tracker.Tracker // nil until the start position is known
@@ -143,7 +157,7 @@ type Manager struct {
 	unwatchLost func() bool
 	// suspended caches Fence.Suspended() as read while the session was
 	// healthy: that channel stays open until the suspension begins. Used
-	// by the goroutine running Run only; nil when not cached.
+	// by the run only; nil when not cached.
 	suspended <-chan struct{}
 
 	// commitMu is held by a commit from taking the offset until the store
@@ -165,7 +179,7 @@ type Manager struct {
 	waitingReady  atomic.Bool
 
 	// Control requests (Seek, Pause, Resume; see control.go), applied by
-	// the goroutine running Run between fetch sessions. ctlWake is closed while a
+	// the run between fetch sessions. ctlWake is closed while a
 	// request waits (wakeClosed); the hot path's waits watch it.
 	ctlMu        sync.Mutex
 	ctlWake      atomic.Pointer[chan struct{}]
@@ -249,24 +263,54 @@ func New(p Params) (_ *Manager, err error) {
 // (the Fetcher was closed); then Done is closed. It returns ErrLost when
 // ownership was lost, ErrStopped when Stop (or another Run) came first,
 // nil otherwise. Stop waits for a Run under way; everything after the
-// loop (drain, final commit) is Stop's.
-//
-// Its frame, and run's and consumeFetch's below it, stay on the calling
-// goroutine's stack while the partition runs: kept small, they let the
-// runtime shrink an idle partition's goroutine to a 4 KiB stack (see
-// manager's runSlot).
+// loop (drain, final commit) is Stop's. Run is Step on one goroutine that
+// waits while the partition is parked.
 func (m *Manager) Run() error {
+	woken := make(chan struct{}, 1)
+	resume := func() { woken <- struct{}{} } // once per park: never blocks
+	for {
+		parked, err := m.Step(resume)
+		if !parked {
+			return err
+		}
+		<-woken
+	}
+}
+
+// Step runs the manager on the calling goroutine as Run does, except
+// while the partition has nothing to hand out: then it parks the run and
+// returns parked, holding no goroutine (see park.go). Once something may
+// be there (records, an error, a halt, a control request), resume is
+// called, once, on the goroutine that brought it (a fetch loop, a
+// caller of Halt or Stop, the Fence's): it must not block, and must get
+// Step called again, on any goroutine, which goes on with the run. When
+// the run ends, Step returns parked false and the run's outcome, as Run
+// would, and Done is closed. The caller must keep calling Step after a
+// resume until it returns parked false, or call Stop, which ends a
+// parked run itself.
+func (m *Manager) Step(resume func()) (parked bool, err error) {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
-	if m.ran {
-		return ErrStopped
+	switch {
+	case !m.ran: // the first step
+		m.ran = true
+	case m.parkedRun: // go on
+	case m.runTaken: // Stop ended the parked run: its outcome, once
+		m.runTaken = false
+		return false, m.runErr
+	default:
+		return false, ErrStopped
 	}
-	m.ran = true
+	m.resume = resume
+	m.parkedRun = m.run()
+	if m.parkedRun {
+		return true, nil
+	}
 	// However run ends (a lost claim, a halt, a closed fetcher), the
 	// manager is done: Done is closed.
-	err := m.run()
+	err = m.exitReason()
 	m.kill()
-	return err
+	return false, err
 }
 
 // Halt stops fetching and handing out at once, as Stop begins by doing,
@@ -289,7 +333,10 @@ func (m *Manager) kill() {
 }
 
 // closeHalt closes halt; idempotent, safe for concurrent use.
-func (m *Manager) closeHalt() { m.haltOnce.Do(func() { close(m.halt) }) }
+func (m *Manager) closeHalt() {
+	m.haltOnce.Do(func() { close(m.halt) })
+	m.unpark()
+}
 
 // Topic returns the partition's topic.
 func (m *Manager) Topic() string { return m.topic }
@@ -421,58 +468,67 @@ func (m *Manager) resolve(pos int64) (int64, error) {
 	return m.p.Client.GetOffset(m.topic, m.partition, pos)
 }
 
-// run is Run's loop: it reads the committed offset, then
-// fetches (consumeFetch) from there until the manager halts, applying
-// control requests and the Initial policy between fetch sessions, and
-// retrying a failed start with backoff.
-func (m *Manager) run() error {
-	pre := m.p.Prefetched
-	defer func() {
-		if pre != nil {
-			pre.close()
+// run is Step's loop: it reads the committed offset, then fetches (a
+// fetch session: openSession, session, endSession) from there until the
+// manager halts, applying control requests and the Initial policy between
+// fetch sessions, and retrying a failed start with backoff. It returns
+// true when it parked in a fetch session (m.fp is that session); the next
+// step goes on with it.
+func (m *Manager) run() (parked bool) {
+	var pre *Prefetched
+	var pos int64
+	if m.fp == nil { // the first step
+		pre = m.p.Prefetched
+		defer func() {
+			if pre != nil {
+				pre.close()
+			}
+		}()
+		select {
+		case <-m.halt: // halted before it ran: no read of the committed offset
+			return false
+		default:
 		}
-	}()
-	select {
-	case <-m.halt: // halted before it ran: no read of the committed offset
-		return m.exitReason()
-	default:
+		var ok bool
+		if pos, ok = m.startPosition(); !ok {
+			return false
+		}
+		m.backoff = m.newBackoff()
 	}
-	pos, ok := m.startPosition()
-	if !ok {
-		return m.exitReason()
-	}
-	b := m.newBackoff()
 	for {
+		if m.fp != nil {
+			outOfRange, stop, parked := m.session()
+			if parked {
+				return true
+			}
+			next := m.endSession()
+			if stop {
+				return false
+			}
+			pos = next
+			if outOfRange {
+				m.resetPosition(&pos, next)
+			}
+		}
 		if !m.applyControl(&pos) {
-			return m.exitReason()
+			return false
 		}
 		fp, abs, err := m.openFetch(pre, pos)
 		pre = nil // used or closed
 		if err != nil {
 			m.openFailed(pos, err)
-			if !b.Wait(m.dying, m.p.Fence.Lost()) {
-				return m.exitReason()
+			if !m.backoff.Wait(m.dying, m.p.Fence.Lost()) {
+				return false
 			}
 			continue
 		}
-		b.Reset()
+		m.backoff.Reset()
 		m.ensureTracker(abs)
-		next, outOfRange, stop := m.consumeFetch(fp)
-		if stop {
-			return m.exitReason()
-		}
-		pos = next
-		if outOfRange {
-			m.resetPosition(&pos, next)
-		}
+		m.openSession(fp)
 	}
 }
 
-// openFailed counts, reports and logs a failed start of fetching. Not
-// inlined: its arguments would take room in run's frame, which stays on
-// the stack of the partition's goroutine (see slabOf).
-//
-//go:noinline
+// openFailed counts, reports and logs a failed start of fetching.
 func (m *Manager) openFailed(pos int64, err error) {
 	m.fetchErrors.Add(1)
 	m.report(public.OpFetch, fmt.Errorf("%w: %w", ErrFetch, err))
@@ -764,11 +820,16 @@ func (m *Manager) Stop(drain bool) error {
 		// once, and the prefetched Fetch it would have used is closed
 		// here.
 		m.runMu.Lock()
-		if !m.ran {
+		switch {
+		case !m.ran:
 			m.ran = true
 			if m.p.Prefetched != nil {
 				m.p.Prefetched.close()
 			}
+		case m.parkedRun: // its resume may come later: the run ends here
+			m.endSession()
+			m.parkedRun = false
+			m.runTaken, m.runErr = true, m.exitReason()
 		}
 		m.runMu.Unlock()
 		if m.p.Halted != nil {
