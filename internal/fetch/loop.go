@@ -247,10 +247,15 @@ func (l *brokerLoop) recut() {
 // (starved), only the starved ones are asked for, outside the session.
 // It returns nil when there is nothing to fetch.
 func (l *brokerLoop) build() *sarama.FetchRequest {
+	// Both are reused from request to request: what the last one held is
+	// cleared first, so that a partition closed since (and what its
+	// consumer hangs on it) is not kept alive past their new length.
+	clear(l.snap)
 	l.mu.Lock()
 	l.snap = append(l.snap[:0], l.parts...)
 	l.mu.Unlock()
 	cfg := &l.f.cfg
+	clear(l.inReq)
 	l.inReq = l.inReq[:0]
 	if l.urged.Swap(false) {
 		l.quiet = 0
