@@ -238,7 +238,12 @@ func (m *Manager) Paused() bool {
 // time: the claim is still held, so the final commit is still safe. Safe
 // for concurrent use; idempotent.
 func (m *Manager) CutDrain() {
-	m.cutOnce.Do(func() { close(m.cut) })
+	if m.cut.CompareAndSwap(false, true) {
+		select {
+		case m.space <- struct{}{}: // wake the drain
+		default:
+		}
+	}
 }
 
 // Commit commits this partition's acked watermark now, through the

@@ -156,6 +156,7 @@ func (m *Manager) session() (outOfRange, stop, parked bool) {
 func (m *Manager) endSession() (next int64) {
 	next = m.next
 	m.fp.Close()
+	m.fp.Notify(nil) // a closed Fetch someone still holds keeps no Manager alive
 	m.fp = nil
 	m.mu.Lock()
 	m.fastOff()

@@ -83,17 +83,22 @@ type Params struct {
 var generations atomic.Uint64
 
 // Manager consumes one owned partition. Its methods are safe for concurrent
-// use. It runs on a goroutine that is not its own: the caller of Run (the
-// consumer manager's slot goroutine, which also claims and releases the
-// partition; a goroutine of the test in tests). The consumer manager must call
+// use. It runs on goroutines that are not its own: the caller of Run, or
+// of each Step (the consumer manager's slot goroutines, the first of
+// which also claims the partition, the last releases it; a goroutine of
+// the test in tests), and on none while it is parked. The consumer manager must call
 // Stop once it no longer owns the partition (or Done is closed).
 type Manager struct {
 	topic     string
 	partition int32
-	gen       uint64
-	p         Params
-	cfg       Config
-	log       *slog.Logger
+	// cut is set by CutDrain, which then wakes the drain (space): a drain
+	// under way ends at once. (Here, beside partition, the Manager fits a
+	// 768-byte size class.)
+	cut atomic.Bool
+	gen uint64
+	p   Params
+	cfg Config
+	log *slog.Logger
 
 	// dying is closed by kill (Halt, Stop, the end of Run): Done.
 	dying     chan struct{}
@@ -189,13 +194,9 @@ type Manager struct {
 	pauseWaiters []chan struct{}
 	pausedNow    atomic.Bool
 
-	// cut is closed by CutDrain: a drain under way ends at once.
-	cut     chan struct{}
-	cutOnce sync.Once
-
+	// stopOnce runs Stop once; a concurrent Stop waits for it in Do.
 	stopOnce sync.Once
 	stopErr  error
-	stopDone chan struct{}
 }
 
 // New validates p and registers the manager with p.Committer. It starts
@@ -239,8 +240,6 @@ func New(p Params) (_ *Manager, err error) {
 		committed: -1,
 		space:     make(chan struct{}, 1),
 		halt:      make(chan struct{}),
-		cut:       make(chan struct{}),
-		stopDone:  make(chan struct{}),
 		dying:     make(chan struct{}),
 	}
 	wake := make(chan struct{})
@@ -813,7 +812,6 @@ func (m *Manager) Abandon(offset int64) {
 // caller releases the claim afterwards.
 func (m *Manager) Stop(drain bool) error {
 	m.stopOnce.Do(func() {
-		defer close(m.stopDone)
 		m.p.Committer.remove(m)
 		m.kill()
 		// Waits for a Run under way; one that comes later returns at
@@ -867,7 +865,6 @@ func (m *Manager) Stop(drain bool) error {
 		m.stopErr = errors.Join(errs...)
 		m.log.Debug("partition manager stopped", "drain", drain, "committed", m.Stats().Committed)
 	})
-	<-m.stopDone
 	return m.stopErr
 }
 
@@ -881,6 +878,10 @@ func (m *Manager) drain() error {
 		if n <= 0 {
 			return nil
 		}
+		if m.cut.Load() {
+			return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpDrain,
+				Err: fmt.Errorf("%w: %d unacked, drain cut short", ErrDrainLate, n)}
+		}
 		select {
 		case <-m.space:
 		case <-m.p.Fence.Lost():
@@ -888,9 +889,6 @@ func (m *Manager) drain() error {
 		case <-deadline.C:
 			return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpDrain,
 				Err: fmt.Errorf("%w: %d unacked after %v", ErrDrainLate, n, m.cfg.DrainTimeout)}
-		case <-m.cut:
-			return &Error{Topic: m.topic, Partition: m.partition, Op: public.OpDrain,
-				Err: fmt.Errorf("%w: %d unacked, drain cut short", ErrDrainLate, n)}
 		}
 	}
 }

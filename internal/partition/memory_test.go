@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"go.uber.org/goleak"
@@ -188,6 +189,14 @@ func BenchmarkIdleMemory(b *testing.B) {
 // partition; nothing watches the fence), a few kilobytes of heap, and
 // a stack the runtime can shrink to 4 KiB.
 //
+// TestManagerSizeClass: a Manager fits the 768-byte allocation size
+// class (the next is 896): one is allocated per owned partition.
+func TestManagerSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(Manager{}); n > 768 {
+		t.Errorf("Manager is %d bytes, over the 768-byte size class", n)
+	}
+}
+
 // TestIdleManagerCost: an idle partition, run as the consumer manager
 // runs it (Step, parked while idle), holds no goroutine and no stack, and
 // a bounded heap.
