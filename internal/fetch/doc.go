@@ -29,7 +29,10 @@
 // while a partition waits out RetryBackoff) and one loop goroutine per
 // broker it has fetched from (waits on a channel while none of its
 // partitions can be fetched, a timer only while the broker throttles).
-// A partition costs no goroutine and no timer.
+// A partition costs no goroutine and no timer, nor need its consumer
+// keep one waiting on Ready: Notify calls a function whenever Ready is
+// signalled (internal/partition parks an idle partition's run and resumes
+// it so).
 //
 // Flow control: a partition buffers at most PartitionBuffer (default 2)
 // Records (each its share of one response, at most PartitionMaxBytes

@@ -69,6 +69,21 @@ func ackAll(t *testing.T, out <-chan *Handout, n int) (last int64) {
 	return last
 }
 
+// parkable returns a manager of n faked messages (offsets 5.. of a log
+// committed at 5), not running, handing out batches on the returned
+// channel (of capacity buf), with its store and fetcher.
+func parkable(t *testing.T, n, buf int, cfg Config) (*Manager, *memStore, *fakeFetcher, chan *Handout) {
+	t.Helper()
+	p, store, _ := fakedPartition(t, n, cfg)
+	out := make(chan *Handout, buf)
+	p.Batches = out
+	m, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, store, p.Fetcher.(*fakeFetcher), out
+}
+
 // TestStepParksWhileIdle: a run with nothing to hand out parks (Step
 // returns, no goroutine is left), and records, a control request and a
 // halt each resume it once: it hands the new records out, applies the
@@ -77,14 +92,7 @@ func TestStepParksWhileIdle(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	cfg := NewConfig()
 	cfg.CommitInterval = time.Hour
-	p, store, _ := fakedPartition(t, 10, cfg)
-	out := make(chan *Handout)
-	p.Batches = out
-	f := p.Fetcher.(*fakeFetcher)
-	m, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, store, f, out := parkable(t, 10, 0, cfg)
 	before := goleak.IgnoreCurrent()
 	s := stepOn(m)
 	if last := ackAll(t, out, 10); last != 14 {
@@ -143,14 +151,7 @@ func TestStepParksWhileIdle(t *testing.T) {
 // the resume would have made returns the run's outcome, once.
 func TestStopEndsAParkedRun(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	p, store, _ := fakedPartition(t, 4, NewConfig())
-	out := make(chan *Handout)
-	p.Batches = out
-	f := p.Fetcher.(*fakeFetcher)
-	m, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, store, f, out := parkable(t, 4, 0, NewConfig())
 	resumes := make(chan struct{}, 4)
 	parked := make(chan bool, 1)
 	go func() {
@@ -186,14 +187,7 @@ func TestStopEndsAParkedRun(t *testing.T) {
 // order.
 func TestStepResumesUnderConcurrentProduce(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	p, _, _ := fakedPartition(t, 1, NewConfig())
-	out := make(chan *Handout, 1)
-	p.Batches = out
-	f := p.Fetcher.(*fakeFetcher)
-	m, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, _, f, out := parkable(t, 1, 1, NewConfig())
 	const rounds = 2000
 	go func() {
 		for i := range rounds {
