@@ -169,21 +169,25 @@ func (c *claim) markLost(why string) {
 	})
 }
 
-// afterCreate, when set (tests), is called after each create of an owner
-// node, whatever its outcome, with the node's path.
-var afterCreate atomic.Pointer[func(path string)]
+// afterCreate and beforeRead, when set (tests), are called after each
+// create of an owner node, whatever its outcome, and before each read of
+// one, with the node's path.
+var afterCreate, beforeRead atomic.Pointer[func(path string)]
 
 // acquire creates the owner node, waiting on a watch of an existing node
 // of another owner until it is deleted, for as long as it takes; cancel
 // ends the wait. It reads before it writes, so that waiting for another
-// owner costs ZooKeeper no failed create: a claim is one create, its
-// release one delete. A node left by this instance id under an older
+// owner costs ZooKeeper no failed create, unless createFirst (the plan
+// that assigned the partition saw it unowned): then it creates at once
+// and reads the node back, two requests where reading first takes three;
+// a node that is there after all fails the create and is read as it
+// would have been. A claim is one create, its release one delete. A node left by this instance id under an older
 // session (a restart with a stable id) is deleted and taken at once.
 // waiting, when set, is told who holds the node when a wait for another
 // owner begins or the holder changes, and "" when the wait ends; waits
 // counts the waits.
 func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
-	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string)) (*claim, error) {
+	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string), createFirst bool) (*claim, error) {
 	a := &acquirer{s: s, path: zkdata.OwnerPath(group, tp.Topic, tp.Partition), tp: tp, owner: owner, health: health,
 		log: log, cancel: cancel, waits: waits, waiting: waiting, bo: retry.New(50*time.Millisecond, 2*time.Second)}
 	defer a.setWaiting("")
@@ -204,6 +208,16 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 				return nil, errClaimCanceled
 			}
 			continue
+		}
+		if createFirst {
+			createFirst = false
+			if !a.create() {
+				return nil, errClaimCanceled
+			}
+			continue // read it back
+		}
+		if f := beforeRead.Load(); f != nil {
+			(*f)(a.path)
 		}
 		data, stat, ch, err := s.GetWFull(a.path)
 		if err != nil {

@@ -2,6 +2,8 @@ package manager
 
 import (
 	"log/slog"
+	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,7 +131,7 @@ func claimOn(tb testing.TB, s *zkconn.Session, group string, p int32) *claim {
 	health := newGate()
 	health.set(true)
 	var waits atomic.Int64
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	}
 	afterCreate.Store(&hook)
 	defer afterCreate.Store(nil)
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, false)
 	afterCreate.Store(nil)
 	if err == nil {
 		if err := cl.release(); err != nil {
@@ -185,7 +187,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	cancel = make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil)
+		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, false)
 		done <- err
 	}()
 	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return waits.Load() == 1 })
@@ -201,6 +203,102 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	data, _, err := zc.Get(full)
 	if err != nil || zkdata.ParseOwner(data) != "other" {
 		t.Fatalf("owner node after the canceled wait: %q, %v; want the other's", data, err)
+	}
+}
+
+// TestClaimCreatesFirstWhenSeenUnowned: a claim whose plan saw the
+// partition unowned creates the owner node at once and reads it back (a
+// create and a read, where reading first takes a read more); one that
+// finds the node held after all (the plan's view was old) waits for the
+// holder as a claim that read first does, and takes the node once it is
+// gone.
+func TestClaimCreatesFirstWhenSeenUnowned(t *testing.T) {
+	c := testcluster.Shared(t)
+	zc := testcluster.ZooKeeper(t, c)
+	group := testcluster.Name(t, "g")
+	s := dialSession(t, c)
+	defer s.Close()
+	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
+		t.Fatal(err)
+	}
+	health := newGate()
+	health.set(true)
+	log := slog.New(slog.DiscardHandler)
+	var mu sync.Mutex
+	var ops []string
+	record := func(op string) func(string) {
+		return func(p string) {
+			if path.Dir(p) == zkdata.OwnerTopicPath(group, "t") { // this test's claims only
+				mu.Lock()
+				ops = append(ops, op)
+				mu.Unlock()
+			}
+		}
+	}
+	created, read := record("create"), record("read")
+	afterCreate.Store(&created)
+	beforeRead.Store(&read)
+	defer afterCreate.Store(nil)
+	defer beforeRead.Store(nil)
+	taken := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := ops
+		ops = nil
+		return out
+	}
+	claim := func(p int32, createFirst bool, cancel chan struct{}, waits *atomic.Int64) (*claim, error) {
+		return acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel, waits, nil, createFirst)
+	}
+	for _, tc := range []struct {
+		createFirst bool
+		want        string
+	}{{true, "create read"}, {false, "read create read"}} {
+		var waits atomic.Int64
+		p := int32(0)
+		if !tc.createFirst {
+			p = 1
+		}
+		cl, err := claim(p, tc.createFirst, nil, &waits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(taken(), " "); got != tc.want {
+			t.Errorf("createFirst %v: %q, want %q", tc.createFirst, got, tc.want)
+		}
+		if err := cl.release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Held after all: the create fails, the claim waits, then takes it.
+	full := c.Chroot() + zkdata.OwnerPath(group, "t", 2)
+	if _, err := zc.Create(full, zkdata.FormatOwner("other"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	var waits atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		cl, err := claim(2, true, make(chan struct{}), &waits)
+		if err == nil {
+			err = cl.release()
+		}
+		done <- err
+	}()
+	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return waits.Load() == 1 })
+	if err := zc.Delete(full, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("claim after the holder went: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the claim did not take the node once its holder went")
+	}
+	if got, want := strings.Join(taken(), " "), "create read read create read"; got != want {
+		t.Errorf("held after all: %q, want %q", got, want)
 	}
 }
 

@@ -291,7 +291,10 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 			return nil
 		}
 	}
-	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl))
+	c.mu.Lock()
+	unowned := sl.seenSet && sl.seen == "" // as the plan that assigned it saw it
+	c.mu.Unlock()
+	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), unowned)
 	if err != nil {
 		return nil
 	}
