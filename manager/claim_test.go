@@ -138,6 +138,24 @@ func claimOn(tb testing.TB, s *zkconn.Session, group string, p int32) *claim {
 	return cl
 }
 
+// claimFixture returns the shared cluster, a ZooKeeper connection to it,
+// a fresh group whose owners node of topic "t" exists, a session (closed
+// at the end of the test) and a healthy gate.
+func claimFixture(t *testing.T) (*testcluster.Cluster, *zk.Conn, string, *zkconn.Session, *gate) {
+	t.Helper()
+	c := testcluster.Shared(t)
+	zc := testcluster.ZooKeeper(t, c)
+	group := testcluster.Name(t, "g")
+	s := dialSession(t, c)
+	t.Cleanup(s.Close)
+	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
+		t.Fatal(err)
+	}
+	health := newGate()
+	health.set(true)
+	return c, zc, group, s, health
+}
+
 // TestClaimCanceledAfterCreate: a claim canceled (its partition revoked)
 // just after its create made the owner node does not leave the node
 // behind: it is read back and returned, and the caller releases it (the
@@ -146,16 +164,7 @@ func claimOn(tb testing.TB, s *zkconn.Session, group string, p int32) *claim {
 // claim canceled while it waits for another owner returns at once and
 // creates nothing.
 func TestClaimCanceledAfterCreate(t *testing.T) {
-	c := testcluster.Shared(t)
-	zc := testcluster.ZooKeeper(t, c)
-	group := testcluster.Name(t, "g")
-	s := dialSession(t, c)
-	defer s.Close()
-	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
-		t.Fatal(err)
-	}
-	health := newGate()
-	health.set(true)
+	c, zc, group, s, health := claimFixture(t)
 	var waits atomic.Int64
 	log := slog.New(slog.DiscardHandler)
 	full := c.Chroot() + zkdata.OwnerPath(group, "t", 0)
@@ -213,16 +222,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 // holder as a claim that read first does, and takes the node once it is
 // gone.
 func TestClaimCreatesFirstWhenSeenUnowned(t *testing.T) {
-	c := testcluster.Shared(t)
-	zc := testcluster.ZooKeeper(t, c)
-	group := testcluster.Name(t, "g")
-	s := dialSession(t, c)
-	defer s.Close()
-	if err := s.CreateParents(zkdata.OwnerTopicPath(group, "t")); err != nil {
-		t.Fatal(err)
-	}
-	health := newGate()
-	health.set(true)
+	c, zc, group, s, health := claimFixture(t)
 	log := slog.New(slog.DiscardHandler)
 	var mu sync.Mutex
 	var ops []string
