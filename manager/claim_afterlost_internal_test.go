@@ -25,14 +25,14 @@ func TestClaimAfterLost(t *testing.T) {
 	default:
 	}
 	cl.closeLost()
-	if f := recvWithin(t, ran); f != "1" {
+	if f := recvWithin(t, ran, "AfterLost function ran"); f != "1" {
 		t.Fatalf("%s ran, want 1", f)
 	}
 	if stop1() {
 		t.Error("stop after the loss: true, want false")
 	}
 	stop3 := cl.AfterLost(func() { ran <- "3" })
-	if f := recvWithin(t, ran); f != "3" {
+	if f := recvWithin(t, ran, "AfterLost function ran"); f != "3" {
 		t.Fatalf("%s ran, want 3 (registered after the loss)", f)
 	}
 	if stop3() {
@@ -48,13 +48,16 @@ func TestClaimAfterLost(t *testing.T) {
 	}
 }
 
-func recvWithin(t *testing.T, ch <-chan string) string {
+// recvWithin receives from ch, failing t when nothing comes in 10 s
+// (what names it).
+func recvWithin[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-ch:
 		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("nothing ran")
-		return ""
+		t.Fatal("no " + what)
+		var zero T
+		return zero
 	}
 }

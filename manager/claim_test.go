@@ -201,13 +201,8 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	}()
 	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return waits.Load() == 1 })
 	close(cancel)
-	select {
-	case err := <-done:
-		if err != errClaimCanceled {
-			t.Fatalf("canceled wait: %v; want errClaimCanceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a canceled wait did not return")
+	if err := recvWithin(t, done, "return of a canceled wait"); err != errClaimCanceled {
+		t.Fatalf("canceled wait: %v; want errClaimCanceled", err)
 	}
 	data, _, err := zc.Get(full)
 	if err != nil || zkdata.ParseOwner(data) != "other" {
@@ -289,13 +284,8 @@ func TestClaimCreatesFirstWhenSeenUnowned(t *testing.T) {
 	if err := zc.Delete(full, -1); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("claim after the holder went: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the claim did not take the node once its holder went")
+	if err := recvWithin(t, done, "claim once the holder went"); err != nil {
+		t.Fatalf("claim after the holder went: %v", err)
 	}
 	if got, want := strings.Join(taken(), " "), "create read read create read"; got != want {
 		t.Errorf("held after all: %q, want %q", got, want)

@@ -49,15 +49,7 @@ func TestManagerRunsOnTheCallersGoroutine(t *testing.T) {
 		t.Errorf("New started a goroutine: %v", err)
 	}
 	done := runOn(m)
-	for n := 0; n < 10; {
-		b := receive(t, out, "batch")
-		for _, msg := range b.Messages {
-			if r := msg.Ack(); r != AckOK {
-				t.Fatalf("ack %d: %v", msg.Offset, r)
-			}
-		}
-		n += b.Len()
-	}
+	ackAll(t, out, 10)
 	select {
 	case <-m.Done():
 		t.Fatal("Done closed while running")
