@@ -34,7 +34,8 @@ var ErrCommitterClosed = errors.New("partition: committer closed")
 // it backwards). Each entry's error goes to its Manager: counted in
 // Stats.CommitErrors, reported as an *Error with Op "commit". The same
 // visit releases the offset-tracking memory of partitions that were idle
-// for a whole interval.
+// for a whole interval. While every Manager is quiet the committer does
+// not wake at all; the first one stirred starts the intervals again.
 //
 // A Manager registers itself at New (Params.Committer) and leaves at
 // Stop. Create one Committer per consumer, with the store the Managers
@@ -64,6 +65,12 @@ type Committer struct {
 	managersPeak, activePeak shrink.Peak
 
 	flushes chan *flushRequest
+	// wake is signalled (buffered 1) when active gains its first entry:
+	// the loop's ticker stops while active is empty, so that a consumer
+	// whose partitions are all quiet costs no wakeup per interval.
+	wake chan struct{}
+	// sleeping: the loop's ticker is stopped (for tests).
+	sleeping atomic.Bool
 
 	batches, committed, failed atomic.Uint64
 }
@@ -94,7 +101,7 @@ func NewCommitter(store Store, cfg Config, logger *slog.Logger) (*Committer, err
 	}
 	c := &Committer{
 		store: store, cfg: cfg, log: logger, managers: map[*Manager]struct{}{}, active: map[*Manager]struct{}{},
-		flushes: make(chan *flushRequest),
+		flushes: make(chan *flushRequest), wake: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.t.Go(c.loop)
@@ -147,9 +154,8 @@ func (c *Committer) add(m *Manager) bool {
 		return false
 	}
 	c.managers[m] = struct{}{}
-	c.active[m] = struct{}{}
 	c.managersPeak.Note(len(c.managers))
-	c.activePeak.Note(len(c.active))
+	c.activateLocked(m)
 	return true
 }
 
@@ -168,10 +174,29 @@ func (c *Committer) remove(m *Manager) {
 func (c *Committer) activate(m *Manager) {
 	c.mu.Lock()
 	if _, ok := c.managers[m]; ok {
-		c.active[m] = struct{}{}
-		c.activePeak.Note(len(c.active))
+		c.activateLocked(m)
 	}
 	c.mu.Unlock()
+}
+
+// activateLocked adds m to active, waking the loop if it was empty. c.mu
+// held.
+func (c *Committer) activateLocked(m *Manager) {
+	if len(c.active) == 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default: // the loop has one to read already
+		}
+	}
+	c.active[m] = struct{}{}
+	c.activePeak.Note(len(c.active))
+}
+
+// idle reports whether no Manager is in the rounds.
+func (c *Committer) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.active) == 0
 }
 
 // deactivate leaves m out of the rounds until it is activated again.
@@ -182,7 +207,10 @@ func (c *Committer) deactivate(m *Manager) {
 	c.mu.Unlock()
 }
 
-// loop commits every interval until the committer is closed.
+// loop commits every interval until the committer is closed. After a
+// round that leaves no Manager in the rounds (all quiet) its ticker stops
+// until one is stirred (wake): the first round then comes an interval
+// after that.
 func (c *Committer) loop() error {
 	tick := time.NewTicker(c.cfg.CommitInterval)
 	defer tick.Stop()
@@ -193,6 +221,15 @@ func (c *Committer) loop() error {
 			return nil
 		case <-tick.C:
 			c.commit(&r, nil)
+			if c.idle() {
+				tick.Stop()
+				c.sleeping.Store(true)
+			}
+		case <-c.wake:
+			if c.sleeping.Load() {
+				tick.Reset(c.cfg.CommitInterval)
+				c.sleeping.Store(false)
+			}
 		case f := <-c.flushes:
 			f.done <- c.commit(&r, f)
 		}

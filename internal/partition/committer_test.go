@@ -474,6 +474,39 @@ func TestCommitterTicks(t *testing.T) {
 	waitFor(t, "both partitions committed", func() bool { return store.get(0) == 2 && store.get(1) == 2 })
 }
 
+// TestCommitterSleepsWhileQuiet: once every partition is quiet the
+// routine rounds stop, and a partition that delivers again starts them:
+// its acks are committed without a Commit call.
+func TestCommitterSleepsWhileQuiet(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	store := &memStore{committed: map[int32]int64{0: 0}}
+	cfg := NewConfig()
+	cfg.CommitInterval = 5 * time.Millisecond
+	c := committerFor(t, store, cfg)
+	out := make(chan *Message, 10)
+	feeds := feedsOf(1, 2)
+	m, err := start(handOffTo(t, out, Params{Topic: "t", Client: noResolver{}, Fetcher: feeds,
+		Store: store, Committer: c, Fence: newFence(), Config: cfg}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Stop(false) })
+	for range 2 {
+		recv(t, out).Ack()
+	}
+	waitFor(t, "the acks committed", func() bool { return store.get(0) == 2 })
+	waitFor(t, "the rounds stopped", c.sleeping.Load)
+	if !m.quiet.Load() {
+		t.Fatal("the rounds stopped while the manager is not quiet")
+	}
+	feeds.produce(0, 2, 2, 16)
+	for range 2 {
+		recv(t, out).Ack()
+	}
+	waitFor(t, "the new acks committed by a routine round", func() bool { return store.get(0) == 4 })
+	waitFor(t, "the rounds stopped again", c.sleeping.Load)
+}
+
 // waitFor awaits cond for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
