@@ -110,6 +110,7 @@ type KafkaStore struct {
 	link   *commitLink   // the batcher's connection for commits (kafka_fence.go)
 	t      tomb.Tomb     // the batcher (loop)
 	wake   chan struct{} // buffered 1: something was queued
+	takes  atomic.Uint64 // the batcher's scans of the queue (for tests)
 
 	mu        sync.Mutex
 	closed    bool

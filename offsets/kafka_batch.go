@@ -88,11 +88,19 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 		return ErrClosed
 	}
 	s.queue = append(s.queue, o)
+	heldBack := false
 	if o.single {
 		s.countLocked(1)
+		// Held by a hold still in force, o cannot go before the hold
+		// ends, which wakes the batcher: waking it now would only have it
+		// scan the queue again, once per call (a Close's thousands of
+		// final commits made that quadratic).
+		heldBack = s.hold != nil
 	}
 	s.mu.Unlock()
-	s.poke()
+	if !heldBack {
+		s.poke()
+	}
 	select {
 	case <-o.done:
 		return nil
@@ -144,6 +152,7 @@ func (s *KafkaStore) loop() error {
 // partitions (so that a partition's writes never overtake one another).
 // It marks the written partitions as sending and managed.
 func (s *KafkaStore) take() []*kop {
+	s.takes.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
