@@ -21,6 +21,12 @@ func (w *Watcher) loop() error {
 		}
 	}
 	for {
+		// The watches of the nodes the last refresh read without one; a
+		// node that changed meanwhile is read again, as a fired watch's.
+		if w.r.arm(stop) {
+			s.event(time.Now())
+			timer.Reset(time.Until(s.next()))
+		}
 		select {
 		case <-dying:
 			return nil

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -366,5 +367,52 @@ func TestForEachStops(t *testing.T) {
 	}
 	if got := forEach(0, 4, never, func(int) { t.Fatal("called") }); len(got) != 0 {
 		t.Fatal("forEach(0) ran something")
+	}
+}
+
+// TestRefreshManyReadsInOneBatchThenArms: more topics without a watch
+// than readWorkers are read in one batched read (the view needs no
+// more), and arm then sets each watch once; a node that changed between
+// the two reads is marked stale and read again, with its change.
+func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
+	f := newFakeStore()
+	const n = 3 * readWorkers
+	for i := range n {
+		f.addTopic(fmt.Sprintf("t%02d", i), 1)
+	}
+	r := newRefresher(f, quietLog())
+	v := mustRefresh(t, r, all, nil)
+	if len(v) != n {
+		t.Fatalf("view of %d topics, want %d", len(v), n)
+	}
+	if f.manyReads != 1 || f.arms != 1 {
+		t.Fatalf("first refresh: %d batched reads, %d watches armed; want 1 and 1 (the list's)", f.manyReads, f.arms)
+	}
+	f.setReplicas("t03", 0, 2, 3) // between the view's read and the watch's
+	if !r.arm(never) {
+		t.Fatal("arm: a node changed since the view's read, not reported stale")
+	}
+	if f.arms != 1+n {
+		t.Fatalf("%d watches armed, want %d", f.arms, 1+n)
+	}
+	for i := range n {
+		if k := (watchKey{topic: fmt.Sprintf("t%02d", i)}); f.pending(k) != 1 {
+			t.Fatalf("%v: %d watches pending, want 1", k, f.pending(k))
+		}
+	}
+	if r.arm(never) {
+		t.Fatal("a second arm with every watch set reported stale nodes")
+	}
+	if f.arms != 1+n {
+		t.Fatalf("a second arm armed again: %d watches", f.arms)
+	}
+	_, before := f.reads()
+	v = mustRefresh(t, r, all, v)
+	if got := v["t03"][0].Leader; got != 2 {
+		t.Fatalf("t03/0 led by %d after the refresh of the stale node, want 2", got)
+	}
+	if _, after := f.reads(); after["t03"]-before["t03"] != 1 || after["t00"] != before["t00"] {
+		t.Fatalf("refresh after arm read t03 %d and t00 %d times, want 1 and 0",
+			after["t03"]-before["t03"], after["t00"]-before["t00"])
 	}
 }
