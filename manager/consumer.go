@@ -152,12 +152,19 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 			c.conns.close(c.log)
 		}
 	}()
-	if err := c.dialZooKeeper(ctx, cfg, log, servers, chroot); err != nil {
+	// The steps' durations go in the joined line: a member's first
+	// rebalance starts only once it registered.
+	var steps joinSteps
+	if err := steps.time(&steps.zookeeper, func() error { return c.dialZooKeeper(ctx, cfg, log, servers, chroot) }); err != nil {
 		return nil, err
 	}
 	scfg := saramaConfig(cfg)
-	brokers, metaErr, err := c.openKafka(cfg, scfg)
-	if err != nil {
+	var brokers []string
+	var metaErr error
+	if err := steps.time(&steps.clients, func() (err error) {
+		brokers, metaErr, err = c.openKafka(cfg, scfg)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	if err := c.openStore(brokers, scfg, storeLog); err != nil {
@@ -166,13 +173,13 @@ func join(ctx context.Context, group string, sub *subscription.Subscription, zoo
 	if err := c.metadataFromKafka(brokers, metaErr); err != nil {
 		return nil, err
 	}
-	if err := c.readLeaders(brokers); err != nil {
+	if err := steps.time(&steps.leaders, func() error { return c.readLeaders(brokers) }); err != nil {
 		return nil, err
 	}
-	if err := c.registerMember(ctx, regData); err != nil {
+	if err := steps.time(&steps.register, func() error { return c.registerMember(ctx, regData) }); err != nil {
 		return nil, err
 	}
-	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy.Name())
+	log.Info("joined group", "subscription", sub.String(), "brokers", brokers, "strategy", cfg.Strategy.Name(), "took", steps)
 	ok = true
 	c.start(regData)
 	return c, nil
@@ -437,4 +444,26 @@ func (c *Consumer) Close() error {
 func (c *Consumer) Leave() error {
 	c.leaveForGood.Store(true)
 	return c.Close()
+}
+
+// joinSteps times Join's slow steps, for its log line.
+type joinSteps struct {
+	zookeeper time.Duration // the session
+	clients   time.Duration // the metadata view and the Kafka clients
+	leaders   time.Duration // the subscribed topics' leaders
+	register  time.Duration // the group's nodes and the member's
+}
+
+// time runs step and adds its duration to *d.
+func (s *joinSteps) time(d *time.Duration, step func() error) error {
+	start := time.Now()
+	err := step()
+	*d += time.Since(start)
+	return err
+}
+
+// LogValue groups the steps in the line.
+func (s joinSteps) LogValue() slog.Value {
+	return slog.GroupValue(slog.Duration("zookeeper", s.zookeeper), slog.Duration("clients", s.clients),
+		slog.Duration("leaders", s.leaders), slog.Duration("register", s.register))
 }

@@ -2,6 +2,8 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,4 +43,24 @@ func joinOne(t *testing.T, partitions int32, before func(c *testcluster.Cluster,
 		}
 	})
 	return cons, topic
+}
+
+// TestJoinStepsLogged: Join's step timer adds each step's duration and
+// returns its error; the log value groups the four steps by name.
+func TestJoinStepsLogged(t *testing.T) {
+	var s joinSteps
+	boom := errors.New("boom")
+	if err := s.time(&s.leaders, func() error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("time returned %v, want the step's error", err)
+	}
+	if s.leaders <= 0 || s.zookeeper != 0 {
+		t.Fatalf("steps %+v: want leaders > 0 and nothing else", s)
+	}
+	var got []string
+	for _, a := range s.LogValue().Group() {
+		got = append(got, a.Key)
+	}
+	if want := []string{"zookeeper", "clients", "leaders", "register"}; !slices.Equal(got, want) {
+		t.Fatalf("log value keys %v, want %v", got, want)
+	}
 }
