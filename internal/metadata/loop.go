@@ -22,8 +22,12 @@ func (w *Watcher) loop() error {
 	}
 	for {
 		// The watches of the nodes the last refresh read without one; a
-		// node that changed meanwhile is read again, as a fired watch's.
-		if w.r.arm(stop) {
+		// node that changed meanwhile is read again, as a fired watch's,
+		// and one that could not be read, as after a failed refresh.
+		if stale, err := w.r.arm(stop); err != nil {
+			s.done(time.Now(), err)
+			timer.Reset(time.Until(s.next()))
+		} else if stale {
 			s.event(time.Now())
 			timer.Reset(time.Until(s.next()))
 		}

@@ -259,10 +259,11 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 // whose data is not what the view was built from (it changed between the
 // two reads, it is gone, or the read failed) is marked stale: stale
 // reports whether any was, and the next refresh reads it again. A node
-// whose watch could not be set stays unarmed for the next arm.
-func (r *refresher) arm(stop func() bool) (stale bool) {
+// whose watch could not be set stays unarmed; err joins the reads that
+// failed (the caller retries after a backoff, as after a failed refresh).
+func (r *refresher) arm(stop func() bool) (stale bool, err error) {
 	if len(r.unarmed) == 0 {
-		return false
+		return false, nil
 	}
 	topics := slices.Sorted(maps.Keys(r.unarmed))
 	type armRead struct {
@@ -275,6 +276,7 @@ func (r *refresher) arm(stop func() bool) (stale bool) {
 		rd := &reads[i]
 		_, rd.version, rd.armed, rd.err = r.st.partitions(topics[i], true)
 	})
+	var errs []error
 	for i, t := range topics {
 		if !ran[i] {
 			continue
@@ -284,15 +286,18 @@ func (r *refresher) arm(stop func() bool) (stale bool) {
 			r.armed[t] = true
 			delete(r.unarmed, t)
 		}
-		if errors.Is(rd.err, errNoNode) {
+		switch {
+		case errors.Is(rd.err, errNoNode):
 			delete(r.unarmed, t) // the list's watch fires too
+		case rd.err != nil && !isMalformed(rd.err):
+			errs = append(errs, &ReadError{Path: topicPath(t), Err: rd.err})
 		}
 		if rd.err != nil || rd.version != r.versions[t] {
 			r.stale[t] = true
 			stale = true
 		}
 	}
-	return stale
+	return stale, errors.Join(errs...)
 }
 
 // noteMalformed records a malformed node and logs it unless the same error

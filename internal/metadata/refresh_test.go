@@ -389,8 +389,8 @@ func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
 		t.Fatalf("first refresh: %d batched reads, %d watches armed; want 1 and 1 (the list's)", f.manyReads, f.arms)
 	}
 	f.setReplicas("t03", 0, 2, 3) // between the view's read and the watch's
-	if !r.arm(never) {
-		t.Fatal("arm: a node changed since the view's read, not reported stale")
+	if stale, err := r.arm(never); !stale || err != nil {
+		t.Fatalf("arm after a node changed since the view's read: stale %v, error %v; want true, nil", stale, err)
 	}
 	if f.arms != 1+n {
 		t.Fatalf("%d watches armed, want %d", f.arms, 1+n)
@@ -400,8 +400,8 @@ func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
 			t.Fatalf("%v: %d watches pending, want 1", k, f.pending(k))
 		}
 	}
-	if r.arm(never) {
-		t.Fatal("a second arm with every watch set reported stale nodes")
+	if stale, err := r.arm(never); stale || err != nil {
+		t.Fatalf("a second arm with every watch set: stale %v, error %v; want false, nil", stale, err)
 	}
 	if f.arms != 1+n {
 		t.Fatalf("a second arm armed again: %d watches", f.arms)
@@ -414,5 +414,37 @@ func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
 	if _, after := f.reads(); after["t03"]-before["t03"] != 1 || after["t00"] != before["t00"] {
 		t.Fatalf("refresh after arm read t03 %d and t00 %d times, want 1 and 0",
 			after["t03"]-before["t03"], after["t00"]-before["t00"])
+	}
+}
+
+// TestRefreshArmFailure: a watch that cannot be set is an error of arm
+// (its caller backs off), and the node stays to arm and is read again.
+func TestRefreshArmFailure(t *testing.T) {
+	f := newFakeStore()
+	const n = 2 * readWorkers
+	for i := range n {
+		f.addTopic(fmt.Sprintf("t%02d", i), 1)
+	}
+	r := newRefresher(f, quietLog())
+	v := mustRefresh(t, r, all, nil)
+	boom := errors.New("boom")
+	f.mu.Lock()
+	f.partErr["t01"] = boom
+	f.mu.Unlock()
+	stale, err := r.arm(never)
+	var re *ReadError
+	if !errors.Is(err, boom) || !errors.As(err, &re) || re.Path != topicPath("t01") || !stale {
+		t.Fatalf("arm with t01 failing: stale %v, error %v; want true and a *ReadError for %s", stale, err, topicPath("t01"))
+	}
+	if !r.unarmed["t01"] || !r.stale["t01"] || len(r.unarmed) != 1 {
+		t.Fatalf("after the failure: unarmed %v, t01 stale %v; want only t01, stale", r.unarmed, r.stale["t01"])
+	}
+	f.mu.Lock()
+	delete(f.partErr, "t01")
+	f.mu.Unlock()
+	mustRefresh(t, r, all, v) // t01 alone: read with its watch
+	if len(r.unarmed) != 0 || !r.armed["t01"] || f.pending(watchKey{topic: "t01"}) != 1 {
+		t.Fatalf("after the refresh: unarmed %v, t01 armed %v with %d watches; want none, true, 1",
+			r.unarmed, r.armed["t01"], f.pending(watchKey{topic: "t01"}))
 	}
 }
