@@ -98,3 +98,54 @@ func TestEnsureGroupNodes(t *testing.T) {
 		t.Errorf("/consumers under a new chroot: %v, created apart from the group's nodes", err)
 	}
 }
+
+// TestMarkerDeleteOnlyWhenThere: without a restart grace, writeMarker
+// deletes a marker left by an earlier run, and writes nothing when there
+// is none (a delete of a missing node is a transaction of its own, queued
+// behind every write of the ensemble). Measured by the zxids of two
+// writes around it: consecutive when nothing else wrote in between,
+// which other tests on the shared cluster may do, so a few tries.
+func TestMarkerDeleteOnlyWhenThere(t *testing.T) {
+	c := testcluster.Shared(t)
+	s := dialSession(t, c)
+	defer s.Close()
+	group := testcluster.Name(t, "g")
+	if err := ensureGroupNodes(s, group); err != nil {
+		t.Fatal(err)
+	}
+	p := zkdata.StaticMemberPath(group, "m")
+	if err := writeMarker(s, group, "m", []byte("x"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMarker(s, group, "m", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := s.Exists(p); err != nil || ok {
+		t.Fatalf("marker %s after writeMarker without grace: exists %v, %v", p, ok, err)
+	}
+	scratch := zkdata.ConsumersPath(group) + "/scratch"
+	zxid := func() int64 {
+		t.Helper()
+		st, err := s.Set(scratch, nil, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mzxid
+	}
+	if _, err := s.Create(scratch, nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	gaps := map[int64]int{}
+	for range 20 {
+		before := zxid()
+		if err := writeMarker(s, group, "m", nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		gap := zxid() - before
+		if gap == 1 {
+			return
+		}
+		gaps[gap]++
+	}
+	t.Fatalf("writeMarker without a marker to delete: zxid gaps %v over 20 tries, never 1 (it writes)", gaps)
+}

@@ -52,6 +52,12 @@ func hasAway(members []member) bool {
 func writeMarker(s *zkconn.Session, group, id string, data []byte, grace time.Duration) error {
 	p := zkdata.StaticMemberPath(group, id)
 	if grace <= 0 {
+		// A read first: a delete of a missing node is still a write, which
+		// waits behind every write the ensemble has queued (a group's
+		// claims while it rebalances), and there is seldom a marker.
+		if ok, _, err := s.Exists(p); err == nil && !ok {
+			return nil
+		}
 		if err := s.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("manager: deleting the restart marker %s: %w", p, err)
 		}
