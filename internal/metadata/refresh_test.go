@@ -370,18 +370,25 @@ func TestForEachStops(t *testing.T) {
 	}
 }
 
+// refreshedMany returns a fake store of n topics t00.. (one partition
+// each), a refresher over it and the refresher's first view.
+func refreshedMany(t *testing.T, n int) (*fakeStore, *refresher, map[string][]Partition) {
+	t.Helper()
+	f := newFakeStore()
+	for i := range n {
+		f.addTopic(fmt.Sprintf("t%02d", i), 1)
+	}
+	r := newRefresher(f, quietLog())
+	return f, r, mustRefresh(t, r, all, nil)
+}
+
 // TestRefreshManyReadsInOneBatchThenArms: more topics without a watch
 // than readWorkers are read in one batched read (the view needs no
 // more), and arm then sets each watch once; a node that changed between
 // the two reads is marked stale and read again, with its change.
 func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
-	f := newFakeStore()
 	const n = 3 * readWorkers
-	for i := range n {
-		f.addTopic(fmt.Sprintf("t%02d", i), 1)
-	}
-	r := newRefresher(f, quietLog())
-	v := mustRefresh(t, r, all, nil)
+	f, r, v := refreshedMany(t, n)
 	if len(v) != n {
 		t.Fatalf("view of %d topics, want %d", len(v), n)
 	}
@@ -420,13 +427,7 @@ func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
 // TestRefreshArmFailure: a watch that cannot be set is an error of arm
 // (its caller backs off), and the node stays to arm and is read again.
 func TestRefreshArmFailure(t *testing.T) {
-	f := newFakeStore()
-	const n = 2 * readWorkers
-	for i := range n {
-		f.addTopic(fmt.Sprintf("t%02d", i), 1)
-	}
-	r := newRefresher(f, quietLog())
-	v := mustRefresh(t, r, all, nil)
+	f, r, v := refreshedMany(t, 2*readWorkers)
 	boom := errors.New("boom")
 	f.mu.Lock()
 	f.partErr["t01"] = boom
