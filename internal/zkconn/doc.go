@@ -74,7 +74,8 @@
 //
 // sideConn, replyGuard, gatedConn and cappedConn speak ZooKeeper's wire
 // protocol under go-zookeeper and rely on the internals of
-// TestedGoZooKeeper (v1.0.4): its xid numbering, one Write per request,
+// TestedGoZooKeeper (v1.0.4): its xid numbering and ping frame, one
+// Write per request,
 // when it re-sends watches, how it answers a failed write. Dial reads
 // which go-zookeeper the program was built with (runtime/debug build
 // information). On another version, or a replaced module, the session
@@ -92,6 +93,10 @@
 //   - Nothing holds a reconnected session's replies until its watches
 //     are re-sent: v1.0.4's data race on the last zxid (see gatedConn) is
 //     the version's own, fixed or not.
+//   - go-zookeeper's own pings (every third of the timeout) do not renew
+//     the lease: the monitor sends one of its own, an Exists through
+//     go-zookeeper, whenever nothing was answered for a sixth of the
+//     timeout, beside them (see pingLog for how they count otherwise).
 //   - go-zookeeper's own deadlines apply (v1.0.4 waits 10 times its
 //     receive timeout for a connect reply: see cappedConn), a failed
 //     write is go-zookeeper's to answer, and Close waits for the close

@@ -294,6 +294,9 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	hadSession := &atomic.Bool{}
 	replies := &replyRefusals{limit: cfg.recvBuffer(), field: cmp.Or(cfg.MaxReplyField, "MaxReply"), chroot: cfg.Chroot, log: log}
 	lines := &connLine{}
+	answered := &atomic.Int64{}
+	now := func() int64 { return int64(time.Since(base)) }
+	credit := func(sent int64) { advance(answered, sent) }
 	rec := newDialRecorder(func(network, address string, timeout time.Duration) (net.Conn, error) {
 		if lines.closing.Load() {
 			return nil, ErrClosed
@@ -307,7 +310,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 			lines.latest.Store(&conn)
 			return conn, nil
 		}
-		sc := newSideConn(&cappedConn{Conn: conn, limit: limit}, replies.limit)
+		sc := newSideConn(&cappedConn{Conn: conn, limit: limit}, replies.limit, newPingLog(now, credit))
 		g := newGatedConn(newReplyGuard(sc, replies.limit, replies.note), conn, hadSession.Load())
 		var line net.Conn = g
 		lines.latest.Store(&line)
@@ -315,7 +318,6 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		return g, nil
 	})
 	hooks := &nodeHooks{}
-	answered := &atomic.Int64{}
 	// go-zookeeper calls back from its connection loop, before it can
 	// dial again: the dial time read here is this connection's.
 	callback := func(ev zk.Event) {
@@ -487,74 +489,6 @@ func (s *Session) leaseEndAt(end int64) time.Time {
 	e := &leaseEnd{end: end, until: s.base.Add(time.Duration(end))}
 	s.leaseEnd.Store(e)
 	return e.until
-}
-
-// monitor follows go-zookeeper's session events and the time since the
-// last reply, and keeps Status current, every timeout/12. It pings
-// ZooKeeper so that a silent connection is noticed even when nothing else
-// is sent: at a tick when no request sent in the last tick and a half was
-// answered, so every timeout/6 while idle (the lease then still has half
-// the timeout left when the next ping goes) and never while other
-// requests are answered.
-func (s *Session) monitor(first chan struct{}) error {
-	ping := make(chan struct{}, 1)
-	s.t.Go(func() error { return s.pinger(ping) })
-	period := s.timeout() / 12
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	firstDone := false
-	for {
-		select {
-		case <-s.t.Dying():
-			return nil
-		case ev, ok := <-s.events:
-			if !ok {
-				return nil
-			}
-			if ev.Type != zk.EventSession {
-				continue
-			}
-			s.onState(ev.State)
-			if ev.State == zk.StateHasSession && !firstDone {
-				firstDone = true
-				close(first)
-			}
-		case <-tick.C:
-			if time.Duration(s.now()-s.lastAnswered.Load()) >= period*3/2 {
-				select {
-				case ping <- struct{}{}:
-				default:
-				}
-			}
-			s.refresh()
-			if p := s.timeout() / 12; p != period { // negotiated shorter
-				period = p
-				tick.Reset(p)
-			}
-		}
-	}
-}
-
-// pinger sends a cheap request whenever asked, recording replies.
-func (s *Session) pinger(ping <-chan struct{}) error {
-	for {
-		select {
-		case <-s.t.Dying():
-			return nil
-		case <-ping:
-			s.mu.Lock()
-			ok := s.usableOpen
-			s.mu.Unlock()
-			if !ok {
-				continue // nothing to learn, and nothing to queue during a reconnect
-			}
-			sent := s.now()
-			if _, _, err := s.conn.Exists("/"); err == nil {
-				s.answeredAt(sent)
-				s.refresh()
-			}
-		}
-	}
 }
 
 func (s *Session) onState(st zk.State) {

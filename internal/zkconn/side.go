@@ -42,9 +42,14 @@ const sideXidTop = -1 << 16
 // A side request is written only once the connect reply has passed: the
 // session exists on this connection. When the connection fails or
 // closes, every side request still waiting gets errSideClosed.
+//
+// Pings, go-zookeeper's and the Session's own (ping), are noted in pings
+// as they are written and credited as their replies are read: see
+// pingLog.
 type sideConn struct {
 	net.Conn
 	limit int // the largest side reply read; a longer one is skipped and fails its request
+	pings *pingLog
 
 	wmu sync.Mutex
 	wdl time.Time // go-zookeeper's write deadline, restored after a side request
@@ -75,14 +80,17 @@ func nextSideXid() int32 {
 	return sideXidTop - int32(sideXids.Add(1)&0x3fff_ffff)
 }
 
-func newSideConn(c net.Conn, limit int) *sideConn {
-	return &sideConn{Conn: c, limit: limit, pending: map[int32]chan sideReply{}}
+func newSideConn(c net.Conn, limit int, pings *pingLog) *sideConn {
+	return &sideConn{Conn: c, limit: limit, pings: pings, pending: map[int32]chan sideReply{}}
 }
 
-// Write writes p, one go-zookeeper request, whole.
+// Write writes p, one go-zookeeper request, whole; a ping is noted first.
 func (c *sideConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if isPing(p) {
+		c.pings.written()
+	}
 	return c.Conn.Write(p)
 }
 
@@ -132,6 +140,33 @@ func (c *sideConn) send(xid int32, req []byte, deadline time.Time) (<-chan sideR
 		return nil, err
 	}
 	return ch, nil
+}
+
+// ping writes a ping within the deadline, noted in the pingLog, unless
+// the connection cannot take one yet (no session on it) or any more. A
+// failed write closes the connection, as send's does.
+func (c *sideConn) ping(deadline time.Time) {
+	if !c.connected.Load() {
+		return
+	}
+	c.mu.Lock()
+	dead := c.dead
+	c.mu.Unlock()
+	if dead != nil {
+		return
+	}
+	c.wmu.Lock()
+	err := c.Conn.SetWriteDeadline(deadline)
+	if err == nil {
+		c.pings.written()
+		_, err = c.Conn.Write(pingFrame)
+	}
+	_ = c.Conn.SetWriteDeadline(c.wdl)
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("%w: %w", errSideClosed, err))
+		c.Conn.Close()
+	}
 }
 
 // forget drops the waiter of xid (its caller gave up); the reply, if it
@@ -199,6 +234,9 @@ func (c *sideConn) read(p []byte) (int, error) {
 		size := int(binary.BigEndian.Uint32(c.head[:4]))
 		xid := int32(binary.BigEndian.Uint32(c.head[4:8]))
 		if xid > sideXidTop || size < 4 {
+			if xid == pingXid {
+				c.pings.replied()
+			}
 			c.out, c.left = c.head[:8], max(size-4, 0)
 			continue
 		}

@@ -1,0 +1,229 @@
+package zkconn
+
+import (
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ZooKeeper's ping: a request header alone, xid -2 and opcode 11; the
+// server answers it with a reply header of xid -2.
+const (
+	pingXid = -2
+	opPing  = 11
+	// pingFrameLen is a ping's frame as go-zookeeper v1.0.4 writes it:
+	// the 4-byte length (8), the xid and the opcode.
+	pingFrameLen = 12
+	// maxUnansweredPings bounds pingLog: go-zookeeper pings every third
+	// of the timeout and drops a connection that read nothing for 2/3 of
+	// it, so a handful are ever outstanding. Past the bound the
+	// connection's pings are no longer credited.
+	maxUnansweredPings = 64
+)
+
+// pingFrame is a ping's whole frame.
+var pingFrame = func() []byte {
+	b := binary.BigEndian.AppendUint32(nil, pingFrameLen-4)
+	xid := int32(pingXid)
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	return binary.BigEndian.AppendUint32(b, opPing)
+}()
+
+// isPing reports whether p, one whole request frame, is a ping.
+func isPing(p []byte) bool {
+	return len(p) == pingFrameLen && int32(binary.BigEndian.Uint32(p[4:8])) == pingXid &&
+		binary.BigEndian.Uint32(p[8:12]) == opPing
+}
+
+// pingLog credits the pings written on one connection to the lease:
+// go-zookeeper v1.0.4 pings every third of the session timeout whatever
+// else it sends, and the Session's monitor pings in between, both as
+// plain pings. ZooKeeper answers a session's requests in order and every
+// ping with xid -2, so the n-th ping reply read on a connection answers
+// the n-th ping written on it: the reply renews the lease from that
+// ping's send time, as an answer to any other request does. Writes note
+// the send time before the ping goes out, under the connection's write
+// lock (so in wire order); the reader credits. Safe for concurrent use;
+// a nil *pingLog notes and credits nothing.
+type pingLog struct {
+	now      func() int64     // the Session's clock (Session.now)
+	answered func(sent int64) // Session.answeredAt
+
+	mu   sync.Mutex
+	sent []int64 // send times of the pings not answered yet, oldest first
+	lost bool    // more than maxUnansweredPings: no more credit on this connection
+	last int64   // send time of the latest ping written; 0: none
+}
+
+func newPingLog(now func() int64, answered func(int64)) *pingLog {
+	return &pingLog{now: now, answered: answered}
+}
+
+// written notes that a ping is about to be written. The caller holds the
+// connection's write lock until the write is done.
+func (l *pingLog) written() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = l.now()
+	if l.lost {
+		return
+	}
+	if len(l.sent) == maxUnansweredPings {
+		l.lost, l.sent = true, nil
+		return
+	}
+	l.sent = append(l.sent, l.last)
+}
+
+// lastWritten is the send time of the latest ping written (answered or
+// not), 0 when none was.
+func (l *pingLog) lastWritten() int64 {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// replied credits a ping reply to the oldest ping unanswered. A reply
+// with no ping noted (one written before the log began, or after it was
+// lost) renews nothing.
+func (l *pingLog) replied() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	if l.lost || len(l.sent) == 0 {
+		l.mu.Unlock()
+		return
+	}
+	sent := l.sent[0]
+	l.sent = l.sent[1:]
+	if len(l.sent) == 0 {
+		l.sent = l.sent[:0:0] // the queue's array is not kept growing
+	}
+	l.mu.Unlock()
+	l.answered(sent)
+}
+
+// monitor follows go-zookeeper's session events and keeps Status
+// current. It pings ZooKeeper whenever no request sent in the last sixth
+// of the session timeout was answered and no ping was written in it, so
+// that a silent connection is noticed even when nothing else is sent and
+// the lease still has half the timeout left when the next ping goes.
+// The pings go-zookeeper sends itself (every third of the timeout) count
+// (see pingLog): an idle session sends one ping every sixth of the
+// timeout in all, half of them go-zookeeper's. Rather than tick, it
+// sleeps until the next instant that matters: a ping due, the lease's
+// end (Status turns unhealthy), or, while suspended, a twelfth of the
+// timeout.
+func (s *Session) monitor(first chan struct{}) error {
+	var asks chan struct{} // plain mode: the pinger's
+	if s.plain {
+		asks = make(chan struct{}, 1)
+		s.t.Go(func() error { return s.pinger(asks) })
+	}
+	wake := time.NewTimer(s.timeout() / 6)
+	defer wake.Stop()
+	firstDone := false
+	for {
+		select {
+		case <-s.t.Dying():
+			return nil
+		case ev, ok := <-s.events:
+			if !ok {
+				return nil
+			}
+			if ev.Type != zk.EventSession {
+				continue
+			}
+			s.onState(ev.State)
+			if ev.State == zk.StateHasSession && !firstDone {
+				firstDone = true
+				close(first)
+			}
+		case <-wake.C:
+		}
+		timeout := s.timeout()
+		if s.sincePinged() >= timeout/6 {
+			s.ping(asks, timeout)
+		}
+		s.refresh()
+		wake.Reset(s.nextCheck(timeout))
+	}
+}
+
+// sincePinged is the time since the later of the send of the latest
+// request ZooKeeper answered and the latest ping written (whose answer
+// is counted on: a ping just written, by go-zookeeper or the monitor,
+// makes another pointless).
+func (s *Session) sincePinged() time.Duration {
+	ref := s.lastAnswered.Load()
+	if sc := s.lines.side.Load(); sc != nil {
+		ref = max(ref, sc.pings.lastWritten())
+	}
+	return time.Duration(s.now() - ref)
+}
+
+// nextCheck is how long the monitor sleeps: until a ping is due (see
+// sincePinged), or until the lease ends if that is sooner. A ping due
+// that could not go (the session is not connected; its return wakes the
+// monitor), or a lease ended, is looked at again after a twelfth of the
+// timeout.
+func (s *Session) nextCheck(timeout time.Duration) time.Duration {
+	due := timeout/6 - s.sincePinged()
+	if due <= 0 {
+		due = timeout / 12
+	}
+	if lease := timeout*2/3 - time.Duration(s.now()-s.lastAnswered.Load()); lease > 0 {
+		return min(due, lease)
+	}
+	return due
+}
+
+// ping sends a ping if the session is connected: on the connection
+// itself, its answer credited by the connection's pingLog, or in plain
+// mode through the pinger. A ping still unanswered when the next is due
+// does not hold it back: go-zookeeper fails a stalled connection.
+func (s *Session) ping(asks chan<- struct{}, timeout time.Duration) {
+	s.mu.Lock()
+	ok := s.usableOpen
+	s.mu.Unlock()
+	if !ok {
+		return // nothing to learn, and nothing to queue during a reconnect
+	}
+	if asks != nil {
+		select {
+		case asks <- struct{}{}:
+		default: // the pinger's last ping is still out
+		}
+		return
+	}
+	if sc := s.lines.side.Load(); sc != nil {
+		sc.ping(time.Now().Add(timeout / 3))
+	}
+}
+
+// pinger sends a cheap request whenever asked, recording replies: the
+// monitor's pings in plain mode, where go-zookeeper writes the
+// connection itself.
+func (s *Session) pinger(asks <-chan struct{}) error {
+	for {
+		select {
+		case <-s.t.Dying():
+			return nil
+		case <-asks:
+			sent := s.now()
+			if _, _, err := s.conn.Exists("/"); err == nil {
+				s.answeredAt(sent)
+				s.refresh()
+			}
+		}
+	}
+}
