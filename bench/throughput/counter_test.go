@@ -1,6 +1,9 @@
 package throughput
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,13 +26,18 @@ type counter struct {
 	cpuFrom, cpuTo    atomic.Int64
 	tEnd, cpuEnd      atomic.Int64
 	done              chan struct{}
+	// The timeline (-timeline): when each tenth of the messages had come,
+	// and when each partition's first message came (unix ns; 0: none).
+	deciles    [10]atomic.Int64
+	partFirsts []atomic.Int64
 }
 
 func newCounter(partitions int, want int64) *counter {
 	return &counter{
 		want: want, next: make([]atomic.Int64, partitions),
 		from: want / 10, to: want * 9 / 10,
-		done: make(chan struct{}),
+		done:       make(chan struct{}),
+		partFirsts: make([]atomic.Int64, partitions),
 	}
 }
 
@@ -44,6 +52,12 @@ func (c *counter) add(p int32, off int64) bool {
 		return false
 	}
 	n := c.total.Add(1)
+	if off == 0 {
+		c.partFirsts[p].Store(time.Now().UnixNano())
+	}
+	if n%(c.want/10) == 0 && n/(c.want/10) <= 10 {
+		c.deciles[n/(c.want/10)-1].Store(time.Now().UnixNano())
+	}
 	switch n {
 	case 1:
 		c.first.Store(time.Now().UnixNano())
@@ -82,4 +96,27 @@ func (c *counter) figures() figures {
 		cpuSteady: float64(c.cpuTo.Load()-c.cpuFrom.Load()) / w,
 		firstMs:   float64(c.first.Load()-c.t0.UnixNano()) / 1e6,
 	}
+}
+
+// timeline describes when the messages came, from the start (ms): each
+// tenth of them, and the quantiles of the partitions' first messages.
+func (c *counter) timeline() string {
+	ms := func(ns int64) float64 { return float64(ns-c.t0.UnixNano()) / 1e6 }
+	var b strings.Builder
+	b.WriteString("tenths at ms:")
+	for i := range c.deciles {
+		fmt.Fprintf(&b, " %.0f", ms(c.deciles[i].Load()))
+	}
+	firsts := make([]float64, 0, len(c.partFirsts))
+	for i := range c.partFirsts {
+		if v := c.partFirsts[i].Load(); v != 0 {
+			firsts = append(firsts, ms(v))
+		}
+	}
+	slices.Sort(firsts)
+	if len(firsts) > 0 {
+		q := func(f float64) float64 { return firsts[min(len(firsts)-1, int(f*float64(len(firsts))))] }
+		fmt.Fprintf(&b, "; partitions' first message at ms: p10 %.0f, p50 %.0f, p90 %.0f, last %.0f", q(0.1), q(0.5), q(0.9), firsts[len(firsts)-1])
+	}
+	return b.String()
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -91,6 +93,14 @@ func drainErrors(errs <-chan error) (first func() error) {
 // waits for read to return (it must end when the consumer's channels
 // close).
 func runZkgroup(env *passEnv, c *counter, cfg *manager.Config, read func(cons *manager.Consumer)) error {
+	if *flagZkLog != "" {
+		f, err := os.OpenFile(*flagZkLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	c.start()
 	cons, err := manager.Join(context.Background(), env.group, env.sub, env.c.ZooKeeperConnect(), cfg)
 	if err != nil {

@@ -22,6 +22,8 @@ var (
 	flagTopic      = flag.String("topic", "", "topic to read (empty: bench-throughput-<partitions>x<messages>); reused when it holds exactly -messages messages")
 	flagWarmup     = flag.Bool("warmup", true, "read the topic once, untimed, before the rounds")
 	flagProfile    = flag.String("profile", "", "folder: write a CPU profile of each timed pass there (<side>-r<round>.pprof)")
+	flagTimeline   = flag.Bool("timeline", false, "print each pass's timeline: when each tenth of the messages came, and the quantiles of the partitions' first messages")
+	flagZkLog      = flag.String("zklog", "", "file: zkgroup's sides log there, at debug level (appended)")
 	flagBase       = flag.String("base", "sarama", "side the summary's ratios are to (one ratio per round, then the median)")
 )
 
@@ -91,6 +93,9 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 		if c.total.Load() != c.want || c.bad.Load() != 0 {
 			return figures{}, fmt.Errorf("%d messages in order, %d out of order or repeated; want %d, 0", c.total.Load(), c.bad.Load(), c.want)
+		}
+		if *flagTimeline {
+			benchkit.Say("   %s: %s", sd.name, c.timeline())
 		}
 		return c.figures(), nil
 	}
