@@ -60,7 +60,8 @@ type Consumer struct {
 	// sessionChanged is signalled (buffered 1) by watchHealth after the
 	// session's state changed, for the loop.
 	sessionChanged chan struct{}
-	loopAt         atomic.Int64 // unix nanos of the loop's last turn
+	loopBusy       atomic.Int64  // unix nanos since the loop has been at its current work; 0 while it waits for work
+	loopTurns      atomic.Uint64 // the loop's turns (tests count them)
 
 	// mu guards the parts marked "under mu": the view, the rebalance
 	// log, the slots, the callbacks, eachRest.

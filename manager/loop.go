@@ -69,43 +69,78 @@ func (c *Consumer) loop(regData []byte) error {
 	defer l.debounce.Stop()
 	c.prefetch() // during the settle
 	defer c.dropPrefetched()
-	check := time.NewTicker(time.Second)
+	check := time.NewTimer(checkEvery)
 	defer check.Stop()
+	checking := true // check is armed
 	unowned := time.NewTimer(jittered(c.cfg.UnownedCheck))
 	defer unowned.Stop()
 	for {
-		c.loopAt.Store(time.Now().UnixNano())
-		select {
-		case <-c.t.Dying():
+		c.loopBusy.Store(0) // waiting: responsive (Stats.LoopAt)
+		kind, run := l.wait(check.C, unowned.C)
+		c.loopBusy.Store(time.Now().UnixNano())
+		c.loopTurns.Add(1)
+		switch kind {
+		case workDying:
 			return c.shutdown()
-		case <-l.idsWatch:
-			l.idsWatch = nil
-			l.trigger(CauseMembership)
-		case <-l.staticWatch:
-			l.staticWatch = nil
-			l.trigger(CauseMembership)
-		case <-l.grace.C:
-			l.armGrace(c.expireAway(time.Now()))
-		case <-c.meta.Changes():
-			l.onMetadata()
-		case <-c.kafka.changed:
-			l.followKafka()
-		case <-c.sessionChanged:
-			l.onSessionChanged()
-		case ev := <-c.events:
-			l.onSlotEvent(ev)
-		case <-c.claimWaiting:
-			l.onClaimWaiting()
-		case <-check.C:
+		case workCheck:
+			checking = false
 			l.onCheck()
-		case <-unowned.C:
+		case workUnowned:
 			l.checkUnowned()
 			unowned.Reset(jittered(c.cfg.UnownedCheck))
-		case <-l.retryAt:
-			l.onRetry()
-		case <-l.debounce.C:
-			l.onDebounce()
+		default:
+			run()
 		}
+		if !checking && c.checkNeeded() {
+			check.Reset(checkEvery)
+			checking = true
+		}
+	}
+}
+
+// checkEvery is the period of the loop's check (onCheck) while it has
+// something to look at (checkNeeded).
+const checkEvery = time.Second
+
+// The kinds of work wait returns.
+const (
+	workRun     = iota // run the function wait returned
+	workDying          // the consumer is closing
+	workCheck          // the check timer fired
+	workUnowned        // the unowned-check timer fired
+)
+
+// wait blocks until the loop has work and returns its kind and, for
+// workRun, the function that does it.
+func (l *loopState) wait(check, unowned <-chan time.Time) (int, func()) {
+	c := l.c
+	select {
+	case <-c.t.Dying():
+		return workDying, nil
+	case <-l.idsWatch:
+		return workRun, func() { l.idsWatch = nil; l.trigger(CauseMembership) }
+	case <-l.staticWatch:
+		return workRun, func() { l.staticWatch = nil; l.trigger(CauseMembership) }
+	case <-l.grace.C:
+		return workRun, func() { l.armGrace(c.expireAway(time.Now())) }
+	case <-c.meta.Changes():
+		return workRun, l.onMetadata
+	case <-c.kafka.changed:
+		return workRun, l.followKafka
+	case <-c.sessionChanged:
+		return workRun, l.onSessionChanged
+	case ev := <-c.events:
+		return workRun, func() { l.onSlotEvent(ev) }
+	case <-c.claimWaiting:
+		return workRun, l.onClaimWaiting
+	case <-check:
+		return workCheck, nil
+	case <-unowned:
+		return workUnowned, nil
+	case <-l.retryAt:
+		return workRun, l.onRetry
+	case <-l.debounce.C:
+		return workRun, l.onDebounce
 	}
 }
 
@@ -166,8 +201,9 @@ func (l *loopState) onClaimWaiting() {
 	}
 }
 
-// onCheck is the loop's check once a second: Kafka's reachability, the
-// partitions squatted, the claims waiting.
+// onCheck is the loop's check, once a second while checkNeeded: Kafka's
+// reachability (which its watch signals too), the partitions squatted,
+// the claims waiting.
 func (l *loopState) onCheck() {
 	c := l.c
 	l.followKafka()
@@ -177,6 +213,21 @@ func (l *loopState) onCheck() {
 	if c.claimWaitTooLong() {
 		l.trigger(CauseClaimWait)
 	}
+}
+
+// checkNeeded reports whether onCheck has something to look at: a claim
+// waiting on a holder, squatted partitions or non-member holders still
+// noted (a check clears them once no claim waits), or the member not in
+// the group for Kafka. Otherwise the check sleeps, so that an idle member's
+// loop does not wake every second; whatever makes it needed also wakes the
+// loop (a claim waiting signals claimWaiting, Kafka's watch changed).
+func (c *Consumer) checkNeeded() bool {
+	if c.waitingClaims.Load() > 0 || c.kafka.getPhase() != phaseIn {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.squatted > 0 || len(c.nonMembers) > 0
 }
 
 // onSessionChanged registers the member again under a new session.

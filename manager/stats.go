@@ -31,9 +31,11 @@ type Stats struct {
 	// Rebalances counts the assignments computed (most move nothing for
 	// this member; History keeps those that did).
 	Rebalances uint64
-	// LoopAt is when the consumer's manager loop last went round (it does
-	// at least once a second while it is not blocked): a heartbeat for
-	// watchdogs.
+	// LoopAt is the latest instant the consumer's manager loop is known
+	// to have been responsive: the time of the Stats call while the loop
+	// waits for work, else when it took up the work it is doing. It falls
+	// behind only while the loop is stuck at one piece of work: a
+	// heartbeat for watchdogs that costs an idle member no wakeup.
 	LoopAt time.Time
 	// RebalancesByCause counts the assignments computed, per cause (one
 	// computation may count under several causes when changes overlapped;
@@ -123,7 +125,10 @@ func (c *Consumer) Stats() Stats {
 	s.StrategyMismatches, s.Strategy = c.strategyMismatchesLocked(), c.strategyInForce
 	s.StrategyConflicts = c.strategyConflictsLocked()
 	s.IncompatibleMembers = slices.Clone(c.oldConflicts)
-	s.LoopAt = time.Unix(0, c.loopAt.Load())
+	s.LoopAt = time.Now()
+	if busy := c.loopBusy.Load(); busy != 0 {
+		s.LoopAt = time.Unix(0, busy)
+	}
 	s.MalformedTopics = c.malformedTopics.Load()
 	tot := c.past
 	for _, sl := range c.slots {

@@ -1,0 +1,50 @@
+package manager
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+)
+
+// TestIdleLoopSleeps: once a member owns its partitions and no claim
+// waits, its manager loop no longer wakes every second (its check sleeps
+// while there is nothing to look at), and Stats.LoopAt still says it is
+// responsive: the time of the Stats call while the loop waits, and, while
+// it works, when it took the work up.
+func TestIdleLoopSleeps(t *testing.T) {
+	cons, _ := joinOne(t, 2, nil)
+	testcluster.Await(t, 30*time.Second, 10*time.Millisecond, "the member ready with both partitions", func() bool {
+		st := cons.Stats()
+		return st.Ready && len(st.Assigned) == 2 && cons.waitingClaims.Load() == 0
+	})
+	time.Sleep(checkEvery + checkEvery/2) // the check armed at the start finds nothing to look at
+	before := cons.loopTurns.Load()
+	const window = 4 * checkEvery
+	time.Sleep(window)
+	turns := cons.loopTurns.Load() - before
+	t.Logf("%d turns of the loop over %v idle", turns, window)
+	if turns > 1 { // the unowned check may fall in the window
+		t.Errorf("the idle loop turned %d times in %v; want at most 1 (no check every %v)", turns, window, checkEvery)
+	}
+
+	from := time.Now()
+	at := cons.Stats().LoopAt
+	if at.Before(from) || at.After(time.Now()) {
+		t.Errorf("LoopAt of a waiting loop is %v before the call; want the call's time", from.Sub(at))
+	}
+	// As if at one piece of work for a minute (tried again should the
+	// loop wake meanwhile and note its own).
+	took := time.Unix(0, time.Now().Add(-time.Minute).UnixNano())
+	var busyAt time.Time
+	for range 5 {
+		cons.loopBusy.Store(took.UnixNano())
+		if busyAt = cons.Stats().LoopAt; busyAt.Equal(took) {
+			break
+		}
+	}
+	cons.loopBusy.CompareAndSwap(took.UnixNano(), 0)
+	if !busyAt.Equal(took) {
+		t.Errorf("LoopAt of a busy loop is %v; want when it took its work up, %v", busyAt, took)
+	}
+}
