@@ -224,6 +224,9 @@ func produceSized(t testing.TB, c *testcluster.Cluster, topic string, partitions
 	cfg.Producer.Flush.MaxMessages = batch
 	cfg.Producer.Flush.Frequency = 20 * time.Millisecond
 	cfg.Producer.MaxMessageBytes = 8 << 20
+	// A broker a test before this one restarted may still be taking its
+	// partitions back: retry for 6 s rather than sarama's 2.5.
+	cfg.Producer.Retry.Max, cfg.Producer.Retry.Backoff = 30, 200*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	client, err := c.TopicClient(ctx, cfg, topic, slices.Max(partitions)+1)
@@ -252,6 +255,10 @@ func produceSized(t testing.TB, c *testcluster.Cluster, topic string, partitions
 		}
 	}
 	if err := p.Close(); err != nil {
+		var perrs sarama.ProducerErrors
+		if errors.As(err, &perrs) && len(perrs) > 0 {
+			t.Fatalf("%v: the first: partition %d: %v", err, perrs[0].Msg.Partition, perrs[0].Err)
+		}
 		t.Fatal(err)
 	}
 	select {
