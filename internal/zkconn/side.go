@@ -113,8 +113,7 @@ func (c *sideConn) SetDeadline(t time.Time) error {
 
 // send writes req, a whole request frame whose xid is xid (from
 // nextSideXid), within the deadline, and returns where its reply will
-// come. A failed write closes the connection (part of a request may have
-// gone out; go-zookeeper reconnects).
+// come (see writeOwn for a failed write).
 func (c *sideConn) send(xid int32, req []byte, deadline time.Time) (<-chan sideReply, error) {
 	if !c.connected.Load() {
 		return nil, errSideClosed
@@ -127,24 +126,38 @@ func (c *sideConn) send(xid int32, req []byte, deadline time.Time) (<-chan sideR
 	}
 	c.pending[xid] = ch
 	c.mu.Unlock()
+	if err := c.writeOwn(req, deadline, nil); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// writeOwn writes frame, a whole request of the Session's own, within
+// the deadline, and restores go-zookeeper's write deadline after it;
+// noted, when not nil, runs just before the write, under the write lock
+// (in wire order). A failed write closes the connection: part of a
+// request may have gone out, and go-zookeeper reconnects.
+func (c *sideConn) writeOwn(frame []byte, deadline time.Time, noted func()) error {
 	c.wmu.Lock()
 	err := c.Conn.SetWriteDeadline(deadline)
 	if err == nil {
-		_, err = c.Conn.Write(req)
+		if noted != nil {
+			noted()
+		}
+		_, err = c.Conn.Write(frame)
 	}
 	_ = c.Conn.SetWriteDeadline(c.wdl)
 	c.wmu.Unlock()
 	if err != nil {
 		c.fail(fmt.Errorf("%w: %w", errSideClosed, err))
 		c.Conn.Close()
-		return nil, err
 	}
-	return ch, nil
+	return err
 }
 
 // ping writes a ping within the deadline, noted in the pingLog, unless
-// the connection cannot take one yet (no session on it) or any more. A
-// failed write closes the connection, as send's does.
+// the connection cannot take one yet (no session on it) or any more (see
+// writeOwn for a failed write).
 func (c *sideConn) ping(deadline time.Time) {
 	if !c.connected.Load() {
 		return
@@ -155,18 +168,7 @@ func (c *sideConn) ping(deadline time.Time) {
 	if dead != nil {
 		return
 	}
-	c.wmu.Lock()
-	err := c.Conn.SetWriteDeadline(deadline)
-	if err == nil {
-		c.pings.written()
-		_, err = c.Conn.Write(pingFrame)
-	}
-	_ = c.Conn.SetWriteDeadline(c.wdl)
-	c.wmu.Unlock()
-	if err != nil {
-		c.fail(fmt.Errorf("%w: %w", errSideClosed, err))
-		c.Conn.Close()
-	}
+	_ = c.writeOwn(pingFrame, deadline, c.pings.written) // a failure is the connection's: go-zookeeper reconnects
 }
 
 // forget drops the waiter of xid (its caller gave up); the reply, if it
