@@ -117,6 +117,19 @@ func TestPlainModeSelected(t *testing.T) {
 			t.Errorf("the warning %q does not say %q", w[0], want)
 		}
 	}
+
+	// Idle, both keep their lease: through the shims by pings on the
+	// connection (credited by its pingLog), in plain mode by the
+	// pinger's Exists.
+	for name, s := range map[string]*Session{"shim": shim, "plain": plain} {
+		before := s.lastAnswered.Load()
+		testcluster.Await(t, s.timeout()/2, 10*time.Millisecond, name+" mode: the lease renewed while idle", func() bool {
+			return s.lastAnswered.Load() > before
+		})
+	}
+	if shim.lines.side.Load().pings.lastWritten() == 0 {
+		t.Error("shim mode: no ping written on the connection")
+	}
 }
 
 // outcome names a read's result for comparison: the data and stat, or the
