@@ -3,6 +3,7 @@ package zkconn
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net"
 	"slices"
 	"sync"
@@ -111,4 +112,46 @@ func TestPingLogBounded(t *testing.T) {
 	var nilLog *pingLog
 	nilLog.written()
 	nilLog.replied()
+}
+
+// TestSideConnQuietAfterClose: once go-zookeeper wrote the session's
+// close request (the connection is then half-closed), neither a ping nor
+// a side request of the Session's own is written after it.
+func TestSideConnQuietAfterClose(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	sc := newSideConn(client, 1<<20, newPingLog(func() int64 { return 1 }, func(int64) {}))
+	defer sc.Close()
+	go server.Write(append(binary.BigEndian.AppendUint32(nil, 4), 0, 0, 0, 0))
+	if _, err := readFrame(sc, 8); err != nil { // the connect reply
+		t.Fatal(err)
+	}
+	written := make(chan []byte, 8)
+	go func() {
+		defer close(written)
+		for {
+			f, err := readFrame(server, 1<<16)
+			if err != nil {
+				return
+			}
+			written <- f
+		}
+	}()
+	closeReq := packet(7, opCloseSession, 0)
+	if _, err := sc.Write(closeReq); err != nil {
+		t.Fatal(err)
+	}
+	sc.ping(time.Now().Add(time.Second))
+	x := nextSideXid()
+	if _, err := sc.send(x, packet(x, opMultiRead, 4), time.Now().Add(time.Second)); !errors.Is(err, errSideClosed) {
+		t.Errorf("a side request after the close request: %v; want errSideClosed", err)
+	}
+	client.Close()
+	var frames [][]byte
+	for f := range written {
+		frames = append(frames, f)
+	}
+	if len(frames) != 1 || !bytes.Equal(frames[0], closeReq[4:]) {
+		t.Fatalf("frames on the wire %x; want the close request alone", frames)
+	}
 }

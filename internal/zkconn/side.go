@@ -51,8 +51,9 @@ type sideConn struct {
 	limit int // the largest side reply read; a longer one is skipped and fails its request
 	pings *pingLog
 
-	wmu sync.Mutex
-	wdl time.Time // go-zookeeper's write deadline, restored after a side request
+	wmu       sync.Mutex
+	wdl       time.Time // go-zookeeper's write deadline, restored after a side request
+	closeSent bool      // go-zookeeper wrote the session's close request: nothing of ours follows it
 
 	connected atomic.Bool // the connect reply (no xid) has been passed on
 
@@ -91,6 +92,9 @@ func (c *sideConn) Write(p []byte) (int, error) {
 	if isPing(p) {
 		c.pings.written()
 	}
+	if len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opCloseSession {
+		c.closeSent = true
+	}
 	return c.Conn.Write(p)
 }
 
@@ -127,6 +131,7 @@ func (c *sideConn) send(xid int32, req []byte, deadline time.Time) (<-chan sideR
 	c.pending[xid] = ch
 	c.mu.Unlock()
 	if err := c.writeOwn(req, deadline, nil); err != nil {
+		c.forget(xid)
 		return nil, err
 	}
 	return ch, nil
@@ -136,9 +141,16 @@ func (c *sideConn) send(xid int32, req []byte, deadline time.Time) (<-chan sideR
 // the deadline, and restores go-zookeeper's write deadline after it;
 // noted, when not nil, runs just before the write, under the write lock
 // (in wire order). A failed write closes the connection: part of a
-// request may have gone out, and go-zookeeper reconnects.
+// request may have gone out, and go-zookeeper reconnects. Once
+// go-zookeeper wrote the session's close request (after which the
+// connection is half-closed, see gatedConn) nothing is written:
+// errSideClosed.
 func (c *sideConn) writeOwn(frame []byte, deadline time.Time, noted func()) error {
 	c.wmu.Lock()
+	if c.closeSent {
+		c.wmu.Unlock()
+		return errSideClosed
+	}
 	err := c.Conn.SetWriteDeadline(deadline)
 	if err == nil {
 		if noted != nil {
