@@ -691,8 +691,9 @@ func (s kafkaBoundStore) Release(ctx context.Context, topic string, partition in
 // in the group while Kafka answers; leaving (partitions stopping) once it
 // does not; out (deregistered) once they stopped; in again once it
 // answers. The loop calls it when the verdict changed, after slot events
-// and every second (which retries a failed deregistration or
-// registration). trigger starts the rebalance of a member back in.
+// and, while the member is not in the group, every second (which retries
+// a failed deregistration or registration: checkNeeded). trigger starts
+// the rebalance of a member back in.
 func (l *loopState) followKafka() {
 	c := l.c
 	unreachable := c.kafka.unreachable()

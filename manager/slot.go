@@ -40,8 +40,8 @@ type slotTable struct {
 	claimWaits atomic.Int64
 	restarts   atomic.Uint64
 	// waitingClaims: the slots whose waitingSince is set. While it is 0,
-	// the loop's checks of waiting claims (once a second) skip their pass
-	// over every slot.
+	// the loop's checks of waiting claims skip their pass over every slot
+	// (and the check sleeps: checkNeeded).
 	waitingClaims atomic.Int64
 }
 

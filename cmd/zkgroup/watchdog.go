@@ -8,9 +8,9 @@ import (
 	"github.com/zkgroup/zkgroup/manager"
 )
 
-// managerStale: a manager loop that has not gone round for this long is
-// wedged (it turns at least once a second; a rebalance's ZooKeeper reads
-// are bounded by the session timeout).
+// managerStale: a manager loop at one piece of work for this long is
+// wedged (Stats.LoopAt stays current while the loop waits for work; a
+// rebalance's ZooKeeper reads are bounded by the session timeout).
 const managerStale = 2 * time.Minute
 
 // Loop names in the daemon's Liveness.
@@ -23,7 +23,8 @@ const (
 // at the watchdog's pace, if faster) and pings the systemd watchdog while
 // every loop of the daemon is alive, until ctx ends. Stats does no I/O: it
 // returns unless the consumer's state is locked up; the manager's beat is
-// given only while its loop went round within managerStale (Stats.LoopAt).
+// given only while its loop is not stuck at one piece of work for
+// managerStale (Stats.LoopAt).
 func (d *daemon) watch(ctx context.Context, cons *manager.Consumer) {
 	every, ping := time.Second, time.Duration(0)
 	if iv, ok, err := notify.WatchdogInterval(); err != nil {
