@@ -11,6 +11,31 @@ import (
 	"time"
 )
 
+// connectedSideConn is a sideConn on client, with log, past the connect
+// reply (which server sends); the frames written on it come on written,
+// closed once the connection is. The test's end closes it.
+func connectedSideConn(t *testing.T, client, server net.Conn, log *pingLog) (*sideConn, <-chan []byte) {
+	t.Helper()
+	sc := newSideConn(client, 1<<20, log)
+	t.Cleanup(func() { sc.Close() })
+	go server.Write(append(binary.BigEndian.AppendUint32(nil, 4), 0, 0, 0, 0))
+	if _, err := readFrame(sc, 8); err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan []byte, 8)
+	go func() {
+		defer close(written)
+		for {
+			f, err := readFrame(server, 1<<16)
+			if err != nil {
+				return
+			}
+			written <- f
+		}
+	}()
+	return sc, written
+}
+
 // TestSideConnCreditsPings: a ping reply renews the lease from the send
 // time of the oldest ping unanswered on the connection, go-zookeeper's
 // (written through Write) and the Session's own (ping) alike, in the
@@ -29,24 +54,7 @@ func TestSideConnCreditsPings(t *testing.T) {
 		credited = append(credited, sent)
 		mu.Unlock()
 	})
-	sc := newSideConn(client, 1<<20, log)
-	defer sc.Close()
-	go server.Write(append(binary.BigEndian.AppendUint32(nil, 4), 0, 0, 0, 0))
-	if _, err := readFrame(sc, 8); err != nil { // the connect reply
-		t.Fatal(err)
-	}
-
-	written := make(chan []byte, 8)
-	go func() {
-		for {
-			f, err := readFrame(server, 1<<16)
-			if err != nil {
-				close(written)
-				return
-			}
-			written <- f
-		}
-	}()
+	sc, written := connectedSideConn(t, client, server, log)
 	// go-zookeeper's ping (noted at 101), a read, the Session's ping (102).
 	if _, err := sc.Write(pingFrame); err != nil {
 		t.Fatal(err)
@@ -120,23 +128,7 @@ func TestPingLogBounded(t *testing.T) {
 func TestSideConnQuietAfterClose(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	sc := newSideConn(client, 1<<20, newPingLog(func() int64 { return 1 }, func(int64) {}))
-	defer sc.Close()
-	go server.Write(append(binary.BigEndian.AppendUint32(nil, 4), 0, 0, 0, 0))
-	if _, err := readFrame(sc, 8); err != nil { // the connect reply
-		t.Fatal(err)
-	}
-	written := make(chan []byte, 8)
-	go func() {
-		defer close(written)
-		for {
-			f, err := readFrame(server, 1<<16)
-			if err != nil {
-				return
-			}
-			written <- f
-		}
-	}()
+	sc, written := connectedSideConn(t, client, server, newPingLog(func() int64 { return 1 }, func(int64) {}))
 	closeReq := packet(7, opCloseSession, 0)
 	if _, err := sc.Write(closeReq); err != nil {
 		t.Fatal(err)
