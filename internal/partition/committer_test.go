@@ -454,20 +454,7 @@ func TestCommitterClosed(t *testing.T) {
 // TestCommitterTicks: on its own, the committer commits every interval.
 func TestCommitterTicks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	store := &memStore{committed: map[int32]int64{0: 0, 1: 0}}
-	cfg := NewConfig()
-	cfg.CommitInterval = 10 * time.Millisecond
-	c := committerFor(t, store, cfg)
-	out := make(chan *Message, 10)
-	feeds := feedsOf(2, 2)
-	for p := range int32(2) {
-		m, err := start(handOffTo(t, out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
-			Store: store, Committer: c, Fence: newFence(), Config: cfg}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.Stop(false) })
-	}
+	store, _, out, _, _ := committerRig(t, 2, 10*time.Millisecond)
 	for range 4 {
 		recv(t, out).Ack()
 	}
@@ -479,18 +466,8 @@ func TestCommitterTicks(t *testing.T) {
 // its acks are committed without a Commit call.
 func TestCommitterSleepsWhileQuiet(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	store := &memStore{committed: map[int32]int64{0: 0}}
-	cfg := NewConfig()
-	cfg.CommitInterval = 5 * time.Millisecond
-	c := committerFor(t, store, cfg)
-	out := make(chan *Message, 10)
-	feeds := feedsOf(1, 2)
-	m, err := start(handOffTo(t, out, Params{Topic: "t", Client: noResolver{}, Fetcher: feeds,
-		Store: store, Committer: c, Fence: newFence(), Config: cfg}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Stop(false) })
+	store, c, out, feeds, ms := committerRig(t, 1, 5*time.Millisecond)
+	m := ms[0]
 	for range 2 {
 		recv(t, out).Ack()
 	}
@@ -505,6 +482,34 @@ func TestCommitterSleepsWhileQuiet(t *testing.T) {
 	}
 	waitFor(t, "the new acks committed by a routine round", func() bool { return store.get(0) == 4 })
 	waitFor(t, "the rounds stopped again", c.sleeping.Load)
+}
+
+// committerRig starts a manager for each of partitions 0..n-1 of topic
+// t, each fed 2 messages, on one Committer of the given interval over a
+// memStore with offset 0 committed; they hand out on out and stop at the
+// test's end.
+func committerRig(t *testing.T, n int32, interval time.Duration) (*memStore, *Committer, chan *Message, *fakeFetcher, []*Manager) {
+	t.Helper()
+	store := &memStore{committed: map[int32]int64{}}
+	for p := range n {
+		store.committed[p] = 0
+	}
+	cfg := NewConfig()
+	cfg.CommitInterval = interval
+	c := committerFor(t, store, cfg)
+	out := make(chan *Message, 10)
+	feeds := feedsOf(int(n), 2)
+	var ms []*Manager
+	for p := range n {
+		m, err := start(handOffTo(t, out, Params{Topic: "t", Partition: p, Client: noResolver{}, Fetcher: feeds,
+			Store: store, Committer: c, Fence: newFence(), Config: cfg}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Stop(false) })
+		ms = append(ms, m)
+	}
+	return store, c, out, feeds, ms
 }
 
 // waitFor awaits cond for up to 10 s.
