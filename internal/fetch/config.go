@@ -127,6 +127,14 @@ type Config struct {
 	// (ConfigFromSarama takes sarama's Metadata.RefreshFrequency when
 	// set), and how long a replica whose broker failed is not used.
 	ReplicaRecheck time.Duration
+	// SaramaDecodes leaves the decoding of record batches to sarama's
+	// decoder, as the fetcher did before it read them itself: for
+	// comparisons. Off by default: each broker loop's connection takes
+	// the records out of a fetch response before sarama reads it, and the
+	// fetcher reads the batches straight from the response's bytes, each
+	// record only when it is handed over (legacy message sets, magic 0
+	// and 1, are still sarama's).
+	SaramaDecodes bool
 }
 
 // NewConfig returns Kafka's consumer defaults: MinBytes 1, MaxWait

@@ -1,8 +1,21 @@
 // Package fetch fetches Kafka partitions on sarama's protocol layer, in
 // place of sarama's Consumer: one fetch loop per broker for every added
 // partition that broker leads, and each partition's records handed to its
-// consumer a whole response share at a time, straight from sarama's
-// decoded record batches.
+// consumer a whole response share at a time, straight from the
+// response's bytes.
+//
+// Reading the records: sarama's Broker does the connection (TLS, SASL,
+// the handshake), sends the requests and decodes each response's
+// partitions (errors, offsets, epochs, aborted transactions), but not
+// their record batches: the loop's connection (tap) takes each
+// partition's records out of a fetch response before sarama reads it, and
+// the fetcher reads the batches itself (Batch: the header and CRC when a
+// batch is reached, each record when it is handed over, through a Cursor;
+// no Record value per record, no second pass). A batch that does not
+// check out (CRC, lengths, count, decompression) is reported (ErrFetch)
+// and fetched again after RetryBackoff, never skipped. Legacy message
+// sets (magic 0 and 1) are left to sarama's decoder, as is everything
+// with Config.SaramaDecodes.
 //
 // Use:
 //
@@ -90,8 +103,8 @@
 // burst of changes (a rebalance) cuts once. Choose MaxWait with the rest
 // in mind.
 //
-// Memory: a record's Key and Value are slices of sarama's decoded
-// response (no copy, as with sarama's Consumer), so a buffered or kept
+// Memory: a record's Key and Value are slices of the response's buffer
+// (no copy, as with sarama's Consumer), so a buffered or kept
 // Records of an uncompressed batch keeps its whole response buffer (up to
 // MaxResponseSize) alive, however few of its records it holds.
 //
@@ -127,8 +140,8 @@
 // broker returns records up to the last stable offset and the records of
 // aborted transactions (per the response's aborted transactions list:
 // producer id and first offset, up to the abort marker) are dropped.
-// Compressed batches (gzip, snappy, lz4, zstd) are decompressed by
-// sarama's decoder.
+// Compressed batches (gzip, snappy, lz4, zstd) are decompressed with the
+// libraries sarama uses, within sarama.MaxDecompressedBatchSize.
 //
 // Needs Kafka 0.11 or later (Fetch v4).
 package fetch

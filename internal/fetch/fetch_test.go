@@ -18,9 +18,27 @@ import (
 // message exactly once, in order, with its key, value, headers and
 // timestamp; starting in the middle of a compressed batch yields nothing
 // before the start offset.
+//
+// Both ways of reading record batches: the fetcher's own (by default) and
+// sarama's decoder (Config.SaramaDecodes), each on topics of its own.
 func TestCodecs(t *testing.T) {
+	for _, sar := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sarama=%v", sar), func(t *testing.T) {
+			cfg := fetch.NewConfig()
+			cfg.SaramaDecodes = sar
+			testCodecs(t, cfg)
+		})
+	}
+}
+
+func testCodecs(t *testing.T, fcfg fetch.Config) {
 	c, client := sharedClient(t)
-	f := newFetcher(t, client, fetch.NewConfig())
+	f := newFetcher(t, client, fcfg)
+	defer func() {
+		if own := f.Stats().OwnShares; (own > 0) == fcfg.SaramaDecodes {
+			t.Errorf("SaramaDecodes %v: %d shares read by the fetcher itself", fcfg.SaramaDecodes, own)
+		}
+	}()
 	const P, batches, per = 2, 3, 40
 	for _, codec := range []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP,
 		sarama.CompressionSnappy, sarama.CompressionLZ4, sarama.CompressionZSTD} {

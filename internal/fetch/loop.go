@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,7 @@ type brokerLoop struct {
 	parts  []*Partition
 	conn   *sarama.Broker
 	raw    net.Conn // conn's socket, closed to cut a fetch short at Close
+	tap    *tap     // conn's, when the fetcher reads record batches itself
 	closed bool
 	// long: a request with the idle wait is in flight on raw; cut: urge
 	// closed raw to end it (see urge).
@@ -207,9 +209,11 @@ func (l *brokerLoop) run() error {
 			continue // urged since build: build again, with MaxWait
 		}
 		var resp *sarama.FetchResponse
+		var raws []rawRecords
 		if err == nil {
 			l.count()
 			resp, err = conn.Fetch(req)
+			raws = l.taken()
 		}
 		cut := l.idle && l.disarm()
 		switch {
@@ -217,7 +221,7 @@ func (l *brokerLoop) run() error {
 			l.recut() // not a failure of the broker
 		case err != nil:
 			l.fail(err)
-		case l.handle(resp) && !cut:
+		case l.handle(resp, raws) && !cut:
 			l.quiet++
 		default:
 			l.quiet = 0
@@ -388,7 +392,7 @@ func (l *brokerLoop) count() {
 // to those of the session; a partition the response leaves out has
 // nothing new). It reports whether the response was quiet: nothing
 // fetched, no error, no partition left behind, not throttled.
-func (l *brokerLoop) handle(resp *sarama.FetchResponse) (quiet bool) {
+func (l *brokerLoop) handle(resp *sarama.FetchResponse, raws []rawRecords) (quiet bool) {
 	if resp.ThrottleTime > 0 {
 		l.throttleUntil = time.Now().Add(resp.ThrottleTime)
 	}
@@ -407,6 +411,7 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) (quiet bool) {
 	// A throttled response may come back empty: it says nothing of the
 	// partitions' logs.
 	throttled := resp.ThrottleTime > 0
+	rawOf := rawIndex(raws)
 	for i := range l.inReq {
 		rp := &l.inReq[i]
 		p := rp.p
@@ -453,10 +458,23 @@ func (l *brokerLoop) handle(resp *sarama.FetchResponse) (quiet bool) {
 			l.truncated(rp, d)
 			continue
 		}
-		if r := block.PreferredReadReplica; r >= 0 && r != l.id && len(block.RecordsSet) == 0 && l.prefer(p, r) {
+		raw := rawOf(p.topic, p.partition)
+		if r := block.PreferredReadReplica; r >= 0 && r != l.id && len(block.RecordsSet) == 0 && raw == nil && l.prefer(p, r) {
 			continue
 		}
-		out := parseBlock(p.topic, p.partition, block, rp.offset, committed)
+		if raw != nil {
+			l.f.stats.ownShares.Add(1)
+		}
+		out, err := parseBlock(p.topic, p.partition, block, raw, rp.offset, committed)
+		if err != nil {
+			// A batch that cannot be read: reported, and fetched again
+			// after a pause (never skipped).
+			p.setReport(fmt.Errorf("%w: broker %d: %w", ErrFetch, l.id, err))
+			l.f.log.Error("record batch cannot be read; fetching it again", "broker", l.id, "error", err)
+			l.release(p)
+			l.f.reroute(true, true, p)
+			continue
+		}
 		bound := block.HighWaterMarkOffset
 		if committed {
 			bound = block.LastStableOffset
@@ -671,19 +689,33 @@ func (l *brokerLoop) connect() (*sarama.Broker, error) {
 		inner = &net.Dialer{Timeout: cfg.Net.DialTimeout, KeepAlive: cfg.Net.KeepAlive, LocalAddr: cfg.Net.LocalAddr}
 	}
 	cfg.Net.Proxy.Enable = true
+	wire := !l.f.cfg.SaramaDecodes
+	var tlsCfg *tls.Config
+	if wire && cfg.Net.TLS.Enable {
+		// TLS below the tap, which must see plain bytes.
+		tlsCfg = serverNameTLS(l.addr, cfg.Net.TLS.Config)
+		cfg.Net.TLS.Enable = false
+	}
 	cfg.Net.Proxy.Dialer = dialFunc(func(network, addr string) (net.Conn, error) {
 		c, err := inner.Dial(network, addr)
-		if err == nil {
-			l.mu.Lock()
-			if l.closed {
-				l.mu.Unlock()
-				_ = c.Close()
-				return nil, ErrClosed
-			}
-			l.raw = c
-			l.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
-		return c, err
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.closed {
+			_ = c.Close()
+			return nil, ErrClosed
+		}
+		l.raw = c
+		if !wire {
+			return c, nil
+		}
+		if tlsCfg != nil {
+			c = tls.Client(c, tlsCfg)
+		}
+		l.tap = newTap(c, cfg.Net.ReadTimeout)
+		return l.tap, nil
 	})
 	b := sarama.NewBroker(l.addr)
 	if err := b.Open(&cfg); err != nil {
@@ -691,6 +723,58 @@ func (l *brokerLoop) connect() (*sarama.Broker, error) {
 	}
 	l.conn = b
 	return b, nil
+}
+
+// taken returns the records the connection's tap took out of the last
+// fetch response (nil without a tap).
+func (l *brokerLoop) taken() []rawRecords {
+	l.mu.Lock()
+	t := l.tap
+	l.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	return t.take()
+}
+
+// rawIndex returns a lookup of raws by partition.
+func rawIndex(raws []rawRecords) func(topic string, partition int32) []byte {
+	switch {
+	case len(raws) == 0:
+		return func(string, int32) []byte { return nil }
+	case len(raws) <= 8:
+		return func(topic string, partition int32) []byte {
+			for i := range raws {
+				if raws[i].partition == partition && raws[i].topic == topic {
+					return raws[i].raw
+				}
+			}
+			return nil
+		}
+	}
+	m := make(map[topicPartition][]byte, len(raws))
+	for _, r := range raws {
+		m[topicPartition{r.topic, r.partition}] = r.raw
+	}
+	return func(topic string, partition int32) []byte { return m[topicPartition{topic, partition}] }
+}
+
+// serverNameTLS is sarama's TLS client config for a broker at addr: the
+// configured one (TLS 1.2 at least when none) with the broker's host as
+// the server name when it names none.
+func serverNameTLS(addr string, c *tls.Config) *tls.Config {
+	if c == nil {
+		c = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if c.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		c = c.Clone()
+		c.ServerName = host
+	}
+	return c
 }
 
 // dialFunc is a dialer (sarama's Net.Proxy.Dialer) that keeps the socket,
@@ -705,7 +789,7 @@ func (d dialFunc) Dial(network, addr string) (net.Conn, error) { return d(networ
 func (l *brokerLoop) dropConn() {
 	l.mu.Lock()
 	conn := l.conn
-	l.conn, l.raw = nil, nil
+	l.conn, l.raw, l.tap = nil, nil, nil
 	l.mu.Unlock()
 	if conn != nil {
 		_ = conn.Close()

@@ -65,7 +65,7 @@ func TestParseTransactions(t *testing.T) {
 		committed bool
 		want      []int64
 	}{{true, []int64{3, 4, 6, 7}}, {false, []int64{0, 1, 2, 3, 4, 6, 7}}} {
-		out := parseBlock("t", 0, block, 0, tc.committed)
+		out := parseBoth(t, block, 0, tc.committed)
 		if got := offsets(out.recs); !slices.Equal(got, tc.want) || out.recs.Len() != len(tc.want) {
 			t.Errorf("committed=%v: %v (Len %d), want %v", tc.committed, got, out.recs.Len(), tc.want)
 		}
@@ -75,7 +75,7 @@ func TestParseTransactions(t *testing.T) {
 	}
 	// Only markers and aborted batches: nothing to hand over, but moved on.
 	block.RecordsSet = []*sarama.Records{batch(0, 2, 1, true), marker(5, 1, true)}
-	if out := parseBlock("t", 0, block, 0, true); out.recs != nil || out.next != 6 {
+	if out := parseBoth(t, block, 0, true); out.recs != nil || out.next != 6 {
 		t.Errorf("aborted only: %v, next %d", offsets(out.recs), out.next)
 	}
 }
@@ -86,7 +86,7 @@ func TestParseTransactions(t *testing.T) {
 // timestamp is the batch's max timestamp.
 func TestParseFromMidBatch(t *testing.T) {
 	block := &sarama.FetchResponseBlock{HighWaterMarkOffset: 30, RecordsSet: []*sarama.Records{batch(0, 9, 0, false), batch(10, 19, 0, false), batch(20, 24, 0, false)}}
-	out := parseBlock("t", 0, block, 15, false)
+	out := parseBoth(t, block, 15, false)
 	want := []int64{15, 16, 17, 18, 19, 20, 21, 22, 23, 24}
 	if got := offsets(out.recs); !slices.Equal(got, want) || out.next != 25 {
 		t.Fatalf("%v next %d, want %v next 25", got, out.next, want)
@@ -118,18 +118,18 @@ func TestParseFromMidBatch(t *testing.T) {
 // one is not; grow doubles up to the limit and then refuses.
 func TestParsePartial(t *testing.T) {
 	part := &sarama.Records{RecordBatch: &sarama.RecordBatch{FirstOffset: 5, PartialTrailingRecord: true}}
-	out := parseBlock("t", 0, &sarama.FetchResponseBlock{HighWaterMarkOffset: 9, RecordsSet: []*sarama.Records{part}}, 5, false)
+	out := parseBoth(t, &sarama.FetchResponseBlock{HighWaterMarkOffset: 9, RecordsSet: []*sarama.Records{part}}, 5, false)
 	if !out.partial || out.recs != nil || out.next != 5 {
 		t.Fatalf("only partial: %+v", out)
 	}
-	if out := parseBlock("t", 0, &sarama.FetchResponseBlock{Partial: true, RecordsSet: []*sarama.Records{}}, 5, false); !out.partial {
+	if out := parseBoth(t, &sarama.FetchResponseBlock{Partial: true, RecordsSet: []*sarama.Records{}}, 5, false); !out.partial {
 		t.Fatal("block.Partial: not partial")
 	}
-	out = parseBlock("t", 0, &sarama.FetchResponseBlock{HighWaterMarkOffset: 9, RecordsSet: []*sarama.Records{batch(5, 6, 0, false), part}}, 5, false)
+	out = parseBoth(t, &sarama.FetchResponseBlock{HighWaterMarkOffset: 9, RecordsSet: []*sarama.Records{batch(5, 6, 0, false), part}}, 5, false)
 	if out.partial || out.next != 7 || !slices.Equal(offsets(out.recs), []int64{5, 6}) {
 		t.Fatalf("whole then partial: %+v %v", out, offsets(out.recs))
 	}
-	if out := parseBlock("t", 0, &sarama.FetchResponseBlock{HighWaterMarkOffset: 9}, 5, false); out.partial || out.recs != nil || out.next != 5 {
+	if out := parseBoth(t, &sarama.FetchResponseBlock{HighWaterMarkOffset: 9}, 5, false); out.partial || out.recs != nil || out.next != 5 {
 		t.Fatalf("empty: %+v", out)
 	}
 	p := &Partition{size: 1000}
@@ -159,7 +159,7 @@ func TestParseLegacy(t *testing.T) {
 	outer := &sarama.MessageBlock{Offset: 12, Msg: &sarama.Message{Version: 1, Codec: sarama.CompressionGZIP, Timestamp: wrapTS, Set: &sarama.MessageSet{Messages: inner}}}
 	plain := &sarama.MessageBlock{Offset: 13, Msg: &sarama.Message{Version: 1, Value: []byte("v13"), Timestamp: time.Unix(160, 0)}}
 	block := &sarama.FetchResponseBlock{HighWaterMarkOffset: 14, RecordsSet: []*sarama.Records{{MsgSet: &sarama.MessageSet{Messages: []*sarama.MessageBlock{outer, plain}}}}}
-	out := parseBlock("t", 0, block, 11, false)
+	out := parseBoth(t, block, 11, false)
 	if got := offsets(out.recs); !slices.Equal(got, []int64{11, 12, 13}) || out.next != 14 {
 		t.Fatalf("%v next %d", got, out.next)
 	}

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"encoding/binary"
+	"fmt"
 	"iter"
 	"slices"
 	"time"
@@ -37,8 +38,8 @@ type Record struct {
 // marker, aborted transactions, empty batches), and the consumer may
 // count those offsets as passed (commit up to NextOffset).
 //
-// Memory: the Records and the memory its records point into (the decoded
-// sarama record batches, and through them the response's buffer) belong
+// Memory: the Records and the memory its records point into (the record
+// batches, and through them the response's buffer) belong
 // to the caller once taken; the fetcher keeps no reference. A record's
 // Key, Value and Headers stay valid as long as the caller keeps them: they
 // keep that memory alive (a whole response buffer for uncompressed
@@ -59,9 +60,12 @@ type Records struct {
 	segs []Segment
 }
 
-// Segment is a run of a Records' records: batch.Records[from:] of a record
-// batch, or the messages from index from of a legacy message block.
+// Segment is a run of a Records' records: those from index from of a
+// record batch the fetcher read itself (Batch), batch.Records[from:] of
+// one sarama decoded, or the messages from index from of a legacy message
+// block.
 type Segment struct {
+	wire   *Batch
 	batch  *sarama.RecordBatch
 	legacy *sarama.MessageBlock
 	from   int
@@ -77,10 +81,30 @@ func (r *Records) Len() int { return r.n }
 // it, do not change it.
 func (r *Records) Segments() []Segment { return r.segs }
 
-// RecordBatch returns the segment's record batch and the index of its
-// first record to yield (b.Records[from:], in offset order; a record's
-// offset is b.FirstOffset plus its OffsetDelta, its timestamp
-// RecordTime's), or nil for a legacy message block.
+// Cursor returns a cursor over the segment's records when they are of a
+// record batch the fetcher read itself (ok false otherwise).
+func (s *Segment) Cursor() (c Cursor, ok bool) {
+	if s.wire == nil {
+		return Cursor{}, false
+	}
+	return s.wire.Cursor(s.from), true
+}
+
+// BlockTimestamp is the BlockTimestamp of the segment's records.
+func (s *Segment) BlockTimestamp() time.Time {
+	switch {
+	case s.wire != nil:
+		return s.wire.MaxTimestamp
+	case s.batch != nil:
+		return s.batch.MaxTimestamp
+	}
+	return s.legacy.Msg.Timestamp
+}
+
+// RecordBatch returns the segment's record batch as sarama decoded it and
+// the index of its first record to yield (b.Records[from:], in offset
+// order; a record's offset is b.FirstOffset plus its OffsetDelta, its
+// timestamp RecordTime's), or nil for the other kinds.
 func (s *Segment) RecordBatch() (b *sarama.RecordBatch, from int) { return s.batch, s.from }
 
 // RecordTime is the timestamp of a record x of record batch b, as All
@@ -117,6 +141,16 @@ func (s *Segment) All() iter.Seq[*Record] {
 
 // each yields the segment's records in *rec; false when yield said stop.
 func (s *Segment) each(rec *Record, yield func(*Record) bool) bool {
+	if s.wire != nil {
+		rec.BlockTimestamp = s.wire.MaxTimestamp
+		for c := s.wire.Cursor(s.from); c.Next(); {
+			rec.Offset, rec.Key, rec.Value, rec.Headers, rec.Timestamp = c.Offset, c.Key, c.Value, c.Headers, c.Timestamp
+			if !yield(rec) {
+				return false
+			}
+		}
+		return true
+	}
 	if b := s.batch; b != nil {
 		rec.BlockTimestamp = b.MaxTimestamp
 		for _, x := range b.Records[s.from:] {
@@ -176,37 +210,14 @@ type parsed struct {
 // batches, and under read_committed the transactional batches of aborted
 // transactions (by producer id, from each aborted transaction's first
 // offset up to its abort marker). Nothing is copied: the Records refer to
-// the decoded batches.
-func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock, from int64, committed bool) parsed {
-	out := parsed{next: from, epoch: -1}
-	var recs *Records
-	var aborted []*sarama.AbortedTransaction
-	var active map[int64]struct{}
-	if committed && len(block.AbortedTransactions) > 0 {
-		aborted = slices.Clone(block.AbortedTransactions)
-		slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int {
-			switch {
-			case a.FirstOffset < b.FirstOffset:
-				return -1
-			case a.FirstOffset > b.FirstOffset:
-				return 1
-			}
-			return 0
-		})
-		active = make(map[int64]struct{}, len(aborted))
+// the decoded batches. raw, when not nil, is the block's records as the
+// response brought them (taken out before sarama decoded it: the block
+// has none), read by the fetcher itself (parseRaw).
+func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock, raw []byte, from int64, committed bool) (parsed, error) {
+	if raw != nil {
+		return parseRaw(topic, partition, block, raw, from, committed)
 	}
-	add := func(s Segment, n int) {
-		if recs == nil {
-			recs = &Records{
-				Topic: topic, Partition: partition,
-				HighWaterMark: block.HighWaterMarkOffset, LastStableOffset: block.LastStableOffset,
-				LogStartOffset: block.LogStartOffset,
-				segs:           make([]Segment, 0, len(block.RecordsSet)),
-			}
-		}
-		recs.segs = append(recs.segs, s)
-		recs.n += n
-	}
+	w := newBlockWalk(topic, partition, block, from, committed)
 	whole := false // a whole batch or message came
 	for _, rs := range block.RecordsSet {
 		if b := rs.RecordBatch; b != nil {
@@ -215,31 +226,20 @@ func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock,
 			}
 			whole = true
 			last := b.LastOffset()
-			if last < out.next {
+			if last < w.out.next {
 				continue
 			}
-			for len(aborted) > 0 && aborted[0].FirstOffset <= last {
-				active[aborted[0].ProducerID] = struct{}{}
-				aborted = aborted[1:]
-			}
-			switch {
-			case b.Control:
-				if active != nil && isAbortMarker(b) {
-					delete(active, b.ProducerID)
-				}
-			case active != nil && b.IsTransactional && hasKey(active, b.ProducerID):
-				// a batch of an aborted transaction
-			default:
+			if !w.dropped(last, b.ProducerID, b.Control, b.IsTransactional, func() bool { return isAbortMarker(b) }) {
 				i := 0
-				for i < len(b.Records) && b.FirstOffset+b.Records[i].OffsetDelta < out.next {
+				for i < len(b.Records) && b.FirstOffset+b.Records[i].OffsetDelta < w.out.next {
 					i++
 				}
 				if i < len(b.Records) {
-					add(Segment{batch: b, from: i}, len(b.Records)-i)
+					w.add(Segment{batch: b, from: i}, len(b.Records)-i)
 				}
 			}
-			out.next = last + 1
-			out.epoch = b.PartitionLeaderEpoch
+			w.out.next = last + 1
+			w.out.epoch = b.PartitionLeaderEpoch
 			continue
 		}
 		ms := rs.MsgSet
@@ -251,25 +251,132 @@ func parseBlock(topic string, partition int32, block *sarama.FetchResponseBlock,
 			inner := outer.Messages()
 			base := legacyBase(outer, inner)
 			i := 0
-			for i < len(inner) && inner[i].Offset+base < out.next {
+			for i < len(inner) && inner[i].Offset+base < w.out.next {
 				i++
 			}
 			if i < len(inner) {
-				add(Segment{legacy: outer, from: i}, len(inner)-i)
-				out.next = inner[len(inner)-1].Offset + base + 1
-				out.epoch = -1
+				w.add(Segment{legacy: outer, from: i}, len(inner)-i)
+				w.out.next = inner[len(inner)-1].Offset + base + 1
+				w.out.epoch = -1
 			}
 		}
 		if ms.PartialTrailingMessage {
 			break
 		}
 	}
-	if recs != nil {
-		recs.NextOffset = out.next
+	return w.done(!whole && (block.Partial || len(block.RecordsSet) > 0)), nil
+}
+
+// parseRaw is parseBlock over raw record batches (v2), each read only if
+// it reaches from; a batch that cannot be read is an error (the fetch of
+// the partition is reported and made again), never skipped. Unlike
+// sarama's decoder it keeps empty batches (compaction leaves them): the
+// position moves past them.
+func parseRaw(topic string, partition int32, block *sarama.FetchResponseBlock, raw []byte, from int64, committed bool) (parsed, error) {
+	w := newBlockWalk(topic, partition, block, from, committed)
+	whole := false
+	for len(raw) > 0 {
+		size, _ := batchAt(raw)
+		if size == 0 {
+			break // the start of a batch larger than the partition's share
+		}
+		whole = true
+		at := raw[:size]
+		raw = raw[size:]
+		if len(at) >= batchHeaderSize {
+			last := int64(binary.BigEndian.Uint64(at)) + int64(int32(binary.BigEndian.Uint32(at[23:27])))
+			if last < w.out.next {
+				continue
+			}
+		}
+		b, err := readBatch(at)
+		if err != nil {
+			return w.out, fmt.Errorf("%s/%d: record batch at offset %d: %w", topic, partition, int64(binary.BigEndian.Uint64(at)), err)
+		}
+		last := b.LastOffset()
+		if !w.dropped(last, b.ProducerID, b.control(), b.transactional(), func() bool { return isAbortKey(b.firstKey()) }) {
+			if i := b.fromIndex(w.out.next); i < b.count {
+				w.add(Segment{wire: b, from: i}, b.count-i)
+			}
+		}
+		w.out.next = last + 1
+		w.out.epoch = b.LeaderEpoch
 	}
-	out.recs = recs
-	out.partial = !whole && (block.Partial || len(block.RecordsSet) > 0)
-	return out
+	return w.done(!whole), nil
+}
+
+// blockWalk gathers what parseBlock and parseRaw make of a block.
+type blockWalk struct {
+	topic     string
+	partition int32
+	block     *sarama.FetchResponseBlock
+	out       parsed
+	recs      *Records
+	// Under read_committed: the aborted transactions not reached yet, by
+	// first offset, and the producers whose aborted transaction is open.
+	aborted []*sarama.AbortedTransaction
+	active  map[int64]struct{}
+}
+
+func newBlockWalk(topic string, partition int32, block *sarama.FetchResponseBlock, from int64, committed bool) *blockWalk {
+	w := &blockWalk{topic: topic, partition: partition, block: block, out: parsed{next: from, epoch: -1}}
+	if committed && len(block.AbortedTransactions) > 0 {
+		w.aborted = slices.Clone(block.AbortedTransactions)
+		slices.SortFunc(w.aborted, func(a, b *sarama.AbortedTransaction) int {
+			switch {
+			case a.FirstOffset < b.FirstOffset:
+				return -1
+			case a.FirstOffset > b.FirstOffset:
+				return 1
+			}
+			return 0
+		})
+		w.active = make(map[int64]struct{}, len(w.aborted))
+	}
+	return w
+}
+
+// dropped reports whether the records of a batch ending at last are not
+// handed over: a control batch (an abort marker ends its producer's
+// aborted transaction), or under read_committed a transactional batch of
+// an aborted transaction.
+func (w *blockWalk) dropped(last, producer int64, control, transactional bool, abortMarker func() bool) bool {
+	for len(w.aborted) > 0 && w.aborted[0].FirstOffset <= last {
+		w.active[w.aborted[0].ProducerID] = struct{}{}
+		w.aborted = w.aborted[1:]
+	}
+	switch {
+	case control:
+		if w.active != nil && abortMarker() {
+			delete(w.active, producer)
+		}
+		return true
+	case w.active != nil && transactional && hasKey(w.active, producer):
+		return true
+	}
+	return false
+}
+
+func (w *blockWalk) add(s Segment, n int) {
+	if w.recs == nil {
+		w.recs = &Records{
+			Topic: w.topic, Partition: w.partition,
+			HighWaterMark: w.block.HighWaterMarkOffset, LastStableOffset: w.block.LastStableOffset,
+			LogStartOffset: w.block.LogStartOffset,
+			segs:           make([]Segment, 0, max(len(w.block.RecordsSet), 1)),
+		}
+	}
+	w.recs.segs = append(w.recs.segs, s)
+	w.recs.n += n
+}
+
+func (w *blockWalk) done(partial bool) parsed {
+	if w.recs != nil {
+		w.recs.NextOffset = w.out.next
+	}
+	w.out.recs = w.recs
+	w.out.partial = partial
+	return w.out
 }
 
 func hasKey(m map[int64]struct{}, k int64) bool {
@@ -280,8 +387,13 @@ func hasKey(m map[int64]struct{}, k int64) bool {
 // isAbortMarker reports whether a control batch holds an abort marker: its
 // record's key is version (int16) and type (int16, 0 = abort).
 func isAbortMarker(b *sarama.RecordBatch) bool {
-	if len(b.Records) == 0 || len(b.Records[0].Key) < 4 {
+	if len(b.Records) == 0 {
 		return false
 	}
-	return binary.BigEndian.Uint16(b.Records[0].Key[2:4]) == uint16(sarama.ControlRecordAbort)
+	return isAbortKey(b.Records[0].Key)
+}
+
+// isAbortKey reports whether a control record's key is an abort marker's.
+func isAbortKey(key []byte) bool {
+	return len(key) >= 4 && binary.BigEndian.Uint16(key[2:4]) == uint16(sarama.ControlRecordAbort)
 }

@@ -9,5 +9,6 @@ import "github.com/IBM/sarama"
 // of a Fetcher (internal/partition's tests) that must hand out Records
 // as a Fetcher does.
 func RecordsOf(topic string, partition int32, block *sarama.FetchResponseBlock, from int64) *Records {
-	return parseBlock(topic, partition, block, from, false).recs
+	out, _ := parseBlock(topic, partition, block, nil, from, false)
+	return out.recs
 }

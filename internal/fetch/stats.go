@@ -20,6 +20,10 @@ type Stats struct {
 	// Cuts: requests with the idle wait (Config.IdleWait) cut short by a
 	// change (a connection closed and opened again).
 	Cuts uint64
+	// OwnShares: partitions' shares of fetch responses whose record
+	// batches the fetcher read itself (the rest, legacy message sets or
+	// all with Config.SaramaDecodes, sarama decoded).
+	OwnShares uint64
 	// RecordsByBroker: records handed over, by the id of the broker that
 	// served them (a follower's when fetching from a preferred replica).
 	RecordsByBroker map[int32]uint64
@@ -30,6 +34,7 @@ type stats struct {
 	partitionsSent, forgotten      atomic.Uint64
 	sessionErrors, truncations     atomic.Uint64
 	cuts                           atomic.Uint64
+	ownShares                      atomic.Uint64
 }
 
 // Stats returns the fetcher's counters.
@@ -38,7 +43,7 @@ func (f *Fetcher) Stats() Stats {
 		Sessionless: f.stats.sessionless.Load(), Full: f.stats.full.Load(), Incremental: f.stats.incremental.Load(),
 		PartitionsSent: f.stats.partitionsSent.Load(), Forgotten: f.stats.forgotten.Load(),
 		SessionErrors: f.stats.sessionErrors.Load(), Truncations: f.stats.truncations.Load(),
-		Cuts:            f.stats.cuts.Load(),
+		Cuts: f.stats.cuts.Load(), OwnShares: f.stats.ownShares.Load(),
 		RecordsByBroker: map[int32]uint64{},
 	}
 	f.mu.Lock()

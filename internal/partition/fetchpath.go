@@ -248,13 +248,29 @@ func (m *Manager) fetchFailed(next int64, err error, stops bool) {
 // log without compaction gaps or control records has them); newHandout
 // then makes them a batch's. A record batch's records are copied in a
 // loop of its own (no call per record: they are most of what a consumer
-// reads), the rest through the records' iterator.
+// reads; the fetcher's own batches through a Cursor), the rest through
+// the records' iterator.
 func (m *Manager) slabOf(recs *fetch.Records, next int64) (vals []Message, run bool) {
 	vals = make([]Message, recs.Len())
 	n, run, prev := 0, true, int64(-1)
 	topic, partition := recs.Topic, recs.Partition
 	segs := recs.Segments()
 	for i := range segs {
+		if c, ok := segs[i].Cursor(); ok {
+			block := segs[i].BlockTimestamp()
+			for c.Next() {
+				if c.Offset < next {
+					continue // before the position (a batch fetched whole)
+				}
+				if n > 0 && c.Offset != prev+1 {
+					run = false
+				}
+				prev = c.Offset
+				setMessage(&vals[n], topic, partition, c.Offset, c.Key, c.Value, c.Headers, c.Timestamp, block)
+				n++
+			}
+			continue
+		}
 		b, from := segs[i].RecordBatch()
 		if b == nil {
 			for r := range segs[i].All() {

@@ -1,0 +1,440 @@
+package fetch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/klauspost/compress/gzip"
+	snappy "github.com/klauspost/compress/snappy/xerial"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// encodeBatch writes b as a v2 record batch on the wire (the producer's
+// side of readBatch), its records compressed with codec.
+func encodeBatch(t testing.TB, b *sarama.RecordBatch, codec sarama.CompressionCodec) []byte {
+	t.Helper()
+	var recs []byte
+	for _, r := range b.Records {
+		body := []byte{0}
+		body = binary.AppendVarint(body, int64(r.TimestampDelta/time.Millisecond))
+		body = binary.AppendVarint(body, r.OffsetDelta)
+		body = appendVarBytes(body, r.Key)
+		body = appendVarBytes(body, r.Value)
+		body = binary.AppendVarint(body, int64(len(r.Headers)))
+		for _, h := range r.Headers {
+			body = appendVarBytes(body, h.Key)
+			body = appendVarBytes(body, h.Value)
+		}
+		recs = binary.AppendVarint(recs, int64(len(body)))
+		recs = append(recs, body...)
+	}
+	recs = compress(t, codec, recs)
+	attrs := int16(codec)
+	if b.LogAppendTime {
+		attrs |= attrLogAppendTime
+	}
+	if b.IsTransactional {
+		attrs |= attrTransactional
+	}
+	if b.Control {
+		attrs |= attrControl
+	}
+	be := binary.BigEndian
+	out := be.AppendUint64(nil, uint64(b.FirstOffset))
+	out = be.AppendUint32(out, 0) // length, below
+	out = be.AppendUint32(out, uint32(b.PartitionLeaderEpoch))
+	out = append(out, 2)
+	out = be.AppendUint32(out, 0) // CRC, below
+	out = be.AppendUint16(out, uint16(attrs))
+	out = be.AppendUint32(out, uint32(b.LastOffsetDelta))
+	out = be.AppendUint64(out, uint64(millisOf(b.FirstTimestamp)))
+	out = be.AppendUint64(out, uint64(millisOf(b.MaxTimestamp)))
+	out = be.AppendUint64(out, uint64(b.ProducerID))
+	out = be.AppendUint16(out, uint16(b.ProducerEpoch))
+	out = be.AppendUint32(out, uint32(b.FirstSequence))
+	out = be.AppendUint32(out, uint32(len(b.Records)))
+	out = append(out, recs...)
+	be.PutUint32(out[8:], uint32(len(out)-12))
+	be.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
+	return out
+}
+
+func millisOf(ts time.Time) int64 {
+	if ts.IsZero() {
+		return -1
+	}
+	return ts.UnixMilli()
+}
+
+func appendVarBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.AppendVarint(b, -1)
+	}
+	return append(binary.AppendVarint(b, int64(len(v))), v...)
+}
+
+func compress(t testing.TB, codec sarama.CompressionCodec, b []byte) []byte {
+	var buf bytes.Buffer
+	switch codec {
+	case sarama.CompressionNone:
+		return b
+	case sarama.CompressionGZIP:
+		w := gzip.NewWriter(&buf)
+		_, _ = w.Write(b)
+		_ = w.Close()
+	case sarama.CompressionLZ4:
+		w := lz4.NewWriter(&buf)
+		_, _ = w.Write(b)
+		_ = w.Close()
+	case sarama.CompressionSnappy:
+		return snappy.Encode(nil, b)
+	case sarama.CompressionZSTD:
+		enc, err := zstd.NewWriter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return enc.EncodeAll(b, nil)
+	}
+	return buf.Bytes()
+}
+
+// rawOf encodes a block's record batches as the broker sends them; a
+// batch marked PartialTrailingRecord becomes the first 30 bytes of one,
+// and a block that is Partial with no batch the first 10. ok is false for
+// a block with a legacy message set (sarama's alone).
+func rawOf(t testing.TB, block *sarama.FetchResponseBlock, codec sarama.CompressionCodec) (raw []byte, ok bool) {
+	for _, rs := range block.RecordsSet {
+		b := rs.RecordBatch
+		if b == nil {
+			return nil, false
+		}
+		if b.PartialTrailingRecord {
+			full := encodeBatch(t, &sarama.RecordBatch{FirstOffset: b.FirstOffset, Records: []*sarama.Record{{Value: make([]byte, 100)}}}, codec)
+			raw = append(raw, full[:30]...)
+			continue
+		}
+		raw = append(raw, encodeBatch(t, b, codec)...)
+	}
+	if block.Partial && len(raw) == 0 {
+		full := encodeBatch(t, &sarama.RecordBatch{FirstOffset: 0, Records: []*sarama.Record{{Value: make([]byte, 100)}}}, codec)
+		raw = full[:10]
+	}
+	return raw, true
+}
+
+// parseBoth parses block as sarama decoded it and, when it can be encoded,
+// as the fetcher reads the same batches itself (each codec), and fails
+// unless both agree record by record.
+func parseBoth(t *testing.T, block *sarama.FetchResponseBlock, from int64, committed bool) parsed {
+	t.Helper()
+	want, err := parseBlock("t", 0, block, nil, from, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, codec := range []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP, sarama.CompressionSnappy, sarama.CompressionLZ4, sarama.CompressionZSTD} {
+		raw, ok := rawOf(t, block, codec)
+		if !ok || raw == nil {
+			return want
+		}
+		got, err := parseBlock("t", 0, block, raw, from, committed)
+		if err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		if got.next != want.next || got.partial != want.partial || got.epoch != want.epoch || (got.recs == nil) != (want.recs == nil) {
+			t.Fatalf("%s: read itself next %d partial %v epoch %d recs %v; sarama's %d %v %d %v", codec,
+				got.next, got.partial, got.epoch, got.recs != nil, want.next, want.partial, want.epoch, want.recs != nil)
+		}
+		if want.recs == nil {
+			continue
+		}
+		if got.recs.Len() != want.recs.Len() || got.recs.NextOffset != want.recs.NextOffset {
+			t.Fatalf("%s: Len %d next %d, sarama's %d %d", codec, got.recs.Len(), got.recs.NextOffset, want.recs.Len(), want.recs.NextOffset)
+		}
+		var a, b []Record
+		for r := range got.recs.All() {
+			a = append(a, *r)
+		}
+		for r := range want.recs.All() {
+			b = append(b, *r)
+		}
+		if !slices.EqualFunc(a, b, sameRecord) {
+			t.Fatalf("%s: records\n%+v\nsarama's\n%+v", codec, a, b)
+		}
+	}
+	return want
+}
+
+func sameRecord(a, b Record) bool {
+	return a.Offset == b.Offset && bytes.Equal(a.Key, b.Key) && (a.Key == nil) == (b.Key == nil) &&
+		bytes.Equal(a.Value, b.Value) && (a.Value == nil) == (b.Value == nil) &&
+		a.Timestamp.Equal(b.Timestamp) && a.BlockTimestamp.Equal(b.BlockTimestamp) &&
+		slices.EqualFunc(a.Headers, b.Headers, func(x, y *sarama.RecordHeader) bool {
+			return bytes.Equal(x.Key, y.Key) && bytes.Equal(x.Value, y.Value) && (x.Value == nil) == (y.Value == nil)
+		})
+}
+
+// TestWireRecordFields: keys, values and headers (null and empty ones
+// included), negative timestamps and log-append time read as sarama reads
+// them.
+func TestWireRecordFields(t *testing.T) {
+	recs := []*sarama.Record{
+		{OffsetDelta: 0, Key: []byte("k"), Value: []byte("v0"), TimestampDelta: 5 * time.Millisecond,
+			Headers: []*sarama.RecordHeader{{Key: []byte("h1"), Value: []byte("x")}, {Key: []byte("h2"), Value: nil}}},
+		{OffsetDelta: 2, Key: nil, Value: []byte{}, TimestampDelta: -3 * time.Millisecond},
+		{OffsetDelta: 3, Key: []byte{}, Value: nil, Headers: []*sarama.RecordHeader{{Key: []byte{}, Value: []byte{}}}},
+	}
+	for _, b := range []*sarama.RecordBatch{
+		{FirstOffset: 40, LastOffsetDelta: 3, PartitionLeaderEpoch: 7, FirstTimestamp: time.UnixMilli(1_700_000_000_123), MaxTimestamp: time.UnixMilli(1_700_000_000_130), Records: recs},
+		{FirstOffset: 40, LastOffsetDelta: 3, LogAppendTime: true, FirstTimestamp: time.UnixMilli(5), MaxTimestamp: time.UnixMilli(9), Records: recs},
+		{FirstOffset: 40, LastOffsetDelta: 3, Records: recs}, // timestamps -1
+	} {
+		block := &sarama.FetchResponseBlock{HighWaterMarkOffset: 44, RecordsSet: []*sarama.Records{{RecordBatch: b}}}
+		for _, from := range []int64{0, 41, 43} {
+			out := parseBoth(t, block, from, false)
+			if out.epoch != b.PartitionLeaderEpoch || out.next != 44 {
+				t.Fatalf("from %d: epoch %d next %d", from, out.epoch, out.next)
+			}
+		}
+	}
+}
+
+// TestWireEmptyBatch: a batch whose records compaction removed (count 0)
+// moves the position past it; sarama's decoder drops such a batch, and the
+// broker loop stepped over it one offset at a time.
+func TestWireEmptyBatch(t *testing.T) {
+	empty := encodeBatch(t, &sarama.RecordBatch{FirstOffset: 10, LastOffsetDelta: 4, PartitionLeaderEpoch: 3}, sarama.CompressionNone)
+	data := encodeBatch(t, batch(15, 16, 0, false).RecordBatch, sarama.CompressionNone)
+	block := &sarama.FetchResponseBlock{HighWaterMarkOffset: 17}
+	out, err := parseBlock("t", 0, block, empty, 10, false)
+	if err != nil || out.recs != nil || out.next != 15 || out.epoch != 3 || out.partial {
+		t.Fatalf("empty batch alone: %+v %v", out, err)
+	}
+	out, err = parseBlock("t", 0, block, append(slices.Clone(empty), data...), 10, false)
+	if err != nil || !slices.Equal(offsets(out.recs), []int64{15, 16}) || out.next != 17 {
+		t.Fatalf("empty batch then data: %v next %d %v", offsets(out.recs), out.next, err)
+	}
+}
+
+// TestWireMalformed: a batch that does not check out is an error naming
+// the partition and the batch's offset, never fewer records.
+func TestWireMalformed(t *testing.T) {
+	good := encodeBatch(t, batch(0, 4, 0, false).RecordBatch, sarama.CompressionNone)
+	block := &sarama.FetchResponseBlock{HighWaterMarkOffset: 5}
+	flip := slices.Clone(good)
+	flip[len(flip)-2] ^= 1 // a value's byte: the CRC no longer matches
+	short := slices.Clone(good)
+	binary.BigEndian.PutUint32(short[57:], 6) // one record more than there is
+	fixCRC := func(b []byte) []byte {
+		binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+		return b
+	}
+	long := slices.Clone(good)
+	long[batchHeaderSize] += 2 // the first record's length (zigzag: +1) overruns it
+	for name, raw := range map[string][]byte{"crc": flip, "count": fixCRC(short), "length": fixCRC(long)} {
+		_, err := parseBlock("t", 3, block, raw, 0, false)
+		if !errors.Is(err, errMalformed) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := "t/3: record batch at offset 0"; err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Fatalf("%s: %q does not say %q", name, err, want)
+		}
+	}
+	bad := slices.Clone(good)
+	binary.BigEndian.PutUint16(bad[21:], uint16(sarama.CompressionGZIP))
+	if _, err := parseBlock("t", 3, block, fixCRC(bad), 0, false); !errors.Is(err, errMalformed) {
+		t.Fatalf("not gzip: %v", err)
+	}
+}
+
+// response encodes a fetch response of version v (after its size) with
+// the partitions given, each with records raw and one aborted transaction,
+// and a diverging epoch tag on each partition from v12.
+func response(v int16, corr int32, parts map[int32][]byte) []byte {
+	flex := v >= 12
+	be := binary.BigEndian
+	arr := func(b []byte, n int) []byte {
+		if flex {
+			return binary.AppendUvarint(b, uint64(n+1))
+		}
+		return be.AppendUint32(b, uint32(n))
+	}
+	out := be.AppendUint32(nil, uint32(corr))
+	if flex {
+		out = append(out, 0)
+	}
+	out = be.AppendUint32(out, 0) // throttle
+	if v >= 7 {
+		out = be.AppendUint16(out, 0)  // error
+		out = be.AppendUint32(out, 77) // session
+	}
+	out = arr(out, 1) // topics
+	if flex {
+		out = append(binary.AppendUvarint(out, 6), "topic"...)
+	} else {
+		out = append(be.AppendUint16(out, 5), "topic"...)
+	}
+	keys := slices.Sorted(func(yield func(int32) bool) {
+		for k := range parts {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	out = arr(out, len(keys))
+	for _, p := range keys {
+		out = be.AppendUint32(out, uint32(p))
+		out = be.AppendUint16(out, 0)
+		out = be.AppendUint64(out, 100) // high watermark
+		out = be.AppendUint64(out, 100) // last stable
+		if v >= 5 {
+			out = be.AppendUint64(out, 0) // log start
+		}
+		out = arr(out, 1)
+		out = be.AppendUint64(out, 9) // producer
+		out = be.AppendUint64(out, 3) // first offset
+		if flex {
+			out = append(out, 0)
+		}
+		if v >= 11 {
+			out = be.AppendUint32(out, 0xffffffff)
+		}
+		raw := parts[p]
+		if flex {
+			out = binary.AppendUvarint(out, uint64(len(raw)+1))
+		} else {
+			out = be.AppendUint32(out, uint32(len(raw)))
+		}
+		out = append(out, raw...)
+		if flex { // tag 0: diverging epoch (epoch 4, end offset 50, its tags)
+			out = append(out, 1, 0, 13)
+			out = be.AppendUint32(out, 4)
+			out = be.AppendUint64(out, 50)
+			out = append(out, 0)
+		}
+	}
+	if flex {
+		out = append(out, 0, 0) // the topic's tags, the response's
+	}
+	return out
+}
+
+// TestRewriteFetch: each partition's v2 records are taken out and replaced
+// by empty ones, everything else kept byte for byte; a legacy message set
+// stays.
+func TestRewriteFetch(t *testing.T) {
+	v2 := encodeBatch(t, batch(0, 2, 0, false).RecordBatch, sarama.CompressionNone)
+	legacy := slices.Clone(v2)
+	legacy[batchMagicAt] = 1
+	for _, v := range []int16{4, 7, 11, 12} {
+		frame := response(v, 5, map[int32][]byte{0: v2, 1: legacy, 2: nil, 3: v2[:20]})
+		out, shares, err := rewriteFetch(frame, v, nil)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if len(shares) != 2 || shares[0].partition != 0 || !bytes.Equal(shares[0].raw, v2) || shares[0].topic != "topic" ||
+			shares[1].partition != 3 || !bytes.Equal(shares[1].raw, v2[:20]) {
+			t.Fatalf("v%d: shares %+v", v, shares)
+		}
+		want := response(v, 5, map[int32][]byte{0: nil, 1: legacy, 2: nil, 3: nil})
+		if int(binary.BigEndian.Uint32(out)) != len(out)-4 || !bytes.Equal(out[4:], want) {
+			t.Fatalf("v%d: rewritten frame\n%x\nwant\n%x", v, out[4:], want)
+		}
+		if _, _, err := rewriteFetch(frame[:len(frame)-3], v, nil); err == nil {
+			t.Fatalf("v%d: a short response read", v)
+		}
+	}
+}
+
+// TestTap: the tap notes fetch requests however sarama's writes cut them,
+// passes other frames (SASL tokens shorter than a header too) through, and
+// serves a fetch response rewritten, keeping its records for take.
+func TestTap(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	tp := newTap(client, time.Minute)
+	defer tp.Close()
+	be := binary.BigEndian
+	req := func(key, v int16, corr int32, body int) []byte {
+		b := be.AppendUint32(nil, uint32(8+body))
+		b = be.AppendUint16(b, uint16(key))
+		b = be.AppendUint16(b, uint16(v))
+		b = be.AppendUint32(b, uint32(corr))
+		return append(b, make([]byte, body)...)
+	}
+	var stream []byte
+	stream = append(stream, 0, 0, 0, 3, 'a', 'b', 'c') // a short SASL token
+	stream = append(stream, req(18, 3, 1, 20)...)      // ApiVersions
+	stream = append(stream, req(1, 11, 2, 50)...)      // Fetch v11
+	stream = append(stream, 0, 0, 0, 0)                // an empty frame
+	stream = append(stream, req(1, 12, 3, 7)...)       // Fetch v12
+	go func() { _, _ = io.Copy(io.Discard, server) }()
+	for i := 0; i < len(stream); {
+		n := min(1+i%5, len(stream)-i)
+		if _, err := tp.Write(stream[i : i+n]); err != nil {
+			t.Fatal(err)
+		}
+		i += n
+	}
+	if want := []pendingFetch{{2, 11}, {3, 12}}; !slices.Equal(tp.pending, want) {
+		t.Fatalf("pending %v, want %v", tp.pending, want)
+	}
+
+	v2 := encodeBatch(t, batch(0, 2, 0, false).RecordBatch, sarama.CompressionNone)
+	other := append(be.AppendUint32(nil, 6), 0, 0, 0, 9, 'x', 'y')
+	fetch := response(11, 2, map[int32][]byte{0: v2})
+	frames := slices.Concat(other, be.AppendUint32(nil, uint32(len(fetch))), fetch)
+	go func() { _, _ = server.Write(frames) }()
+	got := make([]byte, len(other))
+	if _, err := io.ReadFull(tp, got); err != nil || !bytes.Equal(got, other) {
+		t.Fatalf("passed through: %x %v", got, err)
+	}
+	want := append(be.AppendUint32(nil, 0), response(11, 2, map[int32][]byte{0: nil})...)
+	be.PutUint32(want, uint32(len(want)-4))
+	got = make([]byte, len(want))
+	if _, err := io.ReadFull(tp, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("rewritten: %x %v", got, err)
+	}
+	if shares := tp.take(); len(shares) != 1 || !bytes.Equal(shares[0].raw, v2) {
+		t.Fatalf("taken: %+v", shares)
+	}
+	if tp.take() != nil {
+		t.Fatal("taken twice")
+	}
+}
+
+// TestVarints: the short path (one1) and the long one read every varint
+// as encoding/binary writes it, at the end of a buffer too, and refuse
+// one that the buffer cuts short.
+func TestVarints(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 63, -64, 64, -65, 100, 8191, -8192, 8192, 1 << 20, -(1 << 40), 1<<63 - 1, -1 << 63} {
+		enc := binary.AppendVarint(nil, v)
+		for _, pre := range [][]byte{nil, {0x7f}} {
+			b := append(slices.Clone(pre), enc...)
+			got, i, ok := one1(b, len(pre))
+			if !ok {
+				got, i = varint(b, len(pre))
+			}
+			if got != v || i != len(b) {
+				t.Fatalf("%d (%x): read %d, ends at %d of %d", v, enc, got, i, len(b))
+			}
+			if ok && len(enc) > 2 {
+				t.Fatalf("%d: one1 read a %d-byte varint", v, len(enc))
+			}
+			if _, i, ok := one1(b[:len(b)-1], len(pre)); ok {
+				t.Fatalf("%d: one1 read a cut varint to %d", v, i)
+			}
+			if _, i := varint(b[:len(b)-1], len(pre)); i >= 0 {
+				t.Fatalf("%d: varint read a cut varint to %d", v, i)
+			}
+		}
+	}
+}

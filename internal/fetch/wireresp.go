@@ -1,0 +1,216 @@
+package fetch
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// rawRecords is one partition's records as a fetch response brought them,
+// taken out of the response before sarama decodes it (see tap).
+type rawRecords struct {
+	topic     string
+	partition int32
+	raw       []byte
+}
+
+var errShortResponse = errors.New("fetch response ends early")
+
+// rewriteFetch takes the records out of a fetch response of version v
+// (Fetch v4 to v12). frame is the response after its size: correlation id,
+// header tags from v12, body:
+//
+//	throttle_time_ms int32, error_code int16 and session_id int32 (v7+),
+//	[topic: name string, [partition: index int32, error_code int16,
+//	high_watermark int64, last_stable_offset int64, log_start_offset int64
+//	(v5+), aborted_transactions nullable [producer_id int64, first_offset
+//	int64], preferred_read_replica int32 (v11+), records nullable bytes]]
+//
+// with compact arrays, strings and bytes and tagged fields after each
+// structure from v12 (the diverging epoch is a partition's tag). It appends
+// to out the frame with its size, each partition's records of v2 record
+// batches replaced by empty ones (sarama then decodes only the rest), and
+// returns those records, in response order; a partition whose records hold
+// a legacy message set (magic 0 or 1) keeps them, for sarama's decoder.
+func rewriteFetch(frame []byte, v int16, out []byte) ([]byte, []rawRecords, error) {
+	flex := v >= 12
+	r := wireReader{b: frame, flex: flex}
+	r.skip(4) // correlation id
+	if flex {
+		r.tags()
+	}
+	r.skip(4) // throttle
+	if v >= 7 {
+		r.skip(6)
+	}
+	start := len(out)
+	out = append(out, 0, 0, 0, 0)
+	from := 0 // frame[from:] is still to be copied
+	var shares []rawRecords
+	for range r.array() {
+		name := r.str()
+		for range r.array() {
+			part := int32(r.int32())
+			r.skip(2 + 8 + 8) // error, high watermark, last stable offset
+			if v >= 5 {
+				r.skip(8)
+			}
+			for range r.array() { // aborted transactions
+				r.skip(16)
+				if flex {
+					r.tags()
+				}
+			}
+			if v >= 11 {
+				r.skip(4)
+			}
+			at := r.i
+			raw := r.nullableBytes()
+			if r.err == nil && len(raw) > 0 && allV2(raw) {
+				out = append(out, frame[from:at]...)
+				if flex {
+					out = append(out, 1) // compact bytes of length 0
+				} else {
+					out = append(out, 0, 0, 0, 0)
+				}
+				from = r.i
+				shares = append(shares, rawRecords{topic: name, partition: part, raw: raw})
+			}
+			if flex {
+				r.tags()
+			}
+		}
+		if flex {
+			r.tags()
+		}
+	}
+	if flex {
+		r.tags()
+	}
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	out = append(out, frame[from:]...)
+	binary.BigEndian.PutUint32(out[start:], uint32(len(out)-start-4))
+	return out, shares, nil
+}
+
+// allV2 reports whether every batch of raw that says its magic is a v2
+// record batch.
+func allV2(raw []byte) bool {
+	for len(raw) > 0 {
+		size, magic := batchAt(raw)
+		if magic >= 0 && magic != 2 {
+			return false
+		}
+		if size == 0 {
+			return true // the start of a batch
+		}
+		raw = raw[size:]
+	}
+	return true
+}
+
+// wireReader reads a response's fields; the first overrun sets err and
+// makes every later read a no-op.
+type wireReader struct {
+	b    []byte
+	i    int
+	flex bool
+	err  error
+}
+
+func (r *wireReader) need(n int) bool {
+	if r.err != nil || n < 0 || n > len(r.b)-r.i {
+		r.err = errShortResponse
+		return false
+	}
+	return true
+}
+
+func (r *wireReader) skip(n int) {
+	if r.need(n) {
+		r.i += n
+	}
+}
+
+func (r *wireReader) int32() uint32 {
+	if !r.need(4) {
+		return 0
+	}
+	r.i += 4
+	return binary.BigEndian.Uint32(r.b[r.i-4:])
+}
+
+func (r *wireReader) int16() int {
+	if !r.need(2) {
+		return 0
+	}
+	r.i += 2
+	return int(int16(binary.BigEndian.Uint16(r.b[r.i-2:])))
+}
+
+func (r *wireReader) uvarint() int {
+	if r.err != nil {
+		return 0
+	}
+	u, n := binary.Uvarint(r.b[r.i:])
+	if n <= 0 || u > 1<<31 {
+		r.err = errShortResponse
+		return 0
+	}
+	r.i += n
+	return int(u)
+}
+
+// array returns an array's length (0 for a null one).
+func (r *wireReader) array() int {
+	n := 0
+	if r.flex {
+		n = r.uvarint() - 1
+	} else {
+		n = int(int32(r.int32()))
+	}
+	if n > len(r.b)-r.i { // each element takes a byte at least
+		r.err = errShortResponse
+	}
+	if r.err != nil {
+		return 0
+	}
+	return max(n, 0)
+}
+
+func (r *wireReader) str() string {
+	n := 0
+	if r.flex {
+		n = r.uvarint() - 1
+	} else {
+		n = r.int16()
+	}
+	if n <= 0 || !r.need(n) {
+		return ""
+	}
+	r.i += n
+	return string(r.b[r.i-n : r.i])
+}
+
+func (r *wireReader) nullableBytes() []byte {
+	n := 0
+	if r.flex {
+		n = r.uvarint() - 1
+	} else {
+		n = int(int32(r.int32()))
+	}
+	if n <= 0 || !r.need(n) {
+		return nil
+	}
+	r.i += n
+	return r.b[r.i-n : r.i : r.i]
+}
+
+// tags skips a tagged fields section.
+func (r *wireReader) tags() {
+	for range r.uvarint() {
+		r.uvarint() // tag
+		r.skip(r.uvarint())
+	}
+}

@@ -1,0 +1,190 @@
+package fetch
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// tap is a broker loop's connection as sarama's Broker sees it: it passes
+// everything through, except that it takes the records out of each fetch
+// response before sarama reads it (rewriteFetch), so that the fetcher
+// decodes them itself, straight from the response's bytes (Batch), and
+// sarama decodes only the rest. sarama keeps doing everything else on the
+// connection: the handshake (ApiVersions), SASL, the requests, the
+// response headers and the errors, offsets and epochs of each partition.
+//
+// It follows the frames both ways (each a 4-byte size and its bytes; the
+// raw SASL v0 tokens too): a request frame whose header names Fetch
+// (api key 1) is noted with its correlation id and version, and the
+// response frame with that id is read whole, rewritten, and served in
+// place of the one read. TLS, when configured, runs below the tap (the
+// loop's dialer makes the TLS client, not sarama), so it sees plain bytes.
+type tap struct {
+	net.Conn
+	readTimeout time.Duration
+
+	wmu   sync.Mutex
+	wHdr  []byte // the start of the request frame being written
+	wLeft int    // bytes of the request frame being written still to come
+
+	mu      sync.Mutex
+	pending []pendingFetch
+	taken   []rawRecords // of the last fetch response, until take
+
+	// The read side: sarama's one reader goroutine.
+	serve    []byte // bytes to hand out before reading on
+	passLeft int    // bytes of a frame passed through still to read
+	outBuf   []byte
+}
+
+type pendingFetch struct {
+	corr    int32
+	version int16
+}
+
+func newTap(c net.Conn, readTimeout time.Duration) *tap {
+	return &tap{Conn: c, readTimeout: readTimeout}
+}
+
+// Write notes the fetch requests among the frames written.
+func (t *tap) Write(p []byte) (int, error) {
+	t.wmu.Lock()
+	t.note(p)
+	t.wmu.Unlock()
+	return t.Conn.Write(p)
+}
+
+// note follows the request frames in p (under wmu).
+func (t *tap) note(p []byte) {
+	for len(p) > 0 {
+		if t.wLeft > 0 {
+			n := min(t.wLeft, len(p))
+			t.wLeft -= n
+			p = p[n:]
+			continue
+		}
+		// At a frame's start: its size, then (a request's header) api
+		// key, version and correlation id, or the bytes of a shorter frame.
+		want := 4
+		if len(t.wHdr) >= 4 {
+			want = 4 + min(max(int(int32(binary.BigEndian.Uint32(t.wHdr))), 0), 8)
+		}
+		n := min(want-len(t.wHdr), len(p))
+		t.wHdr = append(t.wHdr, p[:n]...)
+		p = p[n:]
+		if len(t.wHdr) < want || want == 4 && len(t.wHdr) == 4 && int32(binary.BigEndian.Uint32(t.wHdr)) > 0 {
+			continue // more of the header to come
+		}
+		h := t.wHdr
+		size := int(int32(binary.BigEndian.Uint32(h)))
+		if size >= 8 {
+			if key, v := int16(binary.BigEndian.Uint16(h[4:])), int16(binary.BigEndian.Uint16(h[6:])); key == 1 && v >= 4 && v <= 12 {
+				t.mu.Lock()
+				t.pending = append(t.pending, pendingFetch{corr: int32(binary.BigEndian.Uint32(h[8:])), version: v})
+				t.mu.Unlock()
+			}
+		}
+		t.wLeft = max(size-(len(h)-4), 0)
+		t.wHdr = t.wHdr[:0]
+	}
+}
+
+// take returns the records taken out of the last fetch response and
+// forgets them (nil when there was none).
+func (t *tap) take() []rawRecords {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	got := t.taken
+	t.taken = nil
+	return got
+}
+
+// Read serves the response frames: a fetch response's rewritten, the
+// others as they come.
+func (t *tap) Read(p []byte) (int, error) {
+	for {
+		if len(t.serve) > 0 {
+			n := copy(p, t.serve)
+			t.serve = t.serve[n:]
+			return n, nil
+		}
+		if t.passLeft > 0 {
+			n, err := t.Conn.Read(p[:min(len(p), t.passLeft)])
+			t.passLeft -= n
+			return n, err
+		}
+		if err := t.nextFrame(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// nextFrame reads the start of the next response frame and sets up what
+// Read serves of it.
+func (t *tap) nextFrame() error {
+	t.mu.Lock()
+	pending := len(t.pending) > 0
+	t.mu.Unlock()
+	var hdr [8]byte
+	if !pending { // no fetch response to come: pass the frame through
+		if _, err := io.ReadFull(t.Conn, hdr[:4]); err != nil {
+			return err
+		}
+		t.outBuf = append(t.outBuf[:0], hdr[:4]...)
+		t.serve = t.outBuf
+		t.passLeft = int(int32(binary.BigEndian.Uint32(hdr[:4])))
+		return nil
+	}
+	if _, err := io.ReadFull(t.Conn, hdr[:]); err != nil {
+		return err
+	}
+	size := int(int32(binary.BigEndian.Uint32(hdr[:4])))
+	corr := int32(binary.BigEndian.Uint32(hdr[4:]))
+	t.mu.Lock()
+	var pf pendingFetch
+	found := false
+	if size >= 4 {
+		for i, x := range t.pending {
+			if x.corr == corr {
+				pf, found = x, true
+				t.pending = append(t.pending[:i], t.pending[i+1:]...)
+				break
+			}
+		}
+	}
+	t.mu.Unlock()
+	if !found {
+		t.outBuf = append(t.outBuf[:0], hdr[:]...)
+		t.serve = t.outBuf
+		t.passLeft = size - 4
+		return nil
+	}
+	frame := make([]byte, size)
+	copy(frame, hdr[4:])
+	if t.readTimeout > 0 {
+		// As sarama's own reading of a body: its own deadline.
+		if err := t.Conn.SetReadDeadline(time.Now().Add(t.readTimeout)); err != nil {
+			return err
+		}
+	}
+	if _, err := io.ReadFull(t.Conn, frame[4:]); err != nil {
+		return err
+	}
+	out, shares, err := rewriteFetch(frame, pf.version, t.outBuf[:0])
+	if err != nil {
+		// Not understood: sarama reads it as it came (and says what is
+		// wrong with it).
+		t.outBuf = append(t.outBuf[:0], hdr[:4]...)
+		t.serve = append(t.outBuf, frame...)
+		return nil
+	}
+	t.outBuf = out
+	t.serve = out
+	t.mu.Lock()
+	t.taken = shares
+	t.mu.Unlock()
+	return nil
+}
