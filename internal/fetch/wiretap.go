@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/zkgroup/zkgroup/internal/framerelay"
 )
 
 // tap is a broker loop's connection as sarama's Broker sees it: it passes
@@ -35,9 +37,8 @@ type tap struct {
 	taken   []rawRecords // of the last fetch response, until take
 
 	// The read side: sarama's one reader goroutine.
-	serve    []byte // bytes to hand out before reading on
-	passLeft int    // bytes of a frame passed through still to read
-	outBuf   []byte
+	relay  framerelay.Relay // what goes on to sarama of the frame being read
+	outBuf []byte
 }
 
 type pendingFetch struct {
@@ -104,23 +105,7 @@ func (t *tap) take() []rawRecords {
 
 // Read serves the response frames: a fetch response's rewritten, the
 // others as they come.
-func (t *tap) Read(p []byte) (int, error) {
-	for {
-		if len(t.serve) > 0 {
-			n := copy(p, t.serve)
-			t.serve = t.serve[n:]
-			return n, nil
-		}
-		if t.passLeft > 0 {
-			n, err := t.Conn.Read(p[:min(len(p), t.passLeft)])
-			t.passLeft -= n
-			return n, err
-		}
-		if err := t.nextFrame(); err != nil {
-			return 0, err
-		}
-	}
-}
+func (t *tap) Read(p []byte) (int, error) { return t.relay.Read(t.Conn, p, t.nextFrame) }
 
 // nextFrame reads the start of the next response frame and sets up what
 // Read serves of it.
@@ -134,8 +119,8 @@ func (t *tap) nextFrame() error {
 			return err
 		}
 		t.outBuf = append(t.outBuf[:0], hdr[:4]...)
-		t.serve = t.outBuf
-		t.passLeft = int(int32(binary.BigEndian.Uint32(hdr[:4])))
+		t.relay.Out = t.outBuf
+		t.relay.Left = int(int32(binary.BigEndian.Uint32(hdr[:4])))
 		return nil
 	}
 	if _, err := io.ReadFull(t.Conn, hdr[:]); err != nil {
@@ -158,8 +143,8 @@ func (t *tap) nextFrame() error {
 	t.mu.Unlock()
 	if !found {
 		t.outBuf = append(t.outBuf[:0], hdr[:]...)
-		t.serve = t.outBuf
-		t.passLeft = size - 4
+		t.relay.Out = t.outBuf
+		t.relay.Left = size - 4
 		return nil
 	}
 	frame := make([]byte, size)
@@ -178,11 +163,11 @@ func (t *tap) nextFrame() error {
 		// Not understood: sarama reads it as it came (and says what is
 		// wrong with it).
 		t.outBuf = append(t.outBuf[:0], hdr[:4]...)
-		t.serve = append(t.outBuf, frame...)
+		t.relay.Out = append(t.outBuf, frame...)
 		return nil
 	}
 	t.outBuf = out
-	t.serve = out
+	t.relay.Out = out
 	t.mu.Lock()
 	t.taken = shares
 	t.mu.Unlock()

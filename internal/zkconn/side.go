@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkgroup/zkgroup/internal/framerelay"
 )
 
 // errSideClosed: the connection a side request went out on failed or was
@@ -62,9 +64,8 @@ type sideConn struct {
 	dead    error // the connection failed or closed; no side request is written
 
 	// The receive side, used by go-zookeeper's one reader at a time.
-	head [8]byte
-	out  []byte // head bytes of a passed-on frame not yet returned
-	left int    // bytes of a passed-on frame still to pass
+	head  [8]byte
+	relay framerelay.Relay // what of the frame being read goes on to go-zookeeper
 }
 
 // sideReply is a side request's reply: its frame after the length (xid,
@@ -223,41 +224,34 @@ func (c *sideConn) read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	for {
-		if len(c.out) > 0 {
-			n := copy(p, c.out)
-			c.out = c.out[n:]
-			return n, nil
+	return c.relay.Read(c.Conn, p, c.nextFrame)
+}
+
+// nextFrame reads the start of the next frame: the connect reply and the
+// replies of go-zookeeper's requests go on (c.relay), a side reply is
+// taken.
+func (c *sideConn) nextFrame() error {
+	if !c.connected.Load() { // the connect reply: a length, then the reply, no xid
+		if _, err := io.ReadFull(c.Conn, c.head[:4]); err != nil {
+			return err
 		}
-		if c.left > 0 {
-			n, err := c.Conn.Read(p[:min(len(p), c.left)])
-			c.left -= n
-			return n, err
-		}
-		if !c.connected.Load() { // the connect reply: a length, then the reply, no xid
-			if _, err := io.ReadFull(c.Conn, c.head[:4]); err != nil {
-				return 0, err
-			}
-			c.out, c.left = c.head[:4], int(binary.BigEndian.Uint32(c.head[:4]))
-			c.connected.Store(true)
-			continue
-		}
-		if _, err := io.ReadFull(c.Conn, c.head[:8]); err != nil {
-			return 0, err
-		}
-		size := int(binary.BigEndian.Uint32(c.head[:4]))
-		xid := int32(binary.BigEndian.Uint32(c.head[4:8]))
-		if xid > sideXidTop || size < 4 {
-			if xid == pingXid {
-				c.pings.replied()
-			}
-			c.out, c.left = c.head[:8], max(size-4, 0)
-			continue
-		}
-		if err := c.take(xid, size); err != nil {
-			return 0, err
-		}
+		c.relay.Out, c.relay.Left = c.head[:4], int(binary.BigEndian.Uint32(c.head[:4]))
+		c.connected.Store(true)
+		return nil
 	}
+	if _, err := io.ReadFull(c.Conn, c.head[:8]); err != nil {
+		return err
+	}
+	size := int(binary.BigEndian.Uint32(c.head[:4]))
+	xid := int32(binary.BigEndian.Uint32(c.head[4:8]))
+	if xid > sideXidTop || size < 4 {
+		if xid == pingXid {
+			c.pings.replied()
+		}
+		c.relay.Out, c.relay.Left = c.head[:8], max(size-4, 0)
+		return nil
+	}
+	return c.take(xid, size)
 }
 
 // take reads the rest of the side reply to xid, size bytes after its
