@@ -174,22 +174,36 @@ func (c *claim) markLost(why string) {
 // one, with the node's path.
 var afterCreate, beforeRead atomic.Pointer[func(path string)]
 
+// claimStart is how acquire begins.
+type claimStart int
+
+const (
+	claimRead    claimStart = iota // read the owner node first
+	claimCreate                    // create it at once (the plan saw the partition unowned)
+	claimCreated                   // created already (createBatch): read it back
+)
+
 // acquire creates the owner node, waiting on a watch of an existing node
 // of another owner until it is deleted, for as long as it takes; cancel
-// ends the wait. It reads before it writes, so that waiting for another
-// owner costs ZooKeeper no failed create, unless createFirst (the plan
+// ends the wait. It reads before it writes (claimRead), so that waiting for another
+// owner costs ZooKeeper no failed create, unless claimCreate (the plan
 // that assigned the partition saw it unowned): then it creates at once
 // and reads the node back, two requests where reading first takes three;
 // a node that is there after all fails the create and is read as it
-// would have been. A claim is one create, its release one delete. A node left by this instance id under an older
+// would have been. With claimCreated a createBatch made the node: it is
+// read back, canceled or not (a canceled claim then lets it go). A claim is one create, its release one delete. A node left by this instance id under an older
 // session (a restart with a stable id) is deleted and taken at once.
 // waiting, when set, is told who holds the node when a wait for another
 // owner begins or the holder changes, and "" when the wait ends; waits
 // counts the waits.
 func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
-	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string), createFirst bool) (*claim, error) {
+	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string), start claimStart) (*claim, error) {
 	a := &acquirer{s: s, path: zkdata.OwnerPath(group, tp.Topic, tp.Partition), tp: tp, owner: owner, health: health,
 		log: log, cancel: cancel, waits: waits, waiting: waiting, bo: retry.New(50*time.Millisecond, 2*time.Second)}
+	createFirst := start == claimCreate
+	// Created already (a createBatch): read back, even when canceled, so
+	// that the node is let go.
+	a.created = start == claimCreated
 	defer a.setWaiting("")
 	for {
 		canceled := false

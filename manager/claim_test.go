@@ -131,7 +131,7 @@ func claimOn(tb testing.TB, s *zkconn.Session, group string, p int32) *claim {
 	health := newGate()
 	health.set(true)
 	var waits atomic.Int64
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil, false)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil, claimRead)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	}
 	afterCreate.Store(&hook)
 	defer afterCreate.Store(nil)
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, false)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, claimRead)
 	afterCreate.Store(nil)
 	if err == nil {
 		if err := cl.release(); err != nil {
@@ -196,7 +196,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	cancel = make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, false)
+		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, claimRead)
 		done <- err
 	}()
 	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return waits.Load() == 1 })
@@ -243,7 +243,11 @@ func TestClaimCreatesFirstWhenSeenUnowned(t *testing.T) {
 		return out
 	}
 	claim := func(p int32, createFirst bool, cancel chan struct{}, waits *atomic.Int64) (*claim, error) {
-		return acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel, waits, nil, createFirst)
+		start := claimRead
+		if createFirst {
+			start = claimCreate
+		}
+		return acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel, waits, nil, start)
 	}
 	for _, tc := range []struct {
 		createFirst bool
@@ -324,4 +328,64 @@ func TestReleaseRetried(t *testing.T) {
 	if st := s.Status(); st.Epoch != 1 {
 		t.Fatalf("the session was replaced (%+v): the node went with it, which proves nothing", st)
 	}
+}
+
+// TestCreateBatch: a batch creates the owner nodes of its partitions in
+// one request, and each claim then only reads its node back (the claims
+// of one multi share its zxid as their fencing token); a claim canceled
+// after the batch still reads its node back, and lets it go. A batch with
+// a partition held by another creates nothing, and its claims create
+// their own nodes, the held one waiting for its holder.
+func TestCreateBatch(t *testing.T) {
+	c, zc, group, s, health := claimFixture(t)
+	log := slog.New(slog.DiscardHandler)
+	tp := func(p int32) TopicPartition { return TopicPartition{Topic: "t", Partition: p} }
+	full := func(p int32) string { return c.Chroot() + zkdata.OwnerPath(group, "t", p) }
+	b := newCreateBatch([]TopicPartition{tp(0), tp(1), tp(2)})
+	for p := range int32(3) {
+		if !b.await(s, group, "me", tp(p), log) {
+			t.Fatalf("partition %d: not created by the batch", p)
+		}
+	}
+	var tokens []int64
+	for p := range int32(2) {
+		cl, err := acquire(s, group, tp(p), "me", health, log, nil, new(atomic.Int64), nil, claimCreated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, cl.token)
+		defer func() { _ = cl.release() }()
+	}
+	if tokens[0] != tokens[1] || tokens[0] == 0 {
+		t.Fatalf("fencing tokens %v: want the multi's zxid for both", tokens)
+	}
+	canceled := make(chan struct{})
+	close(canceled)
+	cl, err := acquire(s, group, tp(2), "me", health, log, canceled, new(atomic.Int64), nil, claimCreated)
+	if err != nil || cl == nil {
+		t.Fatalf("canceled claim of a created node: %v, %v; want the claim, to let go", cl, err)
+	}
+	if err := cl.release(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(full(2)); ok {
+		t.Fatal("the canceled claim's node is still there")
+	}
+
+	// Partition 4 is held: nothing is created.
+	if _, err := zc.Create(full(4), zkdata.FormatOwner("other"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	b = newCreateBatch([]TopicPartition{tp(3), tp(4)})
+	if b.await(s, group, "me", tp(3), log) || b.await(s, group, "me", tp(4), log) {
+		t.Fatal("a batch with a held partition created something")
+	}
+	if ok, _, _ := zc.Exists(full(3)); ok {
+		t.Fatal("partition 3's node exists after the failed batch")
+	}
+	cl, err = acquire(s, group, tp(3), "me", health, log, nil, new(atomic.Int64), nil, claimCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cl.release()
 }

@@ -85,6 +85,7 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 			delete(c.restartBackoff, tp)
 		}
 	}
+	var free []*slot // started for partitions the plan saw unowned
 	for tp := range pl.mine {
 		if sl, ok := c.slots[tp]; ok {
 			if sl.state == claiming {
@@ -94,7 +95,20 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 		}
 		sl := c.startSlotLocked(tp, 0)
 		sl.seen, sl.seenSet = pl.owners.owner(tp), true
+		if sl.seen == "" {
+			free = append(free, sl)
+		}
 		added = append(added, tp)
+	}
+	if len(free) > 1 {
+		tps := make([]TopicPartition, len(free))
+		for i, sl := range free {
+			tps[i] = sl.tp
+		}
+		b := newCreateBatch(tps)
+		for _, sl := range free {
+			sl.batch = b
+		}
 	}
 	return added, revoked
 }

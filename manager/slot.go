@@ -82,6 +82,9 @@ type slot struct {
 	// owners that has changed since (claimWaitTooLong).
 	seen    string
 	seenSet bool
+	// batch: the owner nodes created together for the partitions of the
+	// plan that started the slot (nil: none); under Consumer.mu.
+	batch *createBatch
 	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
 	// without a drain or a final commit, as a lost partition does.
 	lose atomic.Bool
@@ -293,8 +296,16 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	}
 	c.mu.Lock()
 	unowned := sl.seenSet && sl.seen == "" // as the plan that assigned it saw it
+	batch := sl.batch
 	c.mu.Unlock()
-	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), unowned)
+	start := claimRead
+	switch {
+	case batch != nil && batch.await(c.session, c.group, c.id, sl.tp, log):
+		start = claimCreated
+	case unowned:
+		start = claimCreate
+	}
+	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), start)
 	if err != nil {
 		return nil
 	}
