@@ -297,6 +297,7 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	c.mu.Lock()
 	unowned := sl.seenSet && sl.seen == "" // as the plan that assigned it saw it
 	batch := sl.batch
+	sl.batch = nil // the batch's memory goes once every slot is past it
 	c.mu.Unlock()
 	start := claimRead
 	switch {
