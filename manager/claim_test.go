@@ -388,4 +388,26 @@ func TestCreateBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cl.release()
+
+	// More than one multi's worth: every node is made, in two requests
+	// (two creation zxids).
+	var many []TopicPartition
+	for p := range int32(createBatchMax + 1) {
+		many = append(many, tp(100+p))
+	}
+	b = newCreateBatch(many)
+	zxids := map[int64]bool{}
+	for _, x := range many {
+		if !b.await(s, group, "me", x, log) {
+			t.Fatalf("%v: not created", x)
+		}
+		_, st, err := zc.Get(full(x.Partition))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zxids[st.Czxid] = true
+	}
+	if len(zxids) != 2 {
+		t.Fatalf("%d nodes made in %d requests, want 2", len(many), len(zxids))
+	}
 }

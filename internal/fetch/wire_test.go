@@ -438,3 +438,23 @@ func TestVarints(t *testing.T) {
 		}
 	}
 }
+
+// TestTapOversized: a response frame larger than sarama accepts is passed
+// on as it came (sarama refuses it), not read whole.
+func TestTapOversized(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	tp := newTap(client, time.Minute)
+	defer tp.Close()
+	tp.pending = []pendingFetch{{corr: 7, version: 11}}
+	hdr := binary.BigEndian.AppendUint32(nil, uint32(sarama.MaxResponseSize)+1)
+	hdr = binary.BigEndian.AppendUint32(hdr, 7)
+	go func() { _, _ = server.Write(append(hdr, 1, 2, 3)) }()
+	got := make([]byte, len(hdr)+3)
+	if _, err := io.ReadFull(tp, got); err != nil || !bytes.Equal(got, append(hdr, 1, 2, 3)) {
+		t.Fatalf("passed on: %x %v", got, err)
+	}
+	if tp.take() != nil {
+		t.Fatal("an oversized frame was taken")
+	}
+}

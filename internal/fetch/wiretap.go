@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/zkgroup/zkgroup/internal/framerelay"
 )
 
@@ -131,7 +133,8 @@ func (t *tap) nextFrame() error {
 	t.mu.Lock()
 	var pf pendingFetch
 	found := false
-	if size >= 4 {
+	// sarama refuses a size out of its bounds: passed through for it to.
+	if size > 4 && size <= int(sarama.MaxResponseSize) {
 		for i, x := range t.pending {
 			if x.corr == corr {
 				pf, found = x, true
