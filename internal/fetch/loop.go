@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -702,20 +703,34 @@ func (l *brokerLoop) connect() (*sarama.Broker, error) {
 			return nil, err
 		}
 		l.mu.Lock()
-		defer l.mu.Unlock()
 		if l.closed {
+			l.mu.Unlock()
 			_ = c.Close()
 			return nil, ErrClosed
 		}
 		l.raw = c
+		l.mu.Unlock()
 		if !wire {
 			return c, nil
 		}
 		if tlsCfg != nil {
-			c = tls.Client(c, tlsCfg)
+			// The handshake here, bounded as a dial is: sarama, which
+			// does not know of this TLS, bounds no read of it.
+			tc := tls.Client(c, tlsCfg)
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.Net.DialTimeout)
+			err := tc.HandshakeContext(ctx)
+			cancel()
+			if err != nil {
+				_ = c.Close()
+				return nil, err
+			}
+			c = tc
 		}
-		l.tap = newTap(c, cfg.Net.ReadTimeout)
-		return l.tap, nil
+		t := newTap(c, cfg.Net.ReadTimeout)
+		l.mu.Lock()
+		l.tap = t
+		l.mu.Unlock()
+		return t, nil
 	})
 	b := sarama.NewBroker(l.addr)
 	if err := b.Open(&cfg); err != nil {
