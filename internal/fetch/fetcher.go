@@ -21,8 +21,9 @@ import (
 // It replaces sarama's Consumer on sarama's protocol layer: the
 // sarama.Client gives metadata and leaders and its Config the connection
 // settings (TLS, SASL, version, client id); requests are
-// sarama.FetchRequest and the records sarama's decoded batches, handed to
-// each partition's consumer without a copy (see Records).
+// sarama.FetchRequest and the records the response's own record batches,
+// read by the fetcher (see the package doc), handed to each partition's
+// consumer without a copy (see Records).
 //
 // Cost: per broker fetched from, one goroutine and one TCP connection;
 // per fetcher, one router goroutine; per added partition, no goroutine and

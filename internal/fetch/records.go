@@ -12,8 +12,8 @@ import (
 
 // Record is one record of a Records, as the iterator yields it. Its fields
 // are those of sarama's ConsumerMessage (Topic and Partition are the
-// Records'): Key, Value and Headers are the decoded response's own memory
-// (no copy), Timestamp is the record's (the batch's max timestamp under
+// Records'): Key, Value and Headers are the response's own memory (no
+// copy; Headers a slice made per record that has any), Timestamp is the record's (the batch's max timestamp under
 // LogAppendTime). BlockTimestamp is the timestamp of the batch the record
 // came in: a record batch's max timestamp (sarama leaves it zero there),
 // the wrapper's timestamp of a legacy (v0/v1) compressed message set, or

@@ -458,3 +458,27 @@ func TestTapOversized(t *testing.T) {
 		t.Fatal("an oversized frame was taken")
 	}
 }
+
+// TestTapNothingTaken: a fetch response with no v2 records to take out
+// (a legacy message set, or none at all) is served as it came.
+func TestTapNothingTaken(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	tp := newTap(client, time.Minute)
+	defer tp.Close()
+	legacy := encodeBatch(t, batch(0, 2, 0, false).RecordBatch, sarama.CompressionNone)
+	legacy[batchMagicAt] = 1
+	for corr, parts := range []map[int32][]byte{{0: legacy}, {0: nil}} {
+		tp.pending = append(tp.pending, pendingFetch{corr: int32(corr), version: 11})
+		body := response(11, int32(corr), parts)
+		frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+		go func() { _, _ = server.Write(frame) }()
+		got := make([]byte, len(frame))
+		if _, err := io.ReadFull(tp, got); err != nil || !bytes.Equal(got, frame) {
+			t.Fatalf("response %d: served %x, %v; want it as it came", corr, got, err)
+		}
+		if tp.take() != nil {
+			t.Fatalf("response %d: something taken", corr)
+		}
+	}
+}

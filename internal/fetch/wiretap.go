@@ -150,23 +150,27 @@ func (t *tap) nextFrame() error {
 		t.relay.Left = size - 4
 		return nil
 	}
-	frame := make([]byte, size)
-	copy(frame, hdr[4:])
+	// The frame with its size in front: served as it is when nothing is
+	// taken out of it.
+	whole := make([]byte, 4+size)
+	copy(whole, hdr[:])
 	if t.readTimeout > 0 {
 		// As sarama's own reading of a body: its own deadline.
 		if err := t.Conn.SetReadDeadline(time.Now().Add(t.readTimeout)); err != nil {
 			return err
 		}
 	}
-	if _, err := io.ReadFull(t.Conn, frame[4:]); err != nil {
+	if _, err := io.ReadFull(t.Conn, whole[8:]); err != nil {
 		return err
 	}
-	out, shares, err := rewriteFetch(frame, pf.version, t.outBuf[:0])
-	if err != nil {
-		// Not understood: sarama reads it as it came (and says what is
-		// wrong with it).
-		t.outBuf = append(t.outBuf[:0], hdr[:4]...)
-		t.relay.Out = append(t.outBuf, frame...)
+	if cap(t.outBuf) > 1<<20 {
+		t.outBuf = nil // not kept at the size of a large response
+	}
+	out, shares, err := rewriteFetch(whole[4:], pf.version, t.outBuf[:0])
+	if err != nil || len(shares) == 0 {
+		// Nothing taken out, or not understood: sarama reads it as it
+		// came (and says what is wrong with it).
+		t.relay.Out = whole
 		return nil
 	}
 	t.outBuf = out

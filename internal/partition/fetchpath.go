@@ -175,10 +175,11 @@ func (m *Manager) handOutShare(recs *fetch.Records, next *int64) (goOn, halted b
 		m.highWatermark.Store(recs.HighWaterMark)
 	}
 	end := recs.NextOffset
-	// recs is not used past this point: its decoded record batches (a
-	// record struct per message, full of pointers) are garbage once
-	// copied into the slab, rather than live, and scanned by every
-	// collection, while the slab waits for room and for a receiver.
+	// recs is not used past this point: its record batches (sarama's
+	// decoded ones, for legacy message sets, a record struct per message
+	// full of pointers) are garbage once copied into the slab, rather
+	// than live, and scanned by every collection, while the slab waits
+	// for room and for a receiver.
 	vals, run := m.slabOf(recs, *next)
 	for len(vals) > 0 {
 		k, ok := m.trackSlab(vals, run)
