@@ -69,6 +69,7 @@ type Segment struct {
 	batch  *sarama.RecordBatch
 	legacy *sarama.MessageBlock
 	from   int
+	pos    int // of a wire segment: where record from starts in its batch
 }
 
 // Len returns how many records the iterator yields.
@@ -87,7 +88,7 @@ func (s *Segment) Cursor() (c Cursor, ok bool) {
 	if s.wire == nil {
 		return Cursor{}, false
 	}
-	return s.wire.Cursor(s.from), true
+	return s.wire.cursorAt(s.from, s.pos), true
 }
 
 // BlockTimestamp is the BlockTimestamp of the segment's records.
@@ -143,7 +144,7 @@ func (s *Segment) All() iter.Seq[*Record] {
 func (s *Segment) each(rec *Record, yield func(*Record) bool) bool {
 	if s.wire != nil {
 		rec.BlockTimestamp = s.wire.MaxTimestamp
-		for c := s.wire.Cursor(s.from); c.Next(); {
+		for c := s.wire.cursorAt(s.from, s.pos); c.Next(); {
 			rec.Offset, rec.Key, rec.Value, rec.Headers, rec.Timestamp = c.Offset, c.Key, c.Value, c.Headers, c.Timestamp
 			if !yield(rec) {
 				return false
@@ -283,20 +284,17 @@ func parseRaw(topic string, partition int32, block *sarama.FetchResponseBlock, r
 		whole = true
 		at := raw[:size]
 		raw = raw[size:]
-		if len(at) >= batchHeaderSize {
-			last := int64(binary.BigEndian.Uint64(at)) + int64(int32(binary.BigEndian.Uint32(at[23:27])))
-			if last < w.out.next {
-				continue
-			}
+		if len(at) >= batchHeaderSize && batchLast(at) < w.out.next {
+			continue // wholly before the position: not read
 		}
 		b, err := readBatch(at)
 		if err != nil {
-			return w.out, fmt.Errorf("%s/%d: record batch at offset %d: %w", topic, partition, int64(binary.BigEndian.Uint64(at)), err)
+			return w.out, fmt.Errorf("%s/%d: record batch at offset %d: %w", topic, partition, batchFirst(at), err)
 		}
 		last := b.LastOffset()
 		if !w.dropped(last, b.ProducerID, b.control(), b.transactional(), func() bool { return isAbortKey(b.firstKey()) }) {
-			if i := b.fromIndex(w.out.next); i < b.count {
-				w.add(Segment{wire: b, from: i}, b.count-i)
+			if k, pos := b.fromIndex(w.out.next); k < b.count {
+				w.add(Segment{wire: b, from: k, pos: pos}, b.count-k)
 			}
 		}
 		w.out.next = last + 1

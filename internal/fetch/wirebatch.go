@@ -93,7 +93,7 @@ func readBatch(raw []byte) (*Batch, error) {
 		return nil, fmt.Errorf("%w: CRC %08x, header says %08x", errMalformed, got, want)
 	}
 	b := &Batch{
-		FirstOffset:     int64(be.Uint64(raw[0:8])),
+		FirstOffset:     batchFirst(raw),
 		LeaderEpoch:     int32(be.Uint32(raw[12:16])),
 		attrs:           int16(be.Uint16(raw[21:23])),
 		LastOffsetDelta: int32(be.Uint32(raw[23:27])),
@@ -256,7 +256,7 @@ func varBytes(b []byte, i int) ([]byte, int) {
 
 // Cursor walks a Batch's records in offset order, decoding each as it goes:
 //
-//	c := b.Cursor(from)
+//	c, _ := seg.Cursor() // a Segment's
 //	for c.Next() { use(c.Offset, c.Key, c.Value, c.Headers, c.Timestamp) }
 //
 // Key, Value and Headers are the batch's memory (no copy); each Next
@@ -273,14 +273,10 @@ type Cursor struct {
 	r    record
 }
 
-// Cursor returns a cursor at the batch's record from (an index).
-func (b *Batch) Cursor(from int) Cursor {
-	c := Cursor{b: b, left: b.count}
-	for ; from > 0 && c.left > 0; from-- {
-		c.i = c.r.read(b.recs, c.i, false)
-		c.left--
-	}
-	return c
+// cursorAt returns a cursor at the batch's record k, which starts at
+// b.recs[pos:] (fromIndex's).
+func (b *Batch) cursorAt(k, pos int) Cursor {
+	return Cursor{b: b, i: pos, left: b.count - k}
 }
 
 // Next moves to the next record; false after the last.
@@ -313,18 +309,27 @@ func (b *Batch) firstKey() []byte {
 }
 
 // fromIndex is the index of the batch's first record at or after offset
-// next (count when there is none).
-func (b *Batch) fromIndex(next int64) int {
+// next and where it starts in b.recs (count and len(b.recs) when there
+// is none).
+func (b *Batch) fromIndex(next int64) (k, pos int) {
 	if next <= b.FirstOffset {
-		return 0
+		return 0, 0
 	}
 	var r record
-	i := 0
-	for k := 0; k < b.count; k++ {
-		i = r.read(b.recs, i, false)
+	for ; k < b.count; k++ {
+		at := pos
+		pos = r.read(b.recs, pos, false)
 		if b.FirstOffset+r.offsetDelta >= next {
-			return k
+			return k, at
 		}
 	}
-	return b.count
+	return b.count, pos
+}
+
+// batchFirst and batchLast are the first and last offsets a batch's
+// header names (raw holds the header at least).
+func batchFirst(raw []byte) int64 { return int64(binary.BigEndian.Uint64(raw)) }
+
+func batchLast(raw []byte) int64 {
+	return batchFirst(raw) + int64(int32(binary.BigEndian.Uint32(raw[23:27])))
 }

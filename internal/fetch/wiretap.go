@@ -71,14 +71,19 @@ func (t *tap) note(p []byte) {
 		}
 		// At a frame's start: its size, then (a request's header) api
 		// key, version and correlation id, or the bytes of a shorter frame.
-		want := 4
-		if len(t.wHdr) >= 4 {
-			want = 4 + min(max(int(int32(binary.BigEndian.Uint32(t.wHdr))), 0), 8)
+		if len(t.wHdr) < 4 {
+			n := min(4-len(t.wHdr), len(p))
+			t.wHdr = append(t.wHdr, p[:n]...)
+			p = p[n:]
+			if len(t.wHdr) < 4 {
+				continue
+			}
 		}
+		want := 4 + min(max(int(int32(binary.BigEndian.Uint32(t.wHdr))), 0), 8)
 		n := min(want-len(t.wHdr), len(p))
 		t.wHdr = append(t.wHdr, p[:n]...)
 		p = p[n:]
-		if len(t.wHdr) < want || want == 4 && len(t.wHdr) == 4 && int32(binary.BigEndian.Uint32(t.wHdr)) > 0 {
+		if len(t.wHdr) < want {
 			continue // more of the header to come
 		}
 		h := t.wHdr
@@ -120,9 +125,7 @@ func (t *tap) nextFrame() error {
 		if _, err := io.ReadFull(t.Conn, hdr[:4]); err != nil {
 			return err
 		}
-		t.outBuf = append(t.outBuf[:0], hdr[:4]...)
-		t.relay.Out = t.outBuf
-		t.relay.Left = int(int32(binary.BigEndian.Uint32(hdr[:4])))
+		t.pass(hdr[:4], int(int32(binary.BigEndian.Uint32(hdr[:4]))))
 		return nil
 	}
 	if _, err := io.ReadFull(t.Conn, hdr[:]); err != nil {
@@ -145,9 +148,7 @@ func (t *tap) nextFrame() error {
 	}
 	t.mu.Unlock()
 	if !found {
-		t.outBuf = append(t.outBuf[:0], hdr[:]...)
-		t.relay.Out = t.outBuf
-		t.relay.Left = size - 4
+		t.pass(hdr[:], size-4)
 		return nil
 	}
 	// The frame with its size in front: served as it is when nothing is
@@ -179,4 +180,11 @@ func (t *tap) nextFrame() error {
 	t.taken = shares
 	t.mu.Unlock()
 	return nil
+}
+
+// pass hands head, the start of a frame already read, on to sarama, and
+// then the frame's left bytes as they come.
+func (t *tap) pass(head []byte, left int) {
+	t.outBuf = append(t.outBuf[:0], head...)
+	t.relay.Out, t.relay.Left = t.outBuf, left
 }
