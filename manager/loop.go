@@ -34,6 +34,10 @@ const (
 	// assignment did not see holding it: the owners are read again in case
 	// that member decided otherwise.
 	CauseClaimWait RebalanceCause = "claim-wait"
+	// CauseAssignment: the group's stored assignment changed: a member
+	// computed the group's assignment from a change this member may not
+	// have seen yet.
+	CauseAssignment RebalanceCause = "assignment"
 	// CauseUnowned: a partition stayed without owner over two checks
 	// Config.UnownedCheck apart.
 	CauseUnowned RebalanceCause = "unowned"
@@ -121,6 +125,8 @@ func (l *loopState) wait(check, unowned <-chan time.Time) (int, func()) {
 		return workRun, func() { l.idsWatch = nil; l.trigger(CauseMembership) }
 	case <-l.staticWatch:
 		return workRun, func() { l.staticWatch = nil; l.trigger(CauseMembership) }
+	case <-l.assignWatch:
+		return workRun, func() { l.assignWatch = nil; l.trigger(CauseAssignment) }
 	case <-l.grace.C:
 		return workRun, func() { l.armGrace(c.expireAway(time.Now())) }
 	case <-c.meta.Changes():
@@ -148,9 +154,10 @@ func (l *loopState) wait(check, unowned <-chan time.Time) (int, func()) {
 type loopState struct {
 	c       *Consumer
 	regData []byte
-	// idsWatch and staticWatch: the watches the last rebalance set on the
-	// members and on the restart markers (nil: none armed).
-	idsWatch, staticWatch <-chan zk.Event
+	// idsWatch, staticWatch and assignWatch: the watches the last
+	// rebalance set on the members, on the restart markers and on the
+	// group's assignment node (nil: none armed).
+	idsWatch, staticWatch, assignWatch <-chan zk.Event
 	// grace ends the restart grace of the first member away (static.go).
 	grace *time.Timer
 	// pending: the causes noticed since the last rebalance; debounce
@@ -243,7 +250,7 @@ func (l *loopState) onSessionChanged() {
 			c.log.Error("registering again failed; retrying", "error", err)
 			l.retryAt = time.After(l.failures.Next())
 		}
-		l.idsWatch, l.staticWatch = nil, nil
+		l.idsWatch, l.staticWatch, l.assignWatch = nil, nil, nil
 		l.trigger(CauseSession)
 	}
 }
@@ -257,7 +264,7 @@ func (l *loopState) onRetry() {
 			l.retryAt = time.After(l.failures.Next())
 			return
 		}
-		l.idsWatch, l.staticWatch = nil, nil
+		l.idsWatch, l.staticWatch, l.assignWatch = nil, nil, nil
 	}
 	if len(l.pending) > 0 {
 		l.debounce.Reset(0)
@@ -278,14 +285,14 @@ func (l *loopState) onDebounce() {
 		l.debounce.Reset(c.kafka.interval / 2)
 		return
 	}
-	w, sw, graceEnd, err := c.rebalance(l.pending)
+	w, graceEnd, err := c.rebalance(l.pending)
 	if err != nil {
 		c.log.Warn("rebalance failed; retrying", "error", err)
 		l.retryAt = time.After(l.failures.Next())
 		return
 	}
 	l.failures.Reset()
-	l.idsWatch, l.staticWatch = w, sw
+	l.idsWatch, l.staticWatch, l.assignWatch = w.ids, w.static, w.assignment
 	l.armGrace(graceEnd)
 	clear(l.pending)
 	c.dropPrefetched() // the first assignment took what it starts

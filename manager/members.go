@@ -24,6 +24,9 @@ type member struct {
 	// zxid of its node, which orders the members by age.
 	strategy string
 	czxid    int64
+	// assignment: the version of the group's assignment node it computes
+	// from (0: none; see storedAssignment).
+	assignment int
 	// streams is the registration's subscription: the stream count (the
 	// old consumer's threads) per topic or wildcard expression.
 	streams map[string]int
@@ -108,7 +111,8 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, <-
 			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: subscription: %v", ErrBadRegistration, err)})
 			continue
 		}
-		m := member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid, streams: reg.Subscription}
+		m := member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid, streams: reg.Subscription,
+			assignment: reg.Assignment}
 		if away {
 			m.away, m.grace, m.version = true, time.Duration(reg.RestartGraceMS)*time.Millisecond, stat.Version
 		}

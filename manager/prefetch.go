@@ -44,7 +44,7 @@ func (c *Consumer) prefetch() {
 	}
 	var todo []TopicPartition
 	for tp := range pl.mine {
-		if pl.owners.owner(tp) == "" {
+		if pl.ownerOf(tp) == "" {
 			todo = append(todo, tp)
 		}
 	}

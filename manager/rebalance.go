@@ -17,18 +17,27 @@ import (
 	"github.com/zkgroup/zkgroup/subscription"
 )
 
-// rebalance reads the members, the owners of the subscribed partitions and
-// the metadata, computes the assignment and starts or revokes slots. It
-// returns the new watches on the members and on the restart markers, and
-// when the first grace of a member away ends (zero: none). causes are
-// what triggered it.
-func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan zk.Event, graceEnd time.Time, err error) {
+// watches are the watches a rebalance set: on the members, on the
+// restart markers and on the group's assignment node (nil: none).
+type watches struct {
+	ids, static, assignment <-chan zk.Event
+}
+
+// rebalance reads the members and the group's assignment (or the owners
+// of the subscribed partitions) and the metadata, computes the assignment
+// and starts or revokes slots. It returns the new watches and when the
+// first grace of a member away ends (zero: none). causes are what
+// triggered it.
+func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (w watches, graceEnd time.Time, err error) {
 	began := time.Now()
 	pl, err := c.computePlan(true)
 	if err != nil {
-		return nil, nil, time.Time{}, err
+		return watches{}, time.Time{}, err
 	}
 	c.rebalances.Add(1)
+	if pl.write {
+		c.writeStored(pl)
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -36,10 +45,14 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (ids, static <-chan
 	added, revoked := c.applyPlanLocked(pl)
 	c.noteRebalance(causes, len(added), len(revoked))
 	c.checkAppliedLocked()
+	from := "owners"
+	if pl.fromStored {
+		from = "assignment"
+	}
 	c.log.Info("rebalanced", "members", len(c.members), "away", len(c.away), "partitions", len(pl.parts), "assigned", len(pl.mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began),
-		"owner_reads", c.ownerCache.lastNodesRead())
-	return pl.watch, pl.staticWatch, graceEnd, nil
+		"from", from, "owner_reads", pl.ownerReads)
+	return pl.watches, graceEnd, nil
 }
 
 // noteViewLocked records what plan pl saw of the group: the members (and
@@ -88,13 +101,16 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 	var free []*slot // started for partitions the plan saw unowned
 	for tp := range pl.mine {
 		if sl, ok := c.slots[tp]; ok {
-			if sl.state == claiming {
-				sl.seen, sl.seenSet = pl.owners.owner(tp), true
+			if sl.state == claiming && !pl.fromStored {
+				// A plan from the stored assignment leaves the holder
+				// a waiting claim noted (claimWaitTooLong): it read no
+				// owners.
+				sl.seen, sl.seenSet = pl.ownerOf(tp), true
 			}
 			continue // running, claiming, or stopping (restarted when done)
 		}
 		sl := c.startSlotLocked(tp, 0)
-		sl.seen, sl.seenSet = pl.owners.owner(tp), true
+		sl.seen, sl.seenSet = pl.ownerOf(tp), true
 		if sl.seen == "" {
 			free = append(free, sl)
 		}
@@ -178,27 +194,43 @@ func (r *rebalanceLog) markDirtyLocked() {
 
 // plan is what a rebalance reads and computes before it acts on it.
 type plan struct {
-	members     []member
-	watch       <-chan zk.Event // on the member list
-	staticWatch <-chan zk.Event // on the restart markers (nil: none)
+	members []member
+	watches watches
 	// kept: the partitions the assignment gives members away (held for
 	// their restart; nobody claims them).
 	kept      map[TopicPartition]bool
 	snap      metadata.Snapshot
 	withParts []string // subscribed topics with partitions, sorted
 	parts     []assign.Partition
-	owners    ownersView
-	mine      map[TopicPartition]bool
+	// owners: the owners read (nil when fromStored); ownerReads: the
+	// nodes that read fetched.
+	owners     ownersView
+	ownerReads int
+	// stored: the group's assignment node as read. fromStored: the
+	// assignment was computed from it, not from the owners (see
+	// storedAssignment); present: then, the members registered.
+	stored     storedAssignment
+	fromStored bool
+	present    map[string]bool
+	// digest: of the strategy's input; inputIDs: the members given to it;
+	// assignment: its result; write: this member stores it.
+	digest     string
+	inputIDs   []string
+	assignment assign.Assignment
+	write      bool
+	mine       map[TopicPartition]bool
 	// expected: every partition's member in the assignment (nil: none
 	// computed), which the owners cache checks first at the next read.
 	expected *ownerTable
 	strategy strategyChoice // what mine was computed with
 }
 
-// computePlan reads the members, the owners of the subscribed partitions
-// and the metadata, and computes this member's partitions. With
+// computePlan reads the members and the group's assignment node, and the
+// owners of the subscribed partitions unless it computes from that node
+// (see storedAssignment), and computes this member's partitions. With
 // createDirs it creates the owners node of every topic that has none
-// (the only write).
+// when it read the owners (the only write; a claim creates the owners
+// node it finds missing).
 func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	st := c.session.Status()
 	if !st.HasSession {
@@ -208,51 +240,87 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	topics := slices.Sorted(maps.Keys(snap.Topics))
 	counts := metadata.Counts(snap.Topics)
 	withParts := slices.Sorted(maps.Keys(counts)) // the topics with partitions
-	// The members and the owners are read at once: the owners through the
-	// cache, which reads the owners nodes' stats and, where they changed,
-	// their lists and the owner nodes it cannot vouch for (see
-	// ownersCache).
+	// The members and the assignment node are read at once.
 	var (
-		owners   ownersView
-		noDir    []string
-		ownerErr error
-		read     sync.WaitGroup
+		stored      storedAssignment
+		storedWatch <-chan zk.Event
+		storedErr   error
+		read        sync.WaitGroup
 	)
-	read.Go(func() { owners, noDir, ownerErr = c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts) })
+	read.Go(func() { stored, storedWatch, storedErr = readStoredAssignment(c.session, c.group) })
 	members, watch, staticWatch, err := readMembers(c.session, c.group)
 	read.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
 	}
-	if ownerErr != nil {
-		return nil, fmt.Errorf("reading owners: %w", ownerErr)
+	if storedErr != nil {
+		return nil, fmt.Errorf("reading the group's assignment: %w", storedErr)
 	}
-	if createDirs {
-		// One parent per topic, once, before any claim: claims racing to
-		// find it missing would each cost ZooKeeper a failed create.
-		for _, t := range noDir {
-			if err := c.session.CreateParents(zkdata.OwnerTopicPath(c.group, t)); err != nil {
-				return nil, fmt.Errorf("creating the owners node of %q: %w", t, err)
+	pl := &plan{members: members, watches: watches{ids: watch, static: staticWatch, assignment: storedWatch},
+		snap: snap, withParts: withParts, stored: stored}
+	all, writer := followers(members)
+	pl.fromStored = all && stored.usable()
+	if stored.err != nil && all && c.storedErrNoted.CompareAndSwap(false, true) {
+		c.log.Warn("the group's assignment node is not used; computing from the owners", "error", stored.err)
+	}
+	if pl.fromStored {
+		c.storedErrNoted.Store(false)
+		pl.present = make(map[string]bool, len(members))
+		for _, m := range members {
+			if !m.away {
+				pl.present[m.id] = true
+			}
+		}
+	} else {
+		owners, noDir, err := c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts)
+		if err != nil {
+			return nil, fmt.Errorf("reading owners: %w", err)
+		}
+		pl.owners, pl.ownerReads = owners, c.ownerCache.lastNodesRead()
+		if createDirs {
+			// One parent per topic, once, before any claim: claims racing to
+			// find it missing would each cost ZooKeeper a failed create.
+			for _, t := range noDir {
+				if err := c.session.CreateParents(zkdata.OwnerTopicPath(c.group, t)); err != nil {
+					return nil, fmt.Errorf("creating the owners node of %q: %w", t, err)
+				}
 			}
 		}
 	}
-	var parts []assign.Partition
 	for _, t := range withParts {
 		for _, p := range snap.Topics[t] {
-			parts = append(parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader,
-				Owner: owners.owner(TopicPartition{Topic: t, Partition: p.ID})})
+			owner := ""
+			if pl.fromStored {
+				owner = stored.a.Owner(t, p.ID)
+			} else {
+				owner = pl.owners.owner(TopicPartition{Topic: t, Partition: p.ID})
+			}
+			pl.parts = append(pl.parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader, Owner: owner})
 		}
 	}
-	pl := &plan{members: members, watch: watch, staticWatch: staticWatch, snap: snap, withParts: withParts, parts: parts,
-		owners: owners}
 	c.assignPlan(pl, topics)
+	pl.write = all && writer == c.id && pl.assignment != nil && (!stored.usable() || stored.a.Digest != pl.digest)
 	c.ownerCache.expectOwners(pl.expected)
 	return pl, nil
 }
 
+// ownerOf returns who pl saw holding tp ("" nobody): the owner read, or,
+// computed from the stored assignment, the member it gives tp if that
+// member is registered.
+func (pl *plan) ownerOf(tp TopicPartition) string {
+	if !pl.fromStored {
+		return pl.owners.owner(tp)
+	}
+	if id := pl.stored.a.Owner(tp.Topic, tp.Partition); pl.present[id] {
+		return id
+	}
+	return ""
+}
+
 // assignPlan computes pl's assignment from its members and partitions:
 // this member's partitions (mine), the strategy used, and the partitions
-// kept for members away.
+// kept for members away. From the stored assignment, when it was computed
+// from the same input (its digest), it is taken as it is.
 func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	// Members publishing different strategies would never agree:
 	// compute with the oldest one's, or claim nothing when it is not
@@ -263,7 +331,19 @@ func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	if choice.use == nil {
 		return
 	}
-	a := choice.use.Assign(assignMembers(withoutExcluded(pl.members, choice.exclude), topics), pl.parts)
+	input := assignMembers(withoutExcluded(pl.members, choice.exclude), topics)
+	pl.digest = assignmentDigest(choice.use.Name(), input, pl.parts)
+	pl.inputIDs = make([]string, len(input))
+	for i, m := range input {
+		pl.inputIDs[i] = m.ID
+	}
+	var a assign.Assignment
+	if pl.fromStored && pl.stored.a.Digest == pl.digest {
+		a = fromStored(pl.stored.a, pl.parts)
+	} else {
+		a = choice.use.Assign(input, pl.parts)
+	}
+	pl.assignment = a
 	for _, p := range a[c.id] {
 		pl.mine[TopicPartition{Topic: p.Topic, Partition: p.ID}] = true
 	}

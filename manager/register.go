@@ -39,6 +39,7 @@ func registration(sub *subscription.Subscription, clientID, strategy string, gra
 		Host:           host,
 		ClientID:       clientID,
 		Strategy:       strategy,
+		Assignment:     zkdata.GroupAssignmentVersion,
 	}.Marshal()
 }
 

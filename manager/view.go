@@ -53,6 +53,9 @@ type groupView struct {
 	// ownerCache: the owners as last read (its own lock; see
 	// ownersCache).
 	ownerCache ownersCache
+	// storedErrNoted: the group's assignment node's being unusable was
+	// logged (once until it is used again).
+	storedErrNoted atomic.Bool
 }
 
 func newGroupView() groupView {

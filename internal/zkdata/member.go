@@ -34,6 +34,11 @@ type MemberRegistration struct {
 	// "zkgroup_restart_grace_ms"; 0: none, left out). It matters in the
 	// member's restart marker (StaticMemberPath).
 	RestartGraceMS int64
+	// Assignment is the version of the group's assignment node
+	// (AssignmentPath, GroupAssignment) the member computes from, under
+	// "zkgroup_assignment"; 0 (left out): none, a JVM consumer or an
+	// older zkgroup, which compute from the owner nodes.
+	Assignment int
 }
 
 type memberOut struct {
@@ -45,6 +50,7 @@ type memberOut struct {
 	ClientID     string         `json:"client_id,omitempty"`
 	Strategy     string         `json:"zkgroup_strategy,omitempty"`
 	RestartGrace int64          `json:"zkgroup_restart_grace_ms,omitempty"`
+	Assignment   int            `json:"zkgroup_assignment,omitempty"`
 }
 
 type memberIn struct {
@@ -54,6 +60,7 @@ type memberIn struct {
 	Timestamp    json.RawMessage `json:"timestamp"`
 	Strategy     string          `json:"zkgroup_strategy"`
 	RestartGrace int64           `json:"zkgroup_restart_grace_ms"`
+	Assignment   int             `json:"zkgroup_assignment"`
 }
 
 // Marshal encodes m as Kafka's ZooKeeper consumer does:
@@ -79,6 +86,8 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 		return nil, malformed(node, "zkgroup_strategy", m.Strategy, "invalid UTF-8")
 	case m.RestartGraceMS < 0:
 		return nil, malformed(node, "zkgroup_restart_grace_ms", strconv.FormatInt(m.RestartGraceMS, 10), "negative")
+	case m.Assignment < 0:
+		return nil, malformed(node, "zkgroup_assignment", strconv.Itoa(m.Assignment), "negative")
 	}
 	for k, n := range m.Subscription {
 		if !utf8.ValidString(k) {
@@ -104,6 +113,7 @@ func (m MemberRegistration) Marshal() ([]byte, error) {
 		ClientID:     m.ClientID,
 		Strategy:     m.Strategy,
 		RestartGrace: m.RestartGraceMS,
+		Assignment:   m.Assignment,
 	})
 	if err != nil {
 		e := malformed(node, "", "", err.Error())
@@ -158,6 +168,7 @@ func ParseMemberRegistration(id string, data []byte) (MemberRegistration, error)
 		Strategy:     raw.Strategy,
 		// A negative grace is none.
 		RestartGraceMS: max(raw.RestartGrace, 0),
+		Assignment:     max(raw.Assignment, 0),
 	}, nil
 }
 

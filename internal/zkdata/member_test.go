@@ -34,6 +34,11 @@ func TestMemberMarshal(t *testing.T) {
 			want: `{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"5","host":"h1","client_id":"zkgroup","zkgroup_strategy":"balanced"}`,
 		},
 		{
+			name: "assignment node version after the strategy",
+			m:    MemberRegistration{Version: 1, Pattern: "static", Subscription: map[string]int{"t": 1}, Timestamp: 5, Strategy: "balanced", Assignment: 1},
+			want: `{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"5","zkgroup_strategy":"balanced","zkgroup_assignment":1}`,
+		},
+		{
 			name: "escaping",
 			m:    MemberRegistration{Version: 1, Pattern: "black_list", Subscription: map[string]int{`a\.b"`: 1}},
 			want: `{"version":1,"subscription":{"a\\.b\"":1},"pattern":"black_list","timestamp":"0"}`,

@@ -31,6 +31,11 @@ func StaticPath(group string) string { return ConsumersPath(group) + "/static" }
 // the member's partitions for it while it restarts.
 func StaticMemberPath(group, id string) string { return StaticPath(group) + "/" + id }
 
+// AssignmentPath returns /consumers/<group>/assignment: a persistent node
+// holding the group's last computed assignment (GroupAssignment), which
+// zkgroup members compute the next one from (Kafka's tools ignore it).
+func AssignmentPath(group string) string { return ConsumersPath(group) + "/assignment" }
+
 // OwnersPath returns /consumers/<group>/owners.
 func OwnersPath(group string) string { return ConsumersPath(group) + "/owners" }
 

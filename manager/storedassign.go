@@ -1,0 +1,212 @@
+package manager
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager/assign"
+)
+
+// The group's stored assignment. A sticky strategy (Balanced) keeps each
+// partition with its current owner; computed from the owner nodes, which
+// change all the time during a hand-over, members that read them at
+// different moments of overlapping joins compute different assignments,
+// and every member reads every owner node it cannot vouch for at every
+// rebalance (10,000 nodes for a new member of a group of 10,000
+// partitions). So the oldest member writes the assignment it computed to
+// one node (zkdata.AssignmentPath) with a digest of what it was computed
+// from, and every member computes from that node instead of the owners:
+//
+//   - the digest is that of the current input (strategy, members and
+//     their topics, partitions and leaders): the stored assignment is
+//     used as it is;
+//   - otherwise the strategy computes from the input with each
+//     partition's Owner the stored one, which every member reading the
+//     same node does alike; the writer then stores the result.
+//
+// A rebalance reads the members and one node, whatever the partition
+// count. The owner nodes stay the only truth of who holds what: a claim
+// is an ephemeral create whatever a plan says, and the unowned and
+// claim-wait checks read them as before. The node is used only while
+// every registered member that publishes a strategy publishes
+// zkgroup_assignment (older zkgroups compute from the owners); while one
+// does not, or the node is missing, unreadable or malformed, members
+// compute from the owners as before (and the writer, if every member
+// follows, writes the node).
+type storedAssignment struct {
+	a       zkdata.GroupAssignment
+	exists  bool  // the node exists
+	version int32 // its data version, when it exists
+	// err: why a node that exists is not used (malformed, or longer than
+	// Config.ZooKeeperMaxReply); nil when a is the node's.
+	err error
+}
+
+// usable reports whether a holds the node's assignment.
+func (s *storedAssignment) usable() bool { return s != nil && s.exists && s.err == nil }
+
+// readStoredAssignment reads the group's assignment node and sets a watch
+// on it (its creation, when missing). Only a read that failed is an error.
+func readStoredAssignment(s *zkconn.Session, group string) (storedAssignment, <-chan zk.Event, error) {
+	p := zkdata.AssignmentPath(group)
+	data, stat, ch, err := s.GetW(p)
+	switch {
+	case err == nil:
+		a, perr := zkdata.ParseGroupAssignment(data)
+		if perr != nil {
+			perr = fmt.Errorf("%s: %w", p, perr)
+		}
+		return storedAssignment{a: a, exists: true, version: stat.Version, err: perr}, ch, nil
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrReplyTooLarge):
+		ok, stat, ch, xerr := s.ExistsW(p)
+		if xerr != nil {
+			return storedAssignment{}, nil, xerr
+		}
+		if !ok {
+			return storedAssignment{}, ch, nil
+		}
+		// Too large, or created since: not used this time (the
+		// watch fires at its next change).
+		return storedAssignment{exists: true, version: stat.Version, err: fmt.Errorf("%s: %w", p, err)}, ch, nil
+	default:
+		return storedAssignment{}, nil, err
+	}
+}
+
+// followers returns whether every registered member that publishes a
+// strategy computes from the assignment node, and the oldest of them, who
+// writes it ("" when a member does not, or none does).
+func followers(members []member) (all bool, writer string) {
+	var oldest *member
+	for i := range members {
+		m := &members[i]
+		if m.away || m.strategy == "" {
+			continue
+		}
+		if m.assignment < zkdata.GroupAssignmentVersion {
+			return false, ""
+		}
+		if oldest == nil || m.czxid < oldest.czxid || (m.czxid == oldest.czxid && m.id < oldest.id) {
+			oldest = m
+		}
+	}
+	if oldest == nil {
+		return false, ""
+	}
+	return true, oldest.id
+}
+
+// assignmentDigest digests what an assignment is computed from: the
+// strategy's name, the members with their topics, and the partitions with
+// their leaders (not their owners).
+func assignmentDigest(strategy string, members []assign.Member, parts []assign.Partition) string {
+	h := sha256.New()
+	str := func(s string) {
+		writeInt(h, int64(len(s)))
+		h.Write([]byte(s))
+	}
+	str(strategy)
+	writeInt(h, int64(len(members)))
+	for _, m := range members {
+		str(m.ID)
+		writeInt(h, int64(len(m.Topics)))
+		for _, t := range m.Topics {
+			str(t)
+		}
+	}
+	writeInt(h, int64(len(parts)))
+	for _, p := range parts {
+		str(p.Topic)
+		writeInt(h, int64(p.ID))
+		writeInt(h, int64(p.Leader))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func writeInt(h hash.Hash, v int64) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(v))
+	h.Write(b[:])
+}
+
+// fromStored returns the stored assignment as the strategy's result over
+// parts, for members (whose ids it holds when its digest is the input's).
+func fromStored(a zkdata.GroupAssignment, parts []assign.Partition) assign.Assignment {
+	out := assign.Assignment{}
+	for _, p := range parts {
+		if id := a.Owner(p.Topic, p.ID); id != "" {
+			out[id] = append(out[id], p)
+		}
+	}
+	return out
+}
+
+// storedData encodes assignment a, computed from the input of digest, over
+// the members ids and the topics of parts.
+func storedData(digest string, ids []string, parts []assign.Partition, a assign.Assignment) ([]byte, error) {
+	ids = slices.Sorted(slices.Values(ids))
+	index := make(map[string]int32, len(ids))
+	for i, id := range ids {
+		index[id] = int32(i)
+	}
+	topics := map[string][]int32{}
+	for _, p := range parts {
+		ps := topics[p.Topic]
+		for int32(len(ps)) <= p.ID {
+			ps = append(ps, -1)
+		}
+		topics[p.Topic] = ps
+	}
+	for id, ps := range a {
+		i, ok := index[id]
+		if !ok {
+			continue // not a member given to the strategy: not stored
+		}
+		for _, p := range ps {
+			topics[p.Topic][p.ID] = i
+		}
+	}
+	return zkdata.GroupAssignment{Digest: digest, Members: ids, Topics: topics}.Marshal()
+}
+
+// writeStored stores pl's assignment in the group's assignment node, over
+// the version pl read (created when it read none). A write that loses to
+// another writer is left: the watch on the node brings its assignment.
+func (c *Consumer) writeStored(pl *plan) {
+	data, err := storedData(pl.digest, pl.inputIDs, pl.parts, pl.assignment)
+	if err != nil {
+		c.log.Warn("not storing the group's assignment", "error", err)
+		return
+	}
+	p := zkdata.AssignmentPath(c.group)
+	if limit := cmp.Or(c.cfg.ZooKeeperMaxReply, DefaultZooKeeperMaxReply); len(data) > limit {
+		// Members read at most that much, and a write beyond
+		// ZooKeeper's jute.maxbuffer closes the connection: the
+		// members compute from the owners.
+		c.log.Warn("not storing the group's assignment: larger than ZooKeeperMaxReply",
+			"path", p, "bytes", len(data), "max", limit)
+		return
+	}
+	if pl.stored.exists {
+		_, err = c.session.Set(p, data, pl.stored.version)
+	} else {
+		_, err = c.session.Create(p, data, 0, nil)
+	}
+	switch {
+	case err == nil:
+		c.log.Debug("stored the group's assignment", "bytes", len(data), "digest", pl.digest)
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode):
+		c.log.Debug("the group's assignment changed meanwhile", "error", err)
+	default:
+		c.log.Warn("storing the group's assignment failed", "path", p, "bytes", len(data), "error", err)
+	}
+}

@@ -1,0 +1,138 @@
+package manager
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager/assign"
+)
+
+// TestFollowers: the assignment node is used only while every registered
+// member publishing a strategy follows it; the oldest of them writes it.
+func TestFollowers(t *testing.T) {
+	m := func(id string, czxid int64, strategy string, version int, away bool) member {
+		return member{id: id, czxid: czxid, strategy: strategy, assignment: version, away: away}
+	}
+	for _, c := range []struct {
+		name    string
+		members []member
+		all     bool
+		writer  string
+	}{
+		{"none", nil, false, ""},
+		{"oldest writes", []member{m("b", 5, "balanced", 1, false), m("a", 7, "balanced", 1, false)}, true, "b"},
+		{"czxid tie: smallest id", []member{m("b", 5, "balanced", 1, false), m("a", 5, "balanced", 1, false)}, true, "a"},
+		{"an older zkgroup", []member{m("a", 1, "balanced", 1, false), m("b", 2, "balanced", 0, false)}, false, ""},
+		{"a JVM consumer does not count", []member{m("j", 1, "", 0, false), m("b", 2, "balanced", 1, false)}, true, "b"},
+		{"a member away does not count or write", []member{m("x", 1, "balanced", 0, true), m("b", 2, "balanced", 1, false)}, true, "b"},
+		{"only JVM consumers", []member{m("j", 1, "", 0, false)}, false, ""},
+	} {
+		all, writer := followers(c.members)
+		if all != c.all || writer != c.writer {
+			t.Errorf("%s: followers = %v, %q; want %v, %q", c.name, all, writer, c.all, c.writer)
+		}
+	}
+}
+
+// TestAssignmentDigest: the digest changes with the strategy, a member, a
+// member's topics, a partition and a leader, never with an owner.
+func TestAssignmentDigest(t *testing.T) {
+	members := []assign.Member{{ID: "a", Topics: []string{"t"}}, {ID: "b", Topics: []string{"t"}}}
+	parts := []assign.Partition{{Topic: "t", ID: 0, Leader: 1}, {Topic: "t", ID: 1, Leader: 2}}
+	base := assignmentDigest("balanced", members, parts)
+	owned := slices.Clone(parts)
+	owned[0].Owner = "a"
+	if d := assignmentDigest("balanced", members, owned); d != base {
+		t.Errorf("an owner changed the digest")
+	}
+	changed := map[string]func() string{
+		"strategy": func() string { return assignmentDigest("sticky", members, parts) },
+		"member": func() string {
+			return assignmentDigest("balanced", []assign.Member{members[0], {ID: "c", Topics: []string{"t"}}}, parts)
+		},
+		"topics": func() string {
+			return assignmentDigest("balanced", []assign.Member{members[0], {ID: "b", Topics: []string{"t", "u"}}}, parts)
+		},
+		"partition": func() string { return assignmentDigest("balanced", members, parts[:1]) },
+		"leader": func() string {
+			p := slices.Clone(parts)
+			p[1].Leader = 3
+			return assignmentDigest("balanced", members, p)
+		},
+		"boundaries": func() string {
+			return assignmentDigest("balanced", []assign.Member{{ID: "at", Topics: nil}, {ID: "b", Topics: []string{"t"}}}, parts)
+		},
+	}
+	for what, f := range changed {
+		if f() == base {
+			t.Errorf("a change of %s kept the digest", what)
+		}
+	}
+}
+
+// TestStoredRoundTrip: an assignment stored and read back gives every
+// partition the same member, and Balanced computed from it as owners is
+// the same assignment (so members reading it agree without the owners).
+func TestStoredRoundTrip(t *testing.T) {
+	var parts []assign.Partition
+	for _, topic := range []string{"t", "u"} {
+		for p := range int32(7) {
+			parts = append(parts, assign.Partition{Topic: topic, ID: p, Leader: p % 3})
+		}
+	}
+	members := []assign.Member{{ID: "m1", Topics: []string{"t", "u"}}, {ID: "m2", Topics: []string{"t", "u"}},
+		{ID: "m3", Topics: []string{"t"}}}
+	ids := []string{"m3", "m1", "m2"}
+	a := assign.Balanced().Assign(members, parts)
+	digest := assignmentDigest("balanced", members, parts)
+	data, err := storedData(digest, ids, parts, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, err := zkdata.ParseGroupAssignment(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ga.Digest != digest || !slices.Equal(ga.Members, []string{"m1", "m2", "m3"}) {
+		t.Fatalf("stored %+v", ga)
+	}
+	back := fromStored(ga, parts)
+	owners := func(a assign.Assignment) map[TopicPartition]string {
+		out := map[TopicPartition]string{}
+		for id, ps := range a {
+			for _, p := range ps {
+				out[TopicPartition{Topic: p.Topic, Partition: p.ID}] = id
+			}
+		}
+		return out
+	}
+	want := owners(a)
+	got := owners(back)
+	if len(got) != len(parts) || len(want) != len(parts) {
+		t.Fatalf("%d and %d partitions assigned, want %d", len(got), len(want), len(parts))
+	}
+	for tp, id := range want {
+		if got[tp] != id {
+			t.Errorf("%v: stored %q, computed %q", tp, got[tp], id)
+		}
+	}
+	withOwners := slices.Clone(parts)
+	for i := range withOwners {
+		withOwners[i].Owner = ga.Owner(withOwners[i].Topic, withOwners[i].ID)
+	}
+	again := owners(assign.Balanced().Assign(members, withOwners))
+	for tp, id := range want {
+		if again[tp] != id {
+			t.Errorf("%v: computed from the stored one %q, stored %q", tp, again[tp], id)
+		}
+	}
+	// A member not given to the strategy is not stored.
+	a["ghost"] = parts[:1]
+	if data, err = storedData(digest, ids, parts, a); err != nil {
+		t.Fatal(err)
+	}
+	if ga, _ = zkdata.ParseGroupAssignment(data); slices.Contains(ga.Members, "ghost") {
+		t.Errorf("a member outside the input was stored")
+	}
+}

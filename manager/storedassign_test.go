@@ -1,0 +1,173 @@
+package manager_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
+	"github.com/zkgroup/zkgroup/manager"
+)
+
+// TestStoredAssignment: the oldest member stores the group's assignment
+// in /consumers/<group>/assignment, and members compute from it rather
+// than from the owner nodes: a member joining moves exactly its share; an
+// assignment planted with the node's digest is taken as it is (nobody
+// read the owners); a malformed node is ignored (members compute from
+// the owners, nothing moves) and the oldest member writes it again. No
+// partition has two holders throughout.
+func TestStoredAssignment(t *testing.T) {
+	const parts = 12
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, parts)
+	rec := newRecorder(t)
+	conn := testcluster.ZooKeeper(t, c)
+	path := c.Chroot() + zkdata.AssignmentPath(group)
+
+	// stored reads the node (ok false while it is missing or malformed).
+	stored := func() (zkdata.GroupAssignment, int32, bool) {
+		data, st, err := conn.Get(path)
+		if err != nil {
+			return zkdata.GroupAssignment{}, 0, false
+		}
+		a, err := zkdata.ParseGroupAssignment(data)
+		return a, st.Version, err == nil
+	}
+	// holders maps each partition to the instance fetching it.
+	holders := func(ins ...*instance) map[int32]string {
+		out := map[int32]string{}
+		for _, in := range ins {
+			for _, p := range in.c.Stats().Partitions {
+				out[p.Partition] = in.c.ID()
+			}
+		}
+		return out
+	}
+	// settled: balanced, and the node stores who fetches what, for these
+	// members.
+	settled := func(ins ...*instance) bool {
+		a, _, ok := stored()
+		if !ok || !balanced(parts, ins...) || len(a.Members) != len(ins) {
+			return false
+		}
+		h := holders(ins...)
+		for p := range int32(parts) {
+			if a.Owner(topic, p) != h[p] {
+				return false
+			}
+		}
+		return true
+	}
+
+	a := join(t, c, group, sub, "a", rec, joinOpts{})
+	await(t, 60*time.Second, "a alone", func() bool { return settled(a) })
+	b := join(t, c, group, sub, "b", rec, joinOpts{})
+	await(t, 60*time.Second, "a and b settled, stored", func() bool { return settled(a, b) })
+	before := holders(a, b)
+
+	cc := join(t, c, group, sub, "c", rec, joinOpts{})
+	await(t, 60*time.Second, "a, b and c settled, stored", func() bool { return settled(a, b, cc) })
+	after := holders(a, b, cc)
+	moved := 0
+	for p := range int32(parts) {
+		if before[p] != after[p] {
+			moved++
+			if after[p] != cc.c.ID() {
+				t.Errorf("partition %d moved from %s to %s, not to the new member", p, before[p], after[p])
+			}
+		}
+	}
+	if moved != parts/3 {
+		t.Errorf("the third member's join moved %d partitions, want %d", moved, parts/3)
+	}
+
+	// Planted: two partitions of different members swapped, with the
+	// node's digest. Members follow it without reading the owners.
+	cur, version, _ := stored()
+	planted := cur
+	planted.Topics = maps.Clone(cur.Topics)
+	ps := slices.Clone(cur.Topics[topic])
+	i := slices.IndexFunc(ps, func(m int32) bool { return m != ps[0] })
+	ps[0], ps[i] = ps[i], ps[0]
+	planted.Topics[topic] = ps
+	data, err := planted.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set(path, data, version); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 60*time.Second, "the planted assignment applied", func() bool {
+		if !balanced(parts, a, b, cc) {
+			return false
+		}
+		h := holders(a, b, cc)
+		for p := range int32(parts) {
+			if h[p] != planted.Owner(topic, p) {
+				return false
+			}
+		}
+		return true
+	})
+	// Taken as it is: the writer had nothing to write.
+	if now, _, ok := stored(); !ok || now.Owner(topic, 0) != planted.Owner(topic, 0) {
+		t.Errorf("the node changed after the planted assignment: %+v", now)
+	}
+
+	// Malformed: ignored, nothing moves, written again.
+	want := holders(a, b, cc)
+	_, version, _ = stored()
+	if _, err := conn.Set(path, []byte("not json"), version); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 60*time.Second, "the node written again", func() bool { return settled(a, b, cc) })
+	if got := holders(a, b, cc); !maps.Equal(got, want) {
+		t.Errorf("a malformed assignment node moved partitions: %v, was %v", got, want)
+	}
+	for _, in := range []*instance{a, b, cc} {
+		if n := in.c.Stats().RebalancesByCause[manager.CauseAssignment]; n == 0 {
+			t.Errorf("%s: no rebalance for a changed assignment node", in.name)
+		}
+	}
+	rec.checkViolations(t)
+}
+
+// TestStoredAssignmentOlderMember: a member that does not publish
+// zkgroup_assignment (an older zkgroup) makes every member compute from
+// the owner nodes: nobody writes the node, and the group still balances.
+func TestStoredAssignmentOlderMember(t *testing.T) {
+	const parts = 6
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, parts)
+	rec := newRecorder(t)
+	conn := testcluster.ZooKeeper(t, c)
+	root := c.Chroot() + "/consumers/" + group
+	mkdirs(t, conn, root+"/ids")
+	// An older zkgroup's registration, holding nothing (it would compute
+	// Balanced too; here it only has to be there).
+	old := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced"}`, topic)
+	if _, err := conn.Create(root+"/ids/older", []byte(old), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	a := join(t, c, group, sub, "a", rec, joinOpts{})
+	b := join(t, c, group, sub, "b", rec, joinOpts{})
+	// The older member claims nothing: a and b hold 2 each, 2 stay for it.
+	await(t, 60*time.Second, "a and b hold their shares", func() bool {
+		return len(a.c.Stats().Partitions) == 2 && len(b.c.Stats().Partitions) == 2
+	})
+	if ok, _, err := conn.Exists(root + "/assignment"); err != nil || ok {
+		t.Errorf("assignment node written with an older member in the group (exists %v, %v)", ok, err)
+	}
+	if err := conn.Delete(root+"/ids/older", -1); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 60*time.Second, "a and b balanced and the node written", func() bool {
+		ok, _, _ := conn.Exists(root + "/assignment")
+		return ok && balanced(parts, a, b)
+	})
+	rec.checkViolations(t)
+}
