@@ -391,7 +391,11 @@ func (l *loopState) checkUnowned() {
 	c.mu.Lock()
 	kept := c.kept // replaced, never changed in place
 	c.mu.Unlock()
-	unowned, err := c.ownerCache.unowned(c.session, c.group, topics, st.Epoch, counts)
+	read := c.ownerCache.unowned
+	if c.lastFromStored.Load() {
+		read = c.ownerCache.unownedListed // no owner needed: no owner node read
+	}
+	unowned, err := read(c.session, c.group, topics, st.Epoch, counts)
 	if err != nil {
 		c.log.Debug("checking owners failed", "error", err)
 		return

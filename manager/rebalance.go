@@ -35,6 +35,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (w watches, graceEn
 		return watches{}, time.Time{}, err
 	}
 	c.rebalances.Add(1)
+	c.lastFromStored.Store(pl.fromStored)
 	if pl.write {
 		c.writeStored(pl)
 	}
@@ -213,11 +214,13 @@ type plan struct {
 	fromStored bool
 	present    map[string]bool
 	// digest: of the strategy's input; inputIDs: the members given to it;
-	// assignment: its result; write: this member stores it.
+	// assignment: its result; write: this member stores it; rewrite: the
+	// stored one has the input's digest but does not fit it.
 	digest     string
 	inputIDs   []string
 	assignment assign.Assignment
 	write      bool
+	rewrite    bool
 	mine       map[TopicPartition]bool
 	// expected: every partition's member in the assignment (nil: none
 	// computed), which the owners cache checks first at the next read.
@@ -299,7 +302,8 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		}
 	}
 	c.assignPlan(pl, topics)
-	pl.write = all && writer == c.id && pl.assignment != nil && (!stored.usable() || stored.a.Digest != pl.digest)
+	pl.write = all && writer == c.id && pl.assignment != nil &&
+		(!stored.usable() || stored.a.Digest != pl.digest || pl.rewrite)
 	c.ownerCache.expectOwners(pl.expected)
 	return pl, nil
 }
@@ -339,9 +343,17 @@ func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	}
 	var a assign.Assignment
 	if pl.fromStored && pl.stored.a.Digest == pl.digest {
-		a = fromStored(pl.stored.a, pl.parts)
-	} else {
+		if storedFits(pl.stored.a, input, pl.parts) {
+			a = fromStored(pl.stored.a, pl.parts)
+		} else {
+			pl.rewrite = true // edited by hand, or written wrong
+		}
+	}
+	if a == nil {
 		a = choice.use.Assign(input, pl.parts)
+		// Rewritten only when it differs: a strategy may leave
+		// partitions to nobody.
+		pl.rewrite = pl.rewrite && !sameAsStored(pl.stored.a, a, pl.parts)
 	}
 	pl.assignment = a
 	for _, p := range a[c.id] {

@@ -150,6 +150,55 @@ func fromStored(a zkdata.GroupAssignment, parts []assign.Partition) assign.Assig
 	return out
 }
 
+// storedFits reports whether a gives every partition of parts that a
+// member of input subscribes to such a member (a node with the input's
+// digest was computed from it: one that does not fit was edited or
+// written wrong, and is computed again rather than followed).
+func storedFits(a zkdata.GroupAssignment, input []assign.Member, parts []assign.Partition) bool {
+	subscribed := make(map[string]map[string]bool, len(input))
+	eligible := map[string]bool{} // topics somebody subscribes to
+	for _, m := range input {
+		ts := make(map[string]bool, len(m.Topics))
+		for _, t := range m.Topics {
+			ts[t], eligible[t] = true, true
+		}
+		subscribed[m.ID] = ts
+	}
+	for _, p := range parts {
+		id := a.Owner(p.Topic, p.ID)
+		if id == "" {
+			if eligible[p.Topic] {
+				return false
+			}
+			continue
+		}
+		if !subscribed[id][p.Topic] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameAsStored reports whether a gives every partition of parts the
+// member stored gives it.
+func sameAsStored(stored zkdata.GroupAssignment, a assign.Assignment, parts []assign.Partition) bool {
+	n := 0
+	for id, ps := range a {
+		for _, p := range ps {
+			if stored.Owner(p.Topic, p.ID) != id {
+				return false
+			}
+			n++
+		}
+	}
+	for _, p := range parts {
+		if stored.Owner(p.Topic, p.ID) != "" {
+			n--
+		}
+	}
+	return n == 0
+}
+
 // storedData encodes assignment a, computed from the input of digest, over
 // the members ids and the topics of parts.
 func storedData(digest string, ids []string, parts []assign.Partition, a assign.Assignment) ([]byte, error) {

@@ -136,3 +136,40 @@ func TestStoredRoundTrip(t *testing.T) {
 		t.Errorf("a member outside the input was stored")
 	}
 }
+
+// TestStoredFits: a stored assignment with the input's digest is followed
+// only if it gives each partition somebody subscribes to such a member;
+// sameAsStored compares it with a computed one.
+func TestStoredFits(t *testing.T) {
+	input := []assign.Member{{ID: "a", Topics: []string{"t"}}, {ID: "b", Topics: []string{"t", "u"}}}
+	parts := []assign.Partition{{Topic: "t", ID: 0}, {Topic: "t", ID: 1}, {Topic: "u", ID: 0}, {Topic: "v", ID: 0}}
+	ga := func(t0, t1, u0 int32) zkdata.GroupAssignment {
+		return zkdata.GroupAssignment{Version: 1, Digest: "d", Members: []string{"a", "b"},
+			Topics: map[string][]int32{"t": {t0, t1}, "u": {u0}}}
+	}
+	for _, c := range []struct {
+		name string
+		a    zkdata.GroupAssignment
+		fits bool
+	}{
+		{"fits (v has no subscriber)", ga(0, 1, 1), true},
+		{"a partition left to nobody", ga(0, -1, 1), false},
+		{"a member not subscribed", ga(0, 1, 0), false},
+		{"a topic missing", zkdata.GroupAssignment{Version: 1, Digest: "d", Members: []string{"a", "b"},
+			Topics: map[string][]int32{"t": {0, 1}}}, false},
+	} {
+		if got := storedFits(c.a, input, parts); got != c.fits {
+			t.Errorf("%s: storedFits = %v, want %v", c.name, got, c.fits)
+		}
+	}
+	a := assign.Assignment{"a": {parts[0]}, "b": {parts[1], parts[2]}}
+	if !sameAsStored(ga(0, 1, 1), a, parts) {
+		t.Errorf("sameAsStored: the same assignment differs")
+	}
+	if sameAsStored(ga(0, 0, 1), a, parts) || sameAsStored(ga(0, 1, -1), a, parts) {
+		t.Errorf("sameAsStored: a different assignment is the same")
+	}
+	if sameAsStored(ga(0, 1, 1), assign.Assignment{"a": {parts[0]}, "b": {parts[1]}}, parts) {
+		t.Errorf("sameAsStored: a partition stored but not assigned is the same")
+	}
+}

@@ -56,6 +56,9 @@ type groupView struct {
 	// storedErrNoted: the group's assignment node's being unusable was
 	// logged (once until it is used again).
 	storedErrNoted atomic.Bool
+	// lastFromStored: the last rebalance computed from the stored
+	// assignment (the unowned check then lists the owners only).
+	lastFromStored atomic.Bool
 }
 
 func newGroupView() groupView {
