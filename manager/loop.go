@@ -285,6 +285,18 @@ func (l *loopState) onDebounce() {
 		l.debounce.Reset(c.kafka.interval / 2)
 		return
 	}
+	if len(l.pending) == 1 && l.pending[CauseAssignment] {
+		// Mostly the writer storing what every member computed after
+		// a change they all saw: one node read, not a rebalance.
+		if same, w := c.storedUnchanged(); same {
+			l.assignWatch = w
+			clear(l.pending)
+			c.mu.Lock()
+			c.pendingSince = time.Time{}
+			c.mu.Unlock()
+			return
+		}
+	}
 	w, graceEnd, err := c.rebalance(l.pending)
 	if err != nil {
 		c.log.Warn("rebalance failed; retrying", "error", err)

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -36,8 +37,20 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (w watches, graceEn
 	}
 	c.rebalances.Add(1)
 	c.lastFromStored.Store(pl.fromStored)
-	if pl.write {
-		c.writeStored(pl)
+	c.lastStored = nil
+	if pl.assignment != nil {
+		// As the writer stores it: the loop compares the node with it
+		// (storedUnchanged).
+		data, err := storedData(pl.digest, pl.inputIDs, pl.parts, pl.assignment)
+		if err != nil {
+			c.log.Warn("the assignment cannot be stored", "error", err)
+		} else {
+			sum := sha256.Sum256(data)
+			c.lastStored = &sum
+			if pl.write {
+				c.writeStored(pl, data)
+			}
+		}
 	}
 
 	c.mu.Lock()

@@ -44,8 +44,9 @@ import (
 // follows, writes the node).
 type storedAssignment struct {
 	a       zkdata.GroupAssignment
-	exists  bool  // the node exists
-	version int32 // its data version, when it exists
+	exists  bool     // the node exists
+	version int32    // its data version, when it exists
+	sum     [32]byte // its data's SHA-256, when it exists
 	// err: why a node that exists is not used (malformed, or longer than
 	// Config.ZooKeeperMaxReply); nil when a is the node's.
 	err error
@@ -65,7 +66,7 @@ func readStoredAssignment(s *zkconn.Session, group string) (storedAssignment, <-
 		if perr != nil {
 			perr = fmt.Errorf("%s: %w", p, perr)
 		}
-		return storedAssignment{a: a, exists: true, version: stat.Version, err: perr}, ch, nil
+		return storedAssignment{a: a, exists: true, version: stat.Version, sum: sha256.Sum256(data), err: perr}, ch, nil
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrReplyTooLarge):
 		ok, stat, ch, xerr := s.ExistsW(p)
 		if xerr != nil {
@@ -227,15 +228,12 @@ func storedData(digest string, ids []string, parts []assign.Partition, a assign.
 	return zkdata.GroupAssignment{Digest: digest, Members: ids, Topics: topics}.Marshal()
 }
 
-// writeStored stores pl's assignment in the group's assignment node, over
-// the version pl read (created when it read none). A write that loses to
-// another writer is left: the watch on the node brings its assignment.
-func (c *Consumer) writeStored(pl *plan) {
-	data, err := storedData(pl.digest, pl.inputIDs, pl.parts, pl.assignment)
-	if err != nil {
-		c.log.Warn("not storing the group's assignment", "error", err)
-		return
-	}
+// writeStored stores data, pl's assignment, in the group's assignment
+// node, over the version pl read (created when it read none). A write
+// that loses to another writer is left: the watch on the node brings its
+// assignment.
+func (c *Consumer) writeStored(pl *plan, data []byte) {
+	var err error
 	p := zkdata.AssignmentPath(c.group)
 	if limit := cmp.Or(c.cfg.ZooKeeperMaxReply, DefaultZooKeeperMaxReply); len(data) > limit {
 		// Members read at most that much, and a write beyond
@@ -258,4 +256,19 @@ func (c *Consumer) writeStored(pl *plan) {
 	default:
 		c.log.Warn("storing the group's assignment failed", "path", p, "bytes", len(data), "error", err)
 	}
+}
+
+// storedUnchanged reports whether the group's assignment node, read again
+// with a new watch (returned), holds what the last rebalance computed,
+// byte for byte: the writer stored the assignment this member computed
+// too, and no rebalance is needed. Called by the loop only.
+func (c *Consumer) storedUnchanged() (bool, <-chan zk.Event) {
+	if c.lastStored == nil {
+		return false, nil
+	}
+	st, w, err := readStoredAssignment(c.session, c.group)
+	if err != nil || !st.usable() || st.sum != *c.lastStored {
+		return false, w
+	}
+	return true, w
 }

@@ -59,6 +59,9 @@ type groupView struct {
 	// lastFromStored: the last rebalance computed from the stored
 	// assignment (the unowned check then lists the owners only).
 	lastFromStored atomic.Bool
+	// lastStored: the SHA-256 of the assignment node's data the last
+	// rebalance would store (nil: none); the loop's only.
+	lastStored *[32]byte
 }
 
 func newGroupView() groupView {
