@@ -39,9 +39,22 @@
 //	/consumers/<group>/owners/<topic>/<p>   ephemeral, the partition's owner
 //	/consumers/<group>/offsets/<topic>/<p>  persistent, with ZooKeeper offset storage
 //
+// and two nodes of zkgroup's own beside it, which Kafka's tools ignore:
+//
+//	/consumers/<group>/assignment           persistent, the group's last assignment
+//	/consumers/<group>/static/<instance>    persistent, a restart marker (Config.RestartGrace)
+//
 // Rebalancing. Every member computes the same assignment from the same
-// ZooKeeper state (members, subscribed partitions and their current
-// owners), with no leader and no shared plan node. The default strategy,
+// ZooKeeper state, with no leader: the members, the subscribed partitions
+// and the group's last assignment, which the oldest member stores with a
+// digest of what it was computed from. A member takes the stored
+// assignment as it is while that digest is the one of what it reads, and
+// otherwise computes the next one with the stored owners as the current
+// ones, as every member reading the same node does. Where a member
+// publishes a strategy but not "zkgroup_assignment" in its registration
+// (an older zkgroup), or the node is missing, malformed or older than the
+// oldest member's registration, members compute from the owner nodes
+// instead. The default strategy,
 // assign.Balanced(), moves only what must move (a join takes about P/N
 // partitions, a leave hands out only the leaver's) and gives the same plan
 // from every state of its own hand-over, so members reading the owners at
@@ -105,13 +118,16 @@
 // A crashed coordinator broker that the controller takes longer than the
 // bound to replace makes every member leave until the new one answers.
 //
-// Reads: a rebalance reads the member list and every owner node of the
-// subscription, in ZooKeeper multiRead requests of up to 256 nodes
-// (ZooKeeper 3.6 and later; ZooKeeper serves each in one pass): 4
-// requests at 1,000 partitions, with the list of restart markers read
-// beside the members' (see Config.RestartGrace). It keeps no copy and sets
-// no watch on the owner nodes. On an older server it reads them one by
-// one.
+// Reads: a rebalance reads the member list, the list of restart markers
+// (see Config.RestartGrace), every member's registration and the
+// assignment node, in ZooKeeper multiRead requests of up to 256 nodes
+// (ZooKeeper 3.6 and later; ZooKeeper serves each in one pass): whatever
+// the partition count, N+1 nodes for N members. A rewrite of the
+// assignment node that holds what the member computed costs one read.
+// Computing from the owners, it reads the owners nodes' stats and, where
+// they changed, their lists and the owner nodes it cannot vouch for. It
+// sets no watch on the owner nodes. On an older server it reads them one
+// by one.
 //
 // Commits: every Config.Partition.CommitInterval, one request per
 // coordinator carries the acked offsets of every owned partition; the

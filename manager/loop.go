@@ -53,8 +53,9 @@ const (
 // A slot starting or stopping is not such a change: a lost partition that
 // is still this member's is claimed again by restartSlot without a
 // rebalance. Two cheap checks catch members that decided differently
-// (they read the owners at different moments of overlapping changes): a
-// claim that waits too long, and a partition left without owner.
+// (they read the assignment node or the owners at different moments of
+// overlapping changes): a claim that waits too long, and a partition left
+// without owner.
 func (c *Consumer) loop(regData []byte) error {
 	defer close(c.loopDone)
 	l := &loopState{c: c, regData: regData,

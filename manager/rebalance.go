@@ -274,8 +274,8 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	}
 	pl := &plan{members: members, watches: watches{ids: watch, static: staticWatch, assignment: storedWatch},
 		snap: snap, withParts: withParts, stored: stored}
-	all, writer := followers(members)
-	pl.fromStored = all && stored.usable()
+	all, writer, writerCzxid := followers(members)
+	pl.fromStored = all && stored.freshFor(writerCzxid)
 	if stored.err != nil && all && c.storedErrNoted.CompareAndSwap(false, true) {
 		c.log.Warn("the group's assignment node is not used; computing from the owners", "error", stored.err)
 	}
@@ -316,7 +316,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	}
 	c.assignPlan(pl, topics)
 	pl.write = all && writer == c.id && pl.assignment != nil &&
-		(!stored.usable() || stored.a.Digest != pl.digest || pl.rewrite)
+		(!pl.fromStored || stored.a.Digest != pl.digest || pl.rewrite)
 	c.ownerCache.expectOwners(pl.expected)
 	return pl, nil
 }

@@ -46,6 +46,7 @@ type storedAssignment struct {
 	a       zkdata.GroupAssignment
 	exists  bool     // the node exists
 	version int32    // its data version, when it exists
+	mzxid   int64    // the zxid of its last write, when it exists
 	sum     [32]byte // its data's SHA-256, when it exists
 	// err: why a node that exists is not used (malformed, or longer than
 	// Config.ZooKeeperMaxReply); nil when a is the node's.
@@ -54,6 +55,15 @@ type storedAssignment struct {
 
 // usable reports whether a holds the node's assignment.
 func (s *storedAssignment) usable() bool { return s != nil && s.exists && s.err == nil }
+
+// freshFor reports whether the node was written since the writer (whose
+// registration's creation zxid is writerCzxid) registered: a node older
+// than every member following it was left by an earlier group (members
+// since gone, or a downgrade in between), whose owners may be long
+// moved, and is computed again from the owners instead.
+func (s *storedAssignment) freshFor(writerCzxid int64) bool {
+	return s.usable() && s.mzxid > writerCzxid
+}
 
 // readStoredAssignment reads the group's assignment node and sets a watch
 // on it (its creation, when missing). Only a read that failed is an error.
@@ -66,7 +76,7 @@ func readStoredAssignment(s *zkconn.Session, group string) (storedAssignment, <-
 		if perr != nil {
 			perr = fmt.Errorf("%s: %w", p, perr)
 		}
-		return storedAssignment{a: a, exists: true, version: stat.Version, sum: sha256.Sum256(data), err: perr}, ch, nil
+		return storedAssignment{a: a, exists: true, version: stat.Version, mzxid: stat.Mzxid, sum: sha256.Sum256(data), err: perr}, ch, nil
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, ErrReplyTooLarge):
 		ok, stat, ch, xerr := s.ExistsW(p)
 		if xerr != nil {
@@ -77,7 +87,7 @@ func readStoredAssignment(s *zkconn.Session, group string) (storedAssignment, <-
 		}
 		// Too large, or created since: not used this time (the
 		// watch fires at its next change).
-		return storedAssignment{exists: true, version: stat.Version, err: fmt.Errorf("%s: %w", p, err)}, ch, nil
+		return storedAssignment{exists: true, version: stat.Version, mzxid: stat.Mzxid, err: fmt.Errorf("%s: %w", p, err)}, ch, nil
 	default:
 		return storedAssignment{}, nil, err
 	}
@@ -85,8 +95,9 @@ func readStoredAssignment(s *zkconn.Session, group string) (storedAssignment, <-
 
 // followers returns whether every registered member that publishes a
 // strategy computes from the assignment node, and the oldest of them, who
-// writes it ("" when a member does not, or none does).
-func followers(members []member) (all bool, writer string) {
+// writes it, with its registration's creation zxid ("" when a member
+// does not, or none does).
+func followers(members []member) (all bool, writer string, czxid int64) {
 	var oldest *member
 	for i := range members {
 		m := &members[i]
@@ -94,16 +105,16 @@ func followers(members []member) (all bool, writer string) {
 			continue
 		}
 		if m.assignment < zkdata.GroupAssignmentVersion {
-			return false, ""
+			return false, "", 0
 		}
 		if oldest == nil || m.czxid < oldest.czxid || (m.czxid == oldest.czxid && m.id < oldest.id) {
 			oldest = m
 		}
 	}
 	if oldest == nil {
-		return false, ""
+		return false, "", 0
 	}
-	return true, oldest.id
+	return true, oldest.id, oldest.czxid
 }
 
 // assignmentDigest digests what an assignment is computed from: the

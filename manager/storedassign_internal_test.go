@@ -28,9 +28,31 @@ func TestFollowers(t *testing.T) {
 		{"a member away does not count or write", []member{m("x", 1, "balanced", 0, true), m("b", 2, "balanced", 1, false)}, true, "b"},
 		{"only JVM consumers", []member{m("j", 1, "", 0, false)}, false, ""},
 	} {
-		all, writer := followers(c.members)
+		all, writer, czxid := followers(c.members)
 		if all != c.all || writer != c.writer {
 			t.Errorf("%s: followers = %v, %q; want %v, %q", c.name, all, writer, c.all, c.writer)
+		}
+		if i := slices.IndexFunc(c.members, func(m member) bool { return m.id == writer }); writer != "" && c.members[i].czxid != czxid {
+			t.Errorf("%s: the writer's czxid %d, want %d", c.name, czxid, c.members[i].czxid)
+		}
+	}
+}
+
+// TestStoredFresh: a node is followed only if written since the writer
+// registered, and only when it is usable.
+func TestStoredFresh(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		s     storedAssignment
+		fresh bool
+	}{
+		{"written after the writer registered", storedAssignment{exists: true, mzxid: 11}, true},
+		{"left by an earlier group", storedAssignment{exists: true, mzxid: 9}, false},
+		{"missing", storedAssignment{mzxid: 11}, false},
+		{"malformed", storedAssignment{exists: true, mzxid: 11, err: zkdata.ErrMalformed}, false},
+	} {
+		if got := c.s.freshFor(10); got != c.fresh {
+			t.Errorf("%s: freshFor = %v, want %v", c.name, got, c.fresh)
 		}
 	}
 }

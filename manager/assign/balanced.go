@@ -4,8 +4,10 @@ package assign
 // current owner (Partition.Owner) unless balance requires a move, and then
 // moves as few partitions as possible, preferring placements that keep each
 // member on few leader brokers. Every member computes it on its own from
-// the owners it reads, so it is also built to give the same answer when
-// members read the owners at different moments of the same hand-over.
+// the owners it is given (zkgroup's members pass the group's stored
+// assignment, or the owner nodes they read), so it is also built to give
+// the same answer when members read the owners at different moments of
+// the same hand-over.
 //
 // Balance. Topics are grouped into classes of identical eligible member
 // sets (one class when every member subscribes to everything) and each
