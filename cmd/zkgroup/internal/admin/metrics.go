@@ -53,7 +53,7 @@ func newCollector(s *Server) *collector {
 		assigned:            d("assigned_partitions", "Partitions assigned to this instance."),
 		owned:               d("owned_partitions", "Partitions this instance owns and fetches."),
 		suspendedCount:      d("suspended_partitions", "Owned partitions suspended: handing out nothing and committing nothing until the ZooKeeper session answers again."),
-		rebalances:          d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, unowned, kafka).", "cause"),
+		rebalances:          d("rebalances_total", "Assignments computed by this instance, by what triggered them (membership, partitions, session, start, claim-wait, assignment, unowned, kafka).", "cause"),
 		lastRebalance:       d("last_rebalance_duration_seconds", "From the first change noticed to every assigned partition fetching, for the last rebalance that moved partitions of this instance."),
 		claimWaits:          d("claim_waits_total", "Times a partition claim waited for the previous owner."),
 		kafkaUnreachable:    d("kafka_unreachable", "1 while the instance is out of the group because no Kafka broker, or not its group coordinator, answered for kafka_unreachable_timeout; it joins again once Kafka answers."),
