@@ -267,17 +267,7 @@ func TestOwnersCacheUnowned(t *testing.T) {
 	check := func(want []TopicPartition, wantRead []string) {
 		t.Helper()
 		got, err := oc.unowned(r, f.group, topics, 1, counts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("unowned %v, want %v", got, want)
-		}
-		read := r.take(f.group)
-		slices.Sort(wantRead)
-		if wantRead != nil && !slices.Equal(read, wantRead) {
-			t.Errorf("read %q, want %q", read, wantRead)
-		}
+		checkUnowned(t, r, f.group, got, err, want, wantRead)
 	}
 	check(tps("t0", 1, "t0", 3, "t2", 0, "t2", 1), nil) // the first: everything
 	oc.expectOwners(newOwnerTable(maps.All(f.truth)))   // as an assignment that moves nothing
@@ -294,6 +284,24 @@ func TestOwnersCacheUnowned(t *testing.T) {
 	}
 	if got := r.take(f.group); !slices.Equal(got, topics) {
 		t.Errorf("read after the checks: %q, want %q", got, topics)
+	}
+}
+
+// checkUnowned compares an unowned check's result with want, and the
+// paths r read since the last take with wantRead (nil: not compared).
+func checkUnowned(t *testing.T, r *countingReader, group string, got []TopicPartition, err error,
+	want []TopicPartition, wantRead []string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("unowned %v, want %v", got, want)
+	}
+	read := r.take(group)
+	slices.Sort(wantRead)
+	if wantRead != nil && !slices.Equal(read, wantRead) {
+		t.Errorf("read %q, want %q", read, wantRead)
 	}
 }
 

@@ -37,17 +37,7 @@ func TestOwnersUnownedListed(t *testing.T) {
 	check := func(epoch uint64, want []TopicPartition, wantRead []string) {
 		t.Helper()
 		got, err := oc.unownedListed(r, f.group, topics, epoch, counts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("unowned %v, want %v", got, want)
-		}
-		read := r.take(f.group)
-		slices.Sort(wantRead)
-		if !slices.Equal(read, wantRead) {
-			t.Errorf("read %q, want %q", read, wantRead)
-		}
+		checkUnowned(t, r, f.group, got, err, want, wantRead)
 	}
 	all := append(slices.Clone(topics), "ls t0", "ls t1")
 	check(1, []TopicPartition{tp("t0", 1), tp("t0", 3), tp("t2", 0), tp("t2", 1)}, all)
