@@ -37,6 +37,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (w watches, graceEn
 	}
 	c.rebalances.Add(1)
 	c.lastFromStored.Store(pl.fromStored)
+	c.lastFromOwners = !pl.fromStored
 	c.lastStored = nil
 	if pl.assignment != nil {
 		// As the writer stores it: the loop compares the node with it
@@ -256,14 +257,23 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 	topics := slices.Sorted(maps.Keys(snap.Topics))
 	counts := metadata.Counts(snap.Topics)
 	withParts := slices.Sorted(maps.Keys(counts)) // the topics with partitions
-	// The members and the assignment node are read at once.
+	// The members and the assignment node are read at once, and the
+	// owners too while the last plan computed from them (a group with an
+	// older zkgroup in it); otherwise they are read only if needed.
 	var (
 		stored      storedAssignment
 		storedWatch <-chan zk.Event
 		storedErr   error
 		read        sync.WaitGroup
+		owners      ownersView
+		noDir       []string
+		ownersErr   error
+		ownersRead  = c.lastFromOwners
 	)
 	read.Go(func() { stored, storedWatch, storedErr = readStoredAssignment(c.session, c.group) })
+	if ownersRead {
+		read.Go(func() { owners, noDir, ownersErr = c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts) })
+	}
 	members, watch, staticWatch, err := readMembers(c.session, c.group)
 	read.Wait()
 	if err != nil {
@@ -288,9 +298,11 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 			}
 		}
 	} else {
-		owners, noDir, err := c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts)
-		if err != nil {
-			return nil, fmt.Errorf("reading owners: %w", err)
+		if !ownersRead {
+			owners, noDir, ownersErr = c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts)
+		}
+		if ownersErr != nil {
+			return nil, fmt.Errorf("reading owners: %w", ownersErr)
 		}
 		pl.owners, pl.ownerReads = owners, c.ownerCache.lastNodesRead()
 		if createDirs {

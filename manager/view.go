@@ -59,6 +59,9 @@ type groupView struct {
 	// lastFromStored: the last rebalance computed from the stored
 	// assignment (the unowned check then lists the owners only).
 	lastFromStored atomic.Bool
+	// lastFromOwners: the last rebalance computed from the owners (the
+	// next reads them beside the members); the loop's only.
+	lastFromOwners bool
 	// lastStored: the SHA-256 of the assignment node's data the last
 	// rebalance would store (nil: none); the loop's only.
 	lastStored *[32]byte
