@@ -39,7 +39,8 @@ import (
 // claim-wait checks read them as before. The node is used only while
 // every registered member that publishes a strategy publishes
 // zkgroup_assignment (older zkgroups compute from the owners); while one
-// does not, or the node is missing, unreadable or malformed, members
+// does not, or the node is missing, longer than ZooKeeperMaxReply,
+// malformed or older than the writer's registration (freshFor), members
 // compute from the owners as before (and the writer, if every member
 // follows, writes the node).
 type storedAssignment struct {
