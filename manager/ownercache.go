@@ -17,6 +17,7 @@ import (
 // zkconn.Session (tests wrap it to count the nodes read).
 type nodeReader interface {
 	GetMany(paths []string) ([]zkconn.NodeData, error)
+	ChildrenMany(paths []string) ([]zkconn.NodeData, error)
 	ChildrenStats(paths []string) ([]zkconn.NodeData, error)
 }
 

@@ -30,6 +30,15 @@ func (r *countingReader) GetMany(paths []string) ([]zkconn.NodeData, error) {
 	return r.s.GetMany(paths)
 }
 
+func (r *countingReader) ChildrenMany(paths []string) ([]zkconn.NodeData, error) {
+	r.mu.Lock()
+	for _, p := range paths {
+		r.paths = append(r.paths, "ls "+p)
+	}
+	r.mu.Unlock()
+	return r.s.ChildrenMany(paths)
+}
+
 func (r *countingReader) ChildrenStats(paths []string) ([]zkconn.NodeData, error) {
 	r.mu.Lock()
 	for _, p := range paths {

@@ -20,7 +20,7 @@ type listedTopic struct {
 // unownedListed is unowned for members that compute from the group's
 // stored assignment: it needs which partitions have a node, not who holds
 // them, so it reads the owners nodes' stats and lists those that changed
-// since its last list, and reads no owner node. A plan reading the owners
+// since its last list (two multiRead requests), and reads no owner node. A plan reading the owners
 // later does not use what it lists (the cache of owners is apart).
 func (oc *ownersCache) unownedListed(r nodeReader, group string, topics []string, epoch uint64,
 	counts map[string]int) ([]TopicPartition, error) {
@@ -62,7 +62,10 @@ func (oc *ownersCache) unownedListed(r nodeReader, group string, topics []string
 		for k, i := range changed {
 			paths[k] = dirs[i]
 		}
-		lists, err := r.ChildrenStats(paths)
+		// One multiRead for every list, each kept with the stat just
+		// read: a change between the stat and the list makes the next
+		// check's stat differ and list again, never miss one.
+		lists, err := r.ChildrenMany(paths)
 		if err != nil {
 			return nil, fmt.Errorf("manager: listing owners of %d topics: %w", len(paths), err)
 		}
@@ -81,7 +84,8 @@ func (oc *ownersCache) unownedListed(r nodeReader, group string, topics []string
 					have[p] = true
 				}
 			}
-			e := &listedTopic{czxid: l.Stat.Czxid, pzxid: l.Stat.Pzxid, cversion: l.Stat.Cversion, count: counts[t]}
+			st := stats[i].Stat
+			e := &listedTopic{czxid: st.Czxid, pzxid: st.Pzxid, cversion: st.Cversion, count: counts[t]}
 			for p, ok := range have {
 				if !ok {
 					e.missing = append(e.missing, int32(p))
