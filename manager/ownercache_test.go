@@ -31,21 +31,22 @@ func (r *countingReader) GetMany(paths []string) ([]zkconn.NodeData, error) {
 }
 
 func (r *countingReader) ChildrenMany(paths []string) ([]zkconn.NodeData, error) {
-	r.mu.Lock()
-	for _, p := range paths {
-		r.paths = append(r.paths, "ls "+p)
-	}
-	r.mu.Unlock()
+	r.listed(paths)
 	return r.s.ChildrenMany(paths)
 }
 
 func (r *countingReader) ChildrenStats(paths []string) ([]zkconn.NodeData, error) {
+	r.listed(paths)
+	return r.s.ChildrenStats(paths)
+}
+
+// listed records children lists of paths.
+func (r *countingReader) listed(paths []string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, p := range paths {
 		r.paths = append(r.paths, "ls "+p)
 	}
-	r.mu.Unlock()
-	return r.s.ChildrenStats(paths)
 }
 
 // take returns the paths read since the last call, sorted, without the
