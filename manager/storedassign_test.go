@@ -18,8 +18,9 @@ import (
 // than from the owner nodes: a member joining moves exactly its share; an
 // assignment planted with the node's digest is taken as it is (nobody
 // read the owners); a malformed node is ignored (members compute from
-// the owners, nothing moves) and the oldest member writes it again. No
-// partition has two holders throughout.
+// the owners, nothing moves) and the oldest member writes it again; when
+// the writer leaves, the next oldest writes it. No partition has two
+// holders throughout.
 func TestStoredAssignment(t *testing.T) {
 	const parts = 12
 	c := testcluster.Shared(t)
@@ -131,6 +132,17 @@ func TestStoredAssignment(t *testing.T) {
 	for _, in := range []*instance{a, b, cc} {
 		if n := in.c.Stats().RebalancesByCause[manager.CauseAssignment]; n == 0 {
 			t.Errorf("%s: no rebalance for a changed assignment node", in.name)
+		}
+	}
+
+	// The writer leaves: the next oldest writes the node for the two
+	// left, and only the leaver's partitions moved.
+	kept := holders(b, cc)
+	a.close(t)
+	await(t, 60*time.Second, "b and c settled, stored by b", func() bool { return settled(b, cc) })
+	for p, id := range kept {
+		if now := holders(b, cc)[p]; now != id {
+			t.Errorf("partition %d moved from %s to %s when a left", p, id, now)
 		}
 	}
 	rec.checkViolations(t)
