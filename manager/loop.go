@@ -405,7 +405,7 @@ func (l *loopState) checkUnowned() {
 	kept := c.kept // replaced, never changed in place
 	c.mu.Unlock()
 	read := c.ownerCache.unowned
-	if c.lastFromStored.Load() {
+	if !c.lastFromOwners { // none before the first rebalance, which a pending one skips
 		read = c.ownerCache.unownedListed // no owner needed: no owner node read
 	}
 	unowned, err := read(c.session, c.group, topics, st.Epoch, counts)

@@ -196,16 +196,28 @@ func (oc *ownersCache) unowned(r nodeReader, group string, topics []string, epoc
 	var out []TopicPartition
 	for _, t := range topics {
 		if _, none := slices.BinarySearch(noDir, t); none {
-			for p := range counts[t] {
-				out = append(out, TopicPartition{Topic: t, Partition: int32(p)})
-			}
+			out = appendEvery(out, t, counts[t])
 			continue
 		}
-		for _, p := range oc.topics[t].missing(counts[t]) {
-			out = append(out, TopicPartition{Topic: t, Partition: p})
-		}
+		out = appendParts(out, t, oc.topics[t].missing(counts[t]))
 	}
 	return out, nil
+}
+
+// appendEvery appends partitions 0 to count-1 of topic t to out.
+func appendEvery(out []TopicPartition, t string, count int) []TopicPartition {
+	for p := range count {
+		out = append(out, TopicPartition{Topic: t, Partition: int32(p)})
+	}
+	return out
+}
+
+// appendParts appends partitions ps of topic t to out.
+func appendParts(out []TopicPartition, t string, ps []int32) []TopicPartition {
+	for _, p := range ps {
+		out = append(out, TopicPartition{Topic: t, Partition: p})
+	}
+	return out
 }
 
 // update brings the cache up to date for topics (see read) and returns

@@ -97,15 +97,11 @@ func (oc *ownersCache) unownedListed(r nodeReader, group string, topics []string
 	var out []TopicPartition
 	for _, t := range topics {
 		if none[t] {
-			for p := range counts[t] {
-				out = append(out, TopicPartition{Topic: t, Partition: int32(p)})
-			}
+			out = appendEvery(out, t, counts[t])
 			continue
 		}
 		if e := kept[t]; e != nil {
-			for _, p := range e.missing {
-				out = append(out, TopicPartition{Topic: t, Partition: p})
-			}
+			out = appendParts(out, t, e.missing)
 		}
 	}
 	oc.listed = kept

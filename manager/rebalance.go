@@ -36,10 +36,12 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (w watches, graceEn
 		return watches{}, time.Time{}, err
 	}
 	c.rebalances.Add(1)
-	c.lastFromStored.Store(pl.fromStored)
 	c.lastFromOwners = !pl.fromStored
 	c.lastStored = nil
-	if pl.assignment != nil {
+	if pl.asStored {
+		sum := pl.stored.sum // the node's bytes are what it would store
+		c.lastStored = &sum
+	} else if pl.assignment != nil {
 		// As the writer stores it: the loop compares the node with it
 		// (storedUnchanged).
 		data, err := storedData(pl.digest, pl.inputIDs, pl.parts, pl.assignment)
@@ -235,6 +237,7 @@ type plan struct {
 	assignment assign.Assignment
 	write      bool
 	rewrite    bool
+	asStored   bool // assignment is the stored one, taken as it is
 	mine       map[TopicPartition]bool
 	// expected: every partition's member in the assignment (nil: none
 	// computed), which the owners cache checks first at the next read.
@@ -286,11 +289,12 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		snap: snap, withParts: withParts, stored: stored}
 	all, writer, writerCzxid := followers(members)
 	pl.fromStored = all && stored.freshFor(writerCzxid)
-	if stored.err != nil && all && c.storedErrNoted.CompareAndSwap(false, true) {
+	if stored.err != nil && all && !c.storedErrNoted {
+		c.storedErrNoted = true
 		c.log.Warn("the group's assignment node is not used; computing from the owners", "error", stored.err)
 	}
 	if pl.fromStored {
-		c.storedErrNoted.Store(false)
+		c.storedErrNoted = false
 		pl.present = make(map[string]bool, len(members))
 		for _, m := range members {
 			if !m.away {
@@ -369,7 +373,7 @@ func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	var a assign.Assignment
 	if pl.fromStored && pl.stored.a.Digest == pl.digest {
 		if storedFits(pl.stored.a, input, pl.parts) {
-			a = fromStored(pl.stored.a, pl.parts)
+			a, pl.asStored = fromStored(pl.stored.a, pl.parts), true
 		} else {
 			pl.rewrite = true // edited by hand, or written wrong
 		}

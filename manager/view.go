@@ -53,14 +53,12 @@ type groupView struct {
 	// ownerCache: the owners as last read (its own lock; see
 	// ownersCache).
 	ownerCache ownersCache
-	// storedErrNoted: the group's assignment node's being unusable was
-	// logged (once until it is used again).
-	storedErrNoted atomic.Bool
-	// lastFromStored: the last rebalance computed from the stored
-	// assignment (the unowned check then lists the owners only).
-	lastFromStored atomic.Bool
+	// The loop's only. storedErrNoted: the group's assignment node's
+	// being unusable was logged (once until it is used again).
 	// lastFromOwners: the last rebalance computed from the owners (the
-	// next reads them beside the members); the loop's only.
+	// next reads them beside the members; otherwise the unowned check
+	// lists the owners only).
+	storedErrNoted bool
 	lastFromOwners bool
 	// lastStored: the SHA-256 of the assignment node's data the last
 	// rebalance would store (nil: none); the loop's only.
