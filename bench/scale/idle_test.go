@@ -29,13 +29,14 @@ type idleResult struct {
 	rss, rssBase     int64
 	rssGC            int64 // after the idle window and two forced collections
 	heap, heapBase   int64
+	gc               benchkit.GCWork // allocated and collections in the idle window
 	gor, gorBase     int
 	firstFlow        time.Duration // after the idle window: production on again until every partition consumed
 	idleLoad, onLoad string
 }
 
-// BenchmarkIdle: what a member whose partitions are all idle costs. One
-// topic of -partitions partitions; per side and round: a baseline window
+// BenchmarkIdle: what a member whose partitions are all idle costs.
+// -partitions partitions split evenly over -topics topics; per side and round: a baseline window
 // of -idle-window with production paused and no member, then
 // -idle-members members join at once, every partition is consumed, the
 // producer pauses and, after 3 s for what is in flight, the process's CPU
@@ -46,20 +47,24 @@ type idleResult struct {
 // only (DIR/idle-<side>-r<round>.pprof; the members' goroutines
 // carry the label side=<side>: `go tool pprof -tagfocus=side=zkgroup -top
 // FILE` gives their CPU alone, without the process's baseline noise),
-// ZKGROUP_BENCH_HEAP=DIR writes a heap profile at its end.
+// ZKGROUP_BENCH_HEAP=DIR writes a heap profile at its end,
+// ZKGROUP_BENCH_DUMP=DIR the goroutines (DIR/idle-<side>-r<round>.txt).
 //
 //	go test -run='^$' -bench=BenchmarkIdle -benchtime=1x -timeout=30m ./scale/ \
 //	    -args -sides=zkgroup,franz-go -warmup=false
 func BenchmarkIdle(b *testing.B) {
-	P, M := *flagPartitions, *flagIdleMembers
+	P, T, M := *flagPartitions, *flagTopics, *flagIdleMembers
 	sds := sides(b)
-	cl, topic, sub, _, _, prod, done := setUp(b, "idle", P, *flagRate)
+	cl, topics, sub, _, _, prod, done := setUpTopics(b, "idle", P, T, *flagRate)
 	defer done()
-	benchkit.Say("BenchmarkIdle: %d partitions, %d members, idle window %v, %d records/s between; load average %s",
-		P, M, *flagIdleWindow, *flagRate, benchkit.LoadAvg())
+	benchkit.Say("BenchmarkIdle: %d partitions over %d topics, %d members, idle window %v, %d records/s between; load average %s",
+		P, T, M, *flagIdleWindow, *flagRate, benchkit.LoadAvg())
 	results := runRounds(b, sds, *flagRounds, 3*time.Second, func(sd side, r int) idleResult {
-		env := &runEnv{c: cl, topic: topic, sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
+		env := &runEnv{c: cl, topic: topics[0], sub: sub, tr: newTracker(P), req: &benchkit.Requests{},
 			group: fmt.Sprintf("bench-idle-%s-%d-%d", sd.name, r, time.Now().UnixNano()%1e9)}
+		if T > 1 {
+			env.setTopics(topics, P/T)
+		}
 		res := runIdle(env, prod, sd, r, M)
 		printIdle(r, M, res)
 		return res
@@ -93,7 +98,7 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 	runtime.GC()
 	debug.FreeOSMemory()
 	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
-	res.cpuBase, _ = idleWindow(prod, env.req, *flagIdleWindow)
+	res.cpuBase, _, _ = idleWindow(prod, env.req, *flagIdleWindow)
 
 	members := make([]member, 0, M)
 	defer func() {
@@ -128,13 +133,16 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 
 	prod.SetPaused(true)
 	time.Sleep(3 * time.Second)
+	settleGC()
 	res.idleLoad = benchkit.LoadAvg()
 	stop := cpuProfile(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
-	c0, r0, w0 := benchkit.CPUTime(), env.req.Snapshot(), time.Now()
+	c0, r0, w0, g0 := benchkit.CPUTime(), env.req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	time.Sleep(*flagIdleWindow)
-	c1, r1, w1 := benchkit.CPUTime(), env.req.Snapshot(), time.Now()
+	c1, r1, w1, g1 := benchkit.CPUTime(), env.req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	stop()
 	res.cpu, res.w = c1-c0, window{"idle", w1.Sub(w0), r1.Sub(r0)}
+	res.gc = g1.Sub(g0)
+	dumpGoroutinesOnce(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
 	res.gor, res.rss, res.heap = runtime.NumGoroutine(), benchkit.RSS(), benchkit.HeapInuse()
 	benchkit.Say("   memory at the end of the idle window: %s", benchkit.MemoryClasses())
 	writeHeapProfile(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
@@ -170,6 +178,8 @@ func printIdle(r, M int, s idleResult) {
 	say("   idle %.0fs (load average %s): process CPU %.0f ms against %.0f ms in the baseline window: %.2f ms/s per member; Kafka requests %.2f per member and second (Fetch %.2f)",
 		s.w.d.Seconds(), s.idleLoad, ms64(s.cpu), ms64(s.cpuBase), idleCPUms(s, M), perMemberRateN(s.w, M), perMemberRateN(s.w, M, benchkit.APIFetch))
 	requestTable("       ", []window{s.w})
+	say("   allocated %.1f KB per member and second (the paused producer's included); %d collections in the window",
+		float64(s.gc.Allocs)/s.w.d.Seconds()/float64(M)/1e3, s.gc.Cycles)
 	say("   goroutines %d (%.1f per member over the baseline of %d); RSS %s per member over the baseline of %s; Go heap in use %s per member over the baseline",
 		s.gor, float64(s.gor-s.gorBase)/float64(M), s.gorBase, benchkit.MB(float64(s.rss-s.rssBase)/float64(M)), benchkit.MB(float64(s.rssBase)),
 		benchkit.MB(float64(s.heap-s.heapBase)/float64(M)))

@@ -58,6 +58,7 @@ type scaleResult struct {
 	// requests, goroutines.
 	idle              window
 	idleCPU, idleBase time.Duration
+	idleGC            benchkit.GCWork
 	idleGoroutines    int
 	rebalances        uint64 // zkgroup: Stats().Rebalances summed over members at the end of the steady window
 }
@@ -119,16 +120,29 @@ type scaleSetup struct {
 	zp     *zkProxy // zkgroup members' ZooKeeper, counted
 }
 
-// idleWindow pauses the producer, lets what is in flight drain, and
-// returns the process's CPU time over d (and the requests of req).
-func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration) (cpu time.Duration, w window) {
+// idleWindow pauses the producer, lets what is in flight drain, collects
+// the garbage of what came before, and returns the process's CPU time
+// over d, the requests of req and the runtime's allocations and
+// collections in it.
+func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration) (cpu time.Duration, w window, gc benchkit.GCWork) {
 	prod.SetPaused(true)
 	defer prod.SetPaused(false)
 	time.Sleep(2 * time.Second)
-	c0, r0, t0 := benchkit.CPUTime(), req.Snapshot(), time.Now()
+	settleGC()
+	c0, r0, t0, g0 := benchkit.CPUTime(), req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	time.Sleep(d)
-	c1, r1, t1 := benchkit.CPUTime(), req.Snapshot(), time.Now()
-	return c1 - c0, window{"idle", t1.Sub(t0), r1.Sub(r0)}
+	c1, r1, t1, g1 := benchkit.CPUTime(), req.Snapshot(), time.Now(), benchkit.ReadGCWork()
+	return c1 - c0, window{"idle", t1.Sub(t0), r1.Sub(r0)}, g1.Sub(g0)
+}
+
+// settleGC collects before an idle window, so that the collection the
+// phase before it (joins, a flowing topic) made due is not run, by
+// chance, inside the window of one side and not the other's: the
+// members share this process's heap, where each member's own process
+// would collect its own small heap. Collections the idle members' own
+// allocations cause in the window still count; the window reports them.
+func settleGC() {
+	runtime.GC()
 }
 
 func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
@@ -154,7 +168,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
 	benchkit.Say("   memory at the baseline: %s", benchkit.MemoryClasses())
 	if *flagIdle > 0 {
-		res.idleBase, _ = idleWindow(su.prod, env.req, *flagIdle)
+		res.idleBase, _, _ = idleWindow(su.prod, env.req, *flagIdle)
 	}
 
 	members := make([]member, M)
@@ -226,7 +240,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	// starts once production has gone on again for 2 s.
 	if *flagIdle > 0 {
 		qi := zp.snapshot()
-		res.idleCPU, res.idle = idleWindow(su.prod, env.req, *flagIdle)
+		res.idleCPU, res.idle, res.idleGC = idleWindow(su.prod, env.req, *flagIdle)
 		res.idleGoroutines = runtime.NumGoroutine()
 		res.zkqIdle = zp.snapshot().sub(qi)
 		time.Sleep(2 * time.Second)
@@ -375,6 +389,8 @@ func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResul
 			s.idle.d.Seconds(), M, ms64(s.idleCPU), ms64(s.idleBase), idleCPUPerMember(s)*1000, s.idleGoroutines,
 			perMemberRate(s.idle), perMemberRate(s.idle, benchkit.APIFetch), float64(s.zkqIdle.requests)/s.idle.d.Seconds()/float64(M))
 		requestTable("       ", []window{s.idle})
+		say("       allocated %.1f KB per member and second; %d collections in the window (one before it)",
+			float64(s.idleGC.Allocs)/s.idle.d.Seconds()/float64(M)/1e3, s.idleGC.Cycles)
 	}
 	cs := durs(s.closes)
 	pending := ""
@@ -602,6 +618,15 @@ func writeHeapProfile(name string) {
 	runtime.GC()
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		benchkit.Say("heap profile: %v", err)
+	}
+}
+
+// dumpGoroutinesOnce writes a goroutine profile into
+// $ZKGROUP_BENCH_DUMP/<name>.txt (a diagnostic; off without the variable).
+func dumpGoroutinesOnce(name string) {
+	if f := diagnosticFile("ZKGROUP_BENCH_DUMP", name+".txt", "goroutine dump"); f != nil {
+		_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+		f.Close()
 	}
 }
 

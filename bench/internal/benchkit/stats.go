@@ -162,3 +162,30 @@ func Largest(m map[string]int, n int) (top []Count, more int) {
 	}
 	return all[:n], len(all) - n
 }
+
+// GCWork is what the Go runtime has done so far: bytes allocated on the
+// heap and collections completed (runtime/metrics). Two snapshots'
+// difference is a window's allocation rate and its collections.
+type GCWork struct {
+	Allocs uint64 // bytes allocated on the heap since the process started
+	Cycles uint64 // collections completed, forced or not
+}
+
+// Sub is what was done between from and w.
+func (w GCWork) Sub(from GCWork) GCWork {
+	return GCWork{Allocs: w.Allocs - from.Allocs, Cycles: w.Cycles - from.Cycles}
+}
+
+// ReadGCWork takes a GCWork snapshot.
+func ReadGCWork() GCWork {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	var w GCWork
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		w.Allocs = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		w.Cycles = s[1].Value.Uint64()
+	}
+	return w
+}
