@@ -63,23 +63,6 @@ func (s *Session) note(sent int64, err error) {
 	}
 }
 
-// watch converts a watch channel so that event paths lose the chroot.
-func (s *Session) watch(ch <-chan zk.Event) <-chan zk.Event {
-	if s.chroot == "" || ch == nil {
-		return ch
-	}
-	out := make(chan zk.Event, 1)
-	go func() { // ends when ZooKeeper fires the one-shot watch (or the conn closes)
-		ev, ok := <-ch
-		if ok {
-			ev.Path = s.strip(ev.Path)
-			out <- ev
-		}
-		close(out)
-	}()
-	return out
-}
-
 // capped is a read of the node at full (chroot included) whose reply the
 // cap applies to (data or children): it waits for the connection, refuses
 // a node already known to be over the cap, notes the answer, and turns a
@@ -113,7 +96,7 @@ func (s *Session) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	b, st, ch, err := capped(s, s.full(p), func(full string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 		return s.conn.GetW(full)
 	})
-	return b, st, s.watch(ch), err
+	return b, st, ch, err
 }
 
 // Exists reports whether a node exists.
@@ -136,7 +119,7 @@ func (s *Session) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	}
 	ok, st, ch, err := s.conn.ExistsW(s.full(p))
 	s.note(sent, err)
-	return ok, st, s.watch(ch), err
+	return ok, st, ch, err
 }
 
 // Children lists a node's children.
@@ -153,7 +136,7 @@ func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, erro
 	c, st, ch, err := capped(s, s.full(p), func(full string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 		return s.conn.ChildrenW(full)
 	})
-	return c, st, s.watch(ch), err
+	return c, st, ch, err
 }
 
 // Set writes a node's data if its version matches (-1: any version).

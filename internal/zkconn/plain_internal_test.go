@@ -229,7 +229,8 @@ func TestPlainModeSameResults(t *testing.T) {
 		}
 		select {
 		case ev := <-ch:
-			out = append(out, fmt.Sprintf("event %v %s", ev.Type, strings.TrimPrefix(ev.Path, base)))
+			// The event's path is the full one, the chroot included.
+			out = append(out, fmt.Sprintf("event %v %s", ev.Type, strings.TrimPrefix(ev.Path, chroot+base)))
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: no watch event", tag)
 		}

@@ -180,6 +180,13 @@ type Status struct {
 // with a chroot applied to every path. All methods are safe for concurrent
 // use. Operations block until ZooKeeper answers or the connection fails.
 // The caller must Close it.
+//
+// The watch channels GetW, ExistsW and ChildrenW return are
+// go-zookeeper's own: one event, then closed. An event's Path is the
+// node's full path, the chroot included (as OnNodeEvent hooks see it):
+// callers go by the channel and the event's type. (Taking the chroot off
+// took a goroutine per watch: a member keeps about 25 at 10,000
+// partitions.)
 type Session struct {
 	conn   *zk.Conn
 	events <-chan zk.Event
