@@ -20,7 +20,8 @@ type RebalanceCause string
 const (
 	// CauseStart: the member's first assignment after Join.
 	CauseStart RebalanceCause = "start"
-	// CauseMembership: a member joined or left (the ids children changed).
+	// CauseMembership: a member joined or left (the ids children
+	// changed), or a member's registration changed.
 	CauseMembership RebalanceCause = "membership"
 	// CausePartitions: topics matching a subscription appeared or went, or
 	// a topic's partition count or replica assignment changed. A leader
@@ -58,6 +59,7 @@ const (
 // without owner.
 func (c *Consumer) loop(regData []byte) error {
 	defer close(c.loopDone)
+	defer c.regs.close()
 	l := &loopState{c: c, regData: regData,
 		pending:  map[RebalanceCause]bool{CauseStart: true},
 		failures: retry.New(100*time.Millisecond, 5*time.Second),
@@ -128,6 +130,8 @@ func (l *loopState) wait(check, unowned <-chan time.Time) (int, func()) {
 		return workRun, func() { l.staticWatch = nil; l.trigger(CauseMembership) }
 	case <-l.assignWatch:
 		return workRun, func() { l.assignWatch = nil; l.trigger(CauseAssignment) }
+	case <-c.regs.changed:
+		return workRun, func() { l.trigger(CauseMembership) }
 	case <-l.grace.C:
 		return workRun, func() { l.armGrace(c.expireAway(time.Now())) }
 	case <-c.meta.Changes():

@@ -39,13 +39,15 @@ type member struct {
 
 // readMembers lists the group's members (setting a child watch on the
 // registrations, and one on the restart markers) and reads their
-// registrations, in one multiRead (zkconn.Session.GetMany). A member whose
+// registrations: those cache holds under the session epoch as they are,
+// the others with a data watch (see registrations; a nil cache reads
+// them all in one multiRead, zkconn.Session.GetMany). A member whose
 // registration is malformed, or longer than this member reads
 // (Config.ZooKeeperMaxReply), is kept with a nil subscription (it is given
 // nothing) and its error. A restart marker without a registration is a
 // member away (see Config.RestartGrace), with the registration its marker
 // holds.
-func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, <-chan zk.Event, error) {
+func readMembers(s *zkconn.Session, epoch uint64, group string, cache *registrations) ([]member, <-chan zk.Event, <-chan zk.Event, error) {
 	// The two lists are read at once: one round trip.
 	var (
 		markers []string
@@ -79,42 +81,36 @@ func readMembers(s *zkconn.Session, group string) ([]member, <-chan zk.Event, <-
 			paths = append(paths, zkdata.StaticMemberPath(group, id))
 		}
 	}
-	regs, err := s.GetMany(paths)
+	all := append(ids[:len(ids):len(ids)], awayIDs...)
+	regs, err := cache.read(s, epoch, all, paths)
 	if err != nil {
 		return nil, ch, sch, err
 	}
 	out := make([]member, 0, len(paths))
-	for i, id := range append(ids, awayIDs...) {
+	for i, id := range all {
 		away := i >= len(ids)
-		data, stat, err := regs[i].Data, regs[i].Stat, regs[i].Err
-		if errors.Is(err, zk.ErrNoNode) {
+		p := regs[i]
+		if errors.Is(p.readErr, zk.ErrNoNode) {
 			continue // left (or its marker went) meanwhile; the watch fires again
 		}
-		if errors.Is(err, ErrReplyTooLarge) {
+		if errors.Is(p.readErr, ErrReplyTooLarge) {
 			// Longer than this member reads (Config.ZooKeeperMaxReply):
 			// like a malformed registration, it gets nothing from here.
-			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
+			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: %w", ErrBadRegistration, p.readErr)})
 			continue
 		}
-		if err != nil {
-			return nil, ch, sch, err
+		if p.readErr != nil {
+			return nil, ch, sch, p.readErr
 		}
-		reg, err := zkdata.ParseMemberRegistration(id, data)
-		if err != nil {
-			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: %w", ErrBadRegistration, err)})
+		if p.err != nil {
+			out = append(out, member{id: id, away: away, err: p.err})
 			continue
 		}
-		sub, err := subscription.FromRegistration(reg.Pattern, reg.Subscription)
-		if err != nil {
-			// %v: the cause wraps ErrConfig, and a peer's unreadable
-			// registration is not this member's bad config.
-			out = append(out, member{id: id, away: away, err: fmt.Errorf("%w: subscription: %v", ErrBadRegistration, err)})
-			continue
-		}
-		m := member{id: id, sub: sub, strategy: reg.Strategy, czxid: stat.Czxid, streams: reg.Subscription,
+		reg := p.reg
+		m := member{id: id, sub: p.sub, strategy: reg.Strategy, czxid: p.czxid, streams: reg.Subscription,
 			assignment: reg.Assignment}
 		if away {
-			m.away, m.grace, m.version = true, time.Duration(reg.RestartGraceMS)*time.Millisecond, stat.Version
+			m.away, m.grace, m.version = true, time.Duration(reg.RestartGraceMS)*time.Millisecond, p.version
 		}
 		out = append(out, m)
 	}

@@ -273,11 +273,11 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		ownersErr   error
 		ownersRead  = c.lastFromOwners
 	)
-	read.Go(func() { stored, storedWatch, storedErr = readStoredAssignment(c.session, c.group) })
+	read.Go(func() { stored, storedWatch, storedErr = c.assignNode.read(c.session, c.group) })
 	if ownersRead {
 		read.Go(func() { owners, noDir, ownersErr = c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts) })
 	}
-	members, watch, staticWatch, err := readMembers(c.session, c.group)
+	members, watch, staticWatch, err := readMembers(c.session, st.Epoch, c.group, &c.regs)
 	read.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)

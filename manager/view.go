@@ -63,8 +63,15 @@ type groupView struct {
 	// lastStored: the SHA-256 of the assignment node's data the last
 	// rebalance would store (nil: none); the loop's only.
 	lastStored *[32]byte
+	// regs: the members' registrations as the last rebalance read them,
+	// watched; the loop's only (see registrations).
+	regs registrations
+	// assignNode: the group's assignment node as last read, watched; the
+	// loop's only.
+	assignNode assignmentNode
 }
 
 func newGroupView() groupView {
-	return groupView{badNodes: map[string]string{}, away: map[string]awayMember{}, nonMembers: map[string]time.Time{}}
+	return groupView{badNodes: map[string]string{}, away: map[string]awayMember{}, nonMembers: map[string]time.Time{},
+		regs: newRegistrations()}
 }
