@@ -273,7 +273,7 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		ownersErr   error
 		ownersRead  = c.lastFromOwners
 	)
-	read.Go(func() { stored, storedWatch, storedErr = c.assignNode.read(c.session, c.group) })
+	read.Go(func() { stored, storedWatch, storedErr = c.assignNode.read(c.session, c.group, true) })
 	if ownersRead {
 		read.Go(func() { owners, noDir, ownersErr = c.ownerCache.read(c.session, c.group, withParts, st.Epoch, counts) })
 	}
