@@ -1,7 +1,13 @@
 package manager
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/zkgroup/zkgroup/internal/zkdata"
@@ -193,5 +199,58 @@ func TestStoredFits(t *testing.T) {
 	}
 	if sameAsStored(ga(0, 1, 1), assign.Assignment{"a": {parts[0]}, "b": {parts[1]}}, parts) {
 		t.Errorf("sameAsStored: a partition stored but not assigned is the same")
+	}
+}
+
+// TestAssignmentDigestStream: the digest is SHA-256 over the fields
+// written one after another, each string after its length, as members of
+// earlier releases compute it (a group mixes them during an upgrade):
+// however the fields are buffered, the bytes hashed stay the same.
+func TestAssignmentDigestStream(t *testing.T) {
+	reference := func(strategy string, members []assign.Member, parts []assign.Partition) string {
+		h := sha256.New()
+		num := func(v int64) { h.Write(binary.BigEndian.AppendUint64(nil, uint64(v))) }
+		str := func(s string) { num(int64(len(s))); h.Write([]byte(s)) }
+		str(strategy)
+		num(int64(len(members)))
+		for _, m := range members {
+			str(m.ID)
+			num(int64(len(m.Topics)))
+			for _, tp := range m.Topics {
+				str(tp)
+			}
+		}
+		num(int64(len(parts)))
+		for _, p := range parts {
+			str(p.Topic)
+			num(int64(p.ID))
+			num(int64(p.Leader))
+		}
+		return hex.EncodeToString(h.Sum(nil)[:16])
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 20 {
+		var members []assign.Member
+		var parts []assign.Partition
+		topics := 1 + rng.IntN(300)
+		for m := range 1 + rng.IntN(60) {
+			am := assign.Member{ID: fmt.Sprintf("member-%d-%s", m, strings.Repeat("x", rng.IntN(80)))}
+			for tp := range topics {
+				am.Topics = append(am.Topics, fmt.Sprintf("topic-%d", tp))
+			}
+			members = append(members, am)
+		}
+		for tp := range topics {
+			for p := range rng.IntN(40) {
+				parts = append(parts, assign.Partition{Topic: fmt.Sprintf("topic-%d", tp), ID: int32(p), Leader: int32(rng.IntN(5))})
+			}
+		}
+		strategy := "balanced"
+		if round == 0 {
+			strategy = strings.Repeat("s", 70<<10) // longer than a chunk
+		}
+		if got, want := assignmentDigest(strategy, members, parts), reference(strategy, members, parts); got != want {
+			t.Fatalf("round %d: digest %s, written field by field %s", round, got, want)
+		}
 	}
 }
