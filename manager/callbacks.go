@@ -43,6 +43,32 @@ type slotCB struct {
 	// group's callback returned.
 	group    *cbGroup
 	released chan struct{}
+	// cbs: the consumer's callbacks; live: the slot is in Consumer.slots;
+	// counted: it is counted in cbs.claimsUnderWay (see recountLocked).
+	cbs     *callbacks
+	live    bool
+	counted bool
+}
+
+// recountLocked keeps callbacks.claimsUnderWay: the slots in
+// Consumer.slots claiming and not yet waiting to be told. Called after
+// every change of a slot's state, phase or liveness. The last claim under
+// way gone (claimed, started, stopped or ended), the dispatcher is kicked:
+// the partitions claimed meanwhile are named now.
+func (sl *slot) recountLocked() {
+	want := sl.cb.live && sl.state == claiming && sl.cb.phase == cbNone
+	if want == sl.cb.counted || sl.cb.cbs == nil {
+		return
+	}
+	sl.cb.counted = want
+	if want {
+		sl.cb.cbs.claimsUnderWay++
+		return
+	}
+	sl.cb.cbs.claimsUnderWay--
+	if sl.cb.cbs.claimsUnderWay == 0 {
+		sl.cb.cbs.signal()
+	}
 }
 
 // cbGroup is the partitions told in one OnRevoked or OnLost call: those
@@ -60,6 +86,13 @@ type cbGroup struct {
 type callbacks struct {
 	kick   chan struct{} // buffered 1: something changed for the dispatcher
 	groups []*cbGroup    // in the order they were opened
+	// claimsUnderWay: slots claiming, not yet claimed (slot.recountLocked);
+	// claimed: the slots that were set cbClaimed, in that order (those no
+	// longer cbClaimed are dropped as the dispatcher meets them). The
+	// dispatcher looks at these, not at every slot: a member claiming
+	// 10,000 partitions is kicked at each claim.
+	claimsUnderWay int
+	claimed        []*slot
 }
 
 func newCallbacks() callbacks { return callbacks{kick: make(chan struct{}, 1)} }
@@ -84,6 +117,7 @@ func (cb *callbacks) newGroupLocked(kind cbKind) *cbGroup {
 // knows it, it is told in g's call.
 func (sl *slot) stopLocked(g *cbGroup) {
 	sl.state = stopping
+	sl.recountLocked()
 	close(sl.revoke)
 	if pm := sl.pm.Load(); pm != nil {
 		pm.Halt()
@@ -112,11 +146,14 @@ func (c *Consumer) awaitAssigned(sl *slot, cl *claim) bool {
 	sl.cb.claim = cl
 	if c.cfg.OnAssigned == nil {
 		sl.cb.phase = cbAnnounced
+		sl.recountLocked()
 		c.mu.Unlock()
 		return true
 	}
 	assigned := make(chan struct{})
 	sl.cb.phase, sl.cb.claimedAt, sl.cb.assigned = cbClaimed, time.Now(), assigned
+	sl.recountLocked()
+	c.cb.claimed = append(c.cb.claimed, sl)
 	c.mu.Unlock()
 	c.cb.signal()
 	select {
@@ -128,6 +165,7 @@ func (c *Consumer) awaitAssigned(sl *slot, cl *claim) bool {
 	c.mu.Lock()
 	if sl.cb.phase == cbClaimed {
 		sl.cb.phase = cbNone
+		sl.recountLocked()
 		c.mu.Unlock()
 		c.cb.signal() // one claim fewer to wait for
 		return false
@@ -237,30 +275,43 @@ func (c *Consumer) nextStopCallLocked() func(context.Context) {
 // claim waiting to be told has waited ClaimWaitCheck (until then, how
 // long is left).
 func (c *Consumer) nextAssignCallLocked() (call func(context.Context), wait time.Duration) {
-	var ready []*slot
-	var oldest time.Time
-	underWay := false
-	for _, sl := range c.slots {
-		if sl.state == stopping {
-			continue
-		}
-		switch {
-		case sl.cb.phase == cbNone && sl.state == claiming:
-			underWay = true
-		case sl.cb.phase == cbClaimed && !sl.cb.claim.lost() && !sl.cb.claim.sessionEnded():
-			ready = append(ready, sl)
-			if oldest.IsZero() || sl.cb.claimedAt.Before(oldest) {
-				oldest = sl.cb.claimedAt
-			}
-		}
+	ok := func(sl *slot) bool {
+		return sl.state != stopping && sl.cb.phase == cbClaimed && !sl.cb.claim.lost() && !sl.cb.claim.sessionEnded()
 	}
-	if len(ready) == 0 {
-		return nil, 0
+	q := c.cb.claimed
+	for len(q) > 0 && q[0].cb.phase != cbClaimed {
+		q[0] = nil
+		q = q[1:]
 	}
-	if underWay {
-		if left := time.Until(oldest.Add(c.cfg.ClaimWaitCheck)); left > 0 {
+	c.cb.claimed = q
+	if c.cb.claimsUnderWay > 0 {
+		// The oldest claim waiting to be told says how long is left;
+		// claimedAt grows along the queue.
+		i := slices.IndexFunc(q, ok)
+		if i < 0 {
+			return nil, 0
+		}
+		if left := time.Until(q[i].cb.claimedAt.Add(c.cfg.ClaimWaitCheck)); left > 0 {
 			return nil, left
 		}
+	}
+	var ready []*slot
+	rest := q[:0]
+	for _, sl := range q {
+		switch {
+		case ok(sl):
+			ready = append(ready, sl)
+		case sl.cb.phase == cbClaimed:
+			rest = append(rest, sl) // lost or stopping: its awaitAssigned takes it back
+		}
+	}
+	clear(q[len(rest):])
+	if cap(rest) > 4*len(rest)+64 {
+		rest = slices.Clone(rest) // a burst's queue let go
+	}
+	c.cb.claimed = rest
+	if len(ready) == 0 {
+		return nil, 0
 	}
 	for _, sl := range ready {
 		sl.cb.phase = cbAnnouncing

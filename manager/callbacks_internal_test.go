@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zkgroup/zkgroup/internal/retry"
 )
 
 // cbRecorder records the dispatcher's calls and flags overlapping ones.
@@ -76,7 +78,7 @@ func endSession(cl *claim, epoch chan struct{}) {
 func addSlot(c *Consumer, p int32) *slot {
 	sl := &slot{tp: TopicPartition{Topic: "t", Partition: p}, state: claiming, revoke: make(chan struct{})}
 	c.mu.Lock()
-	c.slots[sl.tp] = sl
+	c.addSlotLocked(sl)
 	c.mu.Unlock()
 	return sl
 }
@@ -85,6 +87,7 @@ func addSlot(c *Consumer, p int32) *slot {
 func announce(c *Consumer, sl *slot, cl *claim) {
 	c.mu.Lock()
 	sl.state, sl.cb.phase, sl.cb.claim = running, cbAnnounced, cl
+	sl.recountLocked()
 	c.mu.Unlock()
 }
 
@@ -246,5 +249,68 @@ func TestCallbacksSessionLoss(t *testing.T) {
 	}
 	if want := map[string][]int32{"t": {0, 1, 2}}; !reflect.DeepEqual(maps[0], want) {
 		t.Errorf("OnLost(%v), want %v", maps[0], want)
+	}
+}
+
+// TestCallbacksClaimsUnderWay: the dispatcher's count of claims under way
+// is that of the slots claiming and not yet claimed, whatever happens to
+// them (claimed, withdrawn, started, stopped, ended).
+func TestCallbacksClaimsUnderWay(t *testing.T) {
+	r := &cbRecorder{}
+	c := cbConsumer(t, r)
+	check := func(step string) {
+		t.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		want := 0
+		for _, sl := range c.slots {
+			if sl.state == claiming && sl.cb.phase == cbNone {
+				want++
+			}
+		}
+		if c.cb.claimsUnderWay != want {
+			t.Fatalf("%s: %d claims under way counted, %d in the slots", step, c.cb.claimsUnderWay, want)
+		}
+	}
+	s := make([]*slot, 5)
+	for i := range s {
+		s[i] = addSlot(c, int32(i))
+	}
+	check("added")
+	res := make(chan bool, 2)
+	go func() { res <- c.awaitAssigned(s[0], fakeClaim(1)) }()
+	go func() { res <- c.awaitAssigned(s[1], fakeClaim(1)) }()
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.cb.claimsUnderWay == 3 })
+	check("two claimed")
+	c.mu.Lock()
+	s[1].stopLocked(c.cb.newGroupLocked(cbRevoked)) // withdrawn before it was named
+	s[2].stopLocked(c.cb.newGroupLocked(cbRevoked)) // revoked while claiming
+	c.mu.Unlock()
+	if ok := <-res; ok {
+		t.Fatal("the revoked slot's wait ended with true")
+	}
+	check("two stopped")
+	c.onSlotEvent(slotEvent{sl: s[3], started: true})
+	check("one started")
+	c.restartBackoff = map[TopicPartition]*retry.Backoff{}
+	c.onSlotEvent(slotEvent{sl: s[2], done: true})
+	c.onSlotEvent(slotEvent{sl: s[4], done: true}) // a claim that died: not assigned any more, not restarted
+	check("two ended")
+	awaitCall(t, r, "assigned") // nothing under way any more: s0 is named
+	if ok := <-res; !ok {
+		t.Fatal("the named slot's wait ended with false")
+	}
+	check("named")
+}
+
+// waitFor waits until cond holds, failing t after 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -117,6 +117,8 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 			c.past.add(ps)
 		}
 		delete(c.slots, sl.tp)
+		sl.cb.live = false
+		sl.recountLocked()
 		c.slots = shrink.Map(c.slots, &c.slotsPeak)
 		var delay time.Duration
 		if sl.state != stopping {
@@ -139,6 +141,7 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 	case ev.started:
 		if sl.state == claiming {
 			sl.state = running
+			sl.recountLocked()
 		}
 	}
 	c.checkAppliedLocked()
@@ -148,11 +151,18 @@ func (c *Consumer) onSlotEvent(ev slotEvent) {
 // returns the slot. c.mu must be held.
 func (c *Consumer) startSlotLocked(tp TopicPartition, delay time.Duration) *slot {
 	sl := &slot{tp: tp, state: claiming, revoke: make(chan struct{}), delay: delay, pre: c.takePrefetchedLocked(tp)}
-	c.slots[tp] = sl
-	c.slotsPeak.Note(len(c.slots))
+	c.addSlotLocked(sl)
 	c.slotsWG.Add(1)
 	go c.runSlot(sl)
 	return sl
+}
+
+// addSlotLocked puts sl in the slots. c.mu must be held.
+func (c *Consumer) addSlotLocked(sl *slot) {
+	sl.cb.cbs, sl.cb.live = &c.cb, true
+	sl.recountLocked()
+	c.slots[sl.tp] = sl
+	c.slotsPeak.Note(len(c.slots))
 }
 
 func (c *Consumer) send(ev slotEvent) {
