@@ -24,7 +24,7 @@ func balancedBenchCase(p, n int) ([]Member, []Partition) {
 // BenchmarkBalanced: the rebalance every member runs after a join, at
 // 1,000 and 10,000 partitions over 20 members, and from nothing owned.
 func BenchmarkBalanced(b *testing.B) {
-	for _, size := range []struct{ p, n int }{{1000, 20}, {10000, 20}} {
+	for _, size := range []struct{ p, n int }{{1000, 20}, {10000, 20}, {10000, 50}} {
 		members, ps := balancedBenchCase(size.p, size.n)
 		unowned := withOwners(ps, nil)
 		for _, c := range []struct {
