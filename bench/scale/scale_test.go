@@ -135,14 +135,17 @@ func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration
 	return c1 - c0, window{"idle", t1.Sub(t0), r1.Sub(r0)}, g1.Sub(g0)
 }
 
-// settleGC collects before an idle window, so that the collection the
-// phase before it (joins, a flowing topic) made due is not run, by
-// chance, inside the window of one side and not the other's: the
-// members share this process's heap, where each member's own process
-// would collect its own small heap. Collections the idle members' own
-// allocations cause in the window still count; the window reports them.
+// settleGC collects before an idle window and returns the freed memory
+// to the system, so that neither the collection the phase before it
+// (joins, a flowing topic) made due nor the scavenger's returning of what
+// that freed runs, by chance, inside the window of one side and not the
+// other's: the members share this process's heap, where each member's
+// own process would collect its own small heap. (The scavenger's madvise
+// calls were 30 ms of one side's 720 ms of samples in a 60 s window.)
+// Collections the idle members' own allocations cause in the window still
+// count; the window reports them.
 func settleGC() {
-	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
