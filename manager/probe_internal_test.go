@@ -155,3 +155,37 @@ func TestProbeQuickRound(t *testing.T) {
 		t.Fatalf("full round after the quick one failed: %d ApiVersions, %d FindCoordinator to a; want 1 and 1", api, find)
 	}
 }
+
+// TestProbeFullRoundKeepsCoordinator: a full round pings several brokers;
+// once it found the coordinator, the connections to the others are
+// closed (the next rounds ask the coordinator alone).
+func TestProbeFullRoundKeepsCoordinator(t *testing.T) {
+	const group = "g"
+	a := sarama.NewMockBroker(t, 1)
+	defer a.Close()
+	b := sarama.NewMockBroker(t, 2)
+	defer b.Close()
+	for _, mb := range []*sarama.MockBroker{a, b} {
+		mb.SetHandlerByMap(map[string]sarama.MockResponse{
+			"ApiVersionsRequest":     sarama.NewMockApiVersionsResponse(t),
+			"FindCoordinatorRequest": sarama.NewMockFindCoordinatorResponse(t).SetCoordinator(sarama.CoordinatorGroup, group, a),
+		})
+	}
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	p := newKafkaProbe(cfg, 5*time.Second, group, true, func() []string { return []string{a.Addr(), b.Addr()} }, slog.New(slog.DiscardHandler))
+	defer p.close()
+	if oks, _ := p.round(); oks != [numSides]bool{true, true} {
+		t.Fatalf("full round: oks %v", oks)
+	}
+	p.mu.Lock()
+	_, toA := p.conns[a.Addr()]
+	n := len(p.conns)
+	p.mu.Unlock()
+	if !toA || n != 1 {
+		t.Errorf("after the full round: %d connections, to the coordinator %v; want it alone", n, toA)
+	}
+	if oks, _ := p.round(); oks != [numSides]bool{true, true} {
+		t.Fatalf("quick round: oks %v", oks)
+	}
+}

@@ -32,6 +32,7 @@ import (
 // Once a round found the coordinator, the next one first asks that broker
 // alone for the coordinator: an answer that names itself is an answer of
 // both sides in one request; anything else makes the round the full one.
+// The probe then keeps its connection to the coordinator alone.
 //
 // A probe is sent only when needed: the answers the member's own traffic
 // gets (fetches, commits: kafkaWatch.evidence) count as the probe's
@@ -434,7 +435,26 @@ func (p *kafkaProbe) round() (oks, asks [numSides]bool) {
 		return oks, asks
 	}
 	oks[sideCoordinator] = p.coordinatorAnswers(via, resp)
+	if p.coord != "" {
+		// The next round asks the coordinator alone (quick): the other
+		// connections would stay idle, each with a goroutine of sarama's.
+		// A full round opens them again.
+		for _, b := range append([]*sarama.Broker{via}, drain(answered)...) {
+			if b.Addr() != p.coord {
+				p.release(b.Addr())
+			}
+		}
+	}
 	return oks, asks
+}
+
+// drain returns what is left in a closed channel.
+func drain[T any](ch <-chan T) []T {
+	var out []T
+	for v := range ch {
+		out = append(out, v)
+	}
+	return out
 }
 
 // quick asks the coordinator the previous round found for the group's
@@ -458,6 +478,9 @@ func (p *kafkaProbe) quick() (oks, asks [numSides]bool, ok bool) {
 	}
 	oks[sideBrokers], asks[sideBrokers], asks[sideCoordinator] = true, true, true
 	oks[sideCoordinator] = p.coordinatorAnswers(via, resp)
+	if p.coord != "" && p.coord != addr {
+		p.release(addr) // the coordinator moved: asked there from now on
+	}
 	return oks, asks, true
 }
 
@@ -554,6 +577,11 @@ var errProbeClosed = errors.New("manager: kafka probe closed")
 // drop closes the connection to addr after err.
 func (p *kafkaProbe) drop(addr string, err error) {
 	p.log.Debug("kafka probe: no answer", "broker", addr, "error", err)
+	p.release(addr)
+}
+
+// release closes the connection to addr, no longer needed.
+func (p *kafkaProbe) release(addr string) {
 	p.mu.Lock()
 	b := p.conns[addr]
 	delete(p.conns, addr)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"testing"
 	"time"
 
@@ -48,7 +49,9 @@ type idleResult struct {
 // carry the label side=<side>: `go tool pprof -tagfocus=side=zkgroup -top
 // FILE` gives their CPU alone, without the process's baseline noise),
 // ZKGROUP_BENCH_HEAP=DIR writes a heap profile at its end,
-// ZKGROUP_BENCH_DUMP=DIR the goroutines (DIR/idle-<side>-r<round>.txt).
+// ZKGROUP_BENCH_DUMP=DIR the goroutines (DIR/idle-<side>-r<round>.txt),
+// ZKGROUP_BENCH_TRACE=DIR an execution trace of the idle window
+// (DIR/idle-<side>-r<round>.trace).
 //
 //	go test -run='^$' -bench=BenchmarkIdle -benchtime=1x -timeout=30m ./scale/ \
 //	    -args -sides=zkgroup,franz-go -warmup=false
@@ -136,10 +139,12 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 	settleGC()
 	res.idleLoad = benchkit.LoadAvg()
 	stop := cpuProfile(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
+	stopTrace := diagnostic("ZKGROUP_BENCH_TRACE", fmt.Sprintf("idle-%s-r%d.trace", sd.name, round+1), "trace", trace.Start, trace.Stop)
 	c0, r0, w0, g0 := benchkit.CPUTime(), env.req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	time.Sleep(*flagIdleWindow)
 	c1, r1, w1, g1 := benchkit.CPUTime(), env.req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	stop()
+	stopTrace()
 	res.cpu, res.w = c1-c0, window{"idle", w1.Sub(w0), r1.Sub(r0)}
 	res.gc = g1.Sub(g0)
 	dumpGoroutinesOnce(fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
