@@ -119,11 +119,14 @@
 // bound to replace makes every member leave until the new one answers.
 //
 // Reads: a rebalance reads the member list, the list of restart markers
-// (see Config.RestartGrace), every member's registration and the
-// assignment node, in ZooKeeper multiRead requests of up to 256 nodes
-// (ZooKeeper 3.6 and later; ZooKeeper serves each in one pass): whatever
-// the partition count, N+1 nodes for N members. A rewrite of the
-// assignment node that holds what the member computed costs one read.
+// (see Config.RestartGrace), the registrations that are new or changed
+// since it last read them, and the assignment node if it changed:
+// whatever the partition count, at most N+1 nodes for N members, one
+// registration and the node after a join. Each registration read carries
+// a data watch (a changed one is a membership change), and so does the
+// assignment node: while a watch has not fired the node is not read
+// again. A rewrite of the assignment node that holds what the member
+// computed costs one read and no parse.
 // Computing from the owners, it reads the owners nodes' stats and, where
 // they changed, their lists and the owner nodes it cannot vouch for. It
 // sets no watch on the owner nodes. On an older server it reads them one
