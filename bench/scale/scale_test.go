@@ -34,6 +34,7 @@ type scaleResult struct {
 	join, steady, leave  window
 	goroutines, gorBase  int
 	rss, rssBase         int64
+	rssIdle              int64 // at the end of the idle window (collected before it)
 	heap, heapBase       int64
 	joinCalls            []time.Duration
 	closes               []time.Duration
@@ -244,7 +245,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	if *flagIdle > 0 {
 		qi := zp.snapshot()
 		res.idleCPU, res.idle, res.idleGC = idleWindow(su.prod, env.req, *flagIdle)
-		res.idleGoroutines = runtime.NumGoroutine()
+		res.idleGoroutines, res.rssIdle = runtime.NumGoroutine(), benchkit.RSS()
 		res.zkqIdle = zp.snapshot().sub(qi)
 		time.Sleep(2 * time.Second)
 		// The leave phase counts from here (the log breakdown's steady
@@ -508,6 +509,12 @@ func summarizeScale(b *testing.B, sds []side, results map[string][]scaleResult) 
 		{"(h) idle CPU per member, ms/s", func(s scaleResult) float64 { return idleCPUPerMember(s) * 1000 }, "zkgroup <= franz-go's"},
 		{"(e) RSS per member (total/members), MB", func(s scaleResult) float64 { return float64(s.rss) / M / 1e6 }, "zkgroup <= sarama's"},
 		{"(e) RSS per member over baseline, MB", func(s scaleResult) float64 { return float64(s.rss-s.rssBase) / M / 1e6 }, "zkgroup <= franz-go's"},
+		{"(e) RSS per member over baseline, idle, MB", func(s scaleResult) float64 {
+			if s.rssIdle == 0 {
+				return math.NaN()
+			}
+			return float64(s.rssIdle-s.rssBase) / M / 1e6
+		}, "(collected before the window)"},
 		{"(f) Close per member, median s", func(s scaleResult) float64 { return benchkit.Median(durs(s.closes)) }, ""},
 		{"longest pause, last join, max ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseJoin)) * 1000 }, ""},
 		{"longest pause, last leave, ms", func(s scaleResult) float64 { return maxOr0(pauses(s.pauseLeave)) * 1000 }, ""},
