@@ -161,3 +161,48 @@ func TestRegistrationsWatched(t *testing.T) {
 		t.Errorf("without a cache: read one by one %v", n)
 	}
 }
+
+// TestAssignmentNodeWatched: the assignment node is read once and kept
+// while its watch holds (the same watch comes back, nothing read), parsed
+// only when asked; once it changes, the next read reads it again.
+func TestAssignmentNodeWatched(t *testing.T) {
+	c := testcluster.Shared(t)
+	s := dialSession(t, c)
+	defer s.Close()
+	group := testcluster.Name(t, "g")
+	p := zkdata.AssignmentPath(group)
+	if err := s.CreateParents(zkdata.ConsumersPath(group)); err != nil {
+		t.Fatal(err)
+	}
+	data := func(member string) []byte {
+		b, err := zkdata.GroupAssignment{Digest: "d", Members: []string{member}, Topics: map[string][]int32{"t": {0}}}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if _, err := s.Create(p, data("a"), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	var n assignmentNode
+	st, w1, err := n.read(s, group, false)
+	if err != nil || !st.exists || st.raw == nil || st.a.Members != nil {
+		t.Fatalf("unparsed read: %+v, %v", st, err)
+	}
+	st, w2, err := n.read(s, group, true)
+	if err != nil || w2 != w1 || !st.usable() || st.a.Owner("t", 0) != "a" {
+		t.Fatalf("second read, parsed: same watch %v, %+v, %v", w2 == w1, st, err)
+	}
+	if _, err := s.Set(p, data("b"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w1:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node's watch did not fire")
+	}
+	st, w3, err := n.read(s, group, true)
+	if err != nil || w3 == w1 || st.a.Owner("t", 0) != "b" {
+		t.Fatalf("after the change: new watch %v, owner %q, %v", w3 != w1, st.a.Owner("t", 0), err)
+	}
+}
