@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkgroup/zkgroup/internal/retry"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 // cbRecorder records the dispatcher's calls and flags overlapping ones.
@@ -280,7 +281,11 @@ func TestCallbacksClaimsUnderWay(t *testing.T) {
 	res := make(chan bool, 2)
 	go func() { res <- c.awaitAssigned(s[0], fakeClaim(1)) }()
 	go func() { res <- c.awaitAssigned(s[1], fakeClaim(1)) }()
-	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.cb.claimsUnderWay == 3 })
+	testcluster.Await(t, 10*time.Second, time.Millisecond, "two claims claimed", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.cb.claimsUnderWay == 3
+	})
 	check("two claimed")
 	c.mu.Lock()
 	s[1].stopLocked(c.cb.newGroupLocked(cbRevoked)) // withdrawn before it was named
@@ -301,16 +306,4 @@ func TestCallbacksClaimsUnderWay(t *testing.T) {
 		t.Fatal("the named slot's wait ended with false")
 	}
 	check("named")
-}
-
-// waitFor waits until cond holds, failing t after 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
