@@ -51,25 +51,34 @@ type pingLog struct {
 	now      func() int64     // the Session's clock (Session.now)
 	answered func(sent int64) // Session.answeredAt
 
-	mu   sync.Mutex
-	sent []int64 // send times of the pings not answered yet, oldest first
-	lost bool    // more than maxUnansweredPings: no more credit on this connection
-	last int64   // send time of the latest ping written; 0: none
+	mu     sync.Mutex
+	sent   []int64 // send times of the pings not answered yet, oldest first
+	lost   bool    // more than maxUnansweredPings: no more credit on this connection
+	last   int64   // send time of the latest ping written; 0: none
+	theirs int64   // send time of go-zookeeper's latest ping; 0: none yet
 }
 
 func newPingLog(now func() int64, answered func(int64)) *pingLog {
 	return &pingLog{now: now, answered: answered}
 }
 
-// written notes that a ping is about to be written. The caller holds the
-// connection's write lock until the write is done.
-func (l *pingLog) written() {
+// written notes that a ping of the Session's is about to be written. The
+// caller holds the connection's write lock until the write is done.
+func (l *pingLog) written() { l.note(false) }
+
+// writtenTheirs is written for a ping of go-zookeeper's.
+func (l *pingLog) writtenTheirs() { l.note(true) }
+
+func (l *pingLog) note(theirs bool) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last = l.now()
+	if theirs {
+		l.theirs = l.last
+	}
 	if l.lost {
 		return
 	}
@@ -89,6 +98,17 @@ func (l *pingLog) lastWritten() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.last
+}
+
+// lastTheirs is the send time of go-zookeeper's latest ping on the
+// connection, 0 when none was written yet.
+func (l *pingLog) lastTheirs() int64 {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.theirs
 }
 
 // replied credits a ping reply to the oldest ping unanswered. A reply
@@ -122,7 +142,9 @@ func (l *pingLog) replied() {
 // timeout in all, half of them go-zookeeper's. Rather than tick, it
 // sleeps until the next instant that matters: a ping due, the lease's
 // end (Status turns unhealthy), or, while suspended, a twelfth of the
-// timeout.
+// timeout. A ping due when go-zookeeper's next one is (see checkDelay)
+// is left to go-zookeeper, and the monitor sleeps to the middle of the
+// period after it: it wakes once per go-zookeeper period, not twice.
 func (s *Session) monitor(first chan struct{}) error {
 	var asks chan struct{} // plain mode: the pinger's
 	if s.plain {
@@ -151,13 +173,20 @@ func (s *Session) monitor(first chan struct{}) error {
 		case <-wake.C:
 		}
 		timeout := s.timeout()
-		if s.sincePinged() >= timeout/6 {
+		if pingDue(timeout, s.sincePinged()) {
 			s.ping(asks, timeout)
 		}
 		s.refresh()
 		wake.Reset(s.nextCheck(timeout))
 	}
 }
+
+// pingDue reports whether the monitor pings, awake sincePinged after the
+// latest ping or answer, for a session timeout T: at T/6, or up to T/48
+// before, so that a wake that comes a moment early (go-zookeeper's ping,
+// which the wake follows, went out late) pings rather than sleeping that
+// moment.
+func pingDue(T, sincePinged time.Duration) bool { return sincePinged >= T/6-T/48 }
 
 // sincePinged is the time since the later of the send of the latest
 // request ZooKeeper answered and the latest ping written (whose answer
@@ -171,17 +200,43 @@ func (s *Session) sincePinged() time.Duration {
 	return time.Duration(s.now() - ref)
 }
 
-// nextCheck is how long the monitor sleeps: until a ping is due (see
-// sincePinged), or until the lease ends if that is sooner. A ping due
-// that could not go (the session is not connected; its return wakes the
-// monitor), or a lease ended, is looked at again after a twelfth of the
-// timeout.
+// nextCheck is how long the monitor sleeps (see checkDelay).
 func (s *Session) nextCheck(timeout time.Duration) time.Duration {
-	due := timeout/6 - s.sincePinged()
-	if due <= 0 {
-		due = timeout / 12
+	sinceTheirs := time.Duration(-1)
+	if sc := s.lines.side.Load(); sc != nil {
+		if t := sc.pings.lastTheirs(); t > 0 {
+			sinceTheirs = time.Duration(s.now() - t)
+		}
 	}
-	if lease := timeout*2/3 - time.Duration(s.now()-s.lastAnswered.Load()); lease > 0 {
+	return checkDelay(timeout, s.sincePinged(), time.Duration(s.now()-s.lastAnswered.Load()), sinceTheirs)
+}
+
+// checkDelay is how long the monitor sleeps for a session timeout T,
+// given the time since the latest ping or answer (sincePinged), since
+// the send of the latest request answered (sinceAnswered, which dates
+// the lease), and since go-zookeeper's latest ping on the connection
+// (sinceTheirs, negative when unknown): until a ping is due, or until
+// the lease ends if that is sooner. A ping due that could not go (the
+// session is not connected; its return wakes the monitor), or a lease
+// ended, is looked at again after a twelfth of T.
+//
+// go-zookeeper pings every third of T. When the ping due falls within
+// T/24 of go-zookeeper's next one, or after it, that one is the ping
+// and the monitor sleeps until T/6 past it, the middle of
+// go-zookeeper's next period, where its own ping goes. Should
+// go-zookeeper's ping not go out (its connection stalled), the
+// monitor's goes at most 3T/8 after the previous ping or answer, with
+// 7T/24 of the lease left instead of T/2.
+func checkDelay(T, sincePinged, sinceAnswered, sinceTheirs time.Duration) time.Duration {
+	due := T/6 - sincePinged
+	if due <= 0 {
+		due = T / 12
+	} else if sinceTheirs >= 0 {
+		if next := T/3 - sinceTheirs; next > 0 && due >= next-T/24 {
+			due = next + T/6
+		}
+	}
+	if lease := T*2/3 - sinceAnswered; lease > 0 {
 		return min(due, lease)
 	}
 	return due

@@ -91,7 +91,7 @@ func (c *sideConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if isPing(p) {
-		c.pings.written()
+		c.pings.writtenTheirs()
 	}
 	if len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opCloseSession {
 		c.closeSent = true
