@@ -117,26 +117,35 @@ var errMultiReadUnimplemented = errors.New("zkconn: ZooKeeper has no multiRead")
 
 // multiReadAll reads paths into out in batches, all sent at once.
 func (s *Session) multiReadAll(op int32, paths []string, out []NodeData) error {
+	if len(paths) == 0 {
+		return nil
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for lo := 0; lo < len(paths); lo += multiReadOps {
-		hi := min(lo+multiReadOps, len(paths))
-		wg.Go(func() {
-			err := s.multiRead(op, paths[lo:hi], out[lo:hi])
-			if errors.Is(err, ErrReplyTooLarge) { // nodes of unusual size
-				err = s.getEach(op, paths[lo:hi], out[lo:hi])
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+	read := func(lo, hi int) {
+		err := s.multiRead(op, paths[lo:hi], out[lo:hi])
+		if errors.Is(err, ErrReplyTooLarge) { // nodes of unusual size
+			err = s.getEach(op, paths[lo:hi], out[lo:hi])
+		}
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
 	}
-	wg.Wait()
+	if len(paths) <= multiReadOps {
+		// One request: read in the caller's goroutine, which would
+		// only wait for another's.
+		read(0, len(paths))
+	} else {
+		for lo := 0; lo < len(paths); lo += multiReadOps {
+			wg.Go(func() { read(lo, min(lo+multiReadOps, len(paths))) })
+		}
+		wg.Wait()
+	}
 	for _, err := range errs {
 		if errors.Is(err, errMultiReadUnimplemented) {
 			return err

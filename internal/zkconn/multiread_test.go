@@ -109,6 +109,19 @@ func TestGetMany(t *testing.T) {
 			if !errors.Is(got[len(got)-1].Err, zk.ErrNoAuth) {
 				t.Errorf("the unreadable node: %v; want zk.ErrNoAuth", got[len(got)-1].Err)
 			}
+			// One batch (read in the caller's goroutine) and none.
+			one, err := s.GetMany(paths[:10])
+			if err != nil || len(one) != 10 {
+				t.Fatalf("GetMany of 10 paths: %d results, %v", len(one), err)
+			}
+			for i, g := range one {
+				if !errors.Is(g.Err, got[i].Err) || !bytes.Equal(g.Data, got[i].Data) || g.Stat != got[i].Stat {
+					t.Errorf("%s alone: %q %+v %v; in the batches %q %+v %v", paths[i], g.Data, g.Stat, g.Err, got[i].Data, got[i].Stat, got[i].Err)
+				}
+			}
+			if none, err := s.GetMany(nil); err != nil || len(none) != 0 {
+				t.Errorf("GetMany of no path: %d results, %v", len(none), err)
+			}
 		})
 	}
 }
