@@ -194,12 +194,10 @@ type Config struct {
 	// partition is reported (ErrSquatted).
 	ClaimWaitCheck time.Duration
 	// UnownedCheck is how often the owners are checked to catch a
-	// partition nobody claims (each topic's owners node listed with a
-	// child watch, listed again only once the watch fired; computing
-	// from the owners, their stats, one multiRead request per 256
-	// topics, and the lists of those that changed); one unowned over two
-	// checks in a row makes the member recompute. No check runs while a
-	// rebalance is due.
+	// partition nobody claims (the owners nodes' stats, one multiRead
+	// request per 256 topics; a topic that changed is listed); one
+	// unowned over two checks in a row makes the member recompute. No
+	// check runs while a rebalance is due.
 	UnownedCheck time.Duration
 	// MetadataResync is how often the topic list and the subscribed topics'
 	// nodes are read again from ZooKeeper, as a safety net for a lost

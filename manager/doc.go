@@ -130,10 +130,7 @@
 // Computing from the owners, it reads the owners nodes' stats and, where
 // they changed, their lists and the owner nodes it cannot vouch for. It
 // sets no watch on the owner nodes. On an older server it reads them one
-// by one. The unowned check (Config.UnownedCheck) of a member computing
-// from the assignment node lists each topic's owners node with a child
-// watch, and lists a topic again only once its watch fired: in an idle
-// group it reads nothing.
+// by one.
 //
 // Commits: every Config.Partition.CommitInterval, one request per
 // coordinator carries the acked offsets of every owned partition; the

@@ -60,7 +60,6 @@ const (
 func (c *Consumer) loop(regData []byte) error {
 	defer close(c.loopDone)
 	defer c.regs.close()
-	defer c.ownerCache.closeListed()
 	l := &loopState{c: c, regData: regData,
 		pending:  map[RebalanceCause]bool{CauseStart: true},
 		failures: retry.New(100*time.Millisecond, 5*time.Second),
@@ -409,15 +408,11 @@ func (l *loopState) checkUnowned() {
 	c.mu.Lock()
 	kept := c.kept // replaced, never changed in place
 	c.mu.Unlock()
-	var unowned []TopicPartition
-	var err error
-	if c.lastFromOwners {
-		unowned, err = c.ownerCache.unowned(c.session, c.group, topics, st.Epoch, counts)
-	} else { // none before the first rebalance, which a pending one skips
-		// No owner needed: no owner node read, and nothing read while
-		// the owners nodes' watches hold.
-		unowned, err = c.ownerCache.unownedListed(c.session, c.group, topics, st.Epoch, counts)
+	read := c.ownerCache.unowned
+	if !c.lastFromOwners { // none before the first rebalance, which a pending one skips
+		read = c.ownerCache.unownedListed // no owner needed: no owner node read
 	}
+	unowned, err := read(c.session, c.group, topics, st.Epoch, counts)
 	if err != nil {
 		c.log.Debug("checking owners failed", "error", err)
 		return

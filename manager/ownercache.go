@@ -63,9 +63,11 @@ type ownersCache struct {
 	topics map[string]*topicOwners
 	// nodesRead: the nodes the last read fetched (stats, lists, owners).
 	nodesRead int
-	// listed: what the unowned check listed per topic, when members
-	// compute from the stored assignment (unownedListed).
-	listed map[string]*listedTopic
+	// listed: what the unowned check listed per topic under the session
+	// of listedEpoch, when members compute from the stored assignment
+	// (unownedListed).
+	listed      map[string]*listedTopic
+	listedEpoch uint64
 
 	// Under hintMu, never held across I/O (recheck is called under
 	// Consumer.mu): expect, each partition's owner in the last assignment

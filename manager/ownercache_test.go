@@ -40,15 +40,6 @@ func (r *countingReader) ChildrenStats(paths []string) ([]zkconn.NodeData, error
 	return r.s.ChildrenStats(paths)
 }
 
-func (r *countingReader) ChildrenWFull(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r.listed([]string{p})
-	return r.s.ChildrenWFull(p)
-}
-
-func (r *countingReader) OnNodeEvent(p string, f func(zk.Event)) (remove func()) {
-	return r.s.OnNodeEvent(p, f)
-}
-
 // listed records children lists of paths.
 func (r *countingReader) listed(paths []string) {
 	r.mu.Lock()
