@@ -89,26 +89,15 @@ func (l *pingLog) note(theirs bool) {
 	l.sent = append(l.sent, l.last)
 }
 
-// lastWritten is the send time of the latest ping written (answered or
-// not), 0 when none was.
-func (l *pingLog) lastWritten() int64 {
+// lastPings returns the send times of the latest ping written (answered
+// or not; any) and of go-zookeeper's latest (theirs), 0 when none was.
+func (l *pingLog) lastPings() (any, theirs int64) {
 	if l == nil {
-		return 0
+		return 0, 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.last
-}
-
-// lastTheirs is the send time of go-zookeeper's latest ping on the
-// connection, 0 when none was written yet.
-func (l *pingLog) lastTheirs() int64 {
-	if l == nil {
-		return 0
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.theirs
+	return l.last, l.theirs
 }
 
 // replied credits a ping reply to the oldest ping unanswered. A reply
@@ -195,7 +184,8 @@ func pingDue(T, sincePinged time.Duration) bool { return sincePinged >= T/6-T/48
 func (s *Session) sincePinged() time.Duration {
 	ref := s.lastAnswered.Load()
 	if sc := s.lines.side.Load(); sc != nil {
-		ref = max(ref, sc.pings.lastWritten())
+		last, _ := sc.pings.lastPings()
+		ref = max(ref, last)
 	}
 	return time.Duration(s.now() - ref)
 }
@@ -204,7 +194,7 @@ func (s *Session) sincePinged() time.Duration {
 func (s *Session) nextCheck(timeout time.Duration) time.Duration {
 	sinceTheirs := time.Duration(-1)
 	if sc := s.lines.side.Load(); sc != nil {
-		if t := sc.pings.lastTheirs(); t > 0 {
+		if _, t := sc.pings.lastPings(); t > 0 {
 			sinceTheirs = time.Duration(s.now() - t)
 		}
 	}

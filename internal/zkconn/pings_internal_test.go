@@ -68,6 +68,11 @@ func TestSideConnCreditsPings(t *testing.T) {
 			t.Fatalf("frame %d on the wire: %x; want %x", i, got, want[4:])
 		}
 	}
+	// go-zookeeper's pings are told apart (the monitor times its own
+	// around them).
+	if last, theirs := log.lastPings(); last != 102 || theirs != 101 {
+		t.Fatalf("latest ping noted at %d, go-zookeeper's at %d; want 102 and 101", last, theirs)
+	}
 
 	creditedNow := func() []int64 {
 		mu.Lock()
