@@ -89,9 +89,9 @@ func (l *pingLog) note(theirs bool) {
 	l.sent = append(l.sent, l.last)
 }
 
-// lastPings returns the send times of the latest ping written (answered
-// or not; any) and of go-zookeeper's latest (theirs), 0 when none was.
-func (l *pingLog) lastPings() (any, theirs int64) {
+// lastPings returns the send times of the latest ping written, answered
+// or not (last), and of go-zookeeper's latest (theirs), 0 when none was.
+func (l *pingLog) lastPings() (last, theirs int64) {
 	if l == nil {
 		return 0, 0
 	}
