@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,18 +113,31 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 	t0 := time.Now()
 	env.tr.openWindow()
 	stopTimeline := env.tr.timeline(t0, M)
+	// Every member joins at once, as a fleet that starts together: each
+	// Join call in a goroutine of its own (zkgroup's Join blocks for its
+	// connections; franz-go's NewClient does not).
+	joined := make([]member, M)
+	errs := make([]error, M)
+	var wg sync.WaitGroup
 	for i := range M {
-		var m member
-		var err error
 		// The member's goroutines carry the side's label (they inherit
 		// it), so that the idle window's profile tells them apart:
 		// go tool pprof -tagfocus=side=zkgroup -top FILE.
-		pprof.Do(context.Background(), pprof.Labels("side", sd.name), func(context.Context) { m, err = sd.join(env, i) })
-		if err != nil {
-			res.failed = fmt.Sprintf("join of member %d: %v", i, err)
-			return res
+		pprof.Do(context.Background(), pprof.Labels("side", sd.name), func(context.Context) {
+			wg.Go(func() { joined[i], errs[i] = sd.join(env, i) })
+		})
+	}
+	wg.Wait()
+	for i, m := range joined {
+		if m != nil {
+			members = append(members, m)
 		}
-		members = append(members, m)
+		if errs[i] != nil && res.failed == "" {
+			res.failed = fmt.Sprintf("join of member %d: %v", i, errs[i])
+		}
+	}
+	if res.failed != "" {
+		return res
 	}
 	res.flow = env.tr.awaitFlow(t0, upTo(M), *flagPhaseTimeout)
 	stopTimeline()
