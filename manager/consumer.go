@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/zkgroup/zkgroup/internal/fetch"
+	"github.com/zkgroup/zkgroup/internal/leadercache"
 	"github.com/zkgroup/zkgroup/internal/listoffsets"
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/saramaconf"
@@ -256,7 +257,22 @@ func (c *Consumer) openKafka(cfg *Config, scfg *sarama.Config) (brokers []string
 	wg.Go(func() { watcher, metaErr = metadata.OpenSession(c.session, c.sub.Match, mcfg, c.log) })
 	brokers, listErr := c.brokerList(cfg, c.log)
 	if listErr == nil {
-		wg.Go(func() { c.client, err = sarama.NewClient(brokers, scfg) })
+		wg.Go(func() {
+			// Leaders and epochs are kept by a lean cache of the
+			// member's own (package internal/leadercache), not by
+			// sarama's client, which would keep every partition of
+			// every subscribed topic with its replicas.
+			inner, ierr := sarama.NewClient(brokers, scfg)
+			if err = ierr; err != nil {
+				return
+			}
+			lc, lerr := leadercache.New(inner, brokers)
+			if err = lerr; err != nil {
+				_ = inner.Close()
+				return
+			}
+			c.client = lc
+		})
 		wg.Go(func() { c.offsetClient, offsetErr = sarama.NewClient(brokers, scfg) })
 	}
 	wg.Wait()
@@ -316,7 +332,12 @@ func (c *Consumer) metadataFromKafka(brokers []string, metaErr error) error {
 	switch {
 	case fromKafka:
 		c.log.Info("no Kafka cluster registered in ZooKeeper; reading metadata from the brokers", "brokers", brokers)
-		km, err := newKafkaMeta(c.client, c.sub.Match, c.cfg.MetadataPoll, c.log)
+		var kc kafkaMetaClient = c.client
+		if lc, ok := c.client.(*leadercache.Client); ok {
+			// Every topic's partitions and replicas: sarama's own cache.
+			kc = lc.Client
+		}
+		km, err := newKafkaMeta(kc, c.sub.Match, c.cfg.MetadataPoll, c.log)
 		if err != nil { // c.meta stays nil: a nil *kafkaMeta in it would be closed
 			return fmt.Errorf("%w: cluster metadata from %v: %w", ErrJoin, brokers, err)
 		}
