@@ -80,6 +80,19 @@ func newClient(t *testing.T, seeds ...string) *Client {
 	return c
 }
 
+// readOne serves a topic t of one partition (leader 1) on mb and
+// returns a client that read it.
+func readOne(t *testing.T, mb *sarama.MockBroker) *Client {
+	t.Helper()
+	serve(mb, metadata{brokers: map[int32]string{1: mb.Addr()},
+		topics: map[string]topicSpec{"t": {id: 1, parts: []partSpec{{0, 1, 0, 0}}}}})
+	c := newClient(t, mb.Addr())
+	if err := c.RefreshMetadata("t"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func metadataRequests(mb *sarama.MockBroker) int {
 	n := 0
 	for _, rr := range mb.History() {
@@ -187,12 +200,7 @@ func TestNoLeaderRetried(t *testing.T) {
 func TestUnknownTopicDropped(t *testing.T) {
 	mb := sarama.NewMockBroker(t, 1)
 	defer mb.Close()
-	serve(mb, metadata{brokers: map[int32]string{1: mb.Addr()},
-		topics: map[string]topicSpec{"t": {id: 1, parts: []partSpec{{0, 1, 0, 0}}}}})
-	c := newClient(t, mb.Addr())
-	if err := c.RefreshMetadata("t"); err != nil {
-		t.Fatal(err)
-	}
+	c := readOne(t, mb)
 	serve(mb, metadata{brokers: map[int32]string{1: mb.Addr()},
 		topics: map[string]topicSpec{"t": {id: 1, err: sarama.ErrUnknownTopicOrPartition}}})
 	if err := c.RefreshMetadata("t"); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
@@ -206,12 +214,7 @@ func TestUnknownTopicDropped(t *testing.T) {
 // TestOutOfBrokers: no broker answering is sarama's ErrOutOfBrokers.
 func TestOutOfBrokers(t *testing.T) {
 	mb := sarama.NewMockBroker(t, 1)
-	serve(mb, metadata{brokers: map[int32]string{1: mb.Addr()},
-		topics: map[string]topicSpec{"t": {id: 1, parts: []partSpec{{0, 1, 0, 0}}}}})
-	c := newClient(t, mb.Addr())
-	if err := c.RefreshMetadata("t"); err != nil {
-		t.Fatal(err)
-	}
+	c := readOne(t, mb)
 	mb.Close()
 	if err := c.RefreshMetadata("t"); !errors.Is(err, sarama.ErrOutOfBrokers) {
 		t.Fatalf("%v (%T), want ErrOutOfBrokers", err, err)
@@ -222,12 +225,7 @@ func TestOutOfBrokers(t *testing.T) {
 func TestClose(t *testing.T) {
 	mb := sarama.NewMockBroker(t, 1)
 	defer mb.Close()
-	serve(mb, metadata{brokers: map[int32]string{1: mb.Addr()},
-		topics: map[string]topicSpec{"t": {id: 1, parts: []partSpec{{0, 1, 0, 0}}}}})
-	c := newClient(t, mb.Addr())
-	if err := c.RefreshMetadata("t"); err != nil {
-		t.Fatal(err)
-	}
+	c := readOne(t, mb)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
