@@ -246,8 +246,7 @@ func (c *Client) RefreshMetadata(topics ...string) error {
 		return nil
 	}
 	c.mu.Unlock()
-	slices.Sort(topics)
-	topics = slices.Compact(topics)
+	topics = slices.Compact(slices.Sorted(slices.Values(topics))) // a copy: the caller's slice stays as it was
 
 	var deadline time.Time
 	if d := c.conf.Metadata.Timeout; d > 0 {

@@ -144,6 +144,21 @@ func TestLeaderAndEpoch(t *testing.T) {
 	}
 }
 
+// TestRefreshLeavesTopicsAsGiven: RefreshMetadata sorts a copy of the
+// topics it is given, never the caller's slice.
+func TestRefreshLeavesTopicsAsGiven(t *testing.T) {
+	mb := sarama.NewMockBroker(t, 1)
+	defer mb.Close()
+	c := readOne(t, mb)
+	topics := []string{"t", "b", "a", "t"}
+	if err := c.RefreshMetadata(topics...); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(topics) != "[t b a t]" {
+		t.Fatalf("the caller's topics became %v", topics)
+	}
+}
+
 // TestLeaderMoves: a refresh takes the new leader and epoch; a lagging
 // broker's older epoch of the same topic does not replace a newer one,
 // while a topic created again (another id) starts its epochs anew.
