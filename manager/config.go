@@ -156,7 +156,11 @@ type Config struct {
 	Rack string
 	// Partition configures the partition managers.
 	Partition PartitionConfig
-	// RebalanceDelay coalesces bursts of changes before a rebalance.
+	// RebalanceDelay coalesces bursts of changes before a rebalance. A
+	// new member's first assignment waits for the members to be quiet
+	// for RebalanceDelay too (after JoinSettle, at most 20
+	// RebalanceDelays), so that members started together see each other
+	// before they claim anything.
 	RebalanceDelay time.Duration
 	// JoinSettle delays a new member's first assignment, so that members
 	// started together see each other before claiming anything (instead
@@ -166,16 +170,17 @@ type Config struct {
 	// out before the claim), so that their start-up overlaps the settle.
 	//
 	// Default 0: no settle, no prefetch; the first assignment is computed
-	// as soon as the member is registered, as Kafka's group coordinator
-	// does with group.initial.rebalance.delay.ms=0 (the server.properties
-	// Kafka ships sets 0; its built-in default is 3 s). Members started at
-	// the same moment mostly see each other anyway, since each registers
-	// before it reads the members; when one claimed first, the partitions
-	// it must give up move in a clean rebalance (drained and committed,
-	// nothing handed out twice) within about RebalanceDelay plus their
-	// drain. Set it (100 ms to a few seconds) so that members started
-	// within that time of each other move nothing: every new member then
-	// waits that long before its first message.
+	// once the members were quiet for RebalanceDelay (see there), much as
+	// Kafka's group coordinator does with
+	// group.initial.rebalance.delay.ms=0 (the server.properties Kafka
+	// ships sets 0; its built-in default is 3 s). Members started within
+	// RebalanceDelay of each other see each other; when one claimed
+	// first, the partitions it must give up move in a clean rebalance
+	// (drained and committed, nothing handed out twice) within about
+	// RebalanceDelay plus their drain. Set it (100 ms to a few seconds)
+	// so that members started within that time of each other move
+	// nothing: every new member then waits that long before its first
+	// message.
 	JoinSettle time.Duration
 	// ClaimWaitCheck: when a partition this member should own is still
 	// held by another member after this long, the owners are read again

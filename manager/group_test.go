@@ -55,6 +55,39 @@ func groupJoinLeave(t *testing.T, o joinOpts) {
 	testcluster.CheckCommittedAtEnd(t, c, group, topic, parts)
 }
 
+// TestFleetStartMovesNothing: 6 members started at once over 60
+// partitions (each Join in a goroutine of its own) each take their share
+// with their first assignment: no member claims more than its share and
+// hands some back on the way to the balanced group. RebalanceDelay is
+// longer than the default, so that registrations spread out by a busy
+// machine still come within it of each other.
+func TestFleetStartMovesNothing(t *testing.T) {
+	c := testcluster.Shared(t)
+	const parts, members = 60, 6
+	_, group, sub := newTopic(t, c, parts)
+	rec := newRecorder(t)
+	o := joinOpts{strict: true, configure: func(cfg *manager.Config) { cfg.RebalanceDelay = 300 * time.Millisecond }}
+	var names []string
+	for i := range members {
+		names = append(names, "m"+strconv.Itoa(i))
+	}
+	start := time.Now()
+	ins := joinAll(t, c, group, sub, names, rec, o)
+	await(t, 60*time.Second, "6 balanced", func() bool { return balanced(parts, ins...) })
+	t.Logf("6 members started at once: balanced in %v", time.Since(start))
+	for _, in := range ins {
+		st := in.c.Stats()
+		revoked := 0
+		for _, r := range st.History {
+			revoked += r.Revoked
+		}
+		if revoked > 0 || st.Rebalances == 0 {
+			t.Errorf("%s: %d partitions revoked over %d rebalances (by cause %v), want none", in.name, revoked, st.Rebalances, st.RebalancesByCause)
+		}
+	}
+	rec.checkViolations(t)
+}
+
 // TestRebalanceLatency measures a clean join and a clean leave of a third
 // instance beside two others over 24 partitions, from the change to every
 // instance fetching all of its partitions, over ZKGROUP_ROUNDS rounds

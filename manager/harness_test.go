@@ -278,18 +278,68 @@ func testLogger(t testing.TB) *slog.Logger {
 
 func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, name string, rec *recorder, o joinOpts) *instance {
 	t.Helper()
+	in := joinInstance(t, o.connect(c), group, sub, name, o.config(t, name, rec), nil)
+	o.consume(t, in, rec)
+	return in
+}
+
+// joinAll joins an instance for each of names at once, each Join in a
+// goroutine of its own (a fleet started together), and consumes as join
+// does.
+func joinAll(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.Subscription, names []string, rec *recorder, o joinOpts) []*instance {
+	t.Helper()
+	cfgs := make([]*manager.Config, len(names))
+	for i, name := range names {
+		cfgs[i] = o.config(t, name, rec)
+	}
+	cons := make([]*manager.Consumer, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i := range names {
+		wg.Go(func() { cons[i], errs[i] = manager.Join(context.Background(), group, sub, o.connect(c), cfgs[i]) })
+	}
+	wg.Wait()
+	var ins []*instance
+	for i, name := range names {
+		if errs[i] != nil {
+			t.Errorf("join %s: %v", name, errs[i])
+			continue
+		}
+		in := &instance{name: name, c: cons[i]}
+		logErrors(t, name, in.c, &in.wg, nil)
+		o.consume(t, in, rec)
+		ins = append(ins, in)
+	}
+	if len(ins) < len(names) {
+		t.FailNow() // the others close at cleanup
+	}
+	return ins
+}
+
+// config is join's configuration of the instance name.
+func (o joinOpts) config(t *testing.T, name string, rec *recorder) *manager.Config {
 	cfg := baseConfig(t, name)
 	cfg.SessionTimeout = 6 * time.Second // a crashed instance's partitions move soon
 	rec.hooks(name, cfg)
 	if o.configure != nil {
 		o.configure(cfg)
 	}
-	zkc := c.ZooKeeperConnect()
+	return cfg
+}
+
+// connect is the ZooKeeper connect string join uses.
+func (o joinOpts) connect(c *testcluster.Cluster) string {
 	if o.zk != "" {
-		zkc = o.zk
+		return o.zk
 	}
-	in := joinInstance(t, zkc, group, sub, name, cfg, nil)
+	return c.ZooKeeperConnect()
+}
+
+// consume starts in's goroutine that receives, records and acks as o
+// says, and closes in at the test's cleanup.
+func (o joinOpts) consume(t *testing.T, in *instance, rec *recorder) {
 	cons := in.c
+	name := in.name
 	in.wg.Go(func() {
 		rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
 		h := &heldAcks{rng: rng, ack: func(m *manager.Message) { cons.Ack(m) }}
@@ -315,7 +365,6 @@ func join(t *testing.T, c *testcluster.Cluster, group string, sub *subscription.
 		h.flush()
 	})
 	t.Cleanup(func() { in.close(t) })
-	return in
 }
 
 func (in *instance) close(t *testing.T) {

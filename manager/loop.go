@@ -11,6 +11,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/metadata"
 	"github.com/zkgroup/zkgroup/internal/retry"
 	"github.com/zkgroup/zkgroup/internal/zkconn"
+	"github.com/zkgroup/zkgroup/internal/zkdata"
 )
 
 // RebalanceCause says what made a member compute its assignment again.
@@ -70,9 +71,14 @@ func (c *Consumer) loop(regData []byte) error {
 	c.mu.Lock()
 	c.markDirtyLocked()
 	c.mu.Unlock()
-	// The first assignment waits JoinSettle, so that members started
+	// The first assignment waits JoinSettle, and for the members to be
+	// quiet for RebalanceDelay (see startDelay), so that members started
 	// together do not each claim everything first.
-	l.debounce = time.NewTimer(c.cfg.JoinSettle)
+	now := time.Now()
+	l.settleUntil = now.Add(c.cfg.JoinSettle)
+	l.quietUntil = l.settleUntil.Add(startQuietRounds * c.cfg.RebalanceDelay)
+	l.watchStart()
+	l.debounce = time.NewTimer(l.startDelay(now))
 	defer l.debounce.Stop()
 	c.prefetch() // during the settle
 	defer c.dropPrefetched()
@@ -125,7 +131,13 @@ func (l *loopState) wait(check, unowned <-chan time.Time) (int, func()) {
 	case <-c.t.Dying():
 		return workDying, nil
 	case <-l.idsWatch:
-		return workRun, func() { l.idsWatch = nil; l.trigger(CauseMembership) }
+		return workRun, func() {
+			l.idsWatch = nil
+			if !l.started {
+				l.watchStart()
+			}
+			l.trigger(CauseMembership)
+		}
 	case <-l.staticWatch:
 		return workRun, func() { l.staticWatch = nil; l.trigger(CauseMembership) }
 	case <-l.assignWatch:
@@ -171,6 +183,11 @@ type loopState struct {
 	debounce *time.Timer
 	failures *retry.Backoff
 	retryAt  <-chan time.Time // armed after a failed rebalance or registration
+	// started: the first rebalance is done. Until then settleUntil
+	// (JoinSettle from the start) and quietUntil (startQuietRounds
+	// RebalanceDelays later) bound its wait (startDelay).
+	started                 bool
+	settleUntil, quietUntil time.Time
 	// unownedBefore: the partitions without owner at the last check.
 	unownedBefore map[TopicPartition]bool
 }
@@ -183,7 +200,38 @@ func (l *loopState) trigger(why RebalanceCause) {
 		l.c.mu.Unlock()
 	}
 	l.pending[why] = true
-	l.debounce.Reset(l.c.cfg.RebalanceDelay)
+	if l.started {
+		l.debounce.Reset(l.c.cfg.RebalanceDelay)
+	} else {
+		l.debounce.Reset(l.startDelay(time.Now()))
+	}
+}
+
+// startQuietRounds bounds, in RebalanceDelays, how long the first
+// assignment waits after JoinSettle for the members to stop changing (1 s
+// by default): a member joining a group where others keep joining takes
+// its partitions after that at the latest.
+const startQuietRounds = 20
+
+// startDelay is how long from now the first rebalance waits: until
+// JoinSettle has passed and RebalanceDelay after the last change of the
+// members (watchStart), at most until quietUntil. Members started
+// together register within milliseconds of each other, but each would
+// read the members as soon as it registered: the first ones would see
+// some of the others only, claim more than their share and hand it back
+// a rebalance later.
+func (l *loopState) startDelay(now time.Time) time.Duration {
+	d := max(l.c.cfg.RebalanceDelay, l.settleUntil.Sub(now))
+	return max(min(d, l.quietUntil.Sub(now)), 0)
+}
+
+// watchStart arms the watch on the members before the first rebalance,
+// which then waits for them to be quiet (startDelay). Without it (the
+// read failed) the first rebalance waits as if they were.
+func (l *loopState) watchStart() {
+	if _, _, ch, err := l.c.session.ChildrenW(zkdata.IDsPath(l.c.group)); err == nil {
+		l.idsWatch = ch
+	}
 }
 
 // armGrace sets the grace timer to at (zero: none).
@@ -309,6 +357,7 @@ func (l *loopState) onDebounce() {
 		return
 	}
 	l.failures.Reset()
+	l.started = true
 	l.idsWatch, l.staticWatch, l.assignWatch = w.ids, w.static, w.assignment
 	l.armGrace(graceEnd)
 	clear(l.pending)
