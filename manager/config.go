@@ -196,7 +196,11 @@ type Config struct {
 	// whatever this setting. It also bounds how long OnAssigned waits for
 	// claims under way, and how long a claim must wait on a holder that
 	// is not a member, and has not been for as long, before the
-	// partition is reported (ErrSquatted).
+	// partition is reported (ErrSquatted), and how long a new member's
+	// first assignment waits for the group's oldest member to store the
+	// group's assignment when none was stored since that member joined
+	// (members started together then follow one member's view of the
+	// group, instead of each claiming by its own).
 	ClaimWaitCheck time.Duration
 	// UnownedCheck is how often the owners are checked to catch a
 	// partition nobody claims (the owners nodes' stats, one multiRead

@@ -188,6 +188,10 @@ type loopState struct {
 	// RebalanceDelays later) bound its wait (startDelay).
 	started                 bool
 	settleUntil, quietUntil time.Time
+	// writerUntil: when the first assignment stops waiting for the
+	// writer's stored assignment (zero: not waiting; see
+	// plan.awaitWriter).
+	writerUntil time.Time
 	// unownedBefore: the partitions without owner at the last check.
 	unownedBefore map[TopicPartition]bool
 }
@@ -350,13 +354,27 @@ func (l *loopState) onDebounce() {
 			return
 		}
 	}
-	w, graceEnd, err := c.rebalance(l.pending)
+	now := time.Now()
+	mayWait := !l.started && (l.writerUntil.IsZero() || now.Before(l.writerUntil))
+	w, graceEnd, awaiting, err := c.rebalance(l.pending, mayWait)
 	if err != nil {
 		c.log.Warn("rebalance failed; retrying", "error", err)
 		l.retryAt = time.After(l.failures.Next())
 		return
 	}
 	l.failures.Reset()
+	if awaiting {
+		// The writer stores the assignment this member will follow
+		// (the watch on its node fires then), or the wait ends at
+		// writerUntil and the member computes from the owners.
+		if l.writerUntil.IsZero() {
+			l.writerUntil = now.Add(c.cfg.ClaimWaitCheck)
+			c.log.Info("waiting for the group's assignment from its writer", "wait", c.cfg.ClaimWaitCheck)
+		}
+		l.idsWatch, l.staticWatch, l.assignWatch = w.ids, w.static, w.assignment
+		l.debounce.Reset(l.writerUntil.Sub(now))
+		return
+	}
 	l.started = true
 	l.idsWatch, l.staticWatch, l.assignWatch = w.ids, w.static, w.assignment
 	l.armGrace(graceEnd)

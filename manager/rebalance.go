@@ -28,12 +28,17 @@ type watches struct {
 // of the subscribed partitions) and the metadata, computes the assignment
 // and starts or revokes slots. It returns the new watches and when the
 // first grace of a member away ends (zero: none). causes are what
-// triggered it.
-func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (w watches, graceEnd time.Time, err error) {
+// triggered it. With mayWait, a member that would compute from the
+// owners while the group's writer stores the assignment does nothing and
+// returns awaiting (see plan.awaitWriter) with the watches.
+func (c *Consumer) rebalance(causes map[RebalanceCause]bool, mayWait bool) (w watches, graceEnd time.Time, awaiting bool, err error) {
 	began := time.Now()
-	pl, err := c.computePlan(true)
+	pl, err := c.computePlan(true, mayWait)
 	if err != nil {
-		return watches{}, time.Time{}, err
+		return watches{}, time.Time{}, false, err
+	}
+	if pl.awaitWriter {
+		return pl.watches, time.Time{}, true, nil
 	}
 	c.rebalances.Add(1)
 	c.lastFromOwners = !pl.fromStored
@@ -69,7 +74,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool) (w watches, graceEn
 	c.log.Info("rebalanced", "members", len(c.members), "away", len(c.away), "partitions", len(pl.parts), "assigned", len(pl.mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began),
 		"from", from, "owner_reads", pl.ownerReads)
-	return pl.watches, graceEnd, nil
+	return pl.watches, graceEnd, false, nil
 }
 
 // noteViewLocked records what plan pl saw of the group: the members (and
@@ -238,7 +243,15 @@ type plan struct {
 	write      bool
 	rewrite    bool
 	asStored   bool // assignment is the stored one, taken as it is
-	mine       map[TopicPartition]bool
+	// awaitWriter: nothing computed; every member follows the group's
+	// assignment node, this member does not write it, and the node is
+	// not fresh (the writer has not stored one since it registered). A
+	// new member's first plan waits for it: members started together
+	// that each computed from the owners would decide from different
+	// views of the members and owners, claim by them, and hand much back
+	// once the writer's assignment comes.
+	awaitWriter bool
+	mine        map[TopicPartition]bool
 	// expected: every partition's member in the assignment (nil: none
 	// computed), which the owners cache checks first at the next read.
 	expected *ownerTable
@@ -250,8 +263,10 @@ type plan struct {
 // (see storedAssignment), and computes this member's partitions. With
 // createDirs it creates the owners node of every topic that has none
 // when it read the owners (the only write; a claim creates the owners
-// node it finds missing).
-func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
+// node it finds missing). With mayWait it returns a plan that only
+// awaits the writer (plan.awaitWriter) instead of computing from the
+// owners when the writer is another member.
+func (c *Consumer) computePlan(createDirs, mayWait bool) (*plan, error) {
 	st := c.session.Status()
 	if !st.HasSession {
 		return nil, errors.New("no zookeeper session")
@@ -289,6 +304,10 @@ func (c *Consumer) computePlan(createDirs bool) (*plan, error) {
 		snap: snap, withParts: withParts, stored: stored}
 	all, writer, writerCzxid := followers(members)
 	pl.fromStored = all && stored.freshFor(writerCzxid)
+	if mayWait && all && !pl.fromStored && writer != c.id {
+		pl.awaitWriter = true
+		return pl, nil
+	}
 	if stored.err != nil && all && !c.storedErrNoted {
 		c.storedErrNoted = true
 		c.log.Warn("the group's assignment node is not used; computing from the owners", "error", stored.err)

@@ -183,3 +183,43 @@ func TestStoredAssignmentOlderMember(t *testing.T) {
 	})
 	rec.checkViolations(t)
 }
+
+// TestFirstAssignmentWaitsForWriter: a new member whose group's writer
+// (its oldest member) has not stored an assignment since it registered
+// does not compute from the owners at once: members started together
+// would each decide from their own view. It waits for the writer's node,
+// and computes on its own once ClaimWaitCheck passed without one: here
+// the writer is a registration that never writes.
+func TestFirstAssignmentWaitsForWriter(t *testing.T) {
+	const parts = 6
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, parts)
+	rec := newRecorder(t)
+	conn := testcluster.ZooKeeper(t, c)
+	root := c.Chroot() + "/consumers/" + group
+	mkdirs(t, conn, root+"/ids")
+	silent := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced","zkgroup_assignment":%d}`,
+		topic, zkdata.GroupAssignmentVersion)
+	if _, err := conn.Create(root+"/ids/silent", []byte(silent), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	const wait = 1500 * time.Millisecond
+	began := time.Now()
+	a := join(t, c, group, sub, "a", rec, joinOpts{configure: func(cfg *manager.Config) { cfg.ClaimWaitCheck = wait }})
+	await(t, 60*time.Second, "a holding its share", func() bool { return len(a.c.Stats().Partitions) == parts/2 })
+	if took := time.Since(began); took < wait {
+		t.Errorf("a held its share %v after joining, before ClaimWaitCheck (%v): it did not wait for the writer", took, wait)
+	}
+	if ok, _, err := conn.Exists(root + "/assignment"); err != nil || ok {
+		t.Errorf("assignment node written by a member that is not the writer (exists %v, %v)", ok, err)
+	}
+	// The silent writer goes: a is the writer now, and stores it.
+	if err := conn.Delete(root+"/ids/silent", -1); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 60*time.Second, "a alone, holding everything, the node written", func() bool {
+		ok, _, _ := conn.Exists(root + "/assignment")
+		return ok && balanced(parts, a)
+	})
+	rec.checkViolations(t)
+}
