@@ -160,7 +160,12 @@ type Config struct {
 	// new member's first assignment waits for the members to be quiet
 	// for RebalanceDelay too (after JoinSettle, at most 20
 	// RebalanceDelays), so that members started together see each other
-	// before they claim anything.
+	// before they claim anything. Then, when the group's assignment node
+	// was not stored since its oldest member joined (a group started
+	// together, or again), the first assignment waits for that member to
+	// store it, at most SessionTimeout (a writer that neither writes nor
+	// loses its session by then is stuck), so that the members follow
+	// one view of the group instead of each claiming by its own.
 	RebalanceDelay time.Duration
 	// JoinSettle delays a new member's first assignment, so that members
 	// started together see each other before claiming anything (instead
@@ -196,11 +201,7 @@ type Config struct {
 	// whatever this setting. It also bounds how long OnAssigned waits for
 	// claims under way, and how long a claim must wait on a holder that
 	// is not a member, and has not been for as long, before the
-	// partition is reported (ErrSquatted), and how long a new member's
-	// first assignment waits for the group's oldest member to store the
-	// group's assignment when none was stored since that member joined
-	// (members started together then follow one member's view of the
-	// group, instead of each claiming by its own).
+	// partition is reported (ErrSquatted).
 	ClaimWaitCheck time.Duration
 	// UnownedCheck is how often the owners are checked to catch a
 	// partition nobody claims (the owners nodes' stats, one multiRead

@@ -366,10 +366,11 @@ func (l *loopState) onDebounce() {
 	if awaiting {
 		// The writer stores the assignment this member will follow
 		// (the watch on its node fires then), or the wait ends at
-		// writerUntil and the member computes from the owners.
+		// writerUntil and the member computes from the owners. A
+		// writer gone ends it sooner: the members' watch fires.
 		if l.writerUntil.IsZero() {
-			l.writerUntil = now.Add(c.cfg.ClaimWaitCheck)
-			c.log.Info("waiting for the group's assignment from its writer", "wait", c.cfg.ClaimWaitCheck)
+			l.writerUntil = now.Add(c.cfg.SessionTimeout)
+			c.log.Info("waiting for the group's assignment from its writer", "wait", c.cfg.SessionTimeout)
 		}
 		l.idsWatch, l.staticWatch, l.assignWatch = w.ids, w.static, w.assignment
 		l.debounce.Reset(l.writerUntil.Sub(now))

@@ -42,7 +42,7 @@ import (
 // malformed or older than the writer's registration (freshFor), members
 // compute from the owners as before (and the writer, if every member
 // follows, writes the node), except a new member's first assignment: it
-// waits, at most ClaimWaitCheck, for the writer to store one
+// waits, at most SessionTimeout, for the writer to store one
 // (plan.awaitWriter), so that members started together follow one view.
 type storedAssignment struct {
 	a       zkdata.GroupAssignment

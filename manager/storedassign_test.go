@@ -188,7 +188,7 @@ func TestStoredAssignmentOlderMember(t *testing.T) {
 // (its oldest member) has not stored an assignment since it registered
 // does not compute from the owners at once: members started together
 // would each decide from their own view. It waits for the writer's node,
-// and computes on its own once ClaimWaitCheck passed without one: here
+// and computes on its own once SessionTimeout passed without one: here
 // the writer is a registration that never writes.
 func TestFirstAssignmentWaitsForWriter(t *testing.T) {
 	const parts = 6
@@ -203,12 +203,12 @@ func TestFirstAssignmentWaitsForWriter(t *testing.T) {
 	if _, err := conn.Create(root+"/ids/silent", []byte(silent), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	const wait = 1500 * time.Millisecond
+	const wait = manager.MinSessionTimeout
 	began := time.Now()
-	a := join(t, c, group, sub, "a", rec, joinOpts{configure: func(cfg *manager.Config) { cfg.ClaimWaitCheck = wait }})
+	a := join(t, c, group, sub, "a", rec, joinOpts{configure: func(cfg *manager.Config) { cfg.SessionTimeout = wait }})
 	await(t, 60*time.Second, "a holding its share", func() bool { return len(a.c.Stats().Partitions) == parts/2 })
 	if took := time.Since(began); took < wait {
-		t.Errorf("a held its share %v after joining, before ClaimWaitCheck (%v): it did not wait for the writer", took, wait)
+		t.Errorf("a held its share %v after joining, before SessionTimeout (%v): it did not wait for the writer", took, wait)
 	}
 	if ok, _, err := conn.Exists(root + "/assignment"); err != nil || ok {
 		t.Errorf("assignment node written by a member that is not the writer (exists %v, %v)", ok, err)
