@@ -158,30 +158,55 @@ func TestStoredAssignmentOlderMember(t *testing.T) {
 	rec := newRecorder(t)
 	conn := testcluster.ZooKeeper(t, c)
 	root := c.Chroot() + "/consumers/" + group
-	mkdirs(t, conn, root+"/ids")
 	// An older zkgroup's registration, holding nothing (it would compute
 	// Balanced too; here it only has to be there).
 	old := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced"}`, topic)
-	if _, err := conn.Create(root+"/ids/older", []byte(old), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	leave := plantMember(t, conn, root, "older", old)
 	a := join(t, c, group, sub, "a", rec, joinOpts{})
 	b := join(t, c, group, sub, "b", rec, joinOpts{})
 	// The older member claims nothing: a and b hold 2 each, 2 stay for it.
 	await(t, 60*time.Second, "a and b hold their shares", func() bool {
 		return len(a.c.Stats().Partitions) == 2 && len(b.c.Stats().Partitions) == 2
 	})
-	if ok, _, err := conn.Exists(root + "/assignment"); err != nil || ok {
-		t.Errorf("assignment node written with an older member in the group (exists %v, %v)", ok, err)
-	}
-	if err := conn.Delete(root+"/ids/older", -1); err != nil {
+	checkNotStored(t, conn, root, "with an older member in the group")
+	leave()
+	awaitStored(t, conn, root, parts, a, b)
+	rec.checkViolations(t)
+}
+
+// plantMember registers name in the group at root from the test's own
+// ZooKeeper session with the registration reg: a member that claims
+// nothing. leave deletes it.
+func plantMember(t *testing.T, conn *zk.Conn, root, name, reg string) (leave func()) {
+	t.Helper()
+	mkdirs(t, conn, root+"/ids")
+	if _, err := conn.Create(root+"/ids/"+name, []byte(reg), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	await(t, 60*time.Second, "a and b balanced and the node written", func() bool {
+	return func() {
+		if err := conn.Delete(root+"/ids/"+name, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkNotStored fails the test when the group's assignment node at root
+// exists (written when, says why, it must not be).
+func checkNotStored(t *testing.T, conn *zk.Conn, root, why string) {
+	t.Helper()
+	if ok, _, err := conn.Exists(root + "/assignment"); err != nil || ok {
+		t.Errorf("assignment node written %s (exists %v, %v)", why, ok, err)
+	}
+}
+
+// awaitStored waits for ins to be balanced over parts partitions with
+// the group's assignment node at root written.
+func awaitStored(t *testing.T, conn *zk.Conn, root string, parts int, ins ...*instance) {
+	t.Helper()
+	await(t, 60*time.Second, "balanced, the assignment node written", func() bool {
 		ok, _, _ := conn.Exists(root + "/assignment")
-		return ok && balanced(parts, a, b)
+		return ok && balanced(parts, ins...)
 	})
-	rec.checkViolations(t)
 }
 
 // TestFirstAssignmentWaitsForWriter: a new member whose group's writer
@@ -197,12 +222,9 @@ func TestFirstAssignmentWaitsForWriter(t *testing.T) {
 	rec := newRecorder(t)
 	conn := testcluster.ZooKeeper(t, c)
 	root := c.Chroot() + "/consumers/" + group
-	mkdirs(t, conn, root+"/ids")
 	silent := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced","zkgroup_assignment":%d}`,
 		topic, zkdata.GroupAssignmentVersion)
-	if _, err := conn.Create(root+"/ids/silent", []byte(silent), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	leave := plantMember(t, conn, root, "silent", silent)
 	const wait = manager.MinSessionTimeout
 	began := time.Now()
 	a := join(t, c, group, sub, "a", rec, joinOpts{configure: func(cfg *manager.Config) { cfg.SessionTimeout = wait }})
@@ -210,16 +232,9 @@ func TestFirstAssignmentWaitsForWriter(t *testing.T) {
 	if took := time.Since(began); took < wait {
 		t.Errorf("a held its share %v after joining, before SessionTimeout (%v): it did not wait for the writer", took, wait)
 	}
-	if ok, _, err := conn.Exists(root + "/assignment"); err != nil || ok {
-		t.Errorf("assignment node written by a member that is not the writer (exists %v, %v)", ok, err)
-	}
+	checkNotStored(t, conn, root, "by a member that is not the writer")
 	// The silent writer goes: a is the writer now, and stores it.
-	if err := conn.Delete(root+"/ids/silent", -1); err != nil {
-		t.Fatal(err)
-	}
-	await(t, 60*time.Second, "a alone, holding everything, the node written", func() bool {
-		ok, _, _ := conn.Exists(root + "/assignment")
-		return ok && balanced(parts, a)
-	})
+	leave()
+	awaitStored(t, conn, root, parts, a)
 	rec.checkViolations(t)
 }
