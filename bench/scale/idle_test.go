@@ -46,9 +46,11 @@ type idleResult struct {
 // taken over -idle-window; then production goes on again and the time
 // until every partition is consumed again is taken (how quickly a member
 // leaves its idle state). ZKGROUP_BENCH_CPU=DIR profiles the idle window
-// only (DIR/idle-<side>-r<round>.pprof; the members' goroutines
-// carry the label side=<side>: `go tool pprof -tagfocus=side=zkgroup -top
-// FILE` gives their CPU alone, without the process's baseline noise),
+// (DIR/idle-<side>-r<round>.pprof) and, apart, the fleet start from the
+// joins until every partition is consumed (DIR/start-<side>-r<round>.pprof;
+// the members' goroutines carry the label side=<side>: `go tool pprof
+// -tagfocus=side=zkgroup -top FILE` gives their CPU alone, without the
+// process's baseline noise),
 // ZKGROUP_BENCH_HEAP=DIR writes a heap profile at its end,
 // ZKGROUP_BENCH_DUMP=DIR the goroutines (DIR/idle-<side>-r<round>.txt),
 // ZKGROUP_BENCH_TRACE=DIR an execution trace of the idle window
@@ -110,6 +112,8 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 			m.Close()
 		}
 	}()
+	stopStart := sync.OnceFunc(cpuProfile(fmt.Sprintf("start-%s-r%d", sd.name, round+1)))
+	defer stopStart() // a join that failed
 	t0 := time.Now()
 	env.tr.openWindow()
 	stopTimeline := env.tr.timeline(t0, M)
@@ -140,6 +144,7 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 		return res
 	}
 	res.flow = env.tr.awaitFlow(t0, upTo(M), *flagPhaseTimeout)
+	stopStart()
 	stopTimeline()
 	env.tr.closeWindow(time.Now(), anyMember)
 	if !res.flow.ok() {
