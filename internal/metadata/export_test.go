@@ -46,7 +46,7 @@ func ReadTopicsBoth(s *zkconn.Session, topics []string) (many, single []string, 
 	}
 	for i, t := range topics {
 		many = append(many, readText(got[i].parts, got[i].err))
-		parts, _, _, err := z.partitions(t, false)
+		parts, _, _, err := z.partitions(t, false, 0)
 		single = append(single, readText(parts, err))
 	}
 	return many, single, nil

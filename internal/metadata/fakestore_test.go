@@ -25,7 +25,7 @@ type fakeStore struct {
 	listReads int                        // topics calls
 	nodeReads map[string]int             // partitions calls per topic (partitionsMany's included)
 	manyReads int                        // partitionsMany calls
-	decodes   int                        // topic nodes read and not found unchanged (partitionsMany's had)
+	decodes   int                        // topic nodes read and not found unchanged (the reads' had)
 	zxid      int64                      // the last change's
 	mzxid     map[string]int64           // per topic: zxid of the last change of its partitions
 	closed    bool
@@ -129,7 +129,22 @@ func (f *fakeStore) topics(watch bool) ([]string, bool, error) {
 	return out, watch, nil
 }
 
-func (f *fakeStore) partitions(topic string, watch bool) ([]partMeta, int64, bool, error) {
+func (f *fakeStore) partitions(topic string, watch bool, had int64) ([]partMeta, int64, bool, error) {
+	parts, version, armed, err := f.read(topic, watch)
+	if err != nil {
+		return parts, version, armed, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if had != 0 && had == version {
+		return nil, version, armed, nil
+	}
+	f.decodes++
+	return parts, version, armed, nil
+}
+
+// read is a node's read, decoded.
+func (f *fakeStore) read(topic string, watch bool) ([]partMeta, int64, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodeReads[topic]++
@@ -157,7 +172,7 @@ func (f *fakeStore) partitionsMany(topics []string, had []int64) ([]nodeRead, er
 	f.mu.Unlock()
 	out := make([]nodeRead, len(topics))
 	for i, t := range topics {
-		out[i].parts, out[i].version, _, out[i].err = f.partitions(t, false)
+		out[i].parts, out[i].version, _, out[i].err = f.read(t, false)
 		if out[i].err != nil {
 			continue
 		}

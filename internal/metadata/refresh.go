@@ -200,7 +200,7 @@ func (r *refresher) refresh(filter func(string) bool, prev map[string][]Partitio
 	ranSingle := forEach(len(single), readWorkers, halt, func(j int) {
 		i := single[j]
 		rd := &reads[i]
-		rd.parts, rd.version, rd.armed, rd.err = r.st.partitions(toRead[i], true)
+		rd.parts, rd.version, rd.armed, rd.err = r.st.partitions(toRead[i], true, 0)
 		note(i)
 	})
 	for j, i := range single {
@@ -274,7 +274,9 @@ func (r *refresher) arm(stop func() bool) (stale bool, err error) {
 	reads := make([]armRead, len(topics))
 	ran := forEach(len(topics), readWorkers, stop, func(i int) {
 		rd := &reads[i]
-		_, rd.version, rd.armed, rd.err = r.st.partitions(topics[i], true)
+		// Only the version is compared: a node at the view's is not
+		// decoded again (at start, every node was just read in a batch).
+		_, rd.version, rd.armed, rd.err = r.st.partitions(topics[i], true, r.versions[topics[i]])
 	})
 	var errs []error
 	for i, t := range topics {

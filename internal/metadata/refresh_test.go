@@ -384,8 +384,9 @@ func refreshedMany(t *testing.T, n int) (*fakeStore, *refresher, map[string][]Pa
 
 // TestRefreshManyReadsInOneBatchThenArms: more topics without a watch
 // than readWorkers are read in one batched read (the view needs no
-// more), and arm then sets each watch once; a node that changed between
-// the two reads is marked stale and read again, with its change.
+// more), and arm then sets each watch once, decoding only a node that
+// changed between the two reads, which is marked stale and read again,
+// with its change.
 func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
 	const n = 3 * readWorkers
 	f, r, v := refreshedMany(t, n)
@@ -396,8 +397,12 @@ func TestRefreshManyReadsInOneBatchThenArms(t *testing.T) {
 		t.Fatalf("first refresh: %d batched reads, %d watches armed; want 1 and 1 (the list's)", f.manyReads, f.arms)
 	}
 	f.setReplicas("t03", 0, 2, 3) // between the view's read and the watch's
+	decoded := f.decodes
 	if stale, err := r.arm(never); !stale || err != nil {
 		t.Fatalf("arm after a node changed since the view's read: stale %v, error %v; want true, nil", stale, err)
+	}
+	if got := f.decodes - decoded; got != 1 {
+		t.Fatalf("arm decoded %d nodes, want 1 (the one that changed)", got)
 	}
 	if f.arms != 1+n {
 		t.Fatalf("%d watches armed, want %d", f.arms, 1+n)

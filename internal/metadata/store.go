@@ -36,8 +36,10 @@ type store interface {
 	// partitions reads a topic node, and the version of its data (see
 	// nodeRead). With watch, it also arms a data watch on it and reports
 	// whether it did (a watch may be armed even when the data turns out
-	// malformed).
-	partitions(topic string, watch bool) (parts []partMeta, version int64, armed bool, err error)
+	// malformed). had is the version of the data the caller already
+	// holds (0: none): a node still at it is not decoded (parts nil, err
+	// nil).
+	partitions(topic string, watch bool, had int64) (parts []partMeta, version int64, armed bool, err error)
 	// partitionsMany reads topic nodes without arming watches, in as few
 	// requests as the store can (ZooKeeper's multiRead: one per 256
 	// nodes), and returns one result per topic, in order. err is the

@@ -98,7 +98,7 @@ func (z *zkStore) topics(watch bool) ([]string, bool, error) {
 	return names, true, nil
 }
 
-func (z *zkStore) partitions(topic string, watch bool) ([]partMeta, int64, bool, error) {
+func (z *zkStore) partitions(topic string, watch bool, had int64) ([]partMeta, int64, bool, error) {
 	path := topicPath(topic)
 	var (
 		data  []byte
@@ -120,11 +120,14 @@ func (z *zkStore) partitions(topic string, watch bool) ([]partMeta, int64, bool,
 	if err != nil {
 		return nil, 0, armed, zkTranslate(err)
 	}
-	parts, err := decodeTopic(topic, data)
 	var version int64
 	if st != nil {
 		version = st.Mzxid
 	}
+	if had != 0 && had == version {
+		return nil, version, armed, nil // unchanged: no decoding
+	}
+	parts, err := decodeTopic(topic, data)
 	return parts, version, armed, err
 }
 
