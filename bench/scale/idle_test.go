@@ -104,7 +104,7 @@ func runIdle(env *runEnv, prod *benchkit.Producer, sd side, round, M int) (res i
 	runtime.GC()
 	debug.FreeOSMemory()
 	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
-	res.cpuBase, _, _ = idleWindow(prod, env.req, *flagIdleWindow)
+	res.cpuBase, _, _ = idleWindow(prod, env.req, *flagIdleWindow, "")
 
 	members := make([]member, 0, M)
 	defer func() {

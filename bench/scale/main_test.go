@@ -162,4 +162,26 @@ func requestTable(indent string, ws []window) {
 		}
 		benchkit.Say("%s", line)
 	}
+	// Requests of kinds without a row (ApiVersions on each new
+	// connection, for one), by API key.
+	listed := map[int]bool{}
+	for _, r := range apiRows {
+		for _, k := range r.keys {
+			listed[k] = true
+		}
+	}
+	line := fmt.Sprintf("%s%-32s", indent, "other (API key: req/s)")
+	for _, w := range ws {
+		var parts []string
+		for k, n := range w.c {
+			if n > 0 && !listed[k] {
+				parts = append(parts, fmt.Sprintf("%d: %.1f", k, float64(n)/max(w.d.Seconds(), 1e-3)))
+			}
+		}
+		if len(parts) == 0 {
+			parts = []string{"-"}
+		}
+		line += fmt.Sprintf(" %18s", strings.Join(parts, ", "))
+	}
+	benchkit.Say("%s", line)
 }

@@ -125,13 +125,22 @@ type scaleSetup struct {
 // the garbage of what came before, and returns the process's CPU time
 // over d, the requests of req and the runtime's allocations and
 // collections in it.
-func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration) (cpu time.Duration, w window, gc benchkit.GCWork) {
+// With $ZKGROUP_BENCH_IDLE_CPU set, the window is profiled into
+// profile.pprof there (BenchmarkScale: idle-<side>-r<round> and, for the
+// baseline window, idlebase-<side>-r<round>); not with $ZKGROUP_BENCH_CPU
+// set too (one CPU profile at a time).
+func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration, profile string) (cpu time.Duration, w window, gc benchkit.GCWork) {
 	prod.SetPaused(true)
 	defer prod.SetPaused(false)
 	time.Sleep(2 * time.Second)
 	settleGC()
+	stop := func() {}
+	if profile != "" {
+		stop = diagnostic("ZKGROUP_BENCH_IDLE_CPU", profile+".pprof", "idle cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	}
 	c0, r0, t0, g0 := benchkit.CPUTime(), req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	time.Sleep(d)
+	defer stop()
 	c1, r1, t1, g1 := benchkit.CPUTime(), req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	return c1 - c0, window{"idle", t1.Sub(t0), r1.Sub(r0)}, g1.Sub(g0)
 }
@@ -172,7 +181,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	res.rssBase, res.gorBase, res.heapBase = benchkit.RSS(), runtime.NumGoroutine(), benchkit.HeapInuse()
 	benchkit.Say("   memory at the baseline: %s", benchkit.MemoryClasses())
 	if *flagIdle > 0 {
-		res.idleBase, _, _ = idleWindow(su.prod, env.req, *flagIdle)
+		res.idleBase, _, _ = idleWindow(su.prod, env.req, *flagIdle, fmt.Sprintf("idlebase-%s-r%d", sd.name, round+1))
 	}
 
 	members := make([]member, M)
@@ -244,7 +253,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	// starts once production has gone on again for 2 s.
 	if *flagIdle > 0 {
 		qi := zp.snapshot()
-		res.idleCPU, res.idle, res.idleGC = idleWindow(su.prod, env.req, *flagIdle)
+		res.idleCPU, res.idle, res.idleGC = idleWindow(su.prod, env.req, *flagIdle, fmt.Sprintf("idle-%s-r%d", sd.name, round+1))
 		res.idleGoroutines, res.rssIdle = runtime.NumGoroutine(), benchkit.RSS()
 		res.zkqIdle = zp.snapshot().sub(qi)
 		time.Sleep(2 * time.Second)
