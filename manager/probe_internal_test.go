@@ -189,3 +189,67 @@ func TestProbeFullRoundKeepsCoordinator(t *testing.T) {
 		t.Fatalf("quick round: oks %v", oks)
 	}
 }
+
+// TestProbeFirstRoundAsksHint: before any round found the coordinator,
+// the first round asks the one the member's commits go to (the hint)
+// alone: one FindCoordinator, no connection to the other brokers. A hint
+// that does not answer leaves the full round to settle both sides.
+func TestProbeFirstRoundAsksHint(t *testing.T) {
+	const group = "g"
+	var mbs []*sarama.MockBroker
+	for id := range int32(3) {
+		mb := sarama.NewMockBroker(t, id+1)
+		defer mb.Close()
+		mbs = append(mbs, mb)
+	}
+	coord := mbs[1]
+	for _, mb := range mbs {
+		mb.SetHandlerByMap(map[string]sarama.MockResponse{
+			"ApiVersionsRequest":     sarama.NewMockApiVersionsResponse(t),
+			"FindCoordinatorRequest": sarama.NewMockFindCoordinatorResponse(t).SetCoordinator(sarama.CoordinatorGroup, group, coord),
+		})
+	}
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	addrs := func() []string { return []string{mbs[0].Addr(), mbs[1].Addr(), mbs[2].Addr()} }
+	newProbe := func(hint string) *kafkaProbe {
+		p := newKafkaProbe(cfg, 5*time.Second, group, true, addrs, slog.New(slog.DiscardHandler))
+		p.hint = func() string { return hint }
+		return p
+	}
+	requests := func() (n []int) {
+		for _, mb := range mbs {
+			n = append(n, len(mb.History()))
+		}
+		return n
+	}
+
+	p := newProbe(coord.Addr())
+	if oks, asks := p.round(); oks != [numSides]bool{true, true} || asks != [numSides]bool{true, true} {
+		t.Fatalf("first round with the hint: oks %v asks %v", oks, asks)
+	}
+	p.close()
+	if n := requests(); n[0] != 0 || n[1] != 1 || n[2] != 0 {
+		t.Fatalf("first round with the hint: requests per broker %v; want one FindCoordinator to the coordinator alone", n)
+	}
+
+	// The hint names an address nothing listens on: the full round runs.
+	dead := sarama.NewMockBroker(t, 9)
+	deadAddr := dead.Addr()
+	dead.Close()
+	before := requests()
+	p = newProbe(deadAddr)
+	defer p.close()
+	if oks, _ := p.round(); oks != [numSides]bool{true, true} {
+		t.Fatalf("first round with a dead hint: oks %v", oks)
+	}
+	after, pinged := requests(), 0
+	for i := range after {
+		if after[i] > before[i] {
+			pinged++
+		}
+	}
+	if pinged < 2 {
+		t.Fatalf("first round with a dead hint: %d brokers asked (%v -> %v); want the full round", pinged, before, after)
+	}
+}

@@ -32,7 +32,11 @@ import (
 // Once a round found the coordinator, the next one first asks that broker
 // alone for the coordinator: an answer that names itself is an answer of
 // both sides in one request; anything else makes the round the full one.
-// The probe then keeps its connection to the coordinator alone.
+// The probe then keeps its connection to the coordinator alone. Before a
+// round found it, the broker the member's commits go to is asked first
+// the same way, so that a member going idle after it committed (the
+// common case: commits count as the coordinator's answers until then)
+// opens one connection, not one to each of probeFanout brokers.
 //
 // A probe is sent only when needed: the answers the member's own traffic
 // gets (fetches, commits: kafkaWatch.evidence) count as the probe's
@@ -376,6 +380,10 @@ type kafkaProbe struct {
 	// answering ("" when unknown): the next round asks it first. Used by
 	// round only.
 	coord string
+	// hint, when set, returns the coordinator's address as the member's
+	// commits know it ("" when they do not): asked first while coord is
+	// unknown. It must not block.
+	hint func() string
 
 	mu    sync.Mutex
 	conns map[string]*sarama.Broker
@@ -457,13 +465,16 @@ func drain[T any](ch <-chan T) []T {
 	return out
 }
 
-// quick asks the coordinator the previous round found for the group's
-// coordinator. ok: it answered (a broker did, and the coordinator side is
-// settled as in a full round); otherwise nothing was noted and the full
-// round is due.
+// quick asks the coordinator the previous round found (or, before one
+// found it, the hint's) for the group's coordinator. ok: it answered (a
+// broker did, and the coordinator side is settled as in a full round);
+// otherwise nothing was noted and the full round is due.
 func (p *kafkaProbe) quick() (oks, asks [numSides]bool, ok bool) {
 	addr := p.coord
 	p.coord = ""
+	if addr == "" && p.hint != nil {
+		addr = p.hint()
+	}
 	if !p.coordinator || addr == "" {
 		return oks, asks, false
 	}
@@ -623,6 +634,15 @@ func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) 
 	inKafka := c.cfg.OffsetStorage == StorageKafka
 	p := newKafkaProbe(base, probeInterval(bound), c.group, inKafka, brokers, c.log.With("component", "kafka-probe"))
 	c.kafka = newKafkaWatch(time.Now(), bound, p, c.log)
+	if inKafka {
+		p.hint = func() string {
+			if c.store == nil { // set once newKafkaWatch returned, before run starts
+				return ""
+			}
+			s, _ := c.store.kafkaStats()
+			return s.Coordinator
+		}
+	}
 	c.kafka.evidence = func() (uint64, uint64) {
 		var b, co uint64
 		if c.client != nil {

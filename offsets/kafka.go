@@ -165,6 +165,10 @@ type KafkaStats struct {
 	// before for the partition: a commit of an older claim landed after
 	// one of a newer claim (see FormatToken). Each is logged.
 	Regressions uint64
+	// Coordinator is the address of the group coordinator the store's
+	// commit connection is open to ("" before the first commit and after
+	// the connection failed).
+	Coordinator string
 }
 
 type kafkaCounters struct {
@@ -420,6 +424,7 @@ func (s *KafkaStore) Stats() KafkaStats {
 		Rounds: c.rounds.Load(), CommitRequests: c.commitRequests.Load(), FetchRequests: c.fetchRequests.Load(),
 		Committed: c.committed.Load(), Verified: c.verified.Load(), Recommitted: c.recommitted.Load(), Failed: c.failed.Load(),
 		Fenced: c.fenced.Load(), Regressions: c.regressions.Load(),
+		Coordinator: s.link.coordinator(),
 	}
 }
 

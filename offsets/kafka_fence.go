@@ -146,7 +146,7 @@ type commitLink struct {
 	addr   string
 	broker *sarama.Broker
 	conn   *fencedConn
-	mu     sync.Mutex // guards conn for abort
+	mu     sync.Mutex // guards conn for abort, addr for coordinator
 }
 
 func newCommitLink(client sarama.Config) *commitLink {
@@ -200,6 +200,17 @@ func (l *commitLink) abort() {
 	if c != nil {
 		c.abort()
 	}
+}
+
+// coordinator returns the address the link is connected to ("" when it
+// is not, and for a nil link). Safe for concurrent use.
+func (l *commitLink) coordinator() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addr
 }
 
 // close closes the broker (and so its connection).

@@ -268,6 +268,12 @@ func TestKafkaStoreClusterBatch(t *testing.T) {
 		t.Fatalf("a batch of %d: %d commit requests, %d fetches, %d committed; want 1, 0, %d",
 			n, st.CommitRequests-before.CommitRequests, st.FetchRequests-before.FetchRequests, st.Committed-before.Committed, n)
 	}
+	if before.Coordinator != "" {
+		t.Fatalf("Stats().Coordinator %q before the first commit", before.Coordinator)
+	}
+	if coord, err := clusterClient(t, c).Coordinator(group); err != nil || st.Coordinator != coord.Addr() {
+		t.Fatalf("Stats().Coordinator %q after a commit; the coordinator is %v (%v)", st.Coordinator, coord, err)
+	}
 	other := clusterKafkaStore(t, c, group)
 	for p := range int32(n) {
 		wantOffset(t, other, topic, p, 10+int64(p))
