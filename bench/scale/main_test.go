@@ -32,6 +32,7 @@ var (
 	flagEvery      = flag.Duration("every", time.Second, "BenchmarkScale: time between two joins, and between two leaves")
 	flagSteady     = flag.Duration("steady", 5*time.Second, "BenchmarkScale: steady-state window with every member in")
 	flagTopics     = flag.Int("topics", 1, "BenchmarkScale: topics the partitions are split over (evenly; every member subscribes to all)")
+	flagZKProxy    = flag.Bool("zk-proxy", true, "BenchmarkScale: zkgroup's members reach ZooKeeper through the counting proxy of (g), which runs in this process; false: directly (no (g) counts, and no proxy CPU in the idle figure)")
 	flagIdle       = flag.Duration("idle", 10*time.Second, "BenchmarkScale: idle window (production paused) for the CPU per member, with a window as long before the joins for the baseline; 0: none")
 
 	// BenchmarkJoinLeave

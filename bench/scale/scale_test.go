@@ -164,6 +164,9 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	env := &runEnv{c: cl, topic: su.topics[0], sub: su.sub, tr: newTracker(P), req: &benchkit.Requests{},
 		group:     fmt.Sprintf("bench-scale-%s-%d-%d", sd.name, round, time.Now().UnixNano()%1e9),
 		zkConnect: zp.Addr() + cl.Chroot()}
+	if !*flagZKProxy {
+		env.zkConnect = cl.ZooKeeperAddrs()[0] + cl.Chroot()
+	}
 	if len(su.topics) > 1 {
 		env.setTopics(su.topics, P/len(su.topics))
 	}
@@ -387,7 +390,10 @@ func printScale(cl *testcluster.Cluster, zl *benchkit.ZKLog, r int, s scaleResul
 		M, s.goroutines, s.goroutines-s.gorBase, s.gorBase, float64(s.goroutines-s.gorBase)/float64(M),
 		benchkit.MB(float64(s.rss)), benchkit.MB(float64(s.rss)/float64(M)), benchkit.MB(float64(s.rss-s.rssBase)/float64(M)), benchkit.MB(float64(s.rssBase)),
 		benchkit.MB(float64(s.heap-s.heapBase)/float64(M)))
-	if s.side == "zkgroup" {
+	if s.side == "zkgroup" && !*flagZKProxy {
+		say("   (g) not counted: the members reach ZooKeeper directly (-zk-proxy=false)")
+	}
+	if s.side == "zkgroup" && *flagZKProxy {
 		say("   (g) ZooKeeper requests of the members (counting proxy): join phase %s", s.zkqJoin)
 		say("       steady %.0fs: %s", s.steady.d.Seconds(), s.zkqSteady)
 		say("       idle %.0fs: %s", s.idle.d.Seconds(), s.zkqIdle)
