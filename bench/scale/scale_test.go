@@ -140,8 +140,8 @@ func idleWindow(prod *benchkit.Producer, req *benchkit.Requests, d time.Duration
 	}
 	c0, r0, t0, g0 := benchkit.CPUTime(), req.Snapshot(), time.Now(), benchkit.ReadGCWork()
 	time.Sleep(d)
-	defer stop()
 	c1, r1, t1, g1 := benchkit.CPUTime(), req.Snapshot(), time.Now(), benchkit.ReadGCWork()
+	stop()
 	return c1 - c0, window{"idle", t1.Sub(t0), r1.Sub(r0)}, g1.Sub(g0)
 }
 
