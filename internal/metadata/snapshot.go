@@ -100,6 +100,9 @@ func diffViews(old, cur map[string][]Partition) change {
 			c.resized = append(c.resized, t)
 			continue
 		}
+		if len(ops) > 0 && &ops[0] == &nps[0] {
+			continue // the same list (a refresh keeps an unchanged topic's)
+		}
 		for i := range ops {
 			if ops[i].ID != nps[i].ID || ops[i].Leader != nps[i].Leader || !slices.Equal(ops[i].Replicas, nps[i].Replicas) {
 				c.replicas = append(c.replicas, t)
