@@ -1,11 +1,13 @@
 package manager
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
 // TestKafkaWatchDue: a probe round is due only for a side needed that
@@ -21,7 +23,7 @@ func TestKafkaWatchDue(t *testing.T) {
 		t.Fatalf("interval %v", w.interval)
 	}
 	var brokers, coord uint64
-	w.evidence = func() (uint64, uint64) { return brokers, coord }
+	w.evidence = func() kafkaEvidence { return kafkaEvidence{brokers: brokers, coordinator: coord} }
 	w.noteEvidence(at(0))
 	if w.due(at(time.Second)) {
 		t.Fatal("due 1 s after the start (answers as of the start)")
@@ -252,4 +254,99 @@ func TestProbeFirstRoundAsksHint(t *testing.T) {
 	if pinged < 2 {
 		t.Fatalf("first round with a dead hint: %d brokers asked (%v -> %v); want the full round", pinged, before, after)
 	}
+}
+
+// TestKafkaWatchCoordinatorFetched: the time the coordinator's broker
+// last answered a fetch counts as the coordinator's answer at that time,
+// once it is later than at the previous tick: an idle member (no commits)
+// whose fetches that broker answers needs no probe of the coordinator; a
+// time that stops advancing counts no more, and does not restart the
+// streak that a failed probe ended.
+func TestKafkaWatchCoordinatorFetched(t *testing.T) {
+	const bound = 8 * time.Second // interval 2 s
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", true, func() []string { return nil }, nil)
+	w := newKafkaWatch(t0, bound, p, nil)
+	var brokers uint64
+	var fetched time.Time
+	w.evidence = func() kafkaEvidence { return kafkaEvidence{brokers: brokers, coordinatorAt: fetched} }
+	fetched = at(-time.Second) // before the watch began: the baseline
+	w.noteEvidence(at(0))
+	for s := 1; s <= 10; s++ {
+		brokers++
+		fetched = at(time.Duration(s)*time.Second - 300*time.Millisecond)
+		w.noteEvidence(at(time.Duration(s) * time.Second))
+		if w.due(at(time.Duration(s) * time.Second)) {
+			t.Fatalf("due at %ds though the coordinator's broker answered a fetch at %v", s, fetched.Sub(t0))
+		}
+	}
+	w.mu.Lock()
+	last := w.tr.last[sideCoordinator]
+	w.mu.Unlock()
+	if !last.Equal(at(9700 * time.Millisecond)) {
+		t.Fatalf("coordinator's last answer %v, want the fetch's time 9.7s", last.Sub(t0))
+	}
+	// The fetches stop being answered: the time stands still, and the
+	// coordinator side is due an interval after it.
+	brokers++
+	w.noteEvidence(at(11 * time.Second))
+	if !w.due(at(11700 * time.Millisecond)) {
+		t.Fatal("not due an interval after the last fetch the coordinator's broker answered")
+	}
+	// A failed probe ends the streak; the same time seen again does not
+	// count as a new answer.
+	w.mu.Lock()
+	w.tr.note(sideCoordinator, false, at(12*time.Second))
+	w.mu.Unlock()
+	w.noteEvidence(at(12500 * time.Millisecond))
+	w.mu.Lock()
+	streak := w.tr.streak[sideCoordinator]
+	w.mu.Unlock()
+	if !streak.IsZero() {
+		t.Fatalf("streak restarted at %v by a fetch time seen before", streak.Sub(t0))
+	}
+	// Without the coordinator side (offsets in ZooKeeper) nothing is noted.
+	z := newKafkaWatch(t0, bound, newKafkaProbe(sarama.NewConfig(), time.Second, "g", false, func() []string { return nil }, nil), nil)
+	z.evidence = w.evidence
+	z.noteEvidence(at(0))
+	fetched = at(20 * time.Second)
+	z.noteEvidence(at(21 * time.Second))
+	if !z.tr.last[sideCoordinator].IsZero() {
+		t.Fatal("a member without the coordinator side noted the coordinator's answer")
+	}
+}
+
+// TestCoordinatorFetchedEvidence (cluster): once a member committed, the
+// broker its commits go to is one its fetcher asks (every broker leads
+// some of the topic's partitions), and the times that broker answered
+// those fetches reach the watch's evidence and advance: the address the
+// offsets store reports and the fetcher's loops' addresses are spelt
+// alike.
+func TestCoordinatorFetchedEvidence(t *testing.T) {
+	const partitions = 2 * testcluster.SharedBrokers
+	cons, _ := joinOne(t, partitions, func(c *testcluster.Cluster, topic string) {
+		testcluster.MustProduce(t, c, topic, partitions, 0, 2*partitions)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 2 * partitions {
+		select {
+		case m := <-cons.Messages():
+			m.Ack()
+		case <-ctx.Done():
+			t.Fatal("the messages were not all read")
+		}
+	}
+	var first time.Time
+	testcluster.Await(t, 30*time.Second, 10*time.Millisecond, "the coordinator's broker answering fetches", func() bool {
+		first = cons.kafka.evidence().coordinatorAt
+		return !first.IsZero()
+	})
+	if s, _ := cons.store.kafkaStats(); s.Coordinator == "" {
+		t.Fatal("no coordinator address after the commits")
+	}
+	testcluster.Await(t, 30*time.Second, 10*time.Millisecond, "a later answer of the coordinator's broker", func() bool {
+		return cons.kafka.evidence().coordinatorAt.After(first)
+	})
 }

@@ -41,8 +41,15 @@ import (
 // A probe is sent only when needed: the answers the member's own traffic
 // gets (fetches, commits: kafkaWatch.evidence) count as the probe's
 // would, and a round runs only for a side that had no answer for a probe
-// interval. A member that fetches and commits sends no probe; an idle one
-// (whose fetches long-poll) mostly one request per interval.
+// interval. A member that fetches and commits sends no probe. An idle one
+// (whose fetches long-poll, Config.IdleWait apart) sends none either when
+// it fetches from the broker its commits go to, whose answers to those
+// fetches count as the coordinator's (kafkaEvidence.coordinatorAt), and
+// its probe interval is no shorter than the long poll (the default bound
+// gives 5 s, the long poll's default); otherwise about one request per
+// interval. What this leaves unchecked while idle: a move of the
+// coordinator to a broker the member cannot reach shows at its next
+// commit, which fails, and the bound runs from then on.
 
 // Sides of Kafka a member needs to answer.
 const (
@@ -192,15 +199,16 @@ type kafkaWatch struct {
 	// changed is signalled (buffered 1) when the verdict changed.
 	changed chan struct{}
 
-	// evidence, when set, returns counters of answers the member's own
-	// traffic got from Kafka (any broker; the coordinator): a counter that
-	// grew since the previous tick counts as an answer at that tick, so a
-	// member whose probes time out only because its process is starved
-	// (a busy machine) is not taken for cut off while its fetches and
-	// commits are answered. Called by run only.
-	evidence func() (brokers, coordinator uint64)
-	lastEv   [numSides]uint64
-	lastEvAt time.Time
+	// evidence, when set, returns what the member's own traffic got from
+	// Kafka (see kafkaEvidence), so that a member whose probes time out
+	// only because its process is starved (a busy machine) is not taken
+	// for cut off while its fetches and commits are answered, and an idle
+	// member whose fetches the coordinator's broker answers sends no
+	// probe. Called by run only.
+	evidence    func() kafkaEvidence
+	lastEv      [numSides]uint64
+	lastEvAt    time.Time
+	lastCoordAt time.Time // evidence's coordinatorAt at the previous call
 
 	mu       sync.Mutex
 	tr       *reachTracker
@@ -347,13 +355,16 @@ func (w *kafkaWatch) due(now time.Time) bool {
 }
 
 // noteEvidence notes an answer of each side whose evidence counter grew
-// since the previous call, dated at that call (the answer came after it).
+// since the previous call, dated at that call (the answer came after it),
+// and the coordinator's answer to a fetch at its own time when that time
+// is later than at the previous call.
 func (w *kafkaWatch) noteEvidence(now time.Time) {
 	if w.evidence == nil {
 		return
 	}
-	b, c := w.evidence()
-	cur := [numSides]uint64{b, c}
+	ev := w.evidence()
+	cur := [numSides]uint64{ev.brokers, ev.coordinator}
+	fetched := ev.coordinatorAt.After(w.lastCoordAt) // since the previous call
 	if !w.lastEvAt.IsZero() {
 		w.mu.Lock()
 		for s := range w.tr.sides {
@@ -361,9 +372,32 @@ func (w *kafkaWatch) noteEvidence(now time.Time) {
 				w.tr.note(s, true, w.lastEvAt)
 			}
 		}
+		if fetched && w.tr.sides > sideCoordinator {
+			w.tr.note(sideCoordinator, true, ev.coordinatorAt)
+		}
 		w.mu.Unlock()
 	}
 	w.lastEv, w.lastEvAt = cur, now
+	if fetched {
+		w.lastCoordAt = ev.coordinatorAt
+	}
+}
+
+// kafkaEvidence is what the member's own traffic tells of Kafka's
+// answers.
+type kafkaEvidence struct {
+	// brokers and coordinator count answers of any broker and of the
+	// coordinator (commits): a counter that grew since the previous tick
+	// counts as an answer at that tick.
+	brokers, coordinator uint64
+	// coordinatorAt is when the broker the member's commits go to last
+	// answered one of its fetches (zero: unknown). A later time than at
+	// the previous tick is an answer of the coordinator at that time: the
+	// broker answers over the network the commits would take. Should the
+	// cluster have moved the coordinator meanwhile, the next commit finds
+	// the new one, and until that commit is answered only the probe
+	// counts (the commits' address is unknown while they fail).
+	coordinatorAt time.Time
 }
 
 // kafkaProbe asks brokers whether they answer, on connections of its own.
@@ -643,17 +677,20 @@ func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) 
 			return s.Coordinator
 		}
 	}
-	c.kafka.evidence = func() (uint64, uint64) {
-		var b, co uint64
+	c.kafka.evidence = func() kafkaEvidence {
+		var ev kafkaEvidence
 		if c.client != nil {
-			b = responses(c.client.Config())
+			ev.brokers = responses(c.client.Config())
 		}
 		if c.store != nil { // set once newKafkaWatch returned, before run starts
 			if s, ok := c.store.kafkaStats(); ok {
-				co = s.Committed + s.Verified
+				ev.coordinator = s.Committed + s.Verified
+				if s.Coordinator != "" && c.fetcher != nil {
+					ev.coordinatorAt = c.fetcher.Answered(s.Coordinator)
+				}
 			}
 		}
-		return b, co
+		return ev
 	}
 	if !inKafka {
 		return st

@@ -149,7 +149,7 @@ func TestKafkaWatchEvidence(t *testing.T) {
 	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", true, func() []string { return nil }, nil)
 	w := newKafkaWatch(t0, bound, p, nil)
 	var brokers, coord uint64
-	w.evidence = func() (uint64, uint64) { return brokers, coord }
+	w.evidence = func() kafkaEvidence { return kafkaEvidence{brokers: brokers, coordinator: coord} }
 	w.noteEvidence(at(0)) // the baseline
 	for s := 1; s <= 20; s++ {
 		brokers += 5

@@ -116,7 +116,7 @@ func TestMemberMetricsSeeResponses(t *testing.T) {
 	testcluster.Await(t, 30*time.Second, 10*time.Millisecond, "fetch responses", func() bool {
 		return responses(cons.client.Config()) > before+2
 	})
-	if b, _ := cons.kafka.evidence(); b == 0 {
+	if ev := cons.kafka.evidence(); ev.brokers == 0 {
 		t.Fatal("no evidence of Kafka's answers")
 	}
 	var names []string

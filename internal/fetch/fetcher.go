@@ -45,6 +45,7 @@ type Fetcher struct {
 	// timeout (a long poll must not read as a dead broker).
 	idleWait time.Duration
 	stats    stats
+	born     time.Time // New's time, which the loops' answered count from
 	// onRequest, when set (tests), hears of every request: its broker,
 	// kind, and how many partitions it fetches, names and forgets.
 	onRequest func(broker int32, kind, fetched, named, forgotten int)
@@ -89,7 +90,7 @@ func New(client sarama.Client, cfg Config, log *slog.Logger) (*Fetcher, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Fetcher{
-		client: client, cfg: cfg, version: v, log: log,
+		client: client, cfg: cfg, version: v, log: log, born: time.Now(),
 		sessions: cfg.Sessions && v >= 7 && saramawire.FetchOK,
 		idleWait: cfg.IdleWait,
 		parts:    map[topicPartition]*Partition{},
@@ -278,6 +279,27 @@ func (f *Fetcher) routeDue(due []routeReq) {
 		}
 		l.add(p)
 	}
+}
+
+// Answered returns when the broker at addr (host:port, as the cluster's
+// metadata names it) last answered one of the fetcher's fetch requests:
+// a response read whole, whatever its partitions' errors. Zero when no
+// loop of the fetcher fetches from addr, or none was answered yet. The
+// time carries a monotonic reading. It takes the fetcher's lock, not a
+// loop's: cheap enough to call every second.
+func (f *Fetcher) Answered(addr string) time.Time {
+	var last int64
+	f.mu.Lock()
+	for _, l := range f.loops {
+		if l.addr == addr {
+			last = max(last, l.answered.Load())
+		}
+	}
+	f.mu.Unlock()
+	if last == 0 {
+		return time.Time{}
+	}
+	return f.born.Add(time.Duration(last))
 }
 
 // loopFor returns the loop of broker b, starting it if needed (nil once

@@ -52,6 +52,9 @@ type brokerLoop struct {
 	urged atomic.Bool
 
 	records atomic.Uint64 // handed over (Stats)
+	// answered: when the broker last answered a fetch, in nanoseconds
+	// since the fetcher's birth (monotonic; 0: never). See Answered.
+	answered atomic.Int64
 
 	// run goroutine only
 	throttleUntil time.Time
@@ -215,6 +218,9 @@ func (l *brokerLoop) run() error {
 			l.count()
 			resp, err = conn.Fetch(req)
 			raws = l.taken()
+			if err == nil {
+				l.answered.Store(max(int64(time.Since(l.f.born)), 1))
+			}
 		}
 		cut := l.idle && l.disarm()
 		switch {
