@@ -64,7 +64,7 @@ type brokerLoop struct {
 	kind          int                         // of the request: reqSessionless, reqFull, reqIncremental
 	sent          []int                       // indexes in inReq of the partitions named
 	forgot        []topicPartition            // the partitions an incremental request forgets
-	inReqSet      map[topicPartition]struct{} // inReq's, for an incremental request
+	inReqSet      map[topicPartition]struct{} // inReq's, for an incremental request that forgets (addBlocks)
 	quiet         int                         // quiet responses in a row (idleAfter)
 	idle          bool                        // the request built waits up to the idle wait
 }
@@ -78,6 +78,7 @@ type reqPart struct {
 	epoch     int32 // current leader epoch
 	lastEpoch int32 // last fetched epoch
 	replica   bool  // fetched from a replica the leader named, not the leader
+	starved   bool  // went without data though it had some (build's, for a starved-only request)
 }
 
 func newBrokerLoop(f *Fetcher, id int32, addr string) *brokerLoop {
@@ -283,10 +284,6 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		if p.starved >= 2 && !p.closed && p.stop == nil && len(p.buf) < cap(p.buf) {
 			starvedOnly = true
 		}
-		p.mu.Unlock()
-	}
-	for _, p := range l.snap {
-		p.mu.Lock()
 		if p.replica == l.id && !p.closed && p.loop == l {
 			if now.IsZero() {
 				now = time.Now()
@@ -309,12 +306,14 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 				p.heldWait = min(p.heldWait+p.heldWait/4, cfg.MaxWait)
 			}
 			wait = min(wait, p.heldWait)
-		case starvedOnly && p.starved == 0:
 		default:
 			l.inReq = append(l.inReq, reqPart{p: p, offset: p.offset, seq: p.seq, size: p.size,
-				epoch: p.leaderEpoch, lastEpoch: p.lastEpoch, replica: p.replica == l.id})
+				epoch: p.leaderEpoch, lastEpoch: p.lastEpoch, replica: p.replica == l.id, starved: p.starved > 0})
 		}
 		p.mu.Unlock()
+	}
+	if starvedOnly { // only the starved ones are asked for (one lock per partition and request, not two)
+		l.inReq = slices.DeleteFunc(l.inReq, func(rp reqPart) bool { return !rp.starved })
 	}
 	if len(gone) > 0 {
 		l.mu.Lock()
@@ -361,13 +360,6 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	default:
 		l.kind = reqIncremental
 		req.SessionID, req.SessionEpoch = l.sess.id, l.sess.epoch
-		clear(l.inReqSet)
-		if l.inReqSet == nil {
-			l.inReqSet = make(map[topicPartition]struct{}, len(l.inReq))
-		}
-		for i := range l.inReq {
-			l.inReqSet[topicPartition{l.inReq[i].p.topic, l.inReq[i].p.partition}] = struct{}{}
-		}
 	}
 	// sarama encodes the blocks from a map, whose iteration order Go
 	// randomises per request: the partition order rotates by itself (in a

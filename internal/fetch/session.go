@@ -84,10 +84,15 @@ func (rp *reqPart) part() sessPart {
 func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 	l.sent = l.sent[:0]
 	l.forgot = l.forgot[:0]
+	inSess := 0 // partitions of inReq the session holds
 	for i := range l.inReq {
 		rp := &l.inReq[i]
 		if l.kind == reqIncremental {
-			if have, ok := l.sess.parts[topicPartition{rp.p.topic, rp.p.partition}]; ok && have == rp.part() {
+			have, ok := l.sess.parts[topicPartition{rp.p.topic, rp.p.partition}]
+			if ok {
+				inSess++
+			}
+			if ok && have == rp.part() {
 				continue
 			}
 		}
@@ -97,8 +102,15 @@ func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 			saramawire.SetLastFetchedEpoch(req, rp.p.topic, rp.p.partition, rp.lastEpoch)
 		}
 	}
-	if l.kind != reqIncremental {
-		return
+	if l.kind != reqIncremental || inSess == len(l.sess.parts) {
+		return // every partition of the session asked for (inReq's are distinct): none forgotten
+	}
+	clear(l.inReqSet)
+	if l.inReqSet == nil {
+		l.inReqSet = make(map[topicPartition]struct{}, len(l.inReq))
+	}
+	for i := range l.inReq {
+		l.inReqSet[topicPartition{l.inReq[i].p.topic, l.inReq[i].p.partition}] = struct{}{}
 	}
 	var forgotten map[string][]int32
 	for k := range l.sess.parts {
@@ -116,7 +128,7 @@ func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 }
 
 // inSet reports whether k is asked for in this request (l.inReqSet is
-// filled by build).
+// filled by addBlocks).
 func (l *brokerLoop) inSet(k topicPartition) bool {
 	_, ok := l.inReqSet[k]
 	return ok
