@@ -286,7 +286,9 @@ type Config struct {
 	// the last commit), their owner nodes and then its registration are
 	// deleted, so that the others take them over; it joins again once the
 	// brokers (and the coordinator) have answered for a probe interval in
-	// a row. Fetch and commit answers count as evidence; only when neither
+	// a row. Fetch and commit answers count as evidence (a fetch answered
+	// by the broker the commits go to as the coordinator's too, so that an
+	// idle member fetching from it sends no probe); only when neither
 	// they nor a probe answered for a quarter of this bound (at most 5 s)
 	// does the member probe, on connections of its own, each probe bounded
 	// by the same. Stats.KafkaUnreachable says while it is out. If every member
