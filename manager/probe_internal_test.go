@@ -15,10 +15,7 @@ import (
 // last probe failed, or while the member is out.
 func TestKafkaWatchDue(t *testing.T) {
 	const bound = 8 * time.Second // interval 2 s
-	t0 := time.Unix(1000, 0)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", true, func() []string { return nil }, nil)
-	w := newKafkaWatch(t0, bound, p, nil)
+	w, _, at := watchOnFakeClock(bound, true)
 	if w.interval != 2*time.Second {
 		t.Fatalf("interval %v", w.interval)
 	}
@@ -264,10 +261,7 @@ func TestProbeFirstRoundAsksHint(t *testing.T) {
 // streak that a failed probe ended.
 func TestKafkaWatchCoordinatorFetched(t *testing.T) {
 	const bound = 8 * time.Second // interval 2 s
-	t0 := time.Unix(1000, 0)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", true, func() []string { return nil }, nil)
-	w := newKafkaWatch(t0, bound, p, nil)
+	w, t0, at := watchOnFakeClock(bound, true)
 	var brokers uint64
 	var fetched time.Time
 	w.evidence = func() kafkaEvidence { return kafkaEvidence{brokers: brokers, coordinatorAt: fetched} }
@@ -307,7 +301,7 @@ func TestKafkaWatchCoordinatorFetched(t *testing.T) {
 		t.Fatalf("streak restarted at %v by a fetch time seen before", streak.Sub(t0))
 	}
 	// Without the coordinator side (offsets in ZooKeeper) nothing is noted.
-	z := newKafkaWatch(t0, bound, newKafkaProbe(sarama.NewConfig(), time.Second, "g", false, func() []string { return nil }, nil), nil)
+	z, _, _ := watchOnFakeClock(bound, false)
 	z.evidence = w.evidence
 	z.noteEvidence(at(0))
 	fetched = at(20 * time.Second)

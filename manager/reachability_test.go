@@ -144,10 +144,7 @@ func TestKafkaBoundStore(t *testing.T) {
 // answered stays in; once the counters stop, it goes out after the bound.
 func TestKafkaWatchEvidence(t *testing.T) {
 	const bound = 6 * time.Second
-	t0 := time.Unix(1000, 0)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", true, func() []string { return nil }, nil)
-	w := newKafkaWatch(t0, bound, p, nil)
+	w, _, at := watchOnFakeClock(bound, true)
 	var brokers, coord uint64
 	w.evidence = func() kafkaEvidence { return kafkaEvidence{brokers: brokers, coordinator: coord} }
 	w.noteEvidence(at(0)) // the baseline
@@ -195,4 +192,13 @@ func TestStoreLayersPassOn(t *testing.T) {
 	}
 	f.done(tp)
 	f.release()
+}
+
+// watchOnFakeClock returns a Kafka watch begun at t0 whose probe asks no
+// broker (coordinator: it needs the coordinator side too), for tests that
+// pass the time themselves, and the time d after t0.
+func watchOnFakeClock(bound time.Duration, coordinator bool) (w *kafkaWatch, t0 time.Time, at func(d time.Duration) time.Time) {
+	t0 = time.Unix(1000, 0)
+	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", coordinator, func() []string { return nil }, nil)
+	return newKafkaWatch(t0, bound, p, nil), t0, func(d time.Duration) time.Time { return t0.Add(d) }
 }
