@@ -411,14 +411,20 @@ func watchHealth(rec *recorder, ins []*instance) *healthWatch {
 			case <-tick.C:
 			}
 			for _, in := range ins {
+				// Counts read before the health reading end an episode's
+				// window, counts read after it open one: a message counted
+				// in the window was received between two readings that
+				// both said suspended, not just after the session came
+				// back (Stats reads health before it adds up Delivered).
+				got0, handed0 := rec.By(in.name), int(in.c.Stats().Delivered)
 				s := in.c.Stats()
-				got, handed, now := rec.By(in.name), int(s.Delivered), time.Now()
+				got1, handed1, now := rec.By(in.name), int(in.c.Stats().Delivered), time.Now()
 				o := cur[in.name]
 				switch {
 				case !s.SessionHealthy && o == nil:
-					cur[in.name] = &open{first: now, last: now, received: [2]int{got, got}, delivered: [2]int{handed, handed}}
+					cur[in.name] = &open{first: now, last: now, received: [2]int{got1, got1}, delivered: [2]int{handed1, handed1}}
 				case !s.SessionHealthy:
-					o.last, o.received[1], o.delivered[1] = now, got, handed
+					o.last, o.received[1], o.delivered[1] = now, max(got0, o.received[0]), max(handed0, o.delivered[0])
 				case o != nil:
 					end(in.name)
 				}
