@@ -112,7 +112,9 @@ type Config struct {
 	// names) brought them to a standstill within 20 s: fetch round trips
 	// grew from 100 ms to 13 s, the brokers' request threads in
 	// ImplicitLinkedHashCollection.reseat; without sessions it read every
-	// partition. 1,000 by default.
+	// partition. 1,000 by default. It bounds sessions that name topics by
+	// name only: a request by topic id (Fetch v13, see topicids.go) keys
+	// the broker's table by the topic's id, which spreads the keys.
 	MaxSessionPartitions int
 	// Rack is the client's rack (Kafka's client.rack; ConfigFromSarama
 	// takes sarama's RackID), sent in fetches from the client's Kafka

@@ -71,6 +71,16 @@
 // them into sarama's request (package internal/saramawire), and goes
 // without both if a sarama version lays them out otherwise.
 //
+// Topic ids (KIP-516; from the client's Kafka version 3.1, over a client
+// that knows topic ids such as internal/leadercache's): requests name
+// topics by id (Fetch v13), which sarama does not encode; the loop's
+// connection rewrites sarama's v12 request and the broker's v13 response
+// (topicids.go). A session by id holds any number of partitions (see
+// Config.MaxSessionPartitions). A topic deleted and created again under
+// its name answers UNKNOWN_TOPIC_ID to its old id: its partitions are
+// routed again after a metadata refresh, and fetched by the new id from
+// their positions.
+//
 // Fair share: each response is limited to MaxResponseSize and each
 // partition to its size; the broker fills a response in request order
 // (in a session, in its session's order, moving the partitions that

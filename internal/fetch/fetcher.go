@@ -41,6 +41,9 @@ type Fetcher struct {
 	closing atomic.Bool
 	// sessions: fetch sessions are used (Config.Sessions, Fetch v7).
 	sessions bool
+	// topicIDs: requests name topics by id where the ids are known
+	// (topicIDsOK).
+	topicIDs bool
 	// idleWait is Config.IdleWait, kept under half the connections' read
 	// timeout (a long poll must not read as a dead broker).
 	idleWait time.Duration
@@ -92,6 +95,7 @@ func New(client sarama.Client, cfg Config, log *slog.Logger) (*Fetcher, error) {
 	f := &Fetcher{
 		client: client, cfg: cfg, version: v, log: log, born: time.Now(),
 		sessions: cfg.Sessions && v >= 7 && saramawire.FetchOK,
+		topicIDs: topicIDsOK(client, cfg),
 		idleWait: cfg.IdleWait,
 		parts:    map[topicPartition]*Partition{},
 		loops:    map[string]*brokerLoop{},
@@ -264,8 +268,13 @@ func (f *Fetcher) routeDue(due []routeReq) {
 				f.log.Debug("preferred replica not found; fetching from the leader", "topic", p.topic, "partition", p.partition, "replica", r.to, "error", err)
 			}
 		}
+		var id sarama.Uuid
+		if f.topicIDs {
+			id, _ = f.client.(topicIDer).TopicID(p.topic)
+		}
 		p.mu.Lock()
 		p.leaderEpoch = epoch
+		p.topicID = id
 		if target == leader {
 			p.replica = -1
 		} else {

@@ -38,12 +38,15 @@ type brokerLoop struct {
 	addr string
 	wake chan struct{} // cap 1: the partition set or a partition's state changed
 
-	mu     sync.Mutex
-	parts  []*Partition
-	conn   *sarama.Broker
-	raw    net.Conn // conn's socket, closed to cut a fetch short at Close
-	tap    *tap     // conn's, when the fetcher reads record batches itself
-	closed bool
+	mu    sync.Mutex
+	parts []*Partition
+	conn  *sarama.Broker
+	raw   net.Conn // conn's socket, closed to cut a fetch short at Close
+	tap   *tap     // conn's, when the fetcher reads record batches itself
+	// nextIDs: the topic ids of the request being sent (useIDs), for a
+	// tap made after it was set.
+	nextIDs *topicIDs
+	closed  bool
 	// long: a request with the idle wait is in flight on raw; cut: urge
 	// closed raw to end it (see urge).
 	long, cut bool
@@ -65,6 +68,8 @@ type brokerLoop struct {
 	sent          []int                       // indexes in inReq of the partitions named
 	forgot        []topicPartition            // the partitions an incremental request forgets
 	inReqSet      map[topicPartition]struct{} // inReq's, for an incremental request that forgets (addBlocks)
+	ids           *topicIDs                   // the topics named so far with their ids (requestIDs)
+	reqIDs        *topicIDs                   // the request's: nil when it goes by name
 	quiet         int                         // quiet responses in a row (idleAfter)
 	idle          bool                        // the request built waits up to the idle wait
 }
@@ -75,10 +80,11 @@ type reqPart struct {
 	offset    int64
 	seq       uint64
 	size      int32
-	epoch     int32 // current leader epoch
-	lastEpoch int32 // last fetched epoch
-	replica   bool  // fetched from a replica the leader named, not the leader
-	starved   bool  // went without data though it had some (build's, for a starved-only request)
+	epoch     int32       // current leader epoch
+	lastEpoch int32       // last fetched epoch
+	replica   bool        // fetched from a replica the leader named, not the leader
+	starved   bool        // went without data though it had some (build's, for a starved-only request)
+	topicID   sarama.Uuid // the topic's id as routed (zero: unknown)
 }
 
 func newBrokerLoop(f *Fetcher, id int32, addr string) *brokerLoop {
@@ -217,6 +223,7 @@ func (l *brokerLoop) run() error {
 		var raws []rawRecords
 		if err == nil {
 			l.count()
+			l.useIDs(l.reqIDs)
 			resp, err = conn.Fetch(req)
 			raws = l.taken()
 			if err == nil {
@@ -308,7 +315,8 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 			wait = min(wait, p.heldWait)
 		default:
 			l.inReq = append(l.inReq, reqPart{p: p, offset: p.offset, seq: p.seq, size: p.size,
-				epoch: p.leaderEpoch, lastEpoch: p.lastEpoch, replica: p.replica == l.id, starved: p.starved > 0})
+				epoch: p.leaderEpoch, lastEpoch: p.lastEpoch, replica: p.replica == l.id, starved: p.starved > 0,
+				topicID: p.topicID})
 		}
 		p.mu.Unlock()
 	}
@@ -340,7 +348,12 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 		Isolation:   cfg.Isolation,
 		RackID:      cfg.Rack,
 	}
-	tooMany := cfg.MaxSessionPartitions > 0 && len(l.snap) > cfg.MaxSessionPartitions
+	ids := l.requestIDs()
+	l.reqIDs = ids
+	tooMany := ids == nil && cfg.MaxSessionPartitions > 0 && len(l.snap) > cfg.MaxSessionPartitions
+	if !tooMany && !starvedOnly && l.f.sessions && l.sess.epoch > 0 && l.sess.withIDs != (ids != nil) {
+		l.sess.reset(true) // a session names topics by id or by name throughout
+	}
 	switch {
 	case tooMany:
 		// Every partition named, and the session (if any) closed: the
@@ -372,6 +385,9 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 // while the broker throttles is built again, not sent).
 func (l *brokerLoop) count() {
 	s := &l.f.stats
+	if l.reqIDs != nil {
+		s.byTopicID.Add(1)
+	}
 	switch l.kind {
 	case reqSessionless:
 		s.sessionless.Add(1)
@@ -627,7 +643,8 @@ func leaderMoved(err sarama.KError) bool {
 	case sarama.ErrNotLeaderForPartition, sarama.ErrUnknownTopicOrPartition,
 		sarama.ErrLeaderNotAvailable, sarama.ErrReplicaNotAvailable,
 		sarama.ErrFencedLeaderEpoch, sarama.ErrUnknownLeaderEpoch,
-		sarama.ErrKafkaStorageError, sarama.ErrNotCoordinatorForConsumer:
+		sarama.ErrKafkaStorageError, sarama.ErrNotCoordinatorForConsumer,
+		errUnknownTopicID, errInconsistentTopicID:
 		return true
 	}
 	return false
@@ -727,6 +744,7 @@ func (l *brokerLoop) connect() (*sarama.Broker, error) {
 		t := newTap(c, cfg.Net.ReadTimeout)
 		l.mu.Lock()
 		l.tap = t
+		t.useIDs(l.nextIDs)
 		l.mu.Unlock()
 		return t, nil
 	})
@@ -748,6 +766,19 @@ func (l *brokerLoop) taken() []rawRecords {
 		return nil
 	}
 	return t.take()
+}
+
+// useIDs has the connection's tap write the next fetch request with the
+// topic ids of ids (Fetch v13); nil: as built (by name). sarama dials in
+// the background (Broker.Open does not wait): a tap made after this call
+// takes ids from l.nextIDs as it is made.
+func (l *brokerLoop) useIDs(ids *topicIDs) {
+	l.mu.Lock()
+	l.nextIDs = ids
+	if l.tap != nil {
+		l.tap.useIDs(ids)
+	}
+	l.mu.Unlock()
 }
 
 // rawIndex returns a lookup of raws by partition.

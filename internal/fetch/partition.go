@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/IBM/sarama"
 )
 
 // Partition is one assigned partition of a Fetcher: its consumer takes
@@ -56,6 +58,9 @@ type Partition struct {
 	// offset (-1: unknown), sent (Fetch v12) for the broker to check that
 	// the log was not truncated below offset.
 	leaderEpoch, lastEpoch int32
+	// topicID is the topic's id as the metadata named it when the
+	// partition was routed (zero: unknown), for requests by id (Fetch v13).
+	topicID sarama.Uuid
 	// replica is the broker the leader named to fetch from (-1: the
 	// leader), until replicaUntil; avoid a replica whose broker failed,
 	// not used again until avoidUntil.

@@ -31,11 +31,17 @@ import (
 // one (id 0). A broker that answers a full request with no session id
 // (its session cache is full) is asked in full again each time, as
 // without sessions. A loop with more than Config.MaxSessionPartitions
-// partitions closes its session and names every partition each time.
+// partitions closes its session and names every partition each time,
+// unless its requests name topics by id (see topicids.go). A session
+// opened by name goes on by name, one opened by id by id: a request that
+// would change that opens a new session.
 type session struct {
 	id    int32                       // the broker's id for it; 0: none
 	epoch int32                       // of the next request; 0: the next is full
 	parts map[topicPartition]sessPart // what the broker's session holds for us
+	// withIDs: the session was opened by a request naming topics by id
+	// (Fetch v13); its requests must keep doing so.
+	withIDs bool
 }
 
 // sessPart is one partition as the session holds it: as last sent.
@@ -148,6 +154,11 @@ func (l *brokerLoop) sessionDone(resp *sarama.FetchResponse) bool {
 		l.f.log.Debug("fetch session not found; opening a new one", "broker", l.id, "session", l.sess.id)
 		l.sess.reset(false)
 		return false
+	case errFetchSessionTopicID:
+		l.f.stats.sessionErrors.Add(1)
+		l.f.log.Debug("fetch session refused a request naming topics otherwise than the session; opening a new one", "broker", l.id, "session", l.sess.id)
+		l.sess.reset(false)
+		return false
 	case sarama.ErrInvalidFetchSessionEpoch:
 		l.f.stats.sessionErrors.Add(1)
 		l.f.log.Debug("fetch session epoch refused; opening a new session", "broker", l.id, "session", l.sess.id, "epoch", l.sess.epoch)
@@ -163,6 +174,7 @@ func (l *brokerLoop) sessionDone(resp *sarama.FetchResponse) bool {
 			return true
 		}
 		l.sess.epoch = 1
+		l.sess.withIDs = l.reqIDs != nil
 		l.sess.parts = make(map[topicPartition]sessPart, len(l.inReq))
 		for i := range l.inReq {
 			rp := &l.inReq[i]

@@ -9,6 +9,9 @@ type Stats struct {
 	// partitions alone), full (every partition named, opening a fetch
 	// session) and incremental (in a session: changes only).
 	Sessionless, Full, Incremental uint64
+	// ByTopicID: requests (of any kind) that named topics by id (Fetch
+	// v13, see topicids.go); the others named them by name.
+	ByTopicID uint64
 	// Partitions named in requests (all kinds), and partitions forgotten
 	// by incremental requests.
 	PartitionsSent, Forgotten uint64
@@ -31,6 +34,7 @@ type Stats struct {
 
 type stats struct {
 	sessionless, full, incremental atomic.Uint64
+	byTopicID                      atomic.Uint64
 	partitionsSent, forgotten      atomic.Uint64
 	sessionErrors, truncations     atomic.Uint64
 	cuts                           atomic.Uint64
@@ -41,6 +45,7 @@ type stats struct {
 func (f *Fetcher) Stats() Stats {
 	s := Stats{
 		Sessionless: f.stats.sessionless.Load(), Full: f.stats.full.Load(), Incremental: f.stats.incremental.Load(),
+		ByTopicID:      f.stats.byTopicID.Load(),
 		PartitionsSent: f.stats.partitionsSent.Load(), Forgotten: f.stats.forgotten.Load(),
 		SessionErrors: f.stats.sessionErrors.Load(), Truncations: f.stats.truncations.Load(),
 		Cuts: f.stats.cuts.Load(), OwnShares: f.stats.ownShares.Load(),

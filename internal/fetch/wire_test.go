@@ -336,7 +336,7 @@ func TestRewriteFetch(t *testing.T) {
 	legacy[batchMagicAt] = 1
 	for _, v := range []int16{4, 7, 11, 12} {
 		frame := response(v, 5, map[int32][]byte{0: v2, 1: legacy, 2: nil, 3: v2[:20]})
-		out, shares, err := rewriteFetch(frame, v, nil)
+		out, shares, err := rewriteFetch(frame, v, nil, nil)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -348,7 +348,7 @@ func TestRewriteFetch(t *testing.T) {
 		if int(binary.BigEndian.Uint32(out)) != len(out)-4 || !bytes.Equal(out[4:], want) {
 			t.Fatalf("v%d: rewritten frame\n%x\nwant\n%x", v, out[4:], want)
 		}
-		if _, _, err := rewriteFetch(frame[:len(frame)-3], v, nil); err == nil {
+		if _, _, err := rewriteFetch(frame[:len(frame)-3], v, nil, nil); err == nil {
 			t.Fatalf("v%d: a short response read", v)
 		}
 	}
@@ -384,7 +384,7 @@ func TestTap(t *testing.T) {
 		}
 		i += n
 	}
-	if want := []pendingFetch{{2, 11}, {3, 12}}; !slices.Equal(tp.pending, want) {
+	if want := []pendingFetch{{corr: 2, version: 11}, {corr: 3, version: 12}}; !slices.Equal(tp.pending, want) {
 		t.Fatalf("pending %v, want %v", tp.pending, want)
 	}
 

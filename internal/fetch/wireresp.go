@@ -3,6 +3,9 @@ package fetch
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
 )
 
 // rawRecords is one partition's records as a fetch response brought them,
@@ -16,11 +19,11 @@ type rawRecords struct {
 var errShortResponse = errors.New("fetch response ends early")
 
 // rewriteFetch takes the records out of a fetch response of version v
-// (Fetch v4 to v12). frame is the response after its size: correlation id,
+// (Fetch v4 to v13). frame is the response after its size: correlation id,
 // header tags from v12, body:
 //
 //	throttle_time_ms int32, error_code int16 and session_id int32 (v7+),
-//	[topic: name string, [partition: index int32, error_code int16,
+//	[topic: name string (v13: topic_id uuid), [partition: index int32, error_code int16,
 //	high_watermark int64, last_stable_offset int64, log_start_offset int64
 //	(v5+), aborted_transactions nullable [producer_id int64, first_offset
 //	int64], preferred_read_replica int32 (v11+), records nullable bytes]]
@@ -31,7 +34,9 @@ var errShortResponse = errors.New("fetch response ends early")
 // batches replaced by empty ones (sarama then decodes only the rest), and
 // returns those records, in response order; a partition whose records hold
 // a legacy message set (magic 0 or 1) keeps them, for sarama's decoder.
-func rewriteFetch(frame []byte, v int16, out []byte) ([]byte, []rawRecords, error) {
+// A v13 response (ids: the request's topic ids) comes out as v12, each
+// topic id replaced by its name, for sarama, which asked for v12.
+func rewriteFetch(frame []byte, v int16, ids *topicIDs, out []byte) ([]byte, []rawRecords, error) {
 	flex := v >= 12
 	r := wireReader{b: frame, flex: flex}
 	r.skip(4) // correlation id
@@ -47,7 +52,24 @@ func rewriteFetch(frame []byte, v int16, out []byte) ([]byte, []rawRecords, erro
 	from := 0 // frame[from:] is still to be copied
 	var shares []rawRecords
 	for range r.array() {
-		name := r.str()
+		var name string
+		if v >= fetchVersionWithTopicID {
+			at := r.i
+			if !r.need(16) {
+				break
+			}
+			var ok bool
+			if name, ok = ids.byID[sarama.Uuid(r.b[at:at+16])]; !ok {
+				return nil, nil, fmt.Errorf("fetch response names topic id %x, not asked for", r.b[at:at+16])
+			}
+			r.i += 16
+			out = append(out, frame[from:at]...)
+			out = binary.AppendUvarint(out, uint64(len(name)+1))
+			out = append(out, name...)
+			from = r.i
+		} else {
+			name = r.str()
+		}
 		for range r.array() {
 			part := int32(r.int32())
 			r.skip(2 + 8 + 8) // error, high watermark, last stable offset

@@ -31,8 +31,10 @@ type tap struct {
 	readTimeout time.Duration
 
 	wmu   sync.Mutex
-	wHdr  []byte // the start of the request frame being written
-	wLeft int    // bytes of the request frame being written still to come
+	wHdr  []byte    // the start of the request frame being written
+	wLeft int       // bytes of the request frame being written still to come
+	ids   *topicIDs // the next fetch request's topic ids (useIDs)
+	wBuf  []byte    // a request rewritten to v13
 
 	mu      sync.Mutex
 	pending []pendingFetch
@@ -46,15 +48,47 @@ type tap struct {
 type pendingFetch struct {
 	corr    int32
 	version int16
+	ids     *topicIDs // a v13 request's
 }
 
 func newTap(c net.Conn, readTimeout time.Duration) *tap {
 	return &tap{Conn: c, readTimeout: readTimeout}
 }
 
-// Write notes the fetch requests among the frames written.
+// useIDs has the next fetch request written, when it is a Fetch v12
+// request frame whole, go out as v13 with the topic ids of ids (see
+// topicids.go); other requests go out as they are. nil: nothing
+// rewritten.
+func (t *tap) useIDs(ids *topicIDs) {
+	t.wmu.Lock()
+	t.ids = ids
+	t.wmu.Unlock()
+}
+
+// Write notes the fetch requests among the frames written, and rewrites
+// one to v13 after useIDs (sarama writes each request whole, in one call).
 func (t *tap) Write(p []byte) (int, error) {
 	t.wmu.Lock()
+	// At a frame's start, a Fetch v12 request's (not ApiVersions' or
+	// SASL's, which a new connection writes first).
+	if ids := t.ids; ids != nil && t.wLeft == 0 && len(t.wHdr) == 0 && len(p) >= 8 &&
+		binary.BigEndian.Uint16(p[4:]) == 1 && binary.BigEndian.Uint16(p[6:]) == 12 {
+		t.ids = nil
+		if out, corr, ok := fetchV13(p, ids, t.wBuf[:0]); ok {
+			t.mu.Lock()
+			t.pending = append(t.pending, pendingFetch{corr: corr, version: fetchVersionWithTopicID, ids: ids})
+			t.mu.Unlock()
+			_, err := t.Conn.Write(out)
+			if cap(out) <= 1<<20 {
+				t.wBuf = out
+			}
+			t.wmu.Unlock()
+			if err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+	}
 	t.note(p)
 	t.wmu.Unlock()
 	return t.Conn.Write(p)
@@ -167,8 +201,8 @@ func (t *tap) nextFrame() error {
 	if cap(t.outBuf) > 1<<20 {
 		t.outBuf = nil // not kept at the size of a large response
 	}
-	out, shares, err := rewriteFetch(whole[4:], pf.version, t.outBuf[:0])
-	if err != nil || len(shares) == 0 {
+	out, shares, err := rewriteFetch(whole[4:], pf.version, pf.ids, t.outBuf[:0])
+	if err != nil || (len(shares) == 0 && pf.ids == nil) {
 		// Nothing taken out, or not understood: sarama reads it as it
 		// came (and says what is wrong with it).
 		t.relay.Out = whole

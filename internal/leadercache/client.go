@@ -181,6 +181,19 @@ func (c *Client) cachedLeader(name string, partition int32) (*sarama.Broker, int
 	return b, p.epoch, nil
 }
 
+// TopicID returns the id Kafka gave topic (KIP-516), as the cache last
+// read it: ok is false when the topic is not cached or its metadata came
+// without an id (Metadata below v10, or a broker before 2.8). It does no
+// I/O.
+func (c *Client) TopicID(name string) (id sarama.Uuid, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.topics[name]; t != nil && t.id != (sarama.Uuid{}) {
+		return t.id, true
+	}
+	return sarama.Uuid{}, false
+}
+
 // PartitionNotReadable reports whether a partition has no leader now.
 func (c *Client) PartitionNotReadable(name string, partition int32) bool {
 	b, _, err := c.cachedLeader(name, partition)

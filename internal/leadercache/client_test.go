@@ -186,8 +186,17 @@ func TestLeaderMoves(t *testing.T) {
 	check(2, 6)
 	serve(mb, at(1, 1, 4)) // a broker whose metadata lags
 	check(2, 6)
+	if id, ok := c.TopicID("t"); !ok || id != (sarama.Uuid{1}) {
+		t.Fatalf("TopicID(t) = %v %v, want the id read", id, ok)
+	}
 	serve(mb, at(2, 1, 0)) // the topic deleted and created again
 	check(1, 0)
+	if id, ok := c.TopicID("t"); !ok || id != (sarama.Uuid{2}) {
+		t.Fatalf("TopicID(t) = %v %v after the topic was created again, want its new id", id, ok)
+	}
+	if _, ok := c.TopicID("u"); ok {
+		t.Fatal("TopicID of a topic never read is known")
+	}
 }
 
 // TestNoLeaderRetried: a partition without leader is asked for again
