@@ -275,12 +275,14 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	res.closes = make([]time.Duration, M-1)
 	var wg sync.WaitGroup
 	var lastLeave time.Time
+	stopTrace := func() {} // the last leave's trace, with $ZKGROUP_BENCH_TRACE
 	if !res.leaveSkipped {
 		for i := 0; i < M-1; i++ {
 			sleepUntil(t2.Add(time.Duration(i) * every))
 			if i == M-2 {
 				env.tr.openWindow()
 				su.prod.TakeMaxAck()
+				stopTrace = startTrace(fmt.Sprintf("leave-%s-r%d", sd.name, round+1))
 			}
 			lastLeave = time.Now()
 			open[i] = false
@@ -291,6 +293,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 			}()
 		}
 		res.leaveFlow = env.tr.awaitFlow(lastLeave, []int{M - 1}, *flagPhaseTimeout)
+		stopTrace()
 		benchkit.Say("   last leave -> remaining member consumes all: %s (owned: %v)", flow(res.leaveFlow, P), ownedList(env.tr, M))
 		time.Sleep(time.Second)
 		res.pauseLeave = env.tr.closeWindow(time.Now(), only(M-1))

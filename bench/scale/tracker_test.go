@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -33,8 +34,11 @@ type part struct {
 	// ownerProduced is the newest produce time (unix ns) the owner
 	// delivered since it was assigned.
 	ownerProduced int64
-	lastAt        int64 // when the last message was delivered (unix ns)
-	lastBy        int   // by whom
+	// ownerAppended and ownerAt: that message's append time and when it
+	// was delivered (unix ns), for the last partitions to flow (lastFlows).
+	ownerAppended, ownerAt int64
+	lastAt                 int64 // when the last message was delivered (unix ns)
+	lastBy                 int   // by whom
 	// The pause window (see openWindow).
 	wOwner  int
 	wMoved  bool
@@ -122,7 +126,7 @@ func (t *tracker) deliver(m int, p int32, produced, appended int64) {
 	if x.owner != m {
 		t.foreign.Add(1)
 	} else if produced > x.ownerProduced {
-		x.ownerProduced = produced
+		x.ownerProduced, x.ownerAppended, x.ownerAt = produced, appended, now
 	}
 	if m == x.wOwner && appended > 0 {
 		x.wMaxWait = max(x.wMaxWait, now-appended)
@@ -298,10 +302,16 @@ func (t *tracker) owned() map[int]int {
 // of members has its share (see silent), or timeout passes.
 func (t *tracker) awaitFlow(since time.Time, members []int, timeout time.Duration) flowResult {
 	deadline := since.Add(timeout)
+	var flows *lastFlows
+	if os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" {
+		flows = &lastFlows{first: make([]flowSeen, len(t.parts))}
+	}
 	for {
 		silent, short := t.silent(since, members)
 		now := time.Now()
+		flows.note(t, since, members)
 		if (silent == 0 && short == 0) || now.After(deadline) {
+			flows.print(since)
 			return flowResult{now.Sub(since), silent, short}
 		}
 		time.Sleep(10 * time.Millisecond) // polling the per-partition state
@@ -399,4 +409,56 @@ func (t *tracker) longestGaps(t0 time.Time, ok func(int) bool) string {
 		fmt.Fprintf(&b, " m%d %.0f ms [%+.0f, %+.0f ms]", m, float64(g.d)/1e6, float64(end-time.Duration(g.d))/1e6, float64(end)/1e6)
 	}
 	return b.String()
+}
+
+// lastFlows notes, for each partition, the first poll of awaitFlow that
+// found it flowing, with the message that made it flow: a diagnostic of
+// which partitions came last and why (on with $ZKGROUP_BENCH_TIMELINE).
+type lastFlows struct{ first []flowSeen }
+
+type flowSeen struct {
+	seen, produced, appended, delivered int64 // unix ns; seen 0: not yet
+	owner                               int
+	ownerSince                          int64
+}
+
+func (f *lastFlows) note(t *tracker, since time.Time, members []int) {
+	if f == nil {
+		return
+	}
+	s, now := since.UnixNano(), time.Now().UnixNano()
+	for i := range t.parts {
+		if f.first[i].seen != 0 {
+			continue
+		}
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.owner >= 0 && slices.Contains(members, x.owner) && x.ownerProduced > s {
+			f.first[i] = flowSeen{now, x.ownerProduced, x.ownerAppended, x.ownerAt, x.owner, x.ownerSince}
+		}
+		x.mu.Unlock()
+	}
+}
+
+func (f *lastFlows) print(since time.Time) {
+	if f == nil {
+		return
+	}
+	idx := make([]int, len(f.first))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(f.first[b].delivered, f.first[a].delivered) })
+	s := since.UnixNano()
+	ms := func(t int64) string {
+		if t == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%+.0f", float64(t-s)/1e6)
+	}
+	benchkit.Say("   last partitions to flow (ms after since: owner since, produced, appended, delivered):")
+	for _, i := range idx[:min(8, len(idx))] {
+		e := f.first[i]
+		benchkit.Say("     p%d m%d: %s %s %s %s", i, e.owner, ms(e.ownerSince), ms(e.produced), ms(e.appended), ms(e.delivered))
+	}
 }
