@@ -8,6 +8,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -33,6 +34,7 @@ var (
 	flagSession     = flag.Duration("session", 6*time.Second, "the daemons' ZooKeeper session timeout")
 	flagCommit      = flag.Duration("commit-interval", 200*time.Millisecond, "the daemons' partition.commit_interval")
 	flagStrategy    = flag.String("strategy", "balanced", "the daemons' assignment strategy")
+	flagKafkaVer    = flag.String("kafka-version", "", "the daemons' kafka.version (empty: their default; 3.1.0 or later fetches topics by id)")
 	flagRebalance   = flag.Duration("rebalance", 3*time.Second, "allowance for one rebalance in the brokers-only cut bound (session + this)")
 	flagGap         = flag.Duration("gap", 5*time.Second, "mean quiet time between two faults (drawn from 0.5x to 1.5x)")
 	flagMaxCut      = flag.Duration("max-cut", 60*time.Second, "longest network partition")
@@ -74,8 +76,8 @@ func TestChaos(t *testing.T) {
 	if err := os.Chmod(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	benchkit.Say("== chaos: seed %d, %s, %d partitions (replication %d), %d records/s, session %s, commit %s, strategy %s, %d ZooKeeper server(s); output in %s",
-		*flagSeed, *flagDuration, *flagPartitions, *flagReplication, *flagRate, *flagSession, *flagCommit, *flagStrategy, *flagZooKeepers, out)
+	benchkit.Say("== chaos: seed %d, %s, %d partitions (replication %d), %d records/s, session %s, commit %s, strategy %s, kafka.version %s, %d ZooKeeper server(s); output in %s",
+		*flagSeed, *flagDuration, *flagPartitions, *flagReplication, *flagRate, *flagSession, *flagCommit, *flagStrategy, cmp.Or(*flagKafkaVer, "default"), *flagZooKeepers, out)
 
 	bin, err := buildDaemon(out)
 	if err != nil {

@@ -122,6 +122,9 @@ func (r *run) start(d *daemon, newID bool) error {
 		"--log-format", "json",
 		"--log-level", "info",
 	)
+	if *flagKafkaVer != "" {
+		cmd.Args = append(cmd.Args, "--kafka-version", *flagKafkaVer)
+	}
 	cmd.Env = []string{"HOME=/tmp", "PATH=/usr/bin:/bin"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: d.uid, Gid: d.gid}, Setpgid: true}
