@@ -183,6 +183,21 @@ func (r *reader) awaitNext(next int64, timeout time.Duration) {
 // (replication 1), so that one fetch loop serves them all.
 func createTopicOn(t *testing.T, c *testcluster.Cluster, topic string, partitions int32, broker int32) {
 	t.Helper()
+	createOn(t, c, topic, partitions, broker, false)
+}
+
+// recreateTopicOn creates topic again, as createTopicOn does, once its
+// deletion completed.
+func recreateTopicOn(t *testing.T, c *testcluster.Cluster, topic string, partitions int32, broker int32) {
+	t.Helper()
+	createOn(t, c, topic, partitions, broker, true)
+}
+
+// createOn creates topic with its partitions all led by broker; again:
+// the topic was deleted, and TOPIC_ALREADY_EXISTS means its deletion is
+// still under way.
+func createOn(t *testing.T, c *testcluster.Cluster, topic string, partitions int32, broker int32, again bool) {
+	t.Helper()
 	cfg := testcluster.SaramaConfig()
 	cfg.Admin.Timeout = time.Minute // a thousand partitions on a busy machine
 	admin, err := sarama.NewClusterAdmin(c.Addrs(), cfg)
@@ -194,11 +209,18 @@ func createTopicOn(t *testing.T, c *testcluster.Cluster, topic string, partition
 	for p := range partitions {
 		assign[p] = []int32{broker}
 	}
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1, ReplicaAssignment: assign}, false); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	for {
+		err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1, ReplicaAssignment: assign}, false)
+		if err == nil {
+			break
+		}
+		if !again || !errors.Is(err, sarama.ErrTopicAlreadyExists) || ctx.Err() != nil {
+			t.Fatalf("creating %s: %v", topic, err)
+		}
+		time.Sleep(100 * time.Millisecond) // the deletion completes in the background
+	}
 	for p := range partitions {
 		if _, err := c.WaitLeader(ctx, topic, p, -1); err != nil {
 			t.Fatal(err)

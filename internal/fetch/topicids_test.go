@@ -1,8 +1,6 @@
 package fetch_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -122,40 +120,5 @@ func testTopicIDs(t *testing.T, c *testcluster.Cluster) {
 	}
 	if after := f.Stats().ByTopicID; after == before {
 		t.Errorf("no request by topic id after the topic was created again (stats %+v)", f.Stats())
-	}
-}
-
-// recreateTopicOn creates topic again once its deletion completed, as
-// createTopicOn does.
-func recreateTopicOn(t *testing.T, c *testcluster.Cluster, topic string, partitions, broker int32) {
-	t.Helper()
-	admin, err := sarama.NewClusterAdmin(c.Addrs(), testcluster.SaramaConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	assign := map[int32][]int32{}
-	for p := range partitions {
-		assign[p] = []int32{broker}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1, ReplicaAssignment: assign}, false)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, sarama.ErrTopicAlreadyExists) || ctx.Err() != nil {
-			t.Fatalf("creating %s again: %v", topic, err)
-		}
-		time.Sleep(100 * time.Millisecond) // its deletion completes in the background
-	}
-	for p := range partitions {
-		if _, err := c.WaitLeader(ctx, topic, p, -1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.WaitMetadata(ctx, topic, partitions); err != nil {
-		t.Fatal(err)
 	}
 }
