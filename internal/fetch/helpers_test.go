@@ -241,7 +241,7 @@ func produceSized(t testing.TB, c *testcluster.Cluster, topic string, partitions
 	cfg.Producer.Compression = codec
 	cfg.Producer.Idempotent = false
 	cfg.Net.MaxOpenRequests = 5
-	cfg.Producer.Return.Successes = false
+	cfg.Producer.Return.Successes = true
 	cfg.Producer.Flush.Messages = batch
 	cfg.Producer.Flush.MaxMessages = batch
 	cfg.Producer.Flush.Frequency = 20 * time.Millisecond
@@ -260,14 +260,29 @@ func produceSized(t testing.TB, c *testcluster.Cluster, topic string, partitions
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := make(chan error, 1)
+	// Every message answered before Close: a message retried (a leader
+	// not yet known everywhere) while the producer shuts down fails with
+	// ErrShuttingDown.
+	total := n * len(partitions)
+	answered := make(chan *sarama.ProducerError, 1) // the first error, or nil once all are answered
 	go func() {
-		for e := range p.Errors() {
+		var first *sarama.ProducerError
+		for k := 0; k < total; k++ {
 			select {
-			case errs <- e:
-			default:
+			case _, ok := <-p.Successes():
+				if !ok {
+					return
+				}
+			case e, ok := <-p.Errors():
+				if !ok {
+					return
+				}
+				if first == nil {
+					first = e
+				}
 			}
 		}
+		answered <- first
 	}()
 	for i := range n {
 		for _, part := range partitions {
@@ -276,16 +291,17 @@ func produceSized(t testing.TB, c *testcluster.Cluster, topic string, partitions
 			p.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: part, Key: sarama.StringEncoder(strconv.Itoa(i)), Value: sarama.ByteEncoder(v)}
 		}
 	}
-	if err := p.Close(); err != nil {
-		var perrs sarama.ProducerErrors
-		if errors.As(err, &perrs) && len(perrs) > 0 {
-			t.Fatalf("%v: the first: partition %d: %v", err, perrs[0].Msg.Partition, perrs[0].Err)
-		}
-		t.Fatal(err)
-	}
 	select {
-	case e := <-errs:
-		t.Fatal(e)
-	default:
+	case e := <-answered:
+		if e != nil {
+			_ = p.Close()
+			t.Fatalf("producing to %s: partition %d: %v", topic, e.Msg.Partition, e.Err)
+		}
+	case <-ctx.Done():
+		_ = p.Close()
+		t.Fatalf("producing to %s: not every message answered within a minute", topic)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
