@@ -34,9 +34,9 @@ func newIDClient(t *testing.T, c *testcluster.Cluster) sarama.Client {
 // requests name topics by id (Fetch v13) and keep their session above
 // Config.MaxSessionPartitions (the bound is for sessions by name); every
 // record is read once, from topics named alike. A topic deleted and
-// created again under its name (a new id) is fetched by its new id: the
-// old one's UNKNOWN_TOPIC_ID leads to a metadata refresh, not to a loop
-// stuck on it.
+// created again under its name (a new id) is fetched by its new id once
+// its partitions are set back to 0: the old id's UNKNOWN_TOPIC_ID leads
+// to a metadata refresh, not to a loop stuck on it.
 func TestTopicIDs(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -103,19 +103,27 @@ func testTopicIDs(t *testing.T, c *testcluster.Cluster) {
 	}
 	t.Logf("%d requests; stats %+v", len(reqs), st)
 
-	// The first topic deleted and created again: a new id. Written past
-	// the position its readers are at, it is read on from there.
+	// The first topic deleted and created again: a new id, and a new log,
+	// whose epoch 0 may end below the old position (a truncation, as the
+	// fetcher sees it) or reach past it. A consumer starts it over: from 0,
+	// it is read whole, by its new id.
 	gone := topics[0]
 	if err := c.DeleteTopic(gone); err != nil {
 		t.Fatal(err)
 	}
 	recreateTopicOn(t, c, gone, P, 1)
+	for i, r := range readers[:P] {
+		if err := r.p.SetOffset(0); err != nil {
+			t.Fatal(err)
+		}
+		readers[i] = &reader{t: t, p: r.p}
+	}
 	before := f.Stats().ByTopicID
 	produceSized(t, c, gone, parts, 2*n, 100, 10, sarama.CompressionNone)
 	for _, r := range readers[:P] {
 		r.readN(2*n, time.Minute)
-		if first, last := r.recs[n].offset, r.recs[len(r.recs)-1].offset; len(r.recs) != 2*n || first != n || last != 2*n-1 {
-			t.Errorf("%s/%d after it was created again: %d records, then offsets %d..%d; want %d..%d", r.p.Topic(), r.p.ID(), len(r.recs), first, last, n, 2*n-1)
+		if first, last := r.recs[0].offset, r.recs[len(r.recs)-1].offset; len(r.recs) != 2*n || first != 0 || last != 2*n-1 {
+			t.Errorf("%s/%d created again: %d records, offsets %d..%d; want 0..%d once", r.p.Topic(), r.p.ID(), len(r.recs), first, last, 2*n-1)
 		}
 	}
 	if after := f.Stats().ByTopicID; after == before {
