@@ -78,8 +78,9 @@
 // (topicids.go). A session by id holds any number of partitions (see
 // Config.MaxSessionPartitions). A topic deleted and created again under
 // its name answers UNKNOWN_TOPIC_ID to its old id: its partitions are
-// routed again after a metadata refresh, and fetched by the new id from
-// their positions.
+// routed again after a metadata refresh and fetched by the new id from
+// their positions, where the new log's epochs may make it a truncation
+// (TruncationError): its consumer starts such a topic over.
 //
 // Fair share: each response is limited to MaxResponseSize and each
 // partition to its size; the broker fills a response in request order
