@@ -47,6 +47,22 @@ func sharedClient(t *testing.T) (*testcluster.Cluster, sarama.Client) {
 	return c, newClient(t, c)
 }
 
+// onEachKafka runs test on the shared Kafka 3.9 (ZooKeeper mode) and
+// Kafka 4 (KRaft) clusters, as subtests kafka3 and kafka4, each with the
+// leak check (registered after the shared cluster started).
+func onEachKafka(t *testing.T, test func(*testing.T, *testcluster.Cluster)) {
+	for _, tc := range []struct {
+		name    string
+		cluster func(testing.TB) *testcluster.Cluster
+	}{{"kafka3", testcluster.Shared}, {"kafka4", testcluster.SharedKRaft}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cluster(t)
+			checkLeaks(t)
+			test(t, c)
+		})
+	}
+}
+
 // ownTwoBrokers starts a cluster of two brokers for the test alone and
 // names its topic. It registers checkLeaks first, so that the check runs
 // after the cluster stopped.

@@ -51,18 +51,7 @@ func (r *requestLog) len() int {
 // request names at most the one active partition and forgets at most it;
 // every message is read exactly once. On Kafka 3.9 (ZooKeeper mode) and
 // Kafka 4 (KRaft).
-func TestSessionIdlePartitions(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		cluster func(testing.TB) *testcluster.Cluster
-	}{{"kafka3", testcluster.Shared}, {"kafka4", testcluster.SharedKRaft}} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := tc.cluster(t) // (shared: started before the leak check)
-			checkLeaks(t)
-			testSessionIdle(t, c)
-		})
-	}
-}
+func TestSessionIdlePartitions(t *testing.T) { onEachKafka(t, testSessionIdle) }
 
 func testSessionIdle(t *testing.T, c *testcluster.Cluster) {
 	topic := testcluster.Name(t, "")

@@ -57,9 +57,10 @@ type topicIDs struct {
 
 // requestIDs returns the ids for the request l.inReq makes, nil when it
 // goes by name: ids not in use, or a partition's topic id unknown. The
-// map only grows while the loop's session lives (an incremental request
-// forgets partitions of topics it no longer names); a topic whose id
-// changed (deleted and created again) starts a new map and a new session.
+// map only grows (an incremental request may forget partitions of topics
+// it no longer names, which the response-side lookup never needs but the
+// request's rewrite does); a topic whose id changed (deleted and created
+// again) starts a new map and a new session.
 func (l *brokerLoop) requestIDs() *topicIDs {
 	if !l.f.topicIDs {
 		return nil

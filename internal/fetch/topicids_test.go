@@ -37,18 +37,7 @@ func newIDClient(t *testing.T, c *testcluster.Cluster) sarama.Client {
 // created again under its name (a new id) is fetched by its new id once
 // its partitions are set back to 0: the old id's UNKNOWN_TOPIC_ID leads
 // to a metadata refresh, not to a loop stuck on it.
-func TestTopicIDs(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		cluster func(testing.TB) *testcluster.Cluster
-	}{{"kafka3", testcluster.Shared}, {"kafka4", testcluster.SharedKRaft}} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := tc.cluster(t)
-			checkLeaks(t)
-			testTopicIDs(t, c)
-		})
-	}
-}
+func TestTopicIDs(t *testing.T) { onEachKafka(t, testTopicIDs) }
 
 func testTopicIDs(t *testing.T, c *testcluster.Cluster) {
 	base := testcluster.Name(t, "")
