@@ -135,7 +135,8 @@ type Config struct {
 	// the records out of a fetch response before sarama reads it, and the
 	// fetcher reads the batches straight from the response's bytes, each
 	// record only when it is handed over (legacy message sets, magic 0
-	// and 1, are still sarama's).
+	// and 1, are still sarama's). Either way the connection merges the
+	// entries of a topic a response names more than once (see doc.go).
 	SaramaDecodes bool
 }
 

@@ -15,7 +15,11 @@
 // check out (CRC, lengths, count, decompression) is reported (ErrFetch)
 // and fetched again after RetryBackoff, never skipped. Legacy message
 // sets (magic 0 and 1) are left to sarama's decoder, as is everything
-// with Config.SaramaDecodes.
+// with Config.SaramaDecodes. The tap also hands sarama each topic of a
+// response once: a broker answering in a fetch session names a topic
+// again wherever its session's order interleaves topics, and sarama keeps
+// only a topic's last entry (the others' partitions would wait for a
+// later response).
 //
 // Use:
 //

@@ -705,9 +705,8 @@ func (l *brokerLoop) connect() (*sarama.Broker, error) {
 		inner = &net.Dialer{Timeout: cfg.Net.DialTimeout, KeepAlive: cfg.Net.KeepAlive, LocalAddr: cfg.Net.LocalAddr}
 	}
 	cfg.Net.Proxy.Enable = true
-	wire := !l.f.cfg.SaramaDecodes
 	var tlsCfg *tls.Config
-	if wire && cfg.Net.TLS.Enable {
+	if cfg.Net.TLS.Enable {
 		// TLS below the tap, which must see plain bytes.
 		tlsCfg = serverNameTLS(l.addr, cfg.Net.TLS.Config)
 		cfg.Net.TLS.Enable = false
@@ -725,9 +724,6 @@ func (l *brokerLoop) connect() (*sarama.Broker, error) {
 		}
 		l.raw = c
 		l.mu.Unlock()
-		if !wire {
-			return c, nil
-		}
 		if tlsCfg != nil {
 			// The handshake here, bounded as a dial is: sarama, which
 			// does not know of this TLS, bounds no read of it.
@@ -741,7 +737,7 @@ func (l *brokerLoop) connect() (*sarama.Broker, error) {
 			}
 			c = tc
 		}
-		t := newTap(c, cfg.Net.ReadTimeout)
+		t := newTap(c, cfg.Net.ReadTimeout, !l.f.cfg.SaramaDecodes)
 		l.mu.Lock()
 		l.tap = t
 		t.useIDs(l.nextIDs)

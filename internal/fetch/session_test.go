@@ -1,6 +1,7 @@
 package fetch_test
 
 import (
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -215,4 +216,204 @@ func TestSessionPartitionBound(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests over the bound, %d under it; stats %+v", len(over), len(under), f.Stats())
+}
+
+// TestSessionTopicsInterleaved: a broker answering in a fetch session lists
+// partitions in its session's order, moving each partition that returned
+// records to the end, so that a topic's partitions come apart and a
+// response names the topic twice; the records of every entry are read
+// from that response. Topics a (2 partitions) and b (1) on one broker,
+// each round: a record to b/0 alone, then to a/0 alone, which makes the
+// session's order a/1, b/0, a/0 whatever it was, then, while the fetcher's
+// next request is held back (no fetch at the broker), one produce request
+// with a record for each of the three: the request let go is answered
+// a/1, b/0, a/0, topic a named twice. sarama alone keeps a topic's last
+// entry only, so a/1's record waited for the next response in every
+// round; read from that response, the request after it names all three
+// (their offsets moved).
+func TestSessionTopicsInterleaved(t *testing.T) { onEachKafka(t, testTopicsInterleaved) }
+
+func testTopicsInterleaved(t *testing.T, c *testcluster.Cluster) {
+	a, b := testcluster.Name(t, "a"), testcluster.Name(t, "b")
+	createTopicOn(t, c, a, 2, 1)
+	createTopicOn(t, c, b, 1, 1)
+	g := newGate()
+	cfg := testcluster.SaramaConfig()
+	cfg.Net.Proxy.Enable, cfg.Net.Proxy.Dialer = true, g
+	client, err := sarama.NewClient(c.Addrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	fcfg := fetch.NewConfig()
+	fcfg.MaxWait = 100 * time.Millisecond
+	f, err := fetch.New(client, fcfg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log requestLog
+	fetch.SetRequestHook(f, log.hook)
+	t.Cleanup(func() { _ = f.Close() })
+	type tp struct {
+		topic string
+		p     int32
+	}
+	parts := []tp{{a, 0}, {a, 1}, {b, 0}}
+	readers := map[tp]*reader{}
+	for _, x := range parts {
+		p, err := f.Add(x.topic, x.p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers[x] = &reader{t: t, p: p}
+	}
+	leader, err := newClient(t, c).Leader(a, 0) // not through the gate
+	if err != nil {
+		t.Fatal(err)
+	}
+	// produce writes one record to each of ps in one produce request.
+	produce := func(ps ...tp) {
+		t.Helper()
+		req := &sarama.ProduceRequest{Version: 7, RequiredAcks: sarama.WaitForLocal, Timeout: 10_000}
+		now := time.Now()
+		for _, x := range ps {
+			req.AddBatch(x.topic, x.p, &sarama.RecordBatch{Version: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+				FirstTimestamp: now, MaxTimestamp: now, Records: []*sarama.Record{{Value: []byte("v")}}})
+		}
+		resp, err := leader.Produce(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ps {
+			if blk := resp.GetBlock(x.topic, x.p); blk == nil || blk.Err != sarama.ErrNoError {
+				t.Fatalf("producing to %s/%d: %+v", x.topic, x.p, blk)
+			}
+		}
+	}
+	read := func(ps ...tp) {
+		t.Helper()
+		for _, x := range ps {
+			r := readers[x]
+			r.readN(len(r.recs)+1, time.Minute)
+		}
+	}
+	produce(parts...) // the session is open (incremental from here on)
+	read(parts...)
+	for round := range 4 {
+		produce(tp{b, 0})
+		read(tp{b, 0})
+		produce(tp{a, 0})
+		read(tp{a, 0})
+		g.close()
+		g.awaitHeld(t) // the fetcher's next request: none at the broker now
+		start := log.len()
+		produce(tp{a, 1}, tp{b, 0}, tp{a, 0})
+		g.open()
+		read(tp{a, 1}, tp{b, 0}, tp{a, 0})
+		// The request after the response that brought them names those
+		// whose offset moved: all three, or fewer if it brought fewer.
+		var named []int
+		for end := time.Now().Add(time.Minute); ; {
+			named = named[:0]
+			for _, q := range log.since(start) {
+				if q.named > 0 {
+					named = append(named, q.named)
+				}
+			}
+			if len(named) > 0 && slices.Max(named) == 3 || sum(named) >= 3 {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("round %d: no request after its records: %+v", round, log.since(start))
+			}
+			time.Sleep(5 * time.Millisecond) // the loop's next request, which the hook hears
+		}
+		if named[0] != 3 {
+			t.Errorf("round %d: records one response held came in responses bringing %v", round, named)
+		}
+	}
+	for _, x := range parts {
+		r := readers[x]
+		if want := int64(len(r.recs) - 1); r.recs[0].offset != 0 || r.recs[len(r.recs)-1].offset != want {
+			t.Errorf("%s/%d: offsets %d..%d over %d records", x.topic, x.p, r.recs[0].offset, r.recs[len(r.recs)-1].offset, len(r.recs))
+		}
+	}
+	if st := f.Stats(); st.Incremental < 10 || st.SessionErrors != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+func sum(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+// gate is a dialer whose connections hold their writes while it is
+// closed.
+type gate struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	closed bool
+	held   int // writes waiting
+}
+
+func newGate() *gate {
+	g := &gate{}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gate) Dial(network, addr string) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return gatedConn{c, g}, nil
+}
+
+func (g *gate) close() { g.set(true) }
+func (g *gate) open()  { g.set(false) }
+
+func (g *gate) set(closed bool) {
+	g.mu.Lock()
+	g.closed = closed
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+// awaitHeld waits until a write is held.
+func (g *gate) awaitHeld(t *testing.T) {
+	t.Helper()
+	timer := time.AfterFunc(time.Minute, g.cond.Broadcast)
+	defer timer.Stop()
+	end := time.Now().Add(time.Minute)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.held == 0 {
+		if time.Now().After(end) {
+			t.Fatal("no write held by the gate")
+		}
+		g.cond.Wait()
+	}
+}
+
+type gatedConn struct {
+	net.Conn
+	g *gate
+}
+
+func (c gatedConn) Write(p []byte) (int, error) {
+	g := c.g
+	g.mu.Lock()
+	for g.closed {
+		g.held++
+		g.cond.Broadcast()
+		g.cond.Wait()
+		g.held--
+	}
+	g.mu.Unlock()
+	return c.Conn.Write(p)
 }

@@ -112,11 +112,11 @@ func TestRewriteFetchV13(t *testing.T) {
 	id := sarama.Uuid{9, 9, 9}
 	v13 := bytes.Replace(v12, compactString("topic"), id[:], 1)
 	ids := &topicIDs{byID: map[sarama.Uuid]string{id: "topic"}}
-	got, gotShares, err := rewriteFetch(v13, 13, ids, nil)
+	got, gotShares, err := rewriteFetch(v13, 13, ids, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, wantShares, err := rewriteFetch(v12, 12, nil, nil)
+	want, wantShares, err := rewriteFetch(v12, 12, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +128,11 @@ func TestRewriteFetchV13(t *testing.T) {
 	}
 	// Nothing to take out: still rewritten, names for ids.
 	quiet := response(12, 6, map[int32][]byte{0: nil})
-	got, shares, err := rewriteFetch(bytes.Replace(quiet, compactString("topic"), id[:], 1), 13, ids, nil)
+	got, shares, err := rewriteFetch(bytes.Replace(quiet, compactString("topic"), id[:], 1), 13, ids, true, nil)
 	if err != nil || len(shares) != 0 || !bytes.Equal(got[4:], quiet) {
 		t.Fatalf("a response without records: %x %v %v, want %x", got, shares, err, quiet)
 	}
-	if _, _, err := rewriteFetch(v13, 13, &topicIDs{byID: map[sarama.Uuid]string{}}, nil); err == nil {
+	if _, _, err := rewriteFetch(v13, 13, &topicIDs{byID: map[sarama.Uuid]string{}}, true, nil); err == nil {
 		t.Fatal("a topic id not asked for was read")
 	}
 }

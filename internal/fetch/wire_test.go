@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"testing"
@@ -256,9 +258,23 @@ func TestWireMalformed(t *testing.T) {
 }
 
 // response encodes a fetch response of version v (after its size) with
-// the partitions given, each with records raw and one aborted transaction,
-// and a diverging epoch tag on each partition from v12.
+// the partitions given of one topic, "topic" (see responseOf).
 func response(v int16, corr int32, parts map[int32][]byte) []byte {
+	return responseOf(v, corr, topicEntry{"topic", parts})
+}
+
+// topicEntry is one topic entry of a fetch response: its partitions, each
+// with its records.
+type topicEntry struct {
+	topic string
+	parts map[int32][]byte
+}
+
+// responseOf encodes a fetch response of version v (after its size) with
+// the topic entries given, in that order (a topic may come more than
+// once), each partition with records raw and one aborted transaction, and
+// a diverging epoch tag on each partition from v12.
+func responseOf(v int16, corr int32, entries ...topicEntry) []byte {
 	flex := v >= 12
 	be := binary.BigEndian
 	arr := func(b []byte, n int) []byte {
@@ -276,53 +292,52 @@ func response(v int16, corr int32, parts map[int32][]byte) []byte {
 		out = be.AppendUint16(out, 0)  // error
 		out = be.AppendUint32(out, 77) // session
 	}
-	out = arr(out, 1) // topics
-	if flex {
-		out = append(binary.AppendUvarint(out, 6), "topic"...)
-	} else {
-		out = append(be.AppendUint16(out, 5), "topic"...)
-	}
-	keys := slices.Sorted(func(yield func(int32) bool) {
-		for k := range parts {
-			if !yield(k) {
-				return
+	out = arr(out, len(entries)) // topics
+	for _, e := range entries {
+		if flex {
+			out = append(binary.AppendUvarint(out, uint64(len(e.topic)+1)), e.topic...)
+		} else {
+			out = append(be.AppendUint16(out, uint16(len(e.topic))), e.topic...)
+		}
+		keys := slices.Sorted(maps.Keys(e.parts))
+		out = arr(out, len(keys))
+		for _, p := range keys {
+			out = be.AppendUint32(out, uint32(p))
+			out = be.AppendUint16(out, 0)
+			out = be.AppendUint64(out, 100) // high watermark
+			out = be.AppendUint64(out, 100) // last stable
+			if v >= 5 {
+				out = be.AppendUint64(out, 0) // log start
+			}
+			out = arr(out, 1)
+			out = be.AppendUint64(out, 9) // producer
+			out = be.AppendUint64(out, 3) // first offset
+			if flex {
+				out = append(out, 0)
+			}
+			if v >= 11 {
+				out = be.AppendUint32(out, 0xffffffff)
+			}
+			raw := e.parts[p]
+			if flex {
+				out = binary.AppendUvarint(out, uint64(len(raw)+1))
+			} else {
+				out = be.AppendUint32(out, uint32(len(raw)))
+			}
+			out = append(out, raw...)
+			if flex { // tag 0: diverging epoch (epoch 4, end offset 50, its tags)
+				out = append(out, 1, 0, 13)
+				out = be.AppendUint32(out, 4)
+				out = be.AppendUint64(out, 50)
+				out = append(out, 0)
 			}
 		}
-	})
-	out = arr(out, len(keys))
-	for _, p := range keys {
-		out = be.AppendUint32(out, uint32(p))
-		out = be.AppendUint16(out, 0)
-		out = be.AppendUint64(out, 100) // high watermark
-		out = be.AppendUint64(out, 100) // last stable
-		if v >= 5 {
-			out = be.AppendUint64(out, 0) // log start
-		}
-		out = arr(out, 1)
-		out = be.AppendUint64(out, 9) // producer
-		out = be.AppendUint64(out, 3) // first offset
 		if flex {
-			out = append(out, 0)
-		}
-		if v >= 11 {
-			out = be.AppendUint32(out, 0xffffffff)
-		}
-		raw := parts[p]
-		if flex {
-			out = binary.AppendUvarint(out, uint64(len(raw)+1))
-		} else {
-			out = be.AppendUint32(out, uint32(len(raw)))
-		}
-		out = append(out, raw...)
-		if flex { // tag 0: diverging epoch (epoch 4, end offset 50, its tags)
-			out = append(out, 1, 0, 13)
-			out = be.AppendUint32(out, 4)
-			out = be.AppendUint64(out, 50)
-			out = append(out, 0)
+			out = append(out, 0) // the topic's tags
 		}
 	}
 	if flex {
-		out = append(out, 0, 0) // the topic's tags, the response's
+		out = append(out, 0) // the response's tags
 	}
 	return out
 }
@@ -336,7 +351,7 @@ func TestRewriteFetch(t *testing.T) {
 	legacy[batchMagicAt] = 1
 	for _, v := range []int16{4, 7, 11, 12} {
 		frame := response(v, 5, map[int32][]byte{0: v2, 1: legacy, 2: nil, 3: v2[:20]})
-		out, shares, err := rewriteFetch(frame, v, nil, nil)
+		out, shares, err := rewriteFetch(frame, v, nil, true, nil)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -348,9 +363,109 @@ func TestRewriteFetch(t *testing.T) {
 		if int(binary.BigEndian.Uint32(out)) != len(out)-4 || !bytes.Equal(out[4:], want) {
 			t.Fatalf("v%d: rewritten frame\n%x\nwant\n%x", v, out[4:], want)
 		}
-		if _, _, err := rewriteFetch(frame[:len(frame)-3], v, nil, nil); err == nil {
+		if _, _, err := rewriteFetch(frame[:len(frame)-3], v, nil, true, nil); err == nil {
 			t.Fatalf("v%d: a short response read", v)
 		}
+	}
+}
+
+// TestRewriteFetchTopicTwice: a response naming a topic more than once
+// (as a broker answering in a fetch session does once the session's order
+// interleaves topics) comes out with each topic once, all its partitions
+// together at the place of its first entry, and sarama's decoding of it
+// (through the tap, on a sarama Broker) has every partition's block, where
+// sarama alone keeps only a topic's last entry.
+func TestRewriteFetchTopicTwice(t *testing.T) {
+	v2 := encodeBatch(t, batch(0, 2, 0, false).RecordBatch, sarama.CompressionNone)
+	for _, v := range []int16{4, 7, 11, 12} {
+		frame := responseOf(v, 5, topicEntry{"a", map[int32][]byte{0: v2}}, topicEntry{"b", map[int32][]byte{0: v2}},
+			topicEntry{"a", map[int32][]byte{1: v2, 2: nil}})
+		out, shares, err := rewriteFetch(frame, v, nil, true, nil)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		want := responseOf(v, 5, topicEntry{"a", map[int32][]byte{0: nil, 1: nil, 2: nil}}, topicEntry{"b", map[int32][]byte{0: nil}})
+		if int(binary.BigEndian.Uint32(out)) != len(out)-4 || !bytes.Equal(out[4:], want) {
+			t.Fatalf("v%d: rewritten frame\n%x\nwant\n%x", v, out[4:], want)
+		}
+		var got []string
+		for _, sh := range shares {
+			got = append(got, fmt.Sprintf("%s/%d", sh.topic, sh.partition))
+			if !bytes.Equal(sh.raw, v2) {
+				t.Fatalf("v%d: %s/%d: records %x, want %x", v, sh.topic, sh.partition, sh.raw, v2)
+			}
+		}
+		if want := []string{"a/0", "b/0", "a/1"}; !slices.Equal(got, want) {
+			t.Fatalf("v%d: shares %v, want %v (response order)", v, got, want)
+		}
+		// Without take (Config.SaramaDecodes): merged, the records left.
+		out, shares, err = rewriteFetch(frame, v, nil, false, nil)
+		want = responseOf(v, 5, topicEntry{"a", map[int32][]byte{0: v2, 1: v2, 2: nil}}, topicEntry{"b", map[int32][]byte{0: v2}})
+		if err != nil || shares != nil || !bytes.Equal(out[4:], want) {
+			t.Fatalf("v%d: without take: %v %v\n%x\nwant\n%x", v, err, shares, out, want)
+		}
+		// Each topic once and nothing taken: read as it came.
+		once := responseOf(v, 5, topicEntry{"a", map[int32][]byte{0: v2}}, topicEntry{"b", map[int32][]byte{0: v2}})
+		if out, shares, err := rewriteFetch(once, v, nil, false, nil); err != nil || out != nil || shares != nil {
+			t.Fatalf("v%d: nothing to change, yet %x %v %v", v, out, shares, err)
+		}
+	}
+
+	// As sarama reads it: a v12 request over the tap, answered by a
+	// response naming topic a twice.
+	client, server := net.Pipe()
+	defer server.Close()
+	tp := newTap(client, time.Minute, true)
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	cfg.ApiVersionsRequest = false
+	cfg.Net.Proxy.Enable, cfg.Net.Proxy.Dialer = true, pipeDialer{tp}
+	cfg.Net.ReadTimeout = 10 * time.Second
+	b := sarama.NewBroker("pipe:1")
+	if err := b.Open(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	served := make(chan error, 1)
+	go func() {
+		var hdr [12]byte // size, api key, version, correlation id
+		if _, err := io.ReadFull(server, hdr[:]); err != nil {
+			served <- err
+			return
+		}
+		if _, err := io.CopyN(io.Discard, server, int64(binary.BigEndian.Uint32(hdr[:]))-8); err != nil {
+			served <- err
+			return
+		}
+		body := responseOf(12, int32(binary.BigEndian.Uint32(hdr[8:])), topicEntry{"a", map[int32][]byte{0: v2}},
+			topicEntry{"b", map[int32][]byte{0: v2}}, topicEntry{"a", map[int32][]byte{1: v2}})
+		_, err := server.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
+		served <- err
+	}()
+	req := &sarama.FetchRequest{Version: 12, MaxWaitTime: 1, MinBytes: 1, MaxBytes: 1 << 20}
+	for _, tp := range []struct {
+		topic string
+		p     int32
+	}{{"a", 0}, {"a", 1}, {"b", 0}} {
+		req.AddBlock(tp.topic, tp.p, 0, 1<<20, -1)
+	}
+	resp, err := b.Fetch(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		topic string
+		p     int32
+	}{{"a", 0}, {"a", 1}, {"b", 0}} {
+		if resp.GetBlock(x.topic, x.p) == nil {
+			t.Errorf("sarama decoded no block for %s/%d: %v", x.topic, x.p, resp.Blocks)
+		}
+	}
+	if shares := tp.take(); len(shares) != 3 {
+		t.Fatalf("taken %d shares, want 3", len(shares))
 	}
 }
 
@@ -360,7 +475,7 @@ func TestRewriteFetch(t *testing.T) {
 func TestTap(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	tp := newTap(client, time.Minute)
+	tp := newTap(client, time.Minute, true)
 	defer tp.Close()
 	be := binary.BigEndian
 	req := func(key, v int16, corr int32, body int) []byte {
@@ -444,7 +559,7 @@ func TestVarints(t *testing.T) {
 func TestTapOversized(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	tp := newTap(client, time.Minute)
+	tp := newTap(client, time.Minute, true)
 	defer tp.Close()
 	tp.pending = []pendingFetch{{corr: 7, version: 11}}
 	hdr := binary.BigEndian.AppendUint32(nil, uint32(sarama.MaxResponseSize)+1)
@@ -464,7 +579,7 @@ func TestTapOversized(t *testing.T) {
 func TestTapNothingTaken(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	tp := newTap(client, time.Minute)
+	tp := newTap(client, time.Minute, true)
 	defer tp.Close()
 	legacy := encodeBatch(t, batch(0, 2, 0, false).RecordBatch, sarama.CompressionNone)
 	legacy[batchMagicAt] = 1

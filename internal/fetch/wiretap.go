@@ -16,7 +16,7 @@ import (
 // everything through, except that it takes the records out of each fetch
 // response before sarama reads it (rewriteFetch), so that the fetcher
 // decodes them itself, straight from the response's bytes (Batch), and
-// sarama decodes only the rest. sarama keeps doing everything else on the
+// sarama decodes only the rest (each topic once: see rewriteFetch). sarama keeps doing everything else on the
 // connection: the handshake (ApiVersions), SASL, the requests, the
 // response headers and the errors, offsets and epochs of each partition.
 //
@@ -29,6 +29,10 @@ import (
 type tap struct {
 	net.Conn
 	readTimeout time.Duration
+	// takeRecords: the records are taken out of fetch responses; false
+	// (Config.SaramaDecodes): left for sarama, each topic's entries only
+	// merged (see rewriteFetch).
+	takeRecords bool
 
 	wmu   sync.Mutex
 	wHdr  []byte    // the start of the request frame being written
@@ -51,8 +55,8 @@ type pendingFetch struct {
 	ids     *topicIDs // a v13 request's
 }
 
-func newTap(c net.Conn, readTimeout time.Duration) *tap {
-	return &tap{Conn: c, readTimeout: readTimeout}
+func newTap(c net.Conn, readTimeout time.Duration, take bool) *tap {
+	return &tap{Conn: c, readTimeout: readTimeout, takeRecords: take}
 }
 
 // useIDs has the next fetch request written, when it is a Fetch v12
@@ -201,9 +205,9 @@ func (t *tap) nextFrame() error {
 	if cap(t.outBuf) > 1<<20 {
 		t.outBuf = nil // not kept at the size of a large response
 	}
-	out, shares, err := rewriteFetch(whole[4:], pf.version, pf.ids, t.outBuf[:0])
-	if err != nil || (len(shares) == 0 && pf.ids == nil) {
-		// Nothing taken out, or not understood: sarama reads it as it
+	out, shares, err := rewriteFetch(whole[4:], pf.version, pf.ids, t.takeRecords, t.outBuf[:0])
+	if err != nil || out == nil {
+		// Nothing to change, or not understood: sarama reads it as it
 		// came (and says what is wrong with it).
 		t.relay.Out = whole
 		return nil
