@@ -298,6 +298,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 		time.Sleep(time.Second)
 		res.pauseLeave = env.tr.closeWindow(time.Now(), only(M-1))
 		res.waitLeave = env.tr.longestWaits(only(M - 1))
+		env.tr.waits.print()
 		res.ackLeave = su.prod.TakeMaxAck()
 		closed := make(chan struct{})
 		go func() { wg.Wait(); close(closed) }()

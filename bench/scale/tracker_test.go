@@ -24,6 +24,66 @@ type tracker struct {
 	claims  atomic.Int64 // every assign, also to the same member again
 	foreign atomic.Int64 // messages delivered by a member that did not own the partition
 	msgs    atomic.Int64
+	// waits: with $ZKGROUP_BENCH_TIMELINE, the window's deliveries by
+	// time, with how long their records waited in the log (waitBuckets).
+	waits *waitBuckets
+}
+
+// waitBuckets counts a window's deliveries in 100 ms buckets from its
+// start: how many, how many waited over 100 ms in the log, and the longest
+// wait, for partitions kept through the window and for the others apart.
+type waitBuckets struct {
+	mu    sync.Mutex
+	start int64
+	b     [2][64]struct{ n, slow, max int64 }
+}
+
+func (w *waitBuckets) note(kept bool, now, appended int64) {
+	if w == nil || appended <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := (now - w.start) / int64(100*time.Millisecond)
+	if w.start == 0 || i < 0 || i >= int64(len(w.b[0])) {
+		return
+	}
+	k := 1
+	if kept {
+		k = 0
+	}
+	e, wait := &w.b[k][i], now-appended
+	e.n++
+	if wait > int64(100*time.Millisecond) {
+		e.slow++
+	}
+	e.max = max(e.max, wait)
+}
+
+func (w *waitBuckets) open() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.start = time.Now().UnixNano()
+	clear(w.b[:])
+	w.mu.Unlock()
+}
+
+func (w *waitBuckets) print() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	benchkit.Say("   deliveries by 100 ms since the window opened (kept: count/over 100 ms/longest wait ms | moved: the same):")
+	for i := range w.b[0] {
+		k, m := w.b[0][i], w.b[1][i]
+		if k.n == 0 && m.n == 0 {
+			continue
+		}
+		benchkit.Say("     %+5d ms: %6d/%-5d %5.0f | %6d/%-5d %5.0f", i*100, k.n, k.slow, float64(k.max)/1e6, m.n, m.slow, float64(m.max)/1e6)
+	}
 }
 
 type part struct {
@@ -66,6 +126,9 @@ const gapNoted = 5 * time.Millisecond
 
 func newTracker(partitions int) *tracker {
 	t := &tracker{parts: make([]part, partitions)}
+	if os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" {
+		t.waits = &waitBuckets{}
+	}
 	for i := range t.parts {
 		p := &t.parts[i]
 		p.owner, p.prevOwner, p.lastBy, p.wOwner = -1, -1, -1, -1
@@ -131,6 +194,7 @@ func (t *tracker) deliver(m int, p int32, produced, appended int64) {
 	if m == x.wOwner && appended > 0 {
 		x.wMaxWait = max(x.wMaxWait, now-appended)
 	}
+	t.waits.note(m == x.wOwner && !x.wMoved, now, appended)
 	if x.lastBy == m && x.lastAt > 0 {
 		gap := now - x.lastAt
 		if gap > x.wMaxGap {
@@ -188,6 +252,7 @@ func (f flowResult) ok() bool { return f.silent == 0 && f.short == 0 }
 // the middle of a revoke, the member it was last assigned to) keeps it
 // through the window unless another member is assigned it.
 func (t *tracker) openWindow() {
+	t.waits.open()
 	for i := range t.parts {
 		x := &t.parts[i]
 		x.mu.Lock()
