@@ -28,9 +28,7 @@ func TestIdleWait(t *testing.T) {
 	cfg := fetch.NewConfig()
 	cfg.MaxWait = 100 * time.Millisecond
 	cfg.IdleWait = time.Minute
-	f := newFetcher(t, client, cfg)
-	var log requestLog
-	fetch.SetRequestHook(f, log.hook)
+	f, log := loggedFetcher(t, client, cfg)
 	a, err := f.Add(topic, 0, 0)
 	if err != nil {
 		t.Fatal(err)

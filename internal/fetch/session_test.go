@@ -38,6 +38,16 @@ func (r *requestLog) since(i int) []sentReq {
 	return append([]sentReq(nil), r.reqs[min(i, len(r.reqs)):]...)
 }
 
+// loggedFetcher returns a Fetcher over client (closed at the end of the
+// test) and the log of its requests.
+func loggedFetcher(t *testing.T, client sarama.Client, cfg fetch.Config) (*fetch.Fetcher, *requestLog) {
+	t.Helper()
+	f := newFetcher(t, client, cfg)
+	log := &requestLog{}
+	fetch.SetRequestHook(f, log.hook)
+	return f, log
+}
+
 func (r *requestLog) len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -58,16 +68,9 @@ func testSessionIdle(t *testing.T, c *testcluster.Cluster) {
 	topic := testcluster.Name(t, "")
 	const P = 1000
 	createTopicOn(t, c, topic, P, 1)
-	client := newClient(t, c)
 	cfg := fetch.NewConfig()
 	cfg.MaxWait = 100 * time.Millisecond
-	f, err := fetch.New(client, cfg, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log requestLog
-	fetch.SetRequestHook(f, log.hook)
-	t.Cleanup(func() { _ = f.Close() })
+	f, log := loggedFetcher(t, newClient(t, c), cfg)
 
 	active, err := f.Add(topic, 0, 0)
 	if err != nil {
@@ -151,13 +154,7 @@ func TestSessionPartitionBound(t *testing.T) {
 	cfg := fetch.NewConfig()
 	cfg.MaxWait = 100 * time.Millisecond
 	cfg.MaxSessionPartitions = P - 1
-	f, err := fetch.New(newClient(t, c), cfg, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log requestLog
-	fetch.SetRequestHook(f, log.hook)
-	t.Cleanup(func() { _ = f.Close() })
+	f, log := loggedFetcher(t, newClient(t, c), cfg)
 	readers := make([]*reader, P)
 	for i := range int32(P) {
 		p, err := f.Add(topic, i, 0)
@@ -247,13 +244,7 @@ func testTopicsInterleaved(t *testing.T, c *testcluster.Cluster) {
 	t.Cleanup(func() { _ = client.Close() })
 	fcfg := fetch.NewConfig()
 	fcfg.MaxWait = 100 * time.Millisecond
-	f, err := fetch.New(client, fcfg, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log requestLog
-	fetch.SetRequestHook(f, log.hook)
-	t.Cleanup(func() { _ = f.Close() })
+	f, log := loggedFetcher(t, client, fcfg)
 	type tp struct {
 		topic string
 		p     int32

@@ -51,9 +51,7 @@ func testTopicIDs(t *testing.T, c *testcluster.Cluster) {
 	cfg.MaxWait = 100 * time.Millisecond
 	cfg.RetryBackoff = 100 * time.Millisecond
 	cfg.MaxSessionPartitions = 2 // far below the loop's T × P: by name, no session
-	f := newFetcher(t, newIDClient(t, c), cfg)
-	var log requestLog
-	fetch.SetRequestHook(f, log.hook)
+	f, log := loggedFetcher(t, newIDClient(t, c), cfg)
 	var readers []*reader
 	for _, topic := range topics {
 		for p := range int32(P) {
