@@ -16,9 +16,11 @@ import (
 // everything through, except that it takes the records out of each fetch
 // response before sarama reads it (rewriteFetch), so that the fetcher
 // decodes them itself, straight from the response's bytes (Batch), and
-// sarama decodes only the rest (each topic once: see rewriteFetch). sarama keeps doing everything else on the
-// connection: the handshake (ApiVersions), SASL, the requests, the
-// response headers and the errors, offsets and epochs of each partition.
+// sarama decodes only the rest, each topic once (with
+// Config.SaramaDecodes it leaves the records and only merges a topic's
+// entries). sarama keeps doing everything else on the connection: the
+// handshake (ApiVersions), SASL, the requests, the response headers and
+// the errors, offsets and epochs of each partition.
 //
 // It follows the frames both ways (each a 4-byte size and its bytes; the
 // raw SASL v0 tokens too): a request frame whose header names Fetch
