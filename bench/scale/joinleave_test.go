@@ -2,7 +2,6 @@ package scale
 
 import (
 	"fmt"
-	"os"
 	"runtime/trace"
 	"testing"
 	"time"
@@ -96,7 +95,7 @@ func runJoinLeave(cl *testcluster.Cluster, zx *benchkit.Zxids, zl *benchkit.ZKLo
 		ev.resume = env.tr.awaitFlow(t, members, *flagPhaseTimeout)
 		sleepUntil(time.Now().Add(time.Second))
 		sleepUntil(t.Add(3 * time.Second))
-		if os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" {
+		if timelineOn() {
 			benchkit.Say("   longest gaps on kept partitions, from the event:%s", env.tr.longestGaps(t, below(S)))
 		}
 		now := time.Now()

@@ -126,7 +126,7 @@ const gapNoted = 5 * time.Millisecond
 
 func newTracker(partitions int) *tracker {
 	t := &tracker{parts: make([]part, partitions)}
-	if os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" {
+	if timelineOn() {
 		t.waits = &waitBuckets{}
 	}
 	for i := range t.parts {
@@ -368,7 +368,7 @@ func (t *tracker) owned() map[int]int {
 func (t *tracker) awaitFlow(since time.Time, members []int, timeout time.Duration) flowResult {
 	deadline := since.Add(timeout)
 	var flows *lastFlows
-	if os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" {
+	if timelineOn() {
 		flows = &lastFlows{first: make([]flowSeen, len(t.parts))}
 	}
 	for {
@@ -411,7 +411,7 @@ func below(n int) func(int) bool { return func(m int) bool { return m < n } }
 // member's owned partitions and how many of them delivered within the last
 // second (a diagnostic, on with $ZKGROUP_BENCH_TIMELINE).
 func (t *tracker) timeline(since time.Time, members int) func() {
-	if os.Getenv("ZKGROUP_BENCH_TIMELINE") == "" {
+	if !timelineOn() {
 		return func() {}
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -475,6 +475,10 @@ func (t *tracker) longestGaps(t0 time.Time, ok func(int) bool) string {
 	}
 	return b.String()
 }
+
+// timelineOn reports whether $ZKGROUP_BENCH_TIMELINE asks for the
+// diagnostics of the phases' timelines.
+func timelineOn() bool { return os.Getenv("ZKGROUP_BENCH_TIMELINE") != "" }
 
 // lastFlows notes, for each partition, the first poll of awaitFlow that
 // found it flowing, with the message that made it flow: a diagnostic of
