@@ -289,9 +289,11 @@ type Config struct {
 	// a row. Fetch and commit answers count as evidence (a fetch answered
 	// by the broker the commits go to as the coordinator's too, so that an
 	// idle member fetching from it sends no probe); only when neither
-	// they nor a probe answered for a quarter of this bound (at most 5 s)
-	// does the member probe, on connections of its own, each probe bounded
-	// by the same. Stats.KafkaUnreachable says while it is out. If every member
+	// they nor a probe answered for a quarter of this bound (at most 5 s),
+	// or, if longer, an idle member's fetch long poll (10 s) and that
+	// quarter more, capped at a third of the bound (15 s by default), does
+	// the member probe, on connections of its own, each probe bounded by
+	// the quarter. Stats.KafkaUnreachable says while it is out. If every member
 	// is cut off, each stays out until it reaches Kafka again: nothing
 	// moves back and forth meanwhile. 0 (the default):
 	// DefaultKafkaUnreachableTimeout, or SessionTimeout if longer;

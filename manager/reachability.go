@@ -40,13 +40,15 @@ import (
 //
 // A probe is sent only when needed: the answers the member's own traffic
 // gets (fetches, commits: kafkaWatch.evidence) count as the probe's
-// would, and a round runs only for a side that had no answer for a probe
-// interval. A member that fetches and commits sends no probe. An idle one
-// (whose fetches long-poll, Config.IdleWait apart) sends none either when
-// it fetches from the broker its commits go to, whose answers to those
-// fetches count as the coordinator's (kafkaEvidence.coordinatorAt), and
-// its probe interval is no shorter than the long poll (the default bound
-// gives 5 s, the long poll's default); otherwise about one request per
+// would, and a round runs only for a side that had no answer for the
+// long poll of an idle member's fetches and a probe interval more
+// (probeQuiet: 15 s with the default bound and fetch settings, a probe
+// interval at least, a third of the bound at most). A member that
+// fetches and commits sends no probe. An idle one (whose fetches
+// long-poll, fetch.Config.IdleWait apart) sends none either when it
+// fetches from the broker its commits go to, whose answers to those
+// fetches count as the coordinator's (kafkaEvidence.coordinatorAt);
+// otherwise about one request per quiet
 // interval. What this leaves unchecked while idle: a move of the
 // coordinator to a broker the member cannot reach shows at its next
 // commit, which fails, and the bound runs from then on.
@@ -70,6 +72,17 @@ func probeInterval(bound time.Duration) time.Duration {
 	return min(max(bound/4, 250*time.Millisecond), 5*time.Second)
 }
 
+// probeQuiet is how long a side needed may go without an answer, in the
+// group, before a probe round is due: the probe interval, or, when the
+// member's idle fetches long-poll longer (longPoll: their answers are an
+// idle member's evidence), the long poll plus an interval (evidence
+// counted at the watch's ticks is dated up to half an interval early),
+// at most a third of the bound so that rounds still come before it.
+func probeQuiet(bound, longPoll time.Duration) time.Duration {
+	iv := probeInterval(bound)
+	return max(iv, min(longPoll+iv, bound/3))
+}
+
 // reachTracker decides from probe results whether a member is out of the
 // group for Kafka unreachability. Pure logic: the caller passes the time.
 // Not safe for concurrent use.
@@ -81,15 +94,18 @@ func probeInterval(bound time.Duration) time.Duration {
 // and leave in turn.
 type reachTracker struct {
 	bound, settle time.Duration
-	sides         int // sides needed: 1 (brokers) or 2 (and coordinator)
-	last          [numSides]time.Time
-	streak        [numSides]time.Time // first answer since the last failure; zero after a failure
-	out           bool
-	reason        string
+	// quiet is how long a side may go without an answer before it is
+	// probed (probeQuiet; settle unless set).
+	quiet  time.Duration
+	sides  int // sides needed: 1 (brokers) or 2 (and coordinator)
+	last   [numSides]time.Time
+	streak [numSides]time.Time // first answer since the last failure; zero after a failure
+	out    bool
+	reason string
 }
 
 func newReachTracker(now time.Time, bound, settle time.Duration, coordinator bool) *reachTracker {
-	r := &reachTracker{bound: bound, settle: settle, sides: 1}
+	r := &reachTracker{bound: bound, settle: settle, quiet: settle, sides: 1}
 	if coordinator {
 		r.sides = 2
 	}
@@ -136,8 +152,8 @@ func (r *reachTracker) update(now time.Time) (out, changed bool) {
 }
 
 // suspect reports whether, in the group, the last probe of a side needed
-// failed, or none answered for two settle windows (a round under way
-// waits for its timeouts): the member may be about to leave, and should
+// failed, or none answered for quiet and a settle window more (the round
+// due after quiet waits for its timeouts): the member may be about to leave, and should
 // not take partitions meanwhile (if every member is cut off, the first to
 // leave would otherwise hand its partitions to the others for the moment
 // before they leave too).
@@ -146,7 +162,7 @@ func (r *reachTracker) suspect(now time.Time) bool {
 		return false
 	}
 	for s := range r.sides {
-		if r.streak[s].IsZero() || now.Sub(r.last[s]) > 2*r.settle {
+		if r.streak[s].IsZero() || now.Sub(r.last[s]) > r.quiet+r.settle {
 			return true
 		}
 	}
@@ -219,12 +235,14 @@ type kafkaWatch struct {
 	lastSeen time.Time // tr.lastAnswer, for Stats
 }
 
-func newKafkaWatch(now time.Time, bound time.Duration, probe *kafkaProbe, log *slog.Logger) *kafkaWatch {
+func newKafkaWatch(now time.Time, bound, longPoll time.Duration, probe *kafkaProbe, log *slog.Logger) *kafkaWatch {
 	iv := probeInterval(bound)
-	return &kafkaWatch{
+	w := &kafkaWatch{
 		probe: probe, interval: iv, log: log, changed: make(chan struct{}, 1),
 		tr: newReachTracker(now, bound, iv, probe.coordinator), lastSeen: now,
 	}
+	w.tr.quiet = probeQuiet(bound, longPoll)
+	return w
 }
 
 // unreachable reports the tracker's verdict.
@@ -338,8 +356,8 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 }
 
 // due reports whether a probe round is needed at now: out of the group
-// (coming back takes probes), or a side needed has not answered for an
-// interval, or its last probe failed.
+// (coming back takes probes), or a side needed has not answered for
+// quiet (probeQuiet), or its last probe failed.
 func (w *kafkaWatch) due(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -347,7 +365,7 @@ func (w *kafkaWatch) due(now time.Time) bool {
 		return true
 	}
 	for s := range w.tr.sides {
-		if w.tr.streak[s].IsZero() || now.Sub(w.tr.last[s]) >= w.interval {
+		if w.tr.streak[s].IsZero() || now.Sub(w.tr.last[s]) >= w.tr.quiet {
 			return true
 		}
 	}
@@ -667,7 +685,7 @@ func (c *Consumer) newKafkaWatch(seeds []string, base *sarama.Config, st store) 
 	}
 	inKafka := c.cfg.OffsetStorage == StorageKafka
 	p := newKafkaProbe(base, probeInterval(bound), c.group, inKafka, brokers, c.log.With("component", "kafka-probe"))
-	c.kafka = newKafkaWatch(time.Now(), bound, p, c.log)
+	c.kafka = newKafkaWatch(time.Now(), bound, c.fetcher.LongPoll(), p, c.log)
 	if inKafka {
 		p.hint = func() string {
 			if c.store == nil { // set once newKafkaWatch returned, before run starts

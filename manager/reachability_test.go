@@ -110,6 +110,71 @@ func TestProbeInterval(t *testing.T) {
 	}
 }
 
+func TestProbeQuiet(t *testing.T) {
+	for _, tc := range []struct{ bound, longPoll, want time.Duration }{
+		{45 * time.Second, 10 * time.Second, 15 * time.Second}, // the defaults
+		{45 * time.Second, 0, 5 * time.Second},                 // no long poll: the interval
+		{30 * time.Second, 10 * time.Second, 10 * time.Second}, // a third of the bound
+		{2 * time.Second, 10 * time.Second, 666666666},         // a third of the bound
+		{time.Second, 10 * time.Second, 333333333},             // a third, over the 250 ms interval
+		{8 * time.Second, 500 * time.Millisecond, 2500 * time.Millisecond},
+	} {
+		if got := probeQuiet(tc.bound, tc.longPoll); got != tc.want {
+			t.Errorf("probeQuiet(%v, %v) = %v, want %v", tc.bound, tc.longPoll, got, tc.want)
+		}
+	}
+}
+
+// TestKafkaWatchLongPoll: with the default bound and an idle member's
+// fetches answered 10 s apart (the default long poll), by the
+// coordinator's broker among others, no probe round is due and the
+// member is not suspect; once the answers stop, a round is due 15 s
+// after the last (probeQuiet), the member is suspect 5 s later, and out
+// only past the bound.
+func TestKafkaWatchLongPoll(t *testing.T) {
+	const bound = DefaultKafkaUnreachableTimeout
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", true, func() []string { return nil }, nil)
+	w := newKafkaWatch(t0, bound, 10*time.Second, p, nil)
+	var brokers uint64
+	var fetched time.Time
+	w.evidence = func() kafkaEvidence { return kafkaEvidence{brokers: brokers, coordinatorAt: fetched} }
+	w.noteEvidence(t0)
+	tick := w.interval / 2
+	last := time.Duration(0)
+	for now := tick; now <= 2*time.Minute; now += tick {
+		if now%(10*time.Second) == 0 { // the loops' answers, just before the tick
+			brokers++
+			fetched, last = at(now-time.Millisecond), now-time.Millisecond
+		}
+		w.noteEvidence(at(now))
+		if w.due(at(now)) {
+			t.Fatalf("probe round due at %v though the fetches were answered at %v", now, last)
+		}
+		if w.tr.suspect(at(now)) {
+			t.Fatalf("suspect at %v though the fetches were answered at %v", now, last)
+		}
+	}
+	// The answers stop (the brokers' counter is dated at the tick before
+	// it grew, up to half an interval early).
+	if w.due(at(last+10*time.Second+tick)) || w.tr.suspect(at(last+10*time.Second+tick)) {
+		t.Fatal("due or suspect a long poll and half an interval after the last answer")
+	}
+	if !w.due(at(last + 15*time.Second)) {
+		t.Fatal("not due once the long poll and an interval passed without an answer")
+	}
+	if !w.tr.suspect(at(last + 20*time.Second + time.Millisecond)) {
+		t.Fatal("not suspect after the long poll and two intervals without an answer")
+	}
+	if out, _ := w.tr.update(at(last + bound - tick)); out {
+		t.Fatal("out before the bound")
+	}
+	if out, _ := w.tr.update(at(last + bound + time.Millisecond)); !out {
+		t.Fatal("not out past the bound")
+	}
+}
+
 // TestKafkaBoundStore: the wrapper keeps what partition.Manager finds by
 // type assertion on the Kafka store (Reset, for seeks), and sends nothing
 // once Kafka's last answer is older than the bound.
@@ -200,5 +265,5 @@ func TestStoreLayersPassOn(t *testing.T) {
 func watchOnFakeClock(bound time.Duration, coordinator bool) (w *kafkaWatch, t0 time.Time, at func(d time.Duration) time.Time) {
 	t0 = time.Unix(1000, 0)
 	p := newKafkaProbe(sarama.NewConfig(), time.Second, "g", coordinator, func() []string { return nil }, nil)
-	return newKafkaWatch(t0, bound, p, nil), t0, func(d time.Duration) time.Time { return t0.Add(d) }
+	return newKafkaWatch(t0, bound, 0, p, nil), t0, func(d time.Duration) time.Time { return t0.Add(d) }
 }

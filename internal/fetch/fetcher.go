@@ -290,6 +290,12 @@ func (f *Fetcher) routeDue(due []routeReq) {
 	}
 }
 
+// LongPoll is the longest the broker holds one of the fetcher's requests
+// waiting for records: an idle loop's wait (Config.IdleWait, kept under
+// half the read timeout), or MaxWait when that is longer. An idle
+// member's brokers answer it about this far apart.
+func (f *Fetcher) LongPoll() time.Duration { return max(f.cfg.MaxWait, f.idleWait) }
+
 // Answered returns when the broker at addr (host:port, as the cluster's
 // metadata names it) last answered one of the fetcher's fetch requests:
 // a response read whole, whatever its partitions' errors. Zero when no
