@@ -141,7 +141,7 @@ type Config struct {
 }
 
 // NewConfig returns Kafka's consumer defaults: MinBytes 1, MaxWait
-// 500 ms (IdleWait 5 s, as franz-go's fetch wait), PartitionMaxBytes 1 MiB (no growth limit), MaxResponseSize
+// 500 ms (IdleWait 10 s), PartitionMaxBytes 1 MiB (no growth limit), MaxResponseSize
 // 50 MiB, read_uncommitted, PartitionBuffer 2, RetryBackoff 250 ms,
 // fetch sessions on up to 1,000 partitions a broker, no rack,
 // ReplicaRecheck 5 minutes.
@@ -149,7 +149,7 @@ func NewConfig() Config {
 	return Config{
 		MinBytes:             1,
 		MaxWait:              500 * time.Millisecond,
-		IdleWait:             5 * time.Second,
+		IdleWait:             10 * time.Second,
 		PartitionMaxBytes:    1 << 20,
 		MaxResponseSize:      50 << 20,
 		Isolation:            sarama.ReadUncommitted,

@@ -97,11 +97,16 @@
 //
 // Idle long poll: a broker loop whose responses brought nothing four
 // times in a row (every partition caught up, no error) asks the broker to
-// wait up to IdleWait (default 5 s, franz-go's fetch wait) instead of
-// MaxWait (500 ms, Kafka's): an idle member then sends about one request
-// per broker every 5 s, not two a second. Records still come as soon as
-// they are written (the broker answers a long poll once MinBytes are
-// there), and the first response with anything in it brings MaxWait back.
+// wait up to IdleWait (default 10 s; franz-go's fetch wait is 5 s)
+// instead of MaxWait (500 ms, Kafka's): an idle member then sends about
+// one request per broker every 10 s, not two a second, and wakes that
+// seldom for it. Records still come as soon as they are written (the
+// broker answers a long poll once MinBytes are there), and the first
+// response with anything in it brings MaxWait back. What waits longer: a
+// broker that stops answering without closing the connection (a cut
+// network) fails an idle loop's request IdleWait plus the read timeout
+// after it went (Fetcher.LongPoll is the wait the manager's reachability
+// watch allows for).
 //
 // Latency of a change: Add, SetOffset and a take of a full partition apply
 // from the broker's next request. A request with MaxWait under way is not
