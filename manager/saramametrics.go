@@ -2,6 +2,7 @@ package manager
 
 import (
 	"reflect"
+	"sync/atomic"
 
 	metrics "github.com/rcrowley/go-metrics"
 )
@@ -41,19 +42,60 @@ func newKeptMetrics(keep ...string) *keptMetrics {
 // use; for any other name, the no-op metric of the type that metric (a
 // value, or a func returning it, as go-metrics takes) would have, without
 // building it.
+// A kept meter is a countMeter.
 func (k *keptMetrics) GetOrRegister(name string, metric any) any {
 	if k.keep[name] {
+		if isMeter(metric) {
+			return k.Registry.GetOrRegister(name, func() metrics.Meter { return &countMeter{} })
+		}
 		return k.Registry.GetOrRegister(name, metric)
 	}
 	return nilMetric(metric)
 }
 
-// Register registers a kept metric and drops any other one.
+// Register registers a kept metric (a meter as a countMeter) and drops
+// any other one.
 func (k *keptMetrics) Register(name string, metric any) error {
 	if k.keep[name] {
+		if isMeter(metric) {
+			return k.Registry.Register(name, &countMeter{})
+		}
 		return k.Registry.Register(name, metric)
 	}
 	return nil
+}
+
+// isMeter reports whether metric is a metrics.Meter or a func returning
+// one (go-metrics' lazy form); one built is stopped.
+func isMeter(metric any) bool {
+	if m, ok := metric.(metrics.Meter); ok {
+		m.Stop()
+		return true
+	}
+	t := reflect.TypeOf(metric)
+	return t != nil && t.Kind() == reflect.Func && t.NumIn() == 0 && t.NumOut() == 1 &&
+		t.Out(0).Implements(reflect.TypeFor[metrics.Meter]())
+}
+
+// countMeter is a metrics.Meter that counts and keeps no rate (its rates
+// are 0): the member reads the count alone, and go-metrics' own meter
+// has its rates ticked by a global goroutine every 5 s for as long as it
+// is registered, which woke an idle member's process for nothing.
+type countMeter struct{ n atomic.Int64 }
+
+func (m *countMeter) Count() int64    { return m.n.Load() }
+func (m *countMeter) Mark(n int64)    { m.n.Add(n) }
+func (*countMeter) Rate1() float64    { return 0 }
+func (*countMeter) Rate5() float64    { return 0 }
+func (*countMeter) Rate15() float64   { return 0 }
+func (*countMeter) RateMean() float64 { return 0 }
+func (*countMeter) Stop()             {}
+
+// Snapshot returns a copy of the count.
+func (m *countMeter) Snapshot() metrics.Meter {
+	s := &countMeter{}
+	s.n.Store(m.n.Load())
+	return s
 }
 
 // nilMetric returns go-metrics' no-op metric of metric's type, metric

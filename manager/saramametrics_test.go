@@ -9,22 +9,41 @@ import (
 )
 
 // TestKeptMetricsKeepsOnlyNamed: a kept name gets one real metric,
-// registered once; every other name gets go-metrics' no-op of the type
-// asked for, in both the lazy and the built form, and nothing else is
-// registered.
+// registered once, a meter as a countMeter (counts, no rates, nothing
+// for go-metrics' global ticker); every other name gets go-metrics' no-op
+// of the type asked for, in both the lazy and the built form, and nothing
+// else is registered.
 func TestKeptMetricsKeepsOnlyNamed(t *testing.T) {
 	r := newKeptMetrics(metricResponses)
 	m := metrics.GetOrRegisterMeter(metricResponses, r)
-	if _, ok := m.(*metrics.StandardMeter); !ok {
-		t.Fatalf("kept meter is %T, want *metrics.StandardMeter", m)
+	if _, ok := m.(*countMeter); !ok {
+		t.Fatalf("kept meter is %T, want *countMeter", m)
 	}
-	defer m.Stop()
 	m.Mark(3)
 	if again := metrics.GetOrRegisterMeter(metricResponses, r); again != m {
 		t.Fatal("a second GetOrRegister of a kept name returned another meter")
 	}
 	if got := responsesOf(r); got != 3 {
 		t.Fatalf("responses %d, want 3", got)
+	}
+	snap := m.Snapshot()
+	m.Mark(1)
+	if snap.Count() != 3 || m.Count() != 4 || m.Rate1() != 0 || m.RateMean() != 0 {
+		t.Fatalf("snapshot %d, count %d, rates %v %v; want 3, 4, 0 0", snap.Count(), m.Count(), m.Rate1(), m.RateMean())
+	}
+	// A kept meter registered built: a countMeter instead, the built one
+	// stopped.
+	k := newKeptMetrics(metricResponses)
+	sm0 := metrics.NewMeter()
+	if err := k.Register(metricResponses, sm0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := k.Get(metricResponses).(*countMeter); !ok {
+		t.Fatalf("kept meter registered built is %T, want *countMeter", k.Get(metricResponses))
+	}
+	sm0.Mark(1)
+	if sm0.Snapshot().Count() != 0 {
+		t.Fatal("the built meter replaced was not stopped")
 	}
 
 	// sarama's forms: GetOrRegisterMeter/Counter pass go-metrics'
@@ -123,5 +142,8 @@ func TestMemberMetricsSeeResponses(t *testing.T) {
 	reg.Each(func(name string, _ any) { names = append(names, name) })
 	if len(names) != 1 || names[0] != metricResponses {
 		t.Fatalf("registered %v, want only %q", names, metricResponses)
+	}
+	if _, ok := reg.Get(metricResponses).(*countMeter); !ok {
+		t.Fatalf("the responses meter is %T, want *countMeter (no go-metrics ticking)", reg.Get(metricResponses))
 	}
 }
