@@ -43,6 +43,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(memberEnv); spec != "" {
+		os.Exit(runMemberProcess(spec)) // BenchmarkIdleProcess's member
+	}
 	if os.Getenv("ZKGROUP_BENCH_HEAP") != "" {
 		// The heap profiles of a diagnostic run sample every 4 KiB
 		// allocated, not every 512 KiB: what a member holds is seen
