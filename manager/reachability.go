@@ -76,7 +76,7 @@ func probeInterval(bound time.Duration) time.Duration {
 // group, before a probe round is due: the probe interval, or, when the
 // member's idle fetches long-poll longer (longPoll: their answers are an
 // idle member's evidence), the long poll plus an interval (evidence
-// counted at the watch's ticks is dated up to half an interval early),
+// counted at the watch's ticks is dated up to an interval early),
 // at most a third of the bound so that rounds still come before it.
 func probeQuiet(bound, longPoll time.Duration) time.Duration {
 	iv := probeInterval(bound)
@@ -287,8 +287,10 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 	inflight := false
 	// Twice per interval: the evidence is dated at the previous tick (see
 	// noteEvidence), so that a round is due no later than an interval
-	// and a half after the last answer.
-	tick := time.NewTicker(w.interval / 2)
+	// and a half after the last answer. Once an interval while calm
+	// (tickEvery): in the group, not suspect, and quiet allowing for
+	// the later dating.
+	tick := time.NewTimer(w.tickEvery(time.Now()))
 	defer tick.Stop()
 	eval := time.NewTimer(w.interval)
 	defer eval.Stop()
@@ -327,6 +329,7 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 		case <-tick.C:
 			now := time.Now()
 			w.noteEvidence(now)
+			tick.Reset(w.tickEvery(now))
 			if inflight || !w.due(now) {
 				continue
 			}
@@ -353,6 +356,21 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 			evaluate(time.Now())
 		}
 	}
+}
+
+// tickEvery is the time from now to the watch's next tick: half an interval, or
+// an interval while the member is calm (in the group, not suspect) and
+// quiet is at least two intervals (an idle member's long poll, the
+// default): evidence dated up to an interval early is then still inside
+// quiet (probeQuiet allows the long poll and an interval), and an idle
+// member wakes half as often for the watch.
+func (w *kafkaWatch) tickEvery(now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tr.out || w.tr.quiet < 2*w.interval || w.tr.suspect(now) {
+		return w.interval / 2
+	}
+	return w.interval
 }
 
 // due reports whether a probe round is needed at now: out of the group

@@ -141,12 +141,18 @@ func TestKafkaWatchLongPoll(t *testing.T) {
 	var fetched time.Time
 	w.evidence = func() kafkaEvidence { return kafkaEvidence{brokers: brokers, coordinatorAt: fetched} }
 	w.noteEvidence(t0)
-	tick := w.interval / 2
+	// The watch is calm: it ticks once an interval, and the answers come
+	// just after a tick (the brokers' counter is then dated a whole
+	// interval early, at the tick before it grew).
+	tick := w.tickEvery(t0)
+	if tick != w.interval {
+		t.Fatalf("a calm watch ticks every %v, want the interval %v", tick, w.interval)
+	}
 	last := time.Duration(0)
 	for now := tick; now <= 2*time.Minute; now += tick {
-		if now%(10*time.Second) == 0 { // the loops' answers, just before the tick
+		if (now-tick)%(10*time.Second) == 0 { // the loops' answers, just after the previous tick
 			brokers++
-			fetched, last = at(now-time.Millisecond), now-time.Millisecond
+			fetched, last = at(now-tick+time.Millisecond), now-tick+time.Millisecond
 		}
 		w.noteEvidence(at(now))
 		if w.due(at(now)) {
@@ -156,16 +162,18 @@ func TestKafkaWatchLongPoll(t *testing.T) {
 			t.Fatalf("suspect at %v though the fetches were answered at %v", now, last)
 		}
 	}
-	// The answers stop (the brokers' counter is dated at the tick before
-	// it grew, up to half an interval early).
-	if w.due(at(last+10*time.Second+tick)) || w.tr.suspect(at(last+10*time.Second+tick)) {
-		t.Fatal("due or suspect a long poll and half an interval after the last answer")
+	// The answers stop.
+	if w.due(at(last+10*time.Second)) || w.tr.suspect(at(last+10*time.Second)) {
+		t.Fatal("due or suspect a long poll after the last answer")
 	}
 	if !w.due(at(last + 15*time.Second)) {
 		t.Fatal("not due once the long poll and an interval passed without an answer")
 	}
 	if !w.tr.suspect(at(last + 20*time.Second + time.Millisecond)) {
 		t.Fatal("not suspect after the long poll and two intervals without an answer")
+	}
+	if w.tickEvery(at(last+20*time.Second+time.Millisecond)) != w.interval/2 {
+		t.Fatal("a suspect watch does not tick twice an interval")
 	}
 	if out, _ := w.tr.update(at(last + bound - tick)); out {
 		t.Fatal("out before the bound")
