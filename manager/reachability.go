@@ -286,10 +286,11 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 	results := make(chan result, 1)
 	inflight := false
 	// Twice per interval: the evidence is dated at the previous tick (see
-	// noteEvidence), so that a round is due no later than an interval
-	// and a half after the last answer. Once an interval while calm
-	// (tickEvery): in the group, not suspect, and quiet allowing for
-	// the later dating.
+	// noteEvidence), so that a round is due no later than quiet and half
+	// an interval after the last answer. Once an interval while calm
+	// (tickEvery: in the group, not suspect, quiet at least two
+	// intervals), so an interval after quiet at most: with the default
+	// bound, a round is due within 20 s of the last answer of 45.
 	tick := time.NewTimer(w.tickEvery(time.Now()))
 	defer tick.Stop()
 	eval := time.NewTimer(w.interval)
@@ -358,8 +359,8 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 	}
 }
 
-// tickEvery is the time from now to the watch's next tick: half an interval, or
-// an interval while the member is calm (in the group, not suspect) and
+// tickEvery is the time from now to the watch's next tick: half an
+// interval, or an interval while the member is calm (in the group, not suspect) and
 // quiet is at least two intervals (an idle member's long poll, the
 // default): evidence dated up to an interval early is then still inside
 // quiet (probeQuiet allows the long poll and an interval), and an idle
