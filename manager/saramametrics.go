@@ -39,42 +39,62 @@ func newKeptMetrics(keep ...string) *keptMetrics {
 }
 
 // GetOrRegister returns the metric of a kept name, registered on first
-// use; for any other name, the no-op metric of the type that metric (a
-// value, or a func returning it, as go-metrics takes) would have, without
-// building it.
-// A kept meter is a countMeter.
+// use (a meter as a countMeter); for any other name, the no-op metric of
+// the type that metric (a value, or a func returning it, as go-metrics
+// takes) would have, without building it.
 func (k *keptMetrics) GetOrRegister(name string, metric any) any {
-	if k.keep[name] {
-		if isMeter(metric) {
-			return k.Registry.GetOrRegister(name, func() metrics.Meter { return &countMeter{} })
-		}
-		return k.Registry.GetOrRegister(name, metric)
+	if !k.keep[name] {
+		return nilMetric(metric)
 	}
-	return nilMetric(metric)
+	if isMeter(metric) {
+		stopBuilt(metric)
+		return k.Registry.GetOrRegister(name, func() metrics.Meter { return &countMeter{} })
+	}
+	return k.Registry.GetOrRegister(name, metric)
 }
 
 // Register registers a kept metric (a meter as a countMeter) and drops
 // any other one.
 func (k *keptMetrics) Register(name string, metric any) error {
-	if k.keep[name] {
-		if isMeter(metric) {
-			return k.Registry.Register(name, &countMeter{})
-		}
-		return k.Registry.Register(name, metric)
+	if !k.keep[name] {
+		return nil
 	}
-	return nil
+	if isMeter(metric) {
+		stopBuilt(metric)
+		return k.Registry.Register(name, &countMeter{})
+	}
+	return k.Registry.Register(name, metric)
 }
 
-// isMeter reports whether metric is a metrics.Meter or a func returning
-// one (go-metrics' lazy form); one built is stopped.
-func isMeter(metric any) bool {
-	if m, ok := metric.(metrics.Meter); ok {
-		m.Stop()
-		return true
+// metricType returns metric's type, or, for go-metrics' lazy form (a func
+// of no argument returning the metric), the type it returns and lazy.
+func metricType(metric any) (t reflect.Type, lazy bool) {
+	t = reflect.TypeOf(metric)
+	if t != nil && t.Kind() == reflect.Func && t.NumIn() == 0 && t.NumOut() == 1 {
+		return t.Out(0), true
 	}
-	t := reflect.TypeOf(metric)
-	return t != nil && t.Kind() == reflect.Func && t.NumIn() == 0 && t.NumOut() == 1 &&
-		t.Out(0).Implements(reflect.TypeFor[metrics.Meter]())
+	return t, false
+}
+
+// isMetric reports whether a metric of type t is one of typ (an
+// interface of go-metrics).
+func isMetric(t, typ reflect.Type) bool {
+	return t != nil && (t == typ || (t.Kind() != reflect.Interface && t.Implements(typ)))
+}
+
+// isMeter reports whether metric is a metrics.Meter, built or lazy.
+func isMeter(metric any) bool {
+	t, _ := metricType(metric)
+	return isMetric(t, reflect.TypeFor[metrics.Meter]())
+}
+
+// stopBuilt stops a metric the caller built and that is not kept
+// (go-metrics' ticker lets go of a stopped meter); a lazy one was never
+// built.
+func stopBuilt(metric any) {
+	if s, ok := metric.(metrics.Stoppable); ok {
+		s.Stop()
+	}
 }
 
 // countMeter is a metrics.Meter that counts and keeps no rate (its rates
@@ -104,19 +124,13 @@ func (m *countMeter) Snapshot() metrics.Meter {
 // caller is stopped (go-metrics' ticker lets go of a stopped meter). A
 // metric of no known type is returned as it is (a func is called).
 func nilMetric(metric any) any {
-	t := reflect.TypeOf(metric)
+	t, lazy := metricType(metric)
 	if t == nil {
 		return nil
 	}
-	lazy := t.Kind() == reflect.Func && t.NumIn() == 0 && t.NumOut() == 1
-	if lazy {
-		t = t.Out(0)
-	}
 	for _, n := range nilMetrics {
-		if t == n.typ || (t.Kind() != reflect.Interface && t.Implements(n.typ)) {
-			if s, ok := metric.(metrics.Stoppable); ok && !lazy {
-				s.Stop()
-			}
+		if isMetric(t, n.typ) {
+			stopBuilt(metric)
 			return n.nop
 		}
 	}

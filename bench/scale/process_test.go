@@ -82,12 +82,10 @@ func BenchmarkIdleProcess(b *testing.B) {
 				ok, baseOK = append(ok, res), append(baseOK, results[base][i])
 			}
 		}
-		cpu, cpuRatio := benchkit.MedianRatio(ok, baseOK, func(r procResult) float64 { return benchkit.Median(r.cpu) })
+		cpuOf := func(r procResult) float64 { return benchkit.Median(r.cpu) }
+		cpu, cpuRatio := benchkit.MedianRatio(ok, baseOK, cpuOf)
 		rss, rssRatio := benchkit.MedianRatio(ok, baseOK, func(r procResult) float64 { return benchkit.Median(r.rss) })
-		var ratios []float64
-		for i := range ok {
-			ratios = append(ratios, benchkit.Median(ok[i].cpu)/benchkit.Median(baseOK[i].cpu))
-		}
+		ratios := benchkit.Ratios(ok, baseOK, cpuOf)
 		benchkit.Say("summary %-8s (medians over %d rounds): idle CPU %.3f ms/s per member (%.2fx %s; per round %s), RSS %s (%.2fx)",
 			sd.name, len(ok), cpu, cpuRatio, base, fmtList(ratios, "%.2f"), benchkit.MB(rss), rssRatio)
 	}

@@ -25,12 +25,19 @@ func Rounds[S, R any](tb testing.TB, n, rounds int, sides []S, name func(S) stri
 // MedianRatio returns the median of get over rs, and the median of each
 // round's ratio to base's (rs[i] to base[i], for the rounds base has).
 func MedianRatio[R any](rs, base []R, get func(R) float64) (median, ratio float64) {
-	var v, ratios []float64
+	v := make([]float64, len(rs))
 	for i, r := range rs {
-		v = append(v, get(r))
-		if i < len(base) {
-			ratios = append(ratios, get(r)/get(base[i]))
-		}
+		v[i] = get(r)
 	}
-	return Median(v), Median(ratios)
+	return Median(v), Median(Ratios(rs, base, get))
+}
+
+// Ratios returns each round's ratio of get to base's (rs[i] to base[i],
+// for the rounds base has).
+func Ratios[R any](rs, base []R, get func(R) float64) []float64 {
+	var ratios []float64
+	for i := range min(len(rs), len(base)) {
+		ratios = append(ratios, get(rs[i])/get(base[i]))
+	}
+	return ratios
 }
