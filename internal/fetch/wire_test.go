@@ -597,3 +597,24 @@ func TestTapNothingTaken(t *testing.T) {
 		}
 	}
 }
+
+func TestKeptBuf(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cap, len int
+		kept     bool
+	}{
+		{"small, a short frame", keptSmall, 40, true},
+		{"mid, half used", 4 * keptSmall, 2 * keptSmall, true},
+		{"mid, a quarter used", 4 * keptSmall, keptSmall, true},
+		{"mid, less than a quarter used", 4 * keptSmall, keptSmall - 1, false},
+		{"mid, a short frame", 4 * keptSmall, 40, false},
+		{"large, filled", keptLarge + 1, keptLarge + 1, false},
+		{"at the large bound, filled", keptLarge, keptLarge, true},
+	} {
+		frame := make([]byte, tc.len, tc.cap)
+		if got := keptBuf(frame) != nil; got != tc.kept {
+			t.Errorf("%s: cap %d, len %d: kept %v, want %v", tc.name, tc.cap, tc.len, got, tc.kept)
+		}
+	}
+}

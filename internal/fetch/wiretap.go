@@ -85,9 +85,7 @@ func (t *tap) Write(p []byte) (int, error) {
 			t.pending = append(t.pending, pendingFetch{corr: corr, version: fetchVersionWithTopicID, ids: ids})
 			t.mu.Unlock()
 			_, err := t.Conn.Write(out)
-			if cap(out) <= 1<<20 {
-				t.wBuf = out
-			}
+			t.wBuf = keptBuf(out)
 			t.wmu.Unlock()
 			if err != nil {
 				return 0, err
@@ -204,9 +202,6 @@ func (t *tap) nextFrame() error {
 	if _, err := io.ReadFull(t.Conn, whole[8:]); err != nil {
 		return err
 	}
-	if cap(t.outBuf) > 1<<20 {
-		t.outBuf = nil // not kept at the size of a large response
-	}
 	out, shares, err := rewriteFetch(whole[4:], pf.version, pf.ids, t.takeRecords, t.outBuf[:0])
 	if err != nil || out == nil {
 		// Nothing to change, or not understood: sarama reads it as it
@@ -214,12 +209,31 @@ func (t *tap) nextFrame() error {
 		t.relay.Out = whole
 		return nil
 	}
-	t.outBuf = out
+	t.outBuf = keptBuf(out)
 	t.relay.Out = out
 	t.mu.Lock()
 	t.taken = shares
 	t.mu.Unlock()
 	return nil
+}
+
+// Reuse bounds of keptBuf.
+const (
+	keptSmall = 64 << 10 // always reused
+	keptLarge = 1 << 20  // never reused
+)
+
+// keptBuf returns frame (a rewritten request or response) as the buffer
+// to reuse for the next one, or nil: a buffer over keptLarge is not kept
+// at the size of one large frame, nor one over keptSmall that the frame
+// used less than a quarter of, so that a loop whose frames became small
+// (its partitions caught up, or idle, or in a fetch session) lets go of
+// the buffer a catch-up or a full request grew.
+func keptBuf(frame []byte) []byte {
+	if c := cap(frame); c > keptLarge || (c > keptSmall && len(frame) < c/4) {
+		return nil
+	}
+	return frame
 }
 
 // pass hands head, the start of a frame already read, on to sarama, and
