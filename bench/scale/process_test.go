@@ -23,6 +23,7 @@ import (
 var (
 	flagProcMembers = flag.Int("process-members", 10, "BenchmarkIdleProcess: members, each in a process of its own")
 	flagProcWindow  = flag.Duration("process-window", 60*time.Second, "BenchmarkIdleProcess: the measured idle window")
+	flagProcMemory  = flag.String("process-memory", "", "BenchmarkIdleProcess: a directory where each process writes what its memory holds after the window (see writeMemory)")
 )
 
 // memberEnv carries a member process's memberSpec (JSON): set, the test
@@ -51,7 +52,8 @@ type memberSpec struct {
 // the baseline process's (what the Go runtime of an idle process costs
 // alike on every side); the round's are medians over the members, the
 // summary's medians over the rounds with the per-round ratios to the last
-// side of -sides.
+// side of -sides. With -process-memory=DIR each process then writes what
+// its memory holds (writeMemory).
 //
 //	go test -run='^$' -bench=BenchmarkIdleProcess -benchtime=1x -timeout=30m ./scale/ \
 //	    -args -sides=zkgroup,franz-go -partitions=1000 -topics=10 -process-members=5 \
@@ -68,8 +70,8 @@ func BenchmarkIdleProcess(b *testing.B) {
 		if res.failed != "" {
 			benchkit.Say("== round %d, %s: RUN FAILED: %s", r+1, sd.name, res.failed)
 		} else {
-			benchkit.Say("== round %d, %s: idle CPU per member %.3f ms/s (median; %s), RSS %s (median), over the baseline process's %.3f ms/s and %s; every partition consumed %s after the first join",
-				r+1, sd.name, benchkit.Median(res.cpu), fmtList(res.cpu, "%.3f"), benchkit.MB(benchkit.Median(res.rss)),
+			benchkit.Say("== round %d, %s: idle CPU per member %.3f ms/s (median; %s), RSS %s (median; %s MB), over the baseline process's %.3f ms/s and %s; every partition consumed %s after the first join",
+				r+1, sd.name, benchkit.Median(res.cpu), fmtList(res.cpu, "%.3f"), benchkit.MB(benchkit.Median(res.rss)), fmtList(mbs(res.rss), "%.1f"),
 				res.baseCPU, benchkit.MB(res.baseRSS), secs(res.flow))
 		}
 		return res
@@ -124,7 +126,8 @@ func startMember(spec memberSpec) (*memberProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(os.Args[0], "-zkgroup-strategy="+*flagZkStrategy, "-zkgroup-join-settle="+flagZkJoinSettle.String())
+	cmd := exec.Command(os.Args[0], "-zkgroup-strategy="+*flagZkStrategy, "-zkgroup-join-settle="+flagZkJoinSettle.String(),
+		"-process-memory="+*flagProcMemory)
 	cmd.Env = append(os.Environ(), memberEnv+"="+string(js))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -201,7 +204,7 @@ func runIdleProcesses(cl *testcluster.Cluster, topics []string, prod *benchkit.P
 	}()
 	// What a member process needs of the cluster (testcluster.Attach).
 	st := testcluster.State{ZooKeeper: cl.ZooKeeperAddr(), ZooKeeperConnect: cl.ZooKeeperConnect(), Brokers: cl.Addrs()}
-	baseline, err := startMember(memberSpec{Index: -1, Partitions: P, Cluster: st})
+	baseline, err := startMember(memberSpec{Group: group, Index: -1, Partitions: P, Cluster: st})
 	if err != nil {
 		res.failed = fmt.Sprintf("baseline process: %v", err)
 		return res
@@ -288,10 +291,13 @@ func runMemberProcess(js string) int {
 		fmt.Fprintln(os.Stderr, "member process:", err)
 		return 2
 	}
+	if *flagProcMemory != "" {
+		runtime.MemProfileRate = memProfileRate
+	}
 	if spec.Side == "" { // the baseline: no member, the tracker a member process holds
 		tr := newTracker(spec.Partitions)
 		defer runtime.KeepAlive(tr)
-		return serveProcess(nil, nil)
+		return serveProcess(nil, nil, memoryFile(spec))
 	}
 	sd, err := sideByName(spec.Side)
 	if err != nil {
@@ -313,12 +319,13 @@ func runMemberProcess(js string) int {
 		fmt.Fprintln(os.Stderr, "member process: join:", err)
 		return 1
 	}
-	return serveProcess(m, func() (int, int) { return env.tr.ownedFlowing(spec.Index) })
+	return serveProcess(m, func() (int, int) { return env.tr.ownedFlowing(spec.Index) }, memoryFile(spec))
 }
 
 // serveProcess reports state (when set) and answers the parent's
 // commands until "close" or the end of stdin, then closes m (when set).
-func serveProcess(m member, state func() (owned, flowing int)) int {
+// After answering "stop", it writes its memory to memFile (when set).
+func serveProcess(m member, state func() (owned, flowing int), memFile string) int {
 	defer func() {
 		if m != nil {
 			m.Close()
@@ -362,6 +369,11 @@ func serveProcess(m member, state func() (owned, flowing int)) int {
 			say("cpu %d", benchkit.CPUTime().Nanoseconds())
 		case "stop":
 			say("cpu %d rss %d", benchkit.CPUTime().Nanoseconds(), benchkit.RSS())
+			if memFile != "" {
+				if err := writeMemory(memFile); err != nil {
+					fmt.Fprintln(os.Stderr, "member process:", err)
+				}
+			}
 		case "close":
 			return 0
 		}
