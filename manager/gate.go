@@ -1,6 +1,10 @@
 package manager
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/zkgroup/zkgroup/internal/shrink"
+)
 
 // gate is open while the ZooKeeper session is healthy. It hands out
 // channels for partition.Fence: one closed while open, one closed while
@@ -16,6 +20,7 @@ type gate struct {
 	closed chan struct{} // always closed: "shut" while shut
 	open   bool
 	links  map[*gateLink]struct{} // links holding an open "shut" channel
+	peak   shrink.Peak            // of links
 }
 
 // gateLink is one claim's view of the gate. Its fields are guarded by the
@@ -49,6 +54,7 @@ func (g *gate) suspended(l *gateLink) <-chan struct{} {
 	if l.down == nil {
 		l.down = make(chan struct{})
 		g.links[l] = struct{}{}
+		g.peak.Note(len(g.links))
 	}
 	return l.down
 }
@@ -59,6 +65,7 @@ func (g *gate) leave(l *gateLink) {
 	defer g.mu.Unlock()
 	l.left = true
 	delete(g.links, l)
+	g.links = shrink.Map(g.links, &g.peak)
 }
 
 // shutUnless shuts the gate unless valid says otherwise, both under the
@@ -96,4 +103,5 @@ func (g *gate) shutLocked() {
 		l.down = nil
 	}
 	clear(g.links)
+	g.links = shrink.Map(g.links, &g.peak)
 }

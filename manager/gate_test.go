@@ -1,6 +1,9 @@
 package manager
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func isClosed(ch <-chan struct{}) bool {
 	select {
@@ -44,5 +47,29 @@ func TestGateLinks(t *testing.T) {
 	g.suspended(&b)
 	if n := len(g.links); n != 1 {
 		t.Fatalf("%d links registered, want 1 (a left)", n)
+	}
+}
+
+// TestGateLinksShrink: the gate's map of links does not keep the room of
+// the most claims it ever held (the first member to join holds every
+// partition for a moment) once they left.
+func TestGateLinksShrink(t *testing.T) {
+	g := newGate()
+	g.set(true)
+	links := make([]gateLink, 1000)
+	for i := range links {
+		g.suspended(&links[i])
+	}
+	peak := reflect.ValueOf(g.links).UnsafePointer()
+	for i := range links[10:] {
+		g.leave(&links[10+i])
+	}
+	if len(g.links) != 10 || reflect.ValueOf(g.links).UnsafePointer() == peak {
+		t.Fatalf("%d links in the map that held 1,000, want 10 in a new one", len(g.links))
+	}
+	for i := range links[:10] {
+		if isClosed(g.suspended(&links[i])) {
+			t.Fatal("a link still held lost its open channel in the copy")
+		}
 	}
 }

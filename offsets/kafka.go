@@ -118,6 +118,7 @@ type KafkaStore struct {
 	parts     map[TopicPartition]*kpart // managed partitions
 	partsPeak shrink.Peak
 	sending   map[TopicPartition]struct{} // written by the round under way
+	sendPeak  shrink.Peak                 // of sending
 	roundDone chan struct{}               // closed when the round under way ends
 	hold      *kafkaHold                  // while set, no Commit or Reset is taken into a round (kafka_hold.go)
 

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // kopKind is what a queued operation does.
@@ -195,6 +197,7 @@ func (s *KafkaStore) take() []*kop {
 				it.part = p
 				s.sending[it.tp] = struct{}{}
 			}
+			s.sendPeak.Note(len(s.sending))
 		}
 		taken = append(taken, o)
 	}
@@ -221,6 +224,7 @@ func writesAny(o *kop, parts map[TopicPartition]struct{}) bool {
 func (s *KafkaStore) endRound() {
 	s.mu.Lock()
 	clear(s.sending)
+	s.sending = shrink.Map(s.sending, &s.sendPeak)
 	close(s.roundDone)
 	s.roundDone = nil
 	more := len(s.queue) > 0

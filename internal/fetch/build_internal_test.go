@@ -2,7 +2,10 @@ package fetch
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
+
+	"github.com/IBM/sarama"
 )
 
 // idleSessionLoop returns a loop of n idle partitions over an open fetch
@@ -70,5 +73,44 @@ func TestBuildForgetsAndStarved(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != l.parts[2] || got[1] != l.parts[7] {
 		t.Fatalf("asked for %d partitions, want the two starved ones", len(got))
+	}
+}
+
+// TestBuildShrinksAfterPeak: once a loop of 1,000 partitions is down to
+// 10 (the rest closed, as when a member that held every partition of the
+// group for a moment gave most of them away), the slices and maps its
+// requests reuse no longer keep room for 1,000.
+func TestBuildShrinksAfterPeak(t *testing.T) {
+	l := idleSessionLoop(t, 1000)
+	for _, p := range l.parts {
+		p.offset = 101 // every partition named: inReq and sent at 1,000
+	}
+	if req := l.build(); req == nil || len(l.sent) != 1000 {
+		t.Fatalf("build: req %v, named %d, want 1,000", req != nil, len(l.sent))
+	}
+	if !l.sessionDone(&sarama.FetchResponse{SessionID: l.sess.id}) {
+		t.Fatal("sessionDone refused the response")
+	}
+	before := reflect.ValueOf(l.sess.parts).UnsafePointer()
+	for _, p := range l.parts[10:] {
+		p.closed = true
+	}
+	if req := l.build(); req == nil || len(l.forgot) != 990 {
+		t.Fatalf("build: req %v, forgot %d, want 990", req != nil, len(l.forgot))
+	}
+	if !l.sessionDone(&sarama.FetchResponse{SessionID: l.sess.id}) {
+		t.Fatal("sessionDone refused the response")
+	}
+	if len(l.sess.parts) != 10 || reflect.ValueOf(l.sess.parts).UnsafePointer() == before {
+		t.Fatalf("the session holds %d partitions in its map of 1,000, want 10 in a new one", len(l.sess.parts))
+	}
+	if req := l.build(); req == nil {
+		t.Fatal("build: no request")
+	}
+	for name, c := range map[string]int{"parts": cap(l.parts), "snap": cap(l.snap), "inReq": cap(l.inReq),
+		"sent": cap(l.sent), "forgot": cap(l.forgot)} {
+		if c > 100 {
+			t.Errorf("%s keeps a capacity of %d for 10 partitions", name, c)
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // heldWaitBase is the MaxWait of a request made while a partition of the
@@ -68,6 +70,7 @@ type brokerLoop struct {
 	sent          []int                       // indexes in inReq of the partitions named
 	forgot        []topicPartition            // the partitions an incremental request forgets
 	inReqSet      map[topicPartition]struct{} // inReq's, for an incremental request that forgets (addBlocks)
+	inReqSetPeak  shrink.Peak                 // of inReqSet
 	ids           *topicIDs                   // the topics named so far with their ids (requestIDs)
 	reqIDs        *topicIDs                   // the request's: nil when it goes by name
 	quiet         int                         // quiet responses in a row (idleAfter)
@@ -271,7 +274,7 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	// consumer hangs on it) is not kept alive past their new length.
 	clear(l.snap)
 	l.mu.Lock()
-	l.snap = append(l.snap[:0], l.parts...)
+	l.snap = shrink.Slice(append(l.snap[:0], l.parts...))
 	l.mu.Unlock()
 	cfg := &l.f.cfg
 	clear(l.inReq)
@@ -323,9 +326,10 @@ func (l *brokerLoop) build() *sarama.FetchRequest {
 	if starvedOnly { // only the starved ones are asked for (one lock per partition and request, not two)
 		l.inReq = slices.DeleteFunc(l.inReq, func(rp reqPart) bool { return !rp.starved })
 	}
+	l.inReq = shrink.Slice(l.inReq) // before any pointer into it is taken
 	if len(gone) > 0 {
 		l.mu.Lock()
-		l.parts = slices.DeleteFunc(l.parts, func(q *Partition) bool { return slices.Contains(gone, q) })
+		l.parts = shrink.Slice(slices.DeleteFunc(l.parts, func(q *Partition) bool { return slices.Contains(gone, q) }))
 		l.mu.Unlock()
 	}
 	if len(back) > 0 {

@@ -6,6 +6,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/zkgroup/zkgroup/internal/saramawire"
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // A broker loop's fetch session (KIP-227, Fetch v7 and later): the broker
@@ -39,6 +40,7 @@ type session struct {
 	id    int32                       // the broker's id for it; 0: none
 	epoch int32                       // of the next request; 0: the next is full
 	parts map[topicPartition]sessPart // what the broker's session holds for us
+	peak  shrink.Peak                 // of parts
 	// withIDs: the session was opened by a request naming topics by id
 	// (Fetch v13); its requests must keep doing so.
 	withIDs bool
@@ -67,7 +69,7 @@ func (s *session) reset(keep bool) {
 		s.id = 0
 	}
 	s.epoch = 0
-	s.parts = nil
+	s.parts, s.peak = nil, shrink.Peak{}
 }
 
 // nextEpoch is the epoch after e (1 after the largest).
@@ -108,7 +110,10 @@ func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 			saramawire.SetLastFetchedEpoch(req, rp.p.topic, rp.p.partition, rp.lastEpoch)
 		}
 	}
+	l.sent = shrink.Slice(l.sent)
 	if l.kind != reqIncremental || inSess == len(l.sess.parts) {
+		// Forgets none: not kept at the room of the last that forgot many.
+		l.forgot = shrink.Slice(l.forgot)
 		return // every partition of the session asked for (inReq's are distinct): none forgotten
 	}
 	clear(l.inReqSet)
@@ -118,6 +123,8 @@ func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 	for i := range l.inReq {
 		l.inReqSet[topicPartition{l.inReq[i].p.topic, l.inReq[i].p.partition}] = struct{}{}
 	}
+	l.inReqSetPeak.Note(len(l.inReqSet))
+	l.inReqSet = shrink.Map(l.inReqSet, &l.inReqSetPeak)
 	var forgotten map[string][]int32
 	for k := range l.sess.parts {
 		if !l.inSet(k) {
@@ -128,6 +135,7 @@ func (l *brokerLoop) addBlocks(req *sarama.FetchRequest) {
 			l.forgot = append(l.forgot, k)
 		}
 	}
+	l.forgot = shrink.Slice(l.forgot)
 	if forgotten != nil {
 		saramawire.SetForgotten(req, forgotten)
 	}
@@ -180,6 +188,8 @@ func (l *brokerLoop) sessionDone(resp *sarama.FetchResponse) bool {
 			rp := &l.inReq[i]
 			l.sess.parts[topicPartition{rp.p.topic, rp.p.partition}] = rp.part()
 		}
+		l.sess.peak = shrink.Peak{}
+		l.sess.peak.Note(len(l.sess.parts))
 		return true
 	}
 	if resp.SessionID != l.sess.id {
@@ -196,5 +206,7 @@ func (l *brokerLoop) sessionDone(resp *sarama.FetchResponse) bool {
 		rp := &l.inReq[i]
 		l.sess.parts[topicPartition{rp.p.topic, rp.p.partition}] = rp.part()
 	}
+	l.sess.peak.Note(len(l.sess.parts))
+	l.sess.parts = shrink.Map(l.sess.parts, &l.sess.peak)
 	return true
 }

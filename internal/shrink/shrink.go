@@ -1,8 +1,9 @@
-// Package shrink gives back the memory of maps that were large for a
-// while. A Go map keeps room for the most entries it ever held, so a
-// member that owned every partition of the group for a moment (the first
-// to join) would keep the room of all of them, in each map by partition,
-// for its life. Not API.
+// Package shrink gives back the memory of maps and reused slices that
+// were large for a while. A Go map keeps room for the most entries it
+// ever held, and a slice reused from round to round (s[:0]) the capacity
+// of its largest round, so a member that owned every partition of the
+// group for a moment (the first to join) would keep the room of all of
+// them, in each map and slice by partition, for its life. Not API.
 package shrink
 
 // minPeak is the peak below which a map is never copied: its room costs
@@ -31,4 +32,15 @@ func Map[M ~map[K]V, K comparable, V any](m M, p *Peak) M {
 	}
 	p.n = n
 	return out
+}
+
+// Slice returns s, or, when its capacity is at least minPeak and over
+// four times its length (call it once a round filled it), a copy of s
+// with room for twice its length: a slice reused from round to round
+// does not keep the capacity of its largest round.
+func Slice[S ~[]E, E any](s S) S {
+	if cap(s) < minPeak || len(s) >= cap(s)/4 {
+		return s
+	}
+	return append(make(S, 0, 2*len(s)), s...)
 }

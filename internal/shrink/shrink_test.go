@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -79,4 +80,29 @@ func TestMapGivesBackMemory(t *testing.T) {
 // sameMap reports whether a and b are one map.
 func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func TestSliceCopiesBelowAQuarter(t *testing.T) {
+	big := make([]int, 0, 1000)
+	for i := range 250 {
+		big = append(big, i)
+	}
+	if got := Slice(big); &got[0] != &big[0] {
+		t.Fatal("copied at 250 of a capacity of 1000")
+	}
+	short := big[:249]
+	got := Slice(short)
+	if &got[0] == &short[0] {
+		t.Fatal("not copied at 249 of a capacity of 1000")
+	}
+	if !slices.Equal(got, short) || cap(got) != 2*249 {
+		t.Fatalf("copy %d entries, cap %d: want the 249 entries, cap 498", len(got), cap(got))
+	}
+	if got := Slice(big[:0]); cap(got) != 0 {
+		t.Fatalf("an emptied slice keeps a capacity of %d", cap(got))
+	}
+	small := make([]int, 1, minPeak-1)
+	if got := Slice(small); cap(got) != minPeak-1 {
+		t.Fatal("a slice under minPeak was copied")
+	}
 }
