@@ -122,18 +122,22 @@ func (l *pingLog) replied() {
 }
 
 // monitor follows go-zookeeper's session events and keeps Status
-// current. It pings ZooKeeper whenever no request sent in the last sixth
-// of the session timeout was answered and no ping was written in it, so
-// that a silent connection is noticed even when nothing else is sent and
-// the lease still has half the timeout left when the next ping goes.
-// The pings go-zookeeper sends itself (every third of the timeout) count
-// (see pingLog): an idle session sends one ping every sixth of the
-// timeout in all, half of them go-zookeeper's. Rather than tick, it
-// sleeps until the next instant that matters: a ping due, the lease's
-// end (Status turns unhealthy), or, while suspended, a twelfth of the
-// timeout. A ping due when go-zookeeper's next one is (see checkDelay)
-// is left to go-zookeeper, and the monitor sleeps to the middle of the
-// period after it: it wakes once per go-zookeeper period, not twice.
+// current. It pings ZooKeeper whenever no request sent in the last
+// interval (pingEvery) was answered and no ping was written in it, so
+// that a silent connection is noticed even when nothing else is sent.
+// While the lease is in use, the interval is a sixth of the session
+// timeout: the lease still has half the timeout left when the next ping
+// goes. The pings go-zookeeper sends itself (every third of the timeout)
+// count (see pingLog): a session in use sends one ping every sixth of
+// the timeout in all, half of them go-zookeeper's; one whose lease nobody
+// asked for since the monitor's last wake leaves the pings to
+// go-zookeeper (the lease keeps a third of the timeout at least). Rather
+// than tick, it sleeps until the next instant that matters: a ping due,
+// the lease's end (Status turns unhealthy), or, while suspended, a
+// twelfth of the timeout. A ping due when go-zookeeper's next one is (see
+// checkDelay) is left to go-zookeeper, and the monitor sleeps to the
+// middle of the period after it: it wakes once per go-zookeeper period,
+// not twice.
 func (s *Session) monitor(first chan struct{}) error {
 	var asks chan struct{} // plain mode: the pinger's
 	if s.plain {
@@ -162,20 +166,37 @@ func (s *Session) monitor(first chan struct{}) error {
 		case <-wake.C:
 		}
 		timeout := s.timeout()
-		if pingDue(timeout, s.sincePinged()) {
+		every := s.pingEvery(timeout)
+		if pingDue(timeout, every, s.sincePinged()) {
 			s.ping(asks, timeout)
 		}
 		s.refresh()
-		wake.Reset(s.nextCheck(timeout))
+		wake.Reset(s.nextCheck(timeout, every))
 	}
 }
 
+// pingEvery is the monitor's ping interval for a session timeout T: T/6
+// when Lease was called since the monitor last looked (a hand-out or a
+// commit is under way, and the lease keeps half the timeout when a ping
+// goes), or in plain mode (go-zookeeper's own pings renew no lease); else
+// T/3, go-zookeeper's own interval, so that an idle member sends no ping
+// of its own while go-zookeeper's go out, and its lease still has a third
+// of the timeout when the next is answered. A Lease call after a quiet
+// spell finds that third left, and the monitor pings every T/6 again from
+// its next wake on.
+func (s *Session) pingEvery(T time.Duration) time.Duration {
+	if s.leaseUsed.Swap(false) || s.plain {
+		return T / 6
+	}
+	return T / 3
+}
+
 // pingDue reports whether the monitor pings, awake sincePinged after the
-// latest ping or answer, for a session timeout T: at T/6, or up to T/48
-// before, so that a wake that comes a moment early (go-zookeeper's ping,
-// which the wake follows, went out late) pings rather than sleeping that
-// moment.
-func pingDue(T, sincePinged time.Duration) bool { return sincePinged >= T/6-T/48 }
+// latest ping or answer, for a session timeout T and a ping interval
+// every: at every, or up to T/48 before, so that a wake that comes a
+// moment early (go-zookeeper's ping, which the wake follows, went out
+// late) pings rather than sleeping that moment.
+func pingDue(T, every, sincePinged time.Duration) bool { return sincePinged >= every-T/48 }
 
 // sincePinged is the time since the later of the send of the latest
 // request ZooKeeper answered and the latest ping written (whose answer
@@ -191,45 +212,57 @@ func (s *Session) sincePinged() time.Duration {
 }
 
 // nextCheck is how long the monitor sleeps (see checkDelay).
-func (s *Session) nextCheck(timeout time.Duration) time.Duration {
+func (s *Session) nextCheck(timeout, every time.Duration) time.Duration {
 	sinceTheirs := time.Duration(-1)
 	if sc := s.lines.side.Load(); sc != nil {
 		if _, t := sc.pings.lastPings(); t > 0 {
 			sinceTheirs = time.Duration(s.now() - t)
 		}
 	}
-	return checkDelay(timeout, s.sincePinged(), time.Duration(s.now()-s.lastAnswered.Load()), sinceTheirs)
+	return checkDelay(timeout, every, s.sincePinged(), time.Duration(s.now()-s.lastAnswered.Load()), sinceTheirs)
 }
 
-// checkDelay is how long the monitor sleeps for a session timeout T,
-// given the time since the latest ping or answer (sincePinged), since
-// the send of the latest request answered (sinceAnswered, which dates
-// the lease), and since go-zookeeper's latest ping on the connection
-// (sinceTheirs, negative when unknown): until a ping is due, or until
-// the lease ends if that is sooner. A ping due that could not go (the
-// session is not connected; its return wakes the monitor), or a lease
-// ended, is looked at again after a twelfth of T.
+// checkDelay is how long the monitor sleeps for a session timeout T and
+// a ping interval every (pingEvery), given the time since the latest
+// ping or answer (sincePinged), since the send of the latest request
+// answered (sinceAnswered, which dates the lease), and since
+// go-zookeeper's latest ping on the connection (sinceTheirs, negative
+// when unknown): until a ping is due, or until the lease ends if that is
+// sooner. A ping due that could not go (the session is not connected;
+// its return wakes the monitor), or a lease ended, is looked at again
+// after a twelfth of T.
 //
 // go-zookeeper pings every third of T. When the ping due falls within
-// T/24 of go-zookeeper's next one, or after it, that one is the ping
-// and the monitor sleeps until T/6 past it, the middle of
-// go-zookeeper's next period, where its own ping goes. Should
-// go-zookeeper's ping not go out (its connection stalled), the
-// monitor's goes at most 3T/8 after the previous ping or answer, with
-// 7T/24 of the lease left instead of T/2.
-func checkDelay(T, sincePinged, sinceAnswered, sinceTheirs time.Duration) time.Duration {
-	due := T/6 - sincePinged
+// T/24 of go-zookeeper's next one, or after it, that one is the ping and
+// the monitor sleeps until a moment past it (afterTheirs): with a ping
+// every T/6, to T/6 past it, the middle of go-zookeeper's next period,
+// where its own ping goes; with one every T/3, to T/12 past it, to see
+// that it went. Should go-zookeeper's ping not go out (its connection
+// stalled), the monitor's goes at most 3T/8 (every T/6) or 5T/12 (every
+// T/3) after the previous ping or answer, with 7T/24 or T/4 of the lease
+// left.
+func checkDelay(T, every, sincePinged, sinceAnswered, sinceTheirs time.Duration) time.Duration {
+	due := every - sincePinged
 	if due <= 0 {
 		due = T / 12
 	} else if sinceTheirs >= 0 {
 		if next := T/3 - sinceTheirs; next > 0 && due >= next-T/24 {
-			due = next + T/6
+			due = next + afterTheirs(T, every)
 		}
 	}
 	if lease := T*2/3 - sinceAnswered; lease > 0 {
 		return min(due, lease)
 	}
 	return due
+}
+
+// afterTheirs is how long past go-zookeeper's ping the monitor wakes (see
+// checkDelay).
+func afterTheirs(T, every time.Duration) time.Duration {
+	if every <= T/6 {
+		return T / 6
+	}
+	return T / 12
 }
 
 // ping sends a ping if the session is connected: on the connection

@@ -155,70 +155,82 @@ func TestSideConnQuietAfterClose(t *testing.T) {
 
 // TestCheckDelayFollowsGoZookeeper simulates an idle session: go-zookeeper
 // pings every T/3 (each a little late, as a ticker's receiver is), the
-// monitor sleeps checkDelay and pings when pingDue says, every
-// ping answered at once. In the steady state a ping goes every T/6 at
-// most and the monitor wakes once per go-zookeeper period; once
-// go-zookeeper stops pinging, no gap exceeds 3T/8 and the monitor pings
-// every T/6 again.
+// monitor sleeps checkDelay and pings when pingDue says, every ping
+// answered at once, for both ping intervals (pingEvery). In the steady
+// state the monitor wakes once per go-zookeeper period, and a ping goes
+// every T/6 at most while the lease is in use; while it is not, every
+// ping is go-zookeeper's. Once go-zookeeper stops pinging, no gap exceeds
+// 3T/8 (in use) or 5T/12 (not), and the monitor pings every interval.
 func TestCheckDelayFollowsGoZookeeper(t *testing.T) {
 	const T = 10 * time.Second
-	for _, phase := range []time.Duration{0, T / 24, T / 12, T / 7, T / 6, T / 5, T / 4, T/3 - time.Millisecond} {
-		var (
-			now, lastPing, theirs time.Duration
-			nextTheirs            = phase
-			wake                  time.Duration // the monitor's next wake
-			wakes, pings          int
-			maxGap, maxGapAfter   time.Duration
-		)
-		theirs = -1
-		stopAt := 300 * T / 3 // go-zookeeper stops pinging here
-		ping := func(at time.Duration) {
-			if lastPing > 0 || at > 0 {
-				gap := at - lastPing
-				if at < stopAt && at > 2*T {
-					maxGap = max(maxGap, gap)
+	for _, mode := range []struct {
+		name             string
+		every, firstStop time.Duration // the interval, and the longest gap once go-zookeeper stopped
+	}{{"in use", T / 6, 3 * T / 8}, {"not in use", T / 3, 5 * T / 12}} {
+		for _, phase := range []time.Duration{0, T / 24, T / 12, T / 7, T / 6, T / 5, T / 4, T/3 - time.Millisecond} {
+			var (
+				now, lastPing, theirs time.Duration
+				nextTheirs            = phase
+				wake                  time.Duration // the monitor's next wake
+				wakes, pings, ours    int
+				maxGap, maxGapAfter   time.Duration
+			)
+			theirs = -1
+			stopAt := 300 * T / 3 // go-zookeeper stops pinging here
+			ping := func(at time.Duration) {
+				if lastPing > 0 || at > 0 {
+					gap := at - lastPing
+					if at < stopAt && at > 2*T {
+						maxGap = max(maxGap, gap)
+					}
+					if at > stopAt+T {
+						maxGapAfter = max(maxGapAfter, gap)
+					}
+					if at >= stopAt && at < stopAt+T && gap > mode.firstStop {
+						t.Errorf("%s, phase %v: a gap of %v after go-zookeeper stopped, over %v", mode.name, phase, gap, mode.firstStop)
+					}
 				}
-				if at > stopAt+T {
-					maxGapAfter = max(maxGapAfter, gap)
+				lastPing = at
+				pings++
+			}
+			for now < stopAt+3*T {
+				if nextTheirs < stopAt && nextTheirs <= wake {
+					now = nextTheirs
+					ping(now)
+					theirs = now
+					// A ticker's receiver runs a little late, never early.
+					nextTheirs += T/3 + time.Duration(now%7)*time.Microsecond
+					continue
 				}
-				if at >= stopAt && at < stopAt+T && gap > 3*T/8 {
-					t.Errorf("phase %v: a gap of %v after go-zookeeper stopped, over 3T/8", phase, gap)
+				now = wake
+				if now > 2*T && now < stopAt {
+					wakes++
 				}
+				if pingDue(T, mode.every, now-lastPing) {
+					if now > 2*T && now < stopAt {
+						ours++
+					}
+					ping(now)
+				}
+				since := time.Duration(-1)
+				if theirs >= 0 {
+					since = now - theirs
+				}
+				wake = now + checkDelay(T, mode.every, now-lastPing, now-lastPing, since)
 			}
-			lastPing = at
-			pings++
-		}
-		for now < stopAt+3*T {
-			if nextTheirs < stopAt && nextTheirs <= wake {
-				now = nextTheirs
-				ping(now)
-				theirs = now
-				// A ticker's receiver runs a little late, never early.
-				nextTheirs += T/3 + time.Duration(now%7)*time.Microsecond
-				continue
+			periods := int((stopAt - 2*T) / (T / 3))
+			if maxGap > mode.every+time.Millisecond {
+				t.Errorf("%s, phase %v: a gap of %v between pings in the steady state, over %v", mode.name, phase, maxGap, mode.every)
 			}
-			now = wake
-			if now > 2*T && now < stopAt {
-				wakes++
+			if wakes > periods+2 {
+				t.Errorf("%s, phase %v: the monitor woke %d times in %d periods of go-zookeeper's; want one per period", mode.name, phase, wakes, periods)
 			}
-			if pingDue(T, now-lastPing) {
-				ping(now)
+			if mode.every == T/3 && ours > 0 {
+				t.Errorf("%s, phase %v: the monitor pinged %d times while go-zookeeper did; want none", mode.name, phase, ours)
 			}
-			since := time.Duration(-1)
-			if theirs >= 0 {
-				since = now - theirs
+			if maxGapAfter > mode.every+time.Millisecond {
+				t.Errorf("%s, phase %v: a gap of %v between the monitor's own pings, over %v", mode.name, phase, maxGapAfter, mode.every)
 			}
-			wake = now + checkDelay(T, now-lastPing, now-lastPing, since)
-		}
-		periods := int((stopAt - 2*T) / (T / 3))
-		if maxGap > T/6+time.Millisecond {
-			t.Errorf("phase %v: a gap of %v between pings in the steady state, over T/6", phase, maxGap)
-		}
-		if wakes > periods+2 {
-			t.Errorf("phase %v: the monitor woke %d times in %d periods of go-zookeeper's; want one per period", phase, wakes, periods)
-		}
-		if maxGapAfter > T/6+time.Millisecond {
-			t.Errorf("phase %v: a gap of %v between the monitor's own pings, over T/6", phase, maxGapAfter)
 		}
 	}
 }
@@ -227,13 +239,37 @@ func TestCheckDelayFollowsGoZookeeper(t *testing.T) {
 // sooner than a ping due, and after T/12 when a ping was due.
 func TestCheckDelayLease(t *testing.T) {
 	const T = 12 * time.Second
-	if d := checkDelay(T, 0, T*2/3-time.Second, -1); d != time.Second {
+	if d := checkDelay(T, T/6, 0, T*2/3-time.Second, -1); d != time.Second {
 		t.Errorf("lease ends in 1s: slept %v", d)
 	}
-	if d := checkDelay(T, T/6, T/6, T/6); d != T/12 {
+	if d := checkDelay(T, T/6, T/6, T/6, T/6); d != T/12 {
 		t.Errorf("a ping due: slept %v, want T/12", d)
 	}
-	if d := checkDelay(T, time.Second, time.Second, -1); d != T/6-time.Second {
+	if d := checkDelay(T, T/6, time.Second, time.Second, -1); d != T/6-time.Second {
 		t.Errorf("no go-zookeeper ping known: slept %v, want T/6 past the last ping", d)
+	}
+}
+
+// TestPingEveryFollowsLeaseUse: the monitor pings every T/6 when Lease
+// was called since it last looked, every T/3 (go-zookeeper's own pings
+// alone) when not, and every T/6 in plain mode, where go-zookeeper's pings
+// renew no lease.
+func TestPingEveryFollowsLeaseUse(t *testing.T) {
+	const T = 12 * time.Second
+	s := &Session{}
+	if got := s.pingEvery(T); got != T/3 {
+		t.Fatalf("no Lease call: every %v, want T/3", got)
+	}
+	s.Lease()
+	s.Lease()
+	if got := s.pingEvery(T); got != T/6 {
+		t.Fatalf("after Lease calls: every %v, want T/6", got)
+	}
+	if got := s.pingEvery(T); got != T/3 {
+		t.Fatalf("no Lease call since the last look: every %v, want T/3", got)
+	}
+	s.plain = true
+	if got := s.pingEvery(T); got != T/6 {
+		t.Fatalf("plain mode: every %v, want T/6", got)
 	}
 }

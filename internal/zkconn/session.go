@@ -202,6 +202,7 @@ type Session struct {
 	// Lease reads both without a lock.
 	lastAnswered *atomic.Int64
 	live         atomic.Int64             // the session's id while established, else 0
+	leaseUsed    atomic.Bool              // Lease was called since the monitor last looked (pingEvery)
 	base         time.Time                // monotonic base of now()
 	leaseEnd     atomic.Pointer[leaseEnd] // Lease's latest end and its instant
 	dialed       *atomic.Int64            // now() when the latest connection was dialled
@@ -469,8 +470,12 @@ func advance(a *atomic.Int64, v int64) {
 // clock: after the process was paused (SIGSTOP, a long GC, a VM
 // migration) it says false at once, before any goroutine noticed the
 // pause. It takes no lock and does not block: cheap enough to call before
-// every hand-out.
+// every hand-out. A call also tells the monitor that the lease is in use
+// (see pingEvery).
 func (s *Session) Lease() (until time.Time, session int64, ok bool) {
+	if !s.leaseUsed.Load() { // a load on the hot path; a store once per monitor wake
+		s.leaseUsed.Store(true)
+	}
 	id := s.live.Load()
 	if id == 0 {
 		return time.Time{}, 0, false
