@@ -357,13 +357,15 @@ func TestSessionCloseEndsSession(t *testing.T) {
 	}
 }
 
-// TestSessionIdlePings: an idle session sends one ping every sixth of
-// the session timeout in all: the monitor pings when nothing sent in the
-// last sixth was answered, and go-zookeeper's own pings (every third)
-// count. ZooKeeper's own count of the packets it received on the
-// connection (cons, recved) over 12 s of a 6 s session: at most 12 pings
-// and 2 for the edges. Pings of the monitor's own every sixth beside
-// go-zookeeper's would be 18.
+// TestSessionIdlePings: a session whose lease nobody asks for leaves the
+// pings to go-zookeeper (one every third of the session timeout); one
+// whose lease is asked for sends one every sixth in all (the monitor
+// pings when nothing sent in the last sixth was answered, go-zookeeper's
+// own pings counting). ZooKeeper's own count of the packets it received
+// on the connection (cons, recved) over 12 s of a 6 s session: idle, at
+// most 6 pings and 3 for the edges and a late go-zookeeper ping (the
+// monitor's own every sixth would make 12 or more); with Lease called
+// every 50 ms, at least 12 less 3.
 func TestSessionIdlePings(t *testing.T) {
 	c := testcluster.Shared(t)
 	ignore := goleak.IgnoreCurrent()
@@ -397,16 +399,42 @@ func TestSessionIdlePings(t *testing.T) {
 		t.Fatalf("no connection of %s in cons:\n%s", sid, out)
 		return 0
 	}
-	time.Sleep(timeout / 6) // past the first pings of the new session
+	time.Sleep(timeout / 3) // past the first pings of the new session
 	before := recved()
 	const window = 2 * timeout
 	time.Sleep(window)
 	got := recved() - before
 	t.Logf("%d packets received on the connection over %v of an idle %v session", got, window, timeout)
-	if want := int(window/(timeout/6)) + 2; got > want {
-		t.Errorf("%d packets over %v idle; want at most %d (a ping every timeout/6, go-zookeeper's included)", got, window, want)
+	if want := int(window/(timeout/3)) + 3; got > want {
+		t.Errorf("%d packets over %v idle; want at most %d (go-zookeeper's ping every timeout/3 alone)", got, window, want)
 	}
 	if _, _, ok := s.Lease(); !ok {
 		t.Error("no lease after the idle window")
+	}
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // a member handing out: Lease before each message
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				s.Lease()
+			}
+		}
+	}()
+	time.Sleep(timeout / 3) // the monitor's next wake sees the lease in use
+	before = recved()
+	time.Sleep(window)
+	got = recved() - before
+	close(stop)
+	<-done
+	t.Logf("%d packets received on the connection over %v of a %v session whose lease is in use", got, window, timeout)
+	if want := int(window/(timeout/6)) - 3; got < want {
+		t.Errorf("%d packets over %v with the lease in use; want at least %d (a ping every timeout/6)", got, window, want)
 	}
 }
