@@ -82,7 +82,12 @@
 // each message or batch is handed out, and before each commit, the clock
 // is read, not only the session's state: a process that wakes from a pause
 // (SIGSTOP, a stalled VM) hands out and commits nothing until ZooKeeper
-// answered again. Every commit request carries the lease's end as its
+// answered again. The lease is kept fresh by pings: while messages are
+// handed out or committed, one every sixth of the timeout (the lease has
+// half of it left when a ping goes); while nothing is, go-zookeeper's own,
+// one every third, which leave it a third (an idle member's session then
+// reads as suspended when ZooKeeper answers more than a third of the
+// timeout late). Every commit request carries the lease's end as its
 // deadline: nothing is written after it, and a request still unanswered
 // then is abandoned with its connection torn down; the connections that
 // carry commits close with SO_LINGER 0, so neither an abandoned request nor
