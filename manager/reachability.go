@@ -48,10 +48,10 @@ import (
 // long-poll, fetch.Config.IdleWait apart) sends none either when it
 // fetches from the broker its commits go to, whose answers to those
 // fetches count as the coordinator's (kafkaEvidence.coordinatorAt);
-// otherwise about one request per quiet
-// interval. What this leaves unchecked while idle: a move of the
-// coordinator to a broker the member cannot reach shows at its next
-// commit, which fails, and the bound runs from then on.
+// otherwise about one request per probeQuiet. What this leaves unchecked
+// while idle: a move of the coordinator to a broker the member cannot
+// reach shows at its next commit, which fails, and the bound runs from
+// then on.
 
 // Sides of Kafka a member needs to answer.
 const (
@@ -153,10 +153,10 @@ func (r *reachTracker) update(now time.Time) (out, changed bool) {
 
 // suspect reports whether, in the group, the last probe of a side needed
 // failed, or none answered for quiet and a settle window more (the round
-// due after quiet waits for its timeouts): the member may be about to leave, and should
-// not take partitions meanwhile (if every member is cut off, the first to
-// leave would otherwise hand its partitions to the others for the moment
-// before they leave too).
+// due after quiet waits for its timeouts): the member may be about to
+// leave, and should not take partitions meanwhile (if every member is cut
+// off, the first to leave would otherwise hand its partitions to the
+// others for the moment before they leave too).
 func (r *reachTracker) suspect(now time.Time) bool {
 	if r.out {
 		return false
@@ -360,8 +360,8 @@ func (w *kafkaWatch) run(dying <-chan struct{}) {
 }
 
 // tickEvery is the time from now to the watch's next tick: half an
-// interval, or an interval while the member is calm (in the group, not suspect) and
-// quiet is at least two intervals (an idle member's long poll, the
+// interval, or an interval while the member is calm (in the group, not
+// suspect) and quiet is at least two intervals (an idle member's long poll, the
 // default): evidence dated up to an interval early is then still inside
 // quiet (probeQuiet allows the long poll and an interval), and an idle
 // member wakes half as often for the watch.

@@ -42,15 +42,18 @@ var (
 	flagJLSteady     = flag.Int("jl-steady", 3, "BenchmarkJoinLeave: steady members")
 )
 
+// diagnosticMemProfileRate is runtime.MemProfileRate in a diagnostic
+// run (ZKGROUP_BENCH_HEAP, or a member process with -process-memory): a
+// sample every 4 KiB allocated, not every 512 KiB, so that what a member
+// holds is seen object by object. It costs CPU: never in a measuring run.
+const diagnosticMemProfileRate = 4 << 10
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(memberEnv); spec != "" {
 		os.Exit(runMemberProcess(spec)) // BenchmarkIdleProcess's member
 	}
 	if os.Getenv("ZKGROUP_BENCH_HEAP") != "" {
-		// The heap profiles of a diagnostic run sample every 4 KiB
-		// allocated, not every 512 KiB: what a member holds is seen
-		// object by object (slower, so never in a measuring run).
-		runtime.MemProfileRate = 4096
+		runtime.MemProfileRate = diagnosticMemProfileRate
 	}
 	os.Exit(testcluster.Main(m))
 }

@@ -292,7 +292,7 @@ func runMemberProcess(js string) int {
 		return 2
 	}
 	if *flagProcMemory != "" {
-		runtime.MemProfileRate = memProfileRate
+		runtime.MemProfileRate = diagnosticMemProfileRate
 	}
 	if spec.Side == "" { // the baseline: no member, the tracker a member process holds
 		tr := newTracker(spec.Partitions)

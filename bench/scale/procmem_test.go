@@ -14,13 +14,6 @@ import (
 	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 )
 
-// memProfileRate is a member process's runtime.MemProfileRate with
-// -process-memory: a sample every 4 KiB allocated on average (Go's
-// default is 512 KiB), so that the heap profile sees a member's small
-// objects. It costs CPU: take CPU figures from a run without
-// -process-memory.
-const memProfileRate = 4 << 10
-
 // memoryFile is where the process of spec writes its memory
 // (-process-memory; "" when not set): the group (side and round) and the
 // member's index, "base" for the baseline process.
