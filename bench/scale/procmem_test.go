@@ -29,20 +29,21 @@ func memoryFile(spec memberSpec) string {
 }
 
 // writeMemory writes what this process's memory holds to path+".txt":
-// its RSS, the Go runtime's memory classes and goroutine counts
+// its RSS (and its anonymous and file-backed parts: the binary's pages
+// it touched are file-backed), the Go runtime's memory classes and goroutine counts
 // (runtime/metrics) as they are and after a GC, and its RSS once the GC
 // returned what it could to the OS (debug.FreeOSMemory); and its heap
 // profile after the GC to path+".heap" (go tool pprof -sample_index=
 // inuse_space). Run after the window's figures were taken: the GC it
 // forces is not in them.
 func writeMemory(path string) error {
-	rss := benchkit.RSS()
+	rss, anon, file := benchkit.RSS(), benchkit.StatusBytes("RssAnon"), benchkit.StatusBytes("RssFile")
 	before := memClasses()
 	runtime.GC()
 	after := memClasses()
 	debug.FreeOSMemory()
 	var b strings.Builder
-	fmt.Fprintf(&b, "rss %d\nrss-after-free-os-memory %d\n", rss, benchkit.RSS())
+	fmt.Fprintf(&b, "rss %d\nrss-anon %d\nrss-file %d\nrss-after-free-os-memory %d\n", rss, anon, file, benchkit.RSS())
 	names := make([]string, 0, len(before))
 	for n := range before {
 		names = append(names, n)

@@ -51,8 +51,12 @@ func CPUTime() time.Duration {
 
 // RSS is this process's resident set (VmRSS of /proc/self/status), in
 // bytes; 0 when it cannot be read.
-func RSS() int64 {
-	kb, _ := strconv.ParseInt(strings.TrimSuffix(statusField("VmRSS"), " kB"), 10, 64) // "12345 kB"
+func RSS() int64 { return StatusBytes("VmRSS") }
+
+// StatusBytes is a size field of /proc/self/status ("VmRSS", "RssAnon",
+// "RssFile"), in bytes; 0 when it cannot be read.
+func StatusBytes(name string) int64 {
+	kb, _ := strconv.ParseInt(strings.TrimSuffix(statusField(name), " kB"), 10, 64) // "12345 kB"
 	return kb << 10
 }
 
