@@ -136,8 +136,9 @@ func (l *pingLog) replied() {
 // the lease's end (Status turns unhealthy), or, while suspended, a
 // twelfth of the timeout. A ping due when go-zookeeper's next one is (see
 // checkDelay) is left to go-zookeeper, and the monitor sleeps to the
-// middle of the period after it: it wakes once per go-zookeeper period,
-// not twice.
+// middle of the period after it: in use, it wakes once per go-zookeeper
+// period, not twice; idle, the answer to go-zookeeper's ping moves the
+// wake on (pingAnswered), and it does not wake while they are answered.
 func (s *Session) monitor(first chan struct{}) error {
 	var asks chan struct{} // plain mode: the pinger's
 	if s.plain {
@@ -146,6 +147,9 @@ func (s *Session) monitor(first chan struct{}) error {
 	}
 	wake := time.NewTimer(s.timeout() / 6)
 	defer wake.Stop()
+	s.wakeMu.Lock()
+	s.wake = wake
+	s.wakeMu.Unlock()
 	firstDone := false
 	for {
 		select {
@@ -164,6 +168,7 @@ func (s *Session) monitor(first chan struct{}) error {
 				close(first)
 			}
 		case <-wake.C:
+			s.wakes.Add(1)
 		}
 		timeout := s.timeout()
 		every := s.pingEvery(timeout)
@@ -171,8 +176,37 @@ func (s *Session) monitor(first chan struct{}) error {
 			s.ping(asks, timeout)
 		}
 		s.refresh()
+		s.wakeMu.Lock()
+		s.idle = every > timeout/6
 		wake.Reset(s.nextCheck(timeout, every))
+		s.wakeMu.Unlock()
 	}
+}
+
+// pingAnswered is called once a ping's reply renewed the lease (see
+// pingLog). While the monitor keeps the idle schedule (its latest wake
+// found the lease unused: pingEvery T/3), Lease was not called since and
+// the session is healthy, the monitor's next wake moves to where the
+// answer puts it (nextCheck): the wake a twelfth of the timeout after
+// go-zookeeper's ping (checkDelay) would find that ping answered and only
+// sleep again, so an idle session's monitor does not wake at all while
+// go-zookeeper's pings are answered. When they stop being answered, it
+// wakes as before: a twelfth after the next one was due, or at the
+// lease's end. Otherwise its own schedule stands: in use it pings between
+// go-zookeeper's, and while suspended it must see the recovery. Under
+// wakeMu, so that a wake of the monitor that changes the schedule is
+// never undone by an answer read at the same moment.
+func (s *Session) pingAnswered() {
+	if s.plain || s.leaseUsed.Load() {
+		return
+	}
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	if s.wake == nil || !s.idle || s.leaseUsed.Load() || !s.healthy.Load() {
+		return
+	}
+	timeout := s.timeout()
+	s.wake.Reset(s.nextCheck(timeout, timeout/3))
 }
 
 // pingEvery is the monitor's ping interval for a session timeout T: T/6

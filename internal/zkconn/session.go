@@ -201,11 +201,21 @@ type Session struct {
 	// established (StateHasSession, not expired or closed since), else 0.
 	// Lease reads both without a lock.
 	lastAnswered *atomic.Int64
-	live         atomic.Int64             // the session's id while established, else 0
-	leaseUsed    atomic.Bool              // Lease was called since the monitor last looked (pingEvery)
-	base         time.Time                // monotonic base of now()
-	leaseEnd     atomic.Pointer[leaseEnd] // Lease's latest end and its instant
-	dialed       *atomic.Int64            // now() when the latest connection was dialled
+	live         atomic.Int64 // the session's id while established, else 0
+	leaseUsed    atomic.Bool  // Lease was called since the monitor last looked (pingEvery)
+	// wake is the monitor's timer and idle whether its latest schedule
+	// was the idle one (pingEvery T/3), both under wakeMu (see
+	// pingAnswered); wakes counts the timer's firings.
+	wakeMu sync.Mutex
+	wake   *time.Timer
+	idle   bool
+	wakes  atomic.Int64
+	// healthy mirrors status.Healthy for pingAnswered, which runs on the
+	// connection's reader and takes no lock a caller of a request may hold.
+	healthy  atomic.Bool
+	base     time.Time                // monotonic base of now()
+	leaseEnd atomic.Pointer[leaseEnd] // Lease's latest end and its instant
+	dialed   *atomic.Int64            // now() when the latest connection was dialled
 
 	mu        sync.Mutex
 	status    Status
@@ -304,7 +314,15 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	lines := &connLine{}
 	answered := &atomic.Int64{}
 	now := func() int64 { return int64(time.Since(base)) }
-	credit := func(sent int64) { advance(answered, sent) }
+	// A ping's reply renews the lease, then lets the monitor sleep on
+	// (pingAnswered) once the Session exists.
+	credited := &atomic.Pointer[Session]{}
+	credit := func(sent int64) {
+		advance(answered, sent)
+		if s := credited.Load(); s != nil {
+			s.pingAnswered()
+		}
+	}
 	rec := newDialRecorder(func(network, address string, timeout time.Duration) (net.Conn, error) {
 		if lines.closing.Load() {
 			return nil, ErrClosed
@@ -361,6 +379,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		plain:        plain,
 	}
 	s.status.Timeout = cfg.SessionTimeout
+	credited.Store(s)
 	s.acl = cfg.ACL
 	if s.acl == nil {
 		if len(cfg.Auth) > 0 {
@@ -648,6 +667,7 @@ func (s *Session) refreshLocked() bool {
 	healthy := s.status.HasSession && time.Duration(s.now()-last) < window
 	if healthy != s.status.Healthy {
 		s.status.Healthy = healthy
+		s.healthy.Store(healthy)
 		if healthy {
 			s.log.Info("zookeeper session healthy", "session", fmt.Sprintf("0x%x", s.status.SessionID))
 		} else {
@@ -733,6 +753,7 @@ func (s *Session) Close() {
 		s.mu.Lock()
 		s.status.HasSession = false
 		s.status.Healthy = false
+		s.healthy.Store(false)
 		s.nextEpochLocked()
 		s.mu.Unlock()
 	})

@@ -400,13 +400,19 @@ func TestSessionIdlePings(t *testing.T) {
 		return 0
 	}
 	time.Sleep(timeout / 3) // past the first pings of the new session
-	before := recved()
+	before, wakes := recved(), zkconn.MonitorWakes(s)
 	const window = 2 * timeout
 	time.Sleep(window)
-	got := recved() - before
-	t.Logf("%d packets received on the connection over %v of an idle %v session", got, window, timeout)
+	got, woke := recved()-before, zkconn.MonitorWakes(s)-wakes
+	t.Logf("%d packets received on the connection and %d wakes of the monitor over %v of an idle %v session", got, woke, window, timeout)
 	if want := int(window/(timeout/3)) + 3; got > want {
 		t.Errorf("%d packets over %v idle; want at most %d (go-zookeeper's ping every timeout/3 alone)", got, window, want)
+	}
+	// go-zookeeper's pings are answered: each answer moves the monitor's
+	// wake past the next (pingAnswered), where it would otherwise wake
+	// once per ping.
+	if woke > 1 {
+		t.Errorf("the monitor woke %d times over %v idle; want at most 1 while go-zookeeper's pings are answered", woke, window)
 	}
 	if _, _, ok := s.Lease(); !ok {
 		t.Error("no lease after the idle window")
@@ -428,13 +434,14 @@ func TestSessionIdlePings(t *testing.T) {
 		}
 	}()
 	time.Sleep(timeout / 3) // the monitor's next wake sees the lease in use
-	before = recved()
+	before, wakes = recved(), zkconn.MonitorWakes(s)
 	time.Sleep(window)
-	got = recved() - before
+	got, woke = recved()-before, zkconn.MonitorWakes(s)-wakes
 	close(stop)
 	<-done
-	t.Logf("%d packets received on the connection over %v of a %v session whose lease is in use", got, window, timeout)
+	t.Logf("%d packets received on the connection and %d wakes of the monitor over %v of a %v session whose lease is in use", got, woke, window, timeout)
 	if want := int(window/(timeout/6)) - 3; got < want {
 		t.Errorf("%d packets over %v with the lease in use; want at least %d (a ping every timeout/6)", got, window, want)
 	}
+
 }
