@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"testing"
@@ -297,7 +298,7 @@ func runMemberProcess(js string) int {
 	if spec.Side == "" { // the baseline: no member, the tracker a member process holds
 		tr := newTracker(spec.Partitions)
 		defer runtime.KeepAlive(tr)
-		return serveProcess(nil, nil, memoryFile(spec))
+		return serveProcess(nil, nil, memoryFile(spec), processTrace(spec))
 	}
 	sd, err := sideByName(spec.Side)
 	if err != nil {
@@ -319,13 +320,25 @@ func runMemberProcess(js string) int {
 		fmt.Fprintln(os.Stderr, "member process: join:", err)
 		return 1
 	}
-	return serveProcess(m, func() (int, int) { return env.tr.ownedFlowing(spec.Index) }, memoryFile(spec))
+	return serveProcess(m, func() (int, int) { return env.tr.ownedFlowing(spec.Index) }, memoryFile(spec), processTrace(spec))
+}
+
+// processTrace names the execution trace of the window of spec's
+// process (with ZKGROUP_BENCH_TRACE, a diagnostic): its group and index
+// as memoryFile's.
+func processTrace(spec memberSpec) string {
+	who := "base"
+	if spec.Side != "" {
+		who = fmt.Sprint(spec.Index)
+	}
+	return spec.Group + "-" + who + ".trace"
 }
 
 // serveProcess reports state (when set) and answers the parent's
 // commands until "close" or the end of stdin, then closes m (when set).
 // After answering "stop", it writes its memory to memFile (when set).
-func serveProcess(m member, state func() (owned, flowing int), memFile string) int {
+// With ZKGROUP_BENCH_TRACE set, it traces the window into traceName there.
+func serveProcess(m member, state func() (owned, flowing int), memFile, traceName string) int {
 	defer func() {
 		if m != nil {
 			m.Close()
@@ -360,6 +373,8 @@ func serveProcess(m member, state func() (owned, flowing int), memFile string) i
 			}
 		}
 	}()
+	var atStart map[string]uint64
+	stopTrace := func() {}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		switch sc.Text() {
@@ -367,10 +382,15 @@ func serveProcess(m member, state func() (owned, flowing int), memFile string) i
 			close(stopState) // the state ticker would wake the idle member
 			<-stateDone
 			say("cpu %d", benchkit.CPUTime().Nanoseconds())
+			if memFile != "" {
+				atStart = activity()
+			}
+			stopTrace = diagnostic("ZKGROUP_BENCH_TRACE", traceName, "trace", trace.Start, trace.Stop)
 		case "stop":
 			say("cpu %d rss %d", benchkit.CPUTime().Nanoseconds(), benchkit.RSS())
+			stopTrace()
 			if memFile != "" {
-				if err := writeMemory(memFile); err != nil {
+				if err := writeMemory(memFile, windowActivity(atStart, activity())); err != nil {
 					fmt.Fprintln(os.Stderr, "member process:", err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/zkgroup/zkgroup/bench/internal/benchkit"
 )
@@ -30,13 +31,14 @@ func memoryFile(spec memberSpec) string {
 
 // writeMemory writes what this process's memory holds to path+".txt":
 // its RSS (and its anonymous and file-backed parts: the binary's pages
-// it touched are file-backed), the Go runtime's memory classes and goroutine counts
-// (runtime/metrics) as they are and after a GC, and its RSS once the GC
-// returned what it could to the OS (debug.FreeOSMemory); and its heap
-// profile after the GC to path+".heap" (go tool pprof -sample_index=
-// inuse_space). Run after the window's figures were taken: the GC it
-// forces is not in them.
-func writeMemory(path string) error {
+// it touched are file-backed), the Go runtime's memory classes and
+// goroutine counts (runtime/metrics) as they are and after a GC, its RSS
+// once the GC returned what it could to the OS (debug.FreeOSMemory), and
+// what it did over the window ("window" lines: see activity); and its
+// heap profile after the GC to path+".heap" (go tool pprof
+// -sample_index=inuse_space). Run after the window's figures were taken:
+// the GC it forces is not in them.
+func writeMemory(path string, window map[string]uint64) error {
 	rss, anon, file := benchkit.RSS(), benchkit.StatusBytes("RssAnon"), benchkit.StatusBytes("RssFile")
 	before := memClasses()
 	runtime.GC()
@@ -51,6 +53,14 @@ func writeMemory(path string) error {
 	slices.Sort(names)
 	for _, n := range names {
 		fmt.Fprintf(&b, "%s %d %d\n", n, before[n], after[n])
+	}
+	names = names[:0]
+	for n := range window {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "window %s %d\n", n, window[n])
 	}
 	if err := os.WriteFile(path+".txt", []byte(b.String()), 0o644); err != nil {
 		return err
@@ -82,6 +92,43 @@ func memClasses() map[string]uint64 {
 		m[s.Name] = s.Value.Uint64()
 	}
 	return m
+}
+
+// activity is what the process did so far that an idle window should
+// hardly move: garbage collections, heap allocations, goroutines started
+// (runtime/metrics), its user and system CPU and its context switches
+// (getrusage). windowActivity subtracts two readings.
+func activity() map[string]uint64 {
+	samples := []metrics.Sample{
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/gc/heap/allocs:bytes"},
+		{Name: "/gc/heap/allocs:objects"},
+		{Name: "/sched/goroutines-created:goroutines"},
+	}
+	metrics.Read(samples)
+	m := make(map[string]uint64, len(samples)+4)
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			m[s.Name] = s.Value.Uint64()
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		m["user-us"] = uint64(ru.Utime.Nano() / 1e3)
+		m["system-us"] = uint64(ru.Stime.Nano() / 1e3)
+		m["voluntary-context-switches"] = uint64(ru.Nvcsw)
+		m["involuntary-context-switches"] = uint64(ru.Nivcsw)
+	}
+	return m
+}
+
+// windowActivity is end less start, name by name.
+func windowActivity(start, end map[string]uint64) map[string]uint64 {
+	d := make(map[string]uint64, len(end))
+	for n, v := range end {
+		d[n] = v - start[n]
+	}
+	return d
 }
 
 // mbs converts bytes to MB (10^6, as benchkit.MB).
