@@ -18,3 +18,6 @@ const (
 // WireOK reports whether sarama's FetchRequest lays out the fields the
 // fetcher writes as expected.
 func WireOK() bool { return saramawire.FetchOK }
+
+// PrepMeterName is sarama's name of a topic's fetch meter.
+var PrepMeterName = prepMeterName

@@ -132,6 +132,7 @@ func (f *Fetcher) Add(topic string, partition int32, offset int64) (*Partition, 
 	if _, ok := f.parts[k]; ok {
 		return nil, fmt.Errorf("%w: %s/%d", ErrExists, topic, partition)
 	}
+	quietPrepMeter(topic) // before a request names it
 	f.parts[k] = p
 	f.peak.Note(len(f.parts))
 	f.pending = append(f.pending, routeReq{p: p, to: -1})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	metrics "github.com/rcrowley/go-metrics"
 
 	"github.com/zkgroup/zkgroup/internal/fetch"
 	"github.com/zkgroup/zkgroup/internal/testcluster"
@@ -155,4 +156,53 @@ func nonNil(m map[int32]int64) map[int32]int64 {
 		return map[int32]int64{}
 	}
 	return m
+}
+
+// TestPrepMeterQuiet: a fetch of a topic leaves go-metrics'
+// DefaultRegistry with the no-op meter under the name sarama's sizing
+// pass marks (see quietPrepMeter), not a meter that starts go-metrics'
+// global ticker; without it, sarama registers a *metrics.StandardMeter.
+func TestPrepMeterQuiet(t *testing.T) {
+	checkLeaks(t)
+	const topic = "prep.meter"
+	name := fetch.PrepMeterName(topic)
+	if m := metrics.DefaultRegistry.Get(name); m != nil {
+		t.Fatalf("%s registered before the test: %T", name, m)
+	}
+	mb := sarama.NewMockBroker(t, 1)
+	defer mb.Close()
+	withRecord := &sarama.FetchResponse{Version: 12}
+	withRecord.AddRecord(topic, 0, nil, sarama.StringEncoder("v"), 0)
+	withRecord.Blocks[topic][0].HighWaterMarkOffset = 1
+	withRecord.Blocks[topic][0].LastStableOffset = 1
+	mb.SetHandlerByMap(map[string]sarama.MockResponse{
+		"MetadataRequest": sarama.NewMockMetadataResponse(t).SetBroker(mb.Addr(), mb.BrokerID()).SetLeader(topic, 0, mb.BrokerID()),
+		"FetchRequest":    sarama.NewMockSequence(withRecord, &sarama.FetchResponse{Version: 12}),
+	})
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_9_0_0
+	cfg.ApiVersionsRequest = false
+	client, err := sarama.NewClient([]string{mb.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	f := newFetcher(t, client, fetch.NewConfig())
+	p, err := f.Add(topic, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fetches(mb)); n == 0 {
+		t.Fatal("no fetch request reached the broker")
+	}
+	if m, ok := metrics.DefaultRegistry.Get(name).(metrics.NilMeter); !ok {
+		t.Errorf("DefaultRegistry's %s is %T; want metrics.NilMeter", name, metrics.DefaultRegistry.Get(name))
+	} else {
+		m.Mark(1) // a no-op
+	}
 }
