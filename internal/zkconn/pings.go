@@ -193,9 +193,12 @@ func (s *Session) monitor(first chan struct{}) error {
 // go-zookeeper's pings are answered. When they stop being answered, it
 // wakes as before: a twelfth after the next one was due, or at the
 // lease's end. Otherwise its own schedule stands: in use it pings between
-// go-zookeeper's, and while suspended it must see the recovery. Under
-// wakeMu, so that a wake of the monitor that changes the schedule is
-// never undone by an answer read at the same moment.
+// go-zookeeper's; while suspended it must see the recovery; and after an
+// answer to a ping sent a sixth of the timeout ago or more (a reply read
+// after a pause of the process, say) it must look at the lease at once,
+// as its timer, due meanwhile, says. Under wakeMu, so that a wake of the
+// monitor that changes the schedule is never undone by an answer read at
+// the same moment.
 func (s *Session) pingAnswered() {
 	if s.plain || s.leaseUsed.Load() {
 		return
@@ -206,6 +209,9 @@ func (s *Session) pingAnswered() {
 		return
 	}
 	timeout := s.timeout()
+	if time.Duration(s.now()-s.lastAnswered.Load()) >= timeout/6 {
+		return
+	}
 	s.wake.Reset(s.nextCheck(timeout, timeout/3))
 }
 

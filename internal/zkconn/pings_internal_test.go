@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -271,5 +272,48 @@ func TestPingEveryFollowsLeaseUse(t *testing.T) {
 	s.plain = true
 	if got := s.pingEvery(T); got != T/6 {
 		t.Fatalf("plain mode: every %v, want T/6", got)
+	}
+}
+
+// TestPingAnsweredMovesOnlyAFreshIdleWake: an answered ping moves the
+// monitor's wake (due in 50 ms here) to the next check (seconds away)
+// only while the monitor keeps the idle schedule, Lease was not called
+// since, the session is healthy and the answered ping was sent less than
+// a sixth of the timeout ago; in every other case the wake stays due.
+func TestPingAnsweredMovesOnlyAFreshIdleWake(t *testing.T) {
+	const timeout = 6 * time.Second
+	cases := []struct {
+		name                string
+		idle, used, healthy bool
+		answeredAgo         time.Duration
+		moved               bool
+	}{
+		{"idle, fresh", true, false, true, 10 * time.Millisecond, true},
+		{"in use since", true, true, true, 10 * time.Millisecond, false},
+		{"busy schedule", false, false, true, 10 * time.Millisecond, false},
+		{"suspended", true, false, false, 10 * time.Millisecond, false},
+		{"answer to an old ping", true, false, true, timeout / 6, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Session{cfg: Config{SessionTimeout: timeout}, negotiated: &atomic.Int64{}, lastAnswered: &atomic.Int64{},
+				base: time.Now().Add(-time.Minute), lines: &connLine{}}
+			s.lastAnswered.Store(s.now() - int64(c.answeredAgo))
+			s.idle, s.wake = c.idle, time.NewTimer(50*time.Millisecond)
+			defer s.wake.Stop()
+			s.leaseUsed.Store(c.used)
+			s.healthy.Store(c.healthy)
+			s.pingAnswered()
+			select {
+			case <-s.wake.C:
+				if c.moved {
+					t.Error("the wake stayed due; want it moved to the next check")
+				}
+			case <-time.After(500 * time.Millisecond): // a moved wake is 1 s away or more
+				if !c.moved {
+					t.Error("the wake was moved; want it left due")
+				}
+			}
+		})
 	}
 }
