@@ -298,7 +298,7 @@ func runMemberProcess(js string) int {
 	if spec.Side == "" { // the baseline: no member, the tracker a member process holds
 		tr := newTracker(spec.Partitions)
 		defer runtime.KeepAlive(tr)
-		return serveProcess(nil, nil, memoryFile(spec), processTrace(spec))
+		return serveProcess(nil, nil, memoryFile(spec), processName(spec)+".trace")
 	}
 	sd, err := sideByName(spec.Side)
 	if err != nil {
@@ -320,18 +320,7 @@ func runMemberProcess(js string) int {
 		fmt.Fprintln(os.Stderr, "member process: join:", err)
 		return 1
 	}
-	return serveProcess(m, func() (int, int) { return env.tr.ownedFlowing(spec.Index) }, memoryFile(spec), processTrace(spec))
-}
-
-// processTrace names the execution trace of the window of spec's
-// process (with ZKGROUP_BENCH_TRACE, a diagnostic): its group and index
-// as memoryFile's.
-func processTrace(spec memberSpec) string {
-	who := "base"
-	if spec.Side != "" {
-		who = fmt.Sprint(spec.Index)
-	}
-	return spec.Group + "-" + who + ".trace"
+	return serveProcess(m, func() (int, int) { return env.tr.ownedFlowing(spec.Index) }, memoryFile(spec), processName(spec)+".trace")
 }
 
 // serveProcess reports state (when set) and answers the parent's

@@ -22,11 +22,18 @@ func memoryFile(spec memberSpec) string {
 	if *flagProcMemory == "" {
 		return ""
 	}
+	return filepath.Join(*flagProcMemory, processName(spec))
+}
+
+// processName names spec's process in the files it writes: its group
+// (side and round) and the member's index, "base" for the baseline
+// process.
+func processName(spec memberSpec) string {
 	who := "base"
 	if spec.Side != "" {
 		who = fmt.Sprint(spec.Index)
 	}
-	return filepath.Join(*flagProcMemory, spec.Group+"-"+who)
+	return spec.Group + "-" + who
 }
 
 // writeMemory writes what this process's memory holds to path+".txt":

@@ -93,6 +93,24 @@ func newClient(t testing.TB, c *testcluster.Cluster) sarama.Client {
 	return cl
 }
 
+// mockClient returns a sarama client of mb at version v, without an
+// ApiVersions request (the mock broker's scripts answer none), its
+// config then changed by tune. The caller closes it.
+func mockClient(t testing.TB, mb *sarama.MockBroker, v sarama.KafkaVersion, tune ...func(*sarama.Config)) sarama.Client {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = v
+	cfg.ApiVersionsRequest = false
+	for _, f := range tune {
+		f(cfg)
+	}
+	cl, err := sarama.NewClient([]string{mb.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 // newFetcher returns a Fetcher over client, closed at the end of the test.
 func newFetcher(t *testing.T, client sarama.Client, cfg fetch.Config) *fetch.Fetcher {
 	t.Helper()

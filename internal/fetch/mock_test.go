@@ -55,14 +55,7 @@ func TestSessionErrors(t *testing.T) {
 			empty(12, sarama.ErrNoError),
 		),
 	})
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_9_0_0
-	cfg.ApiVersionsRequest = false
-	cfg.Metadata.Retry.Backoff = 10 * time.Millisecond
-	client, err := sarama.NewClient([]string{mb.Addr()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := mockClient(t, mb, sarama.V3_9_0_0, func(cfg *sarama.Config) { cfg.Metadata.Retry.Backoff = 10 * time.Millisecond })
 	defer client.Close()
 	_, epoch, err := client.LeaderAndEpoch(topic, 0)
 	if err != nil {
@@ -179,13 +172,7 @@ func TestPrepMeterQuiet(t *testing.T) {
 		"MetadataRequest": sarama.NewMockMetadataResponse(t).SetBroker(mb.Addr(), mb.BrokerID()).SetLeader(topic, 0, mb.BrokerID()),
 		"FetchRequest":    sarama.NewMockSequence(withRecord, &sarama.FetchResponse{Version: 12}),
 	})
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_9_0_0
-	cfg.ApiVersionsRequest = false
-	client, err := sarama.NewClient([]string{mb.Addr()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := mockClient(t, mb, sarama.V3_9_0_0)
 	defer client.Close()
 	f := newFetcher(t, client, fetch.NewConfig())
 	p, err := f.Add(topic, 0, 0)

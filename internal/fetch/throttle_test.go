@@ -26,13 +26,7 @@ func TestThrottle(t *testing.T) {
 			SetBroker(mb.Addr(), mb.BrokerID()).SetLeader("t", 0, mb.BrokerID()),
 		"FetchRequest": sarama.NewMockWrapper(resp),
 	})
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V2_0_0_0
-	cfg.ApiVersionsRequest = false
-	client, err := sarama.NewClient([]string{mb.Addr()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := mockClient(t, mb, sarama.V2_0_0_0)
 	defer client.Close()
 	f, err := fetch.New(client, fetch.NewConfig(), testLog(t))
 	if err != nil {
