@@ -12,8 +12,11 @@ import (
 // (EachPartition), the errors (Errors), and their counters. Nothing is
 // sent on them once closeChannels ran.
 type outputs struct {
-	batches    chan *partition.Handout // ModeMerged: every partition's batches
-	partitions chan *PartitionStream   // ModePartitions only (nil otherwise)
+	batches chan *partition.Handout // ModeMerged: every partition's batches
+	// turns bounds the partitions that hand out on batches at once
+	// (handOutTurns); ModeMerged only (nil otherwise).
+	turns      *partition.Turns
+	partitions chan *PartitionStream // ModePartitions only (nil otherwise)
 	errors     chan error
 	// ended is closed just before the channels are closed, once closeErr
 	// is final (Err).
@@ -28,13 +31,22 @@ type outputs struct {
 	staleAcks  atomic.Uint64
 }
 
+// handOutTurns is how many partitions' fetch sessions run at once in
+// ModeMerged (see partition.Turns): enough batches ready for the loop
+// that takes them while the rest wait without a goroutine each.
+const handOutTurns = 16
+
 func newOutputs(cfg *Config) outputs {
 	var partitions chan *PartitionStream
+	var turns *partition.Turns
 	if cfg.Mode == ModePartitions {
 		partitions = make(chan *PartitionStream, 1024)
+	} else {
+		turns, _ = partition.NewTurns(handOutTurns) // a constant above 0: no error
 	}
 	return outputs{
 		batches:    make(chan *partition.Handout),
+		turns:      turns,
 		partitions: partitions,
 		errors:     make(chan error, cfg.ErrorsBufferSize),
 		ended:      make(chan struct{}),

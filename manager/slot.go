@@ -387,7 +387,7 @@ func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partiti
 		src = &partStream{bch: make(chan *partition.Handout)}
 		params.Batches, params.CloseBatches = src.bch, true
 	} else {
-		params.Batches = c.batches
+		params.Batches, params.Turns = c.batches, c.turns
 	}
 	var pmOf atomic.Pointer[partition.Manager]
 	params.BeforeDrain = func() {

@@ -33,7 +33,10 @@
 // Step parks the run and returns: the goroutine ends, and whatever may
 // bring work (records, a halt, a control request) calls Step's resume,
 // which starts the next step (park.go). The fetch itself runs no
-// goroutine per partition.
+// goroutine per partition. Managers sharing one channel (the merged
+// stream) take turns (Turns): a partition with records and no turn
+// waits without a goroutine, so the partitions waiting for the receiver
+// hold a few goroutines, not one each.
 //
 // Nothing watches the Fence: it calls the Manager when ownership is lost
 // (Fence.AfterLost).

@@ -110,7 +110,7 @@ func (m *Manager) openSession(fp Fetch) {
 	}
 	m.mu.Unlock()
 	m.fp, m.next = fp, next
-	fp.Notify(m.unpark)
+	fp.Notify(m.readyWake)
 }
 
 // session runs the fetch session until it ends (outOfRange, or stop:
@@ -120,6 +120,21 @@ func (m *Manager) session() (outOfRange, stop, parked bool) {
 	fp := m.fp
 	wake := m.wake()
 	for {
+		if m.p.Turns != nil && !m.turn {
+			select {
+			case <-m.halt:
+				return false, true, false
+			case <-wake:
+				return false, false, false
+			default:
+			}
+			if !m.p.Turns.take(m) && m.queued(wake) {
+				return false, false, true
+			}
+			if !m.turn {
+				continue // taken out of the queue by a halt or a control request
+			}
+		}
 		recs, err := fp.Poll()
 		switch {
 		case err != nil:
@@ -147,6 +162,10 @@ func (m *Manager) session() (outOfRange, stop, parked bool) {
 		case <-wake:
 			return false, false, false
 		default:
+		}
+		// Others wait for a turn: the next share after theirs.
+		if m.turn && m.p.Turns.live.Load() > 0 && m.p.Turns.pass(m) && m.queued(wake) {
+			return false, false, true
 		}
 	}
 }
@@ -226,6 +245,7 @@ func (m *Manager) pollFailed(next int64, err error, wake <-chan struct{}) (ret, 
 		return false, false, false
 	}
 	m.fetchFailed(next, err, true)
+	m.giveTurn()
 	select {
 	case <-m.halt:
 		return true, false, true
@@ -352,6 +372,7 @@ func (m *Manager) trackSlab(vals []Message, run bool) (k int, ok bool) {
 		if k > 0 {
 			return k, true
 		}
+		m.giveTurn() // a wait for acks, not for the receiver
 		select {
 		case <-m.space:
 		case <-m.halt:

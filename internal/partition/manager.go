@@ -39,7 +39,10 @@ type OffsetResolver interface {
 type Params struct {
 	Topic     string
 	Partition int32
-	Client    OffsetResolver // resolves oldest/newest offsets (a sarama.Client)
+	// CloseBatches closes Batches after Stop (here, beside Partition, so
+	// that the Manager keeps its size class).
+	CloseBatches bool
+	Client       OffsetResolver // resolves oldest/newest offsets (a sarama.Client)
 	// Fetcher fetches the partition (the consumer's fetch.Fetcher, see
 	// FetcherOf and fetchpath.go); shared by the consumer's managers.
 	Fetcher Fetcher
@@ -67,8 +70,10 @@ type Params struct {
 	// batch, taken as fetched and as far as MaxUnacked allows. It may be
 	// shared by several Managers (the merged stream), or be this
 	// partition's alone; CloseBatches closes it after Stop.
-	Batches      chan<- *Handout
-	CloseBatches bool
+	Batches chan<- *Handout
+	// Turns, optional, bounds the fetch sessions of the Managers sharing
+	// Batches that run at once (see Turns); one for all of them.
+	Turns *Turns
 	// StaleAcks, if set, counts acks of this Manager's messages made after
 	// it stopped (also counted in Stats.StaleAcks, which ends with the
 	// Manager): the consumer's total over every ownership.
@@ -120,13 +125,15 @@ type Manager struct {
 	// of fetching.
 	parkedRun bool
 	runTaken  bool
+	turn      bool
 	runErr    error
 	fp        Fetch
 	next      int64
 	backoff   *retry.Backoff
-	// parked is set while the run is parked; whoever clears it calls
-	// resume (Step's), set before parked.
-	parked atomic.Bool
+	// state is runParked while the run is parked, runWaiting while it
+	// waits for a turn (Turns); whoever makes it runActive again calls
+	// resume (Step's), set before. turn: the run holds one of Turns'.
+	state  atomic.Int32
 	resume func()
 
 	// mu guards the tracker and the fields below it. The tracker holds the
@@ -296,8 +303,10 @@ func (m *Manager) Step(resume func()) (parked bool, err error) {
 	case m.parkedRun: // go on
 	case m.runTaken: // Stop ended the parked run: its outcome, once
 		m.runTaken = false
+		m.giveTurn() // given to it as it waited
 		return false, m.runErr
 	default:
+		m.giveTurn()
 		return false, ErrStopped
 	}
 	m.resume = resume
@@ -305,6 +314,7 @@ func (m *Manager) Step(resume func()) (parked bool, err error) {
 	if m.parkedRun {
 		return true, nil
 	}
+	m.giveTurn()
 	// However run ends (a lost claim, a halt, a closed fetcher), the
 	// manager is done: Done is closed.
 	err = m.exitReason()
@@ -500,6 +510,7 @@ func (m *Manager) run() (parked bool) {
 			if parked {
 				return true
 			}
+			m.giveTurn() // what follows waits for other things
 			next := m.endSession()
 			if stop {
 				return false
@@ -600,6 +611,7 @@ func (m *Manager) offer(b *Handout) bool {
 		select {
 		case <-suspended:
 			m.suspended = nil
+			m.giveTurn() // a wait for the session, not the receiver
 			m.waitingReady.Store(true)
 			select {
 			case <-m.p.Fence.Ready():

@@ -27,11 +27,19 @@ package partition
 // cleared already returns parked, and the resumed step goes on. So no
 // wake-up is lost, and no two goroutines run the partition at once.
 
+// With Turns (the merged stream), a run also waits in a second place:
+// in Turns' queue for a turn (state runWaiting), before it takes records;
+// a turn given back resumes the first in the queue, and a halt or a
+// control request takes a waiting run out of it (Turns.cancel) and
+// resumes it, as unpark does a parked one. A run gives its turn back
+// before it parks (see turns.go).
+
 // park parks the run of the fetch session on fp unless something to act
 // on came meanwhile: true when parked (the step returns), false when the
 // session goes on. wake is the session's control channel.
 func (m *Manager) park(fp Fetch, wake <-chan struct{}) bool {
-	m.parked.Store(true)
+	m.giveTurn()
+	m.state.Store(runParked)
 	select {
 	case <-fp.Ready():
 	case <-m.halt:
@@ -39,15 +47,65 @@ func (m *Manager) park(fp Fetch, wake <-chan struct{}) bool {
 	default:
 		return true
 	}
-	// Something came: go on, unless a waker cleared parked first (it has
-	// called resume: the next step goes on).
-	return !m.parked.CompareAndSwap(true, false)
+	// Something came: go on, unless a waker took the run first: it has
+	// called resume (the next step goes on), or queued it for a turn
+	// (then take it out again: whatever came, the session looks at it).
+	if m.state.CompareAndSwap(runParked, runActive) {
+		return false
+	}
+	return !(m.p.Turns != nil && m.p.Turns.cancel(m))
 }
 
-// unpark resumes a parked run; a no-op when the run is not parked. Safe
-// for concurrent use; never blocks (resume must not).
+// queued is park for a run that m.p.Turns queued (take, pass): true when
+// it waits there (the step returns parked); false when a halt or a
+// control request came and it was taken out again (the session goes on,
+// without a turn).
+func (m *Manager) queued(wake <-chan struct{}) bool {
+	select {
+	case <-m.halt:
+	case <-wake:
+	default:
+		return true
+	}
+	return !m.p.Turns.cancel(m)
+}
+
+// unpark resumes a parked or queued run; a no-op when the run is active.
+// Safe for concurrent use; never blocks (resume must not).
 func (m *Manager) unpark() {
-	if m.parked.Load() && m.parked.CompareAndSwap(true, false) {
-		m.resume()
+	for {
+		switch m.state.Load() {
+		case runParked:
+			if m.state.CompareAndSwap(runParked, runActive) {
+				m.resume()
+				return
+			}
+		case runWaiting:
+			if m.p.Turns.cancel(m) {
+				m.resume()
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// readyWake is the fetch session's Notify: records or an error may be
+// there. Without Turns it is unpark; with them, a parked run resumes
+// with a turn or queues for one.
+func (m *Manager) readyWake() {
+	if m.p.Turns == nil {
+		m.unpark()
+		return
+	}
+	m.p.Turns.wakeParked(m)
+}
+
+// giveTurn gives the run's turn back, if it holds one. The run's step
+// only.
+func (m *Manager) giveTurn() {
+	if m.turn {
+		m.p.Turns.give(m)
 	}
 }
