@@ -121,12 +121,8 @@ func (m *Manager) session() (outOfRange, stop, parked bool) {
 	wake := m.wake()
 	for {
 		if m.p.Turns != nil && !m.turn {
-			select {
-			case <-m.halt:
-				return false, true, false
-			case <-wake:
-				return false, false, false
-			default:
+			if ended, stop := m.interrupted(wake); ended {
+				return false, stop, false
 			}
 			if !m.p.Turns.take(m) && m.queued(wake) {
 				return false, false, true
@@ -146,12 +142,8 @@ func (m *Manager) session() (outOfRange, stop, parked bool) {
 			if m.park(fp, wake) {
 				return false, false, true
 			}
-			select {
-			case <-m.halt:
-				return false, true, false
-			case <-wake:
-				return false, false, false
-			default:
+			if ended, stop := m.interrupted(wake); ended {
+				return false, stop, false
 			}
 			continue
 		}
@@ -167,6 +159,19 @@ func (m *Manager) session() (outOfRange, stop, parked bool) {
 		if m.turn && m.p.Turns.live.Load() > 0 && m.p.Turns.pass(m) && m.queued(wake) {
 			return false, false, true
 		}
+	}
+}
+
+// interrupted reports whether the session ends now: a halt (stop) or a
+// control request (wake) came.
+func (m *Manager) interrupted(wake <-chan struct{}) (ended, stop bool) {
+	select {
+	case <-m.halt:
+		return true, true
+	case <-wake:
+		return true, false
+	default:
+		return false, false
 	}
 }
 
