@@ -201,9 +201,10 @@
 // claims it on a goroutine, runs its partition manager's loop there while
 // it has messages to hand out, parks it in between with no goroutine,
 // and drains, commits and releases it at the end; in ModeMerged at most
-// 16 partitions at a time run that loop, the rest with messages wait for
-// a turn without a goroutine, so that a loop that takes batches slower
-// than they come holds 16 goroutines, not one per partition;
+// 16 partitions at a time hold a turn to hand out, and the rest with
+// messages wait for one without a goroutine, so that a loop that takes
+// batches slower than they come holds about 16 goroutines, not one per
+// partition;
 // TestGoroutinesPerPartition guards it); no timer while idle; its claim's
 // watch is a session hook, not a goroutine. Fetching costs no goroutine per partition: the member
 // runs one fetch loop per broker it fetches from, each on a connection of

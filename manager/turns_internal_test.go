@@ -15,7 +15,7 @@ func TestDocStatesHandOutTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := strings.Join(strings.Fields(strings.ReplaceAll(string(raw), "//", "")), " ")
-	want := fmt.Sprintf("in ModeMerged at most %d partitions at a time run that loop", handOutTurns)
+	want := fmt.Sprintf("in ModeMerged at most %d partitions at a time hold a turn to hand out", handOutTurns)
 	if !strings.Contains(doc, want) {
 		t.Errorf("doc.go does not say %q", want)
 	}
