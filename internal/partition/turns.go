@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/zkgroup/zkgroup/internal/shrink"
 )
 
 // Turns bounds how many Managers sharing one Batches channel (the merged
@@ -25,7 +27,8 @@ import (
 // sender without Turns. A halt or a control request resumes a waiting
 // partition at once, without a turn (see park.go).
 //
-// Safe for concurrent use. Nil Turns: no bound.
+// Safe for concurrent use. Without Turns (Params.Turns nil) nothing is
+// bounded.
 type Turns struct {
 	mu   sync.Mutex
 	free int        // turns not held
@@ -141,11 +144,11 @@ func (t *Turns) cancel(m *Manager) bool {
 
 // pushLocked queues m (state runWaiting). t.mu held.
 func (t *Turns) pushLocked(m *Manager) {
-	if t.head > 0 && (t.head == len(t.q) || 2*t.head >= len(t.q)) {
+	if t.head > 0 && 2*t.head >= len(t.q) {
 		// Reuse the consumed front instead of growing.
 		n := copy(t.q, t.q[t.head:])
 		clear(t.q[n:])
-		t.q, t.head = t.q[:n], 0
+		t.q, t.head = shrink.Slice(t.q[:n]), 0
 	}
 	t.q = append(t.q, m)
 	t.live.Add(1)
@@ -164,6 +167,7 @@ func (t *Turns) popLocked() *Manager {
 			return m
 		}
 	}
-	t.q, t.head = t.q[:0], 0
+	// Empty: keep no room a crowd of waiting runs needed once.
+	t.q, t.head = shrink.Slice(t.q[:0]), 0
 	return nil
 }

@@ -102,6 +102,12 @@ func TestTurnsBoundTheSessions(t *testing.T) {
 	}
 	g.settled(t, 0)
 	testcluster.Await(t, 10*time.Second, time.Millisecond, "every turn given back", func() bool { return g.free() == k })
+	g.turns.mu.Lock()
+	room := cap(g.turns.q)
+	g.turns.mu.Unlock()
+	if room >= 64 {
+		t.Errorf("the empty queue keeps room for %d runs after %d waited at once", room, n-k)
+	}
 	for _, m := range g.ms {
 		stopPromptly(t, m, "of an idle partition")
 	}
