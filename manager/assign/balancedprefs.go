@@ -44,13 +44,16 @@ func newClassPlan(c *class, cur, target []int) *classPlan {
 			p.group[i] = g
 		}
 	}
+	seen := make([]int, len(groups)) // per group: the last member seen in it, plus one
 	for m, idx := range leaderAwarePlace(groups, target) {
 		for _, i := range idx {
 			p.home[i] = m
-			p.homeGroups[m] = append(p.homeGroups[m], p.group[i])
+			if g := p.group[i]; seen[g] != m+1 {
+				seen[g] = m + 1
+				p.homeGroups[m] = append(p.homeGroups[m], g)
+			}
 		}
 		slices.Sort(p.homeGroups[m])
-		p.homeGroups[m] = slices.Compact(p.homeGroups[m])
 	}
 	return p
 }

@@ -20,6 +20,19 @@ type class struct {
 // by the member IDs, so that later, less constrained classes can even out the
 // load left by earlier ones. With uniform subscriptions there is one class.
 func (v *view) classes() []class {
+	if !v.uniform {
+		return v.classesBySet()
+	}
+	if len(v.members) == 0 || len(v.parts) == 0 {
+		return nil
+	}
+	// The strategies only read a class: the view's slices serve as they are.
+	return []class{{members: v.members, parts: v.parts, owners: v.owners}}
+}
+
+// classesBySet is classes for any subscriptions: the topics grouped by
+// their eligible member sets.
+func (v *view) classesBySet() []class {
 	byKey := make(map[string]*class)
 	var keys []string
 	of := make([]*class, len(v.topics)) // per topic: its class, nil if none

@@ -95,10 +95,14 @@ func (v *view) sortedKeys(partitions []Partition) []partKey {
 		rank[t] = int32(r)
 	}
 	keys := make([]partKey, len(partitions))
+	sorted := true // as zkgroup's members pass them
 	for i, p := range partitions {
 		keys[i] = partKey{uint64(rank[p.Topic])<<32 | uint64(uint32(p.ID)^1<<31), i}
+		sorted = sorted && (i == 0 || keys[i-1].tp <= keys[i].tp)
 	}
-	slices.SortFunc(keys, func(a, b partKey) int { return cmp.Compare(a.tp, b.tp) })
+	if !sorted {
+		slices.SortFunc(keys, func(a, b partKey) int { return cmp.Compare(a.tp, b.tp) })
+	}
 	return keys
 }
 
@@ -135,20 +139,31 @@ func (v *view) mergePartitions(partitions []Partition, subs map[string]map[strin
 }
 
 // fillEligible sets v.eligible (each topic's subscribed members, sorted)
-// and v.uniform.
+// and v.uniform. A topic every member subscribes to shares v.members.
 func (v *view) fillEligible(subs map[string]map[string]bool) {
 	v.uniform = true
 	for _, topic := range v.topics {
-		var elig []string
+		n := 0
 		for _, id := range v.members {
 			if set := subs[id]; set == nil || set[topic] {
-				elig = append(elig, id)
+				n++
 			}
 		}
-		if len(elig) != len(v.members) {
-			v.uniform = false
+		switch {
+		case n == 0:
+			v.eligible[topic] = nil
+		case n == len(v.members):
+			v.eligible[topic] = v.members
+		default:
+			elig := make([]string, 0, n)
+			for _, id := range v.members {
+				if set := subs[id]; set == nil || set[topic] {
+					elig = append(elig, id)
+				}
+			}
+			v.eligible[topic] = elig
 		}
-		v.eligible[topic] = elig
+		v.uniform = v.uniform && n == len(v.members)
 	}
 }
 

@@ -1,6 +1,8 @@
 package assign
 
 import (
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -56,5 +58,23 @@ func TestNormalizeOrder(t *testing.T) {
 	}
 	if !slices.Equal(v.parts, want) {
 		t.Errorf("parts = %v, want %v", v.parts, want)
+	}
+}
+
+// TestClassesUniform: with uniform subscriptions classes is the view
+// itself as one class, as grouping the topics by member set makes it;
+// without, it is that grouping.
+func TestClassesUniform(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for iter := range 300 {
+		members, ps := randomCase(rng, 8, 120, iter%2 == 0)
+		v := normalize(members, ps)
+		got, want := v.classes(), v.classesBySet()
+		if len(got) == 0 && len(want) == 0 {
+			continue // none either way
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("iter %d (uniform %v): classes %+v, grouped by member set %+v", iter, v.uniform, got, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -14,6 +15,10 @@ func TestPropertyValidAndDeterministic(t *testing.T) {
 		uniform := iter%2 == 0
 		members, ps := randomCase(rng, 10, 200, uniform)
 		m2, p2 := shuffled(rng, members, ps)
+		// In (Topic, ID) order, as zkgroup's members pass them (normalize
+		// then skips its sort).
+		p3 := slices.Clone(ps)
+		slices.SortStableFunc(p3, comparePartitions)
 		for _, s := range strategies {
 			a := s.fn.Assign(members, ps)
 			if msg := checkAssignment(members, ps, a); msg != "" {
@@ -21,6 +26,9 @@ func TestPropertyValidAndDeterministic(t *testing.T) {
 			}
 			if b := s.fn.Assign(m2, p2); !reflect.DeepEqual(a, b) {
 				t.Fatalf("iter %d %s: output depends on input order/duplicates", iter, s.name)
+			}
+			if b := s.fn.Assign(members, p3); !reflect.DeepEqual(a, b) {
+				t.Fatalf("iter %d %s: output differs for the input in (Topic, ID) order", iter, s.name)
 			}
 			if !uniform {
 				continue
