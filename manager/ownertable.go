@@ -14,25 +14,43 @@ type ownerTable struct {
 }
 
 // newOwnerTable builds the table of owners (partition -> member id); it
-// ranges over owners twice.
+// ranges over owners twice. Runs of one topic, and of one id, are looked
+// up once (an assignment yields each member's partitions by topic).
 func newOwnerTable(owners iter.Seq2[TopicPartition, string]) *ownerTable {
 	t := &ownerTable{ids: []string{""}, topics: map[string][]uint32{}}
 	size := map[string]int32{}
+	var topic string
+	var n int32
 	for tp := range owners {
-		size[tp.Topic] = max(size[tp.Topic], tp.Partition+1)
+		if tp.Topic != topic {
+			size[topic] = max(size[topic], n)
+			topic, n = tp.Topic, size[tp.Topic]
+		}
+		n = max(n, tp.Partition+1)
 	}
+	size[topic] = max(size[topic], n)
+	delete(size, "") // the first run's start; not a topic (see ValidateTopic)
 	for topic, n := range size {
 		t.topics[topic] = make([]uint32, n)
 	}
 	index := map[string]uint32{"": 0}
-	for tp, id := range owners {
-		i, ok := index[id]
-		if !ok {
-			i = uint32(len(t.ids))
-			index[id] = i
-			t.ids = append(t.ids, id)
+	var row []uint32
+	topic = ""
+	id, i := "", uint32(0)
+	for tp, owner := range owners {
+		if owner != id {
+			x, ok := index[owner]
+			if !ok {
+				x = uint32(len(t.ids))
+				index[owner] = x
+				t.ids = append(t.ids, owner)
+			}
+			id, i = owner, x
 		}
-		t.topics[tp.Topic][tp.Partition] = i
+		if tp.Topic != topic || row == nil {
+			topic, row = tp.Topic, t.topics[tp.Topic]
+		}
+		row[tp.Partition] = i
 	}
 	return t
 }

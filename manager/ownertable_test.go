@@ -31,3 +31,34 @@ func TestOwnerTable(t *testing.T) {
 		t.Errorf("nil table: %q", got)
 	}
 }
+
+// TestOwnerTableRuns: owners yielded as an assignment yields them (each
+// member's partitions by topic, topics and members repeating across runs)
+// are each where they belong.
+func TestOwnerTableRuns(t *testing.T) {
+	type entry struct {
+		tp TopicPartition
+		id string
+	}
+	in := []entry{
+		{TopicPartition{Topic: "a", Partition: 0}, "m1"}, {TopicPartition{Topic: "a", Partition: 4}, "m1"},
+		{TopicPartition{Topic: "b", Partition: 5}, "m1"}, {TopicPartition{Topic: "a", Partition: 1}, "m2"},
+		{TopicPartition{Topic: "b", Partition: 0}, "m2"}, {TopicPartition{Topic: "b", Partition: 7}, "m2"},
+		{TopicPartition{Topic: "a", Partition: 2}, "m1"}, {TopicPartition{Topic: "c", Partition: 0}, ""},
+	}
+	tab := newOwnerTable(func(yield func(TopicPartition, string) bool) {
+		for _, e := range in {
+			if !yield(e.tp, e.id) {
+				return
+			}
+		}
+	})
+	for _, e := range in {
+		if got := tab.owner(e.tp); got != e.id {
+			t.Errorf("%v: %q, want %q", e.tp, got, e.id)
+		}
+	}
+	if len(tab.topics["a"]) != 5 || len(tab.topics["b"]) != 8 || len(tab.ids) != 3 {
+		t.Errorf("rows a %d, b %d, ids %q: want 5, 8 and each member once with none", len(tab.topics["a"]), len(tab.topics["b"]), tab.ids)
+	}
+}

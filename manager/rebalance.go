@@ -338,22 +338,34 @@ func (c *Consumer) computePlan(createDirs, mayWait bool) (*plan, error) {
 			}
 		}
 	}
-	for _, t := range withParts {
-		for _, p := range snap.Topics[t] {
+	pl.fillParts()
+	c.assignPlan(pl, topics)
+	pl.write = all && writer == c.id && pl.assignment != nil &&
+		(!pl.fromStored || stored.a.Digest != pl.digest || pl.rewrite)
+	c.ownerCache.expectOwners(pl.expected)
+	return pl, nil
+}
+
+// fillParts sets pl.parts: the partitions of the subscribed topics, in
+// (topic, ID) order, each with its owner in the stored assignment or as
+// read.
+func (pl *plan) fillParts() {
+	n := 0
+	for _, t := range pl.withParts {
+		n += len(pl.snap.Topics[t])
+	}
+	pl.parts = make([]assign.Partition, 0, n)
+	for _, t := range pl.withParts {
+		for _, p := range pl.snap.Topics[t] {
 			owner := ""
 			if pl.fromStored {
-				owner = stored.a.Owner(t, p.ID)
+				owner = pl.stored.a.Owner(t, p.ID)
 			} else {
 				owner = pl.owners.owner(TopicPartition{Topic: t, Partition: p.ID})
 			}
 			pl.parts = append(pl.parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader, Owner: owner})
 		}
 	}
-	c.assignPlan(pl, topics)
-	pl.write = all && writer == c.id && pl.assignment != nil &&
-		(!pl.fromStored || stored.a.Digest != pl.digest || pl.rewrite)
-	c.ownerCache.expectOwners(pl.expected)
-	return pl, nil
 }
 
 // ownerOf returns who pl saw holding tp ("" nobody): the owner read, or,

@@ -289,21 +289,34 @@ func storedData(digest string, ids []string, parts []assign.Partition, a assign.
 	for i, id := range ids {
 		index[id] = int32(i)
 	}
-	topics := map[string][]int32{}
+	size := map[string]int32{}
 	for _, p := range parts {
-		ps := topics[p.Topic]
-		for int32(len(ps)) <= p.ID {
-			ps = append(ps, -1)
+		size[p.Topic] = max(size[p.Topic], p.ID+1)
+	}
+	topics := make(map[string][]int32, len(size))
+	for t, n := range size {
+		if n == 0 {
+			topics[t] = nil // as the node had it when IDs were appended
+			continue
 		}
-		topics[p.Topic] = ps
+		ps := make([]int32, n)
+		for i := range ps {
+			ps[i] = -1
+		}
+		topics[t] = ps
 	}
 	for id, ps := range a {
 		i, ok := index[id]
 		if !ok {
 			continue // not a member given to the strategy: not stored
 		}
-		for _, p := range ps {
-			topics[p.Topic][p.ID] = i
+		var topic string
+		var row []int32
+		for _, p := range ps { // by topic: one lookup a run
+			if row == nil || p.Topic != topic {
+				topic, row = p.Topic, topics[p.Topic]
+			}
+			row[p.ID] = i
 		}
 	}
 	return zkdata.GroupAssignment{Digest: digest, Members: ids, Topics: topics}.Marshal()

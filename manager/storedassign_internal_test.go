@@ -254,3 +254,22 @@ func TestAssignmentDigestStream(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredUnassignedRows: a topic's row has a slot for every partition
+// up to its highest ID, -1 where nobody is given one (a topic nobody
+// subscribes to, an ID missing from the metadata).
+func TestStoredUnassignedRows(t *testing.T) {
+	parts := []assign.Partition{{Topic: "t", ID: 0}, {Topic: "t", ID: 2}, {Topic: "v", ID: 0}, {Topic: "v", ID: 1}}
+	a := assign.Assignment{"m1": {parts[1]}, "m2": {parts[0]}}
+	data, err := storedData("d", []string{"m2", "m1"}, parts, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, err := zkdata.ParseGroupAssignment(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ga.Topics["t"], []int32{1, -1, 0}) || !slices.Equal(ga.Topics["v"], []int32{-1, -1}) {
+		t.Errorf("rows %v, want t [1 -1 0] and v [-1 -1]", ga.Topics)
+	}
+}
