@@ -20,23 +20,26 @@ func newOwnerTable(owners iter.Seq2[TopicPartition, string]) *ownerTable {
 	t := &ownerTable{ids: []string{""}, topics: map[string][]uint32{}}
 	size := map[string]int32{}
 	var topic string
-	var n int32
+	n := int32(-1) // the current run's rows; -1 before the first run
 	for tp := range owners {
-		if tp.Topic != topic {
-			size[topic] = max(size[topic], n)
+		if n < 0 || tp.Topic != topic {
+			if n >= 0 {
+				size[topic] = max(size[topic], n)
+			}
 			topic, n = tp.Topic, size[tp.Topic]
 		}
 		n = max(n, tp.Partition+1)
 	}
-	size[topic] = max(size[topic], n)
-	delete(size, "") // the first run's start; not a topic (see ValidateTopic)
+	if n >= 0 {
+		size[topic] = max(size[topic], n)
+	}
 	for topic, n := range size {
 		t.topics[topic] = make([]uint32, n)
 	}
 	index := map[string]uint32{"": 0}
 	var row []uint32
-	topic = ""
-	id, i := "", uint32(0)
+	inRun := false
+	id, i := "", uint32(0) // "" is index 0
 	for tp, owner := range owners {
 		if owner != id {
 			x, ok := index[owner]
@@ -47,8 +50,8 @@ func newOwnerTable(owners iter.Seq2[TopicPartition, string]) *ownerTable {
 			}
 			id, i = owner, x
 		}
-		if tp.Topic != topic || row == nil {
-			topic, row = tp.Topic, t.topics[tp.Topic]
+		if !inRun || tp.Topic != topic {
+			topic, row, inRun = tp.Topic, t.topics[tp.Topic], true
 		}
 		row[tp.Partition] = i
 	}

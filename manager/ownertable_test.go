@@ -45,6 +45,7 @@ func TestOwnerTableRuns(t *testing.T) {
 		{TopicPartition{Topic: "b", Partition: 5}, "m1"}, {TopicPartition{Topic: "a", Partition: 1}, "m2"},
 		{TopicPartition{Topic: "b", Partition: 0}, "m2"}, {TopicPartition{Topic: "b", Partition: 7}, "m2"},
 		{TopicPartition{Topic: "a", Partition: 2}, "m1"}, {TopicPartition{Topic: "c", Partition: 0}, ""},
+		{TopicPartition{Topic: "", Partition: 1}, "m2"}, // not a valid name; still no panic
 	}
 	tab := newOwnerTable(func(yield func(TopicPartition, string) bool) {
 		for _, e := range in {
