@@ -76,3 +76,28 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 }
+
+// TestPlanCase: BenchmarkPlan's follower, at a small size, computes the
+// new membership's assignment (the node's digest is the old one's), which
+// gives the new member its share, and the bytes it would store differ from
+// the node's.
+func TestPlanCase(t *testing.T) {
+	c, base, names := planCase(t, 4, 10, 5)
+	pl := *base
+	pl.fillParts()
+	c.assignPlan(&pl, names)
+	if pl.asStored || pl.digest == pl.stored.a.Digest {
+		t.Fatalf("the plan followed the node (as stored %v, digest %s)", pl.asStored, pl.digest)
+	}
+	last := base.members[len(base.members)-1].id
+	if n := len(pl.assignment[last]); n != 8 {
+		t.Errorf("the new member got %d of 40 partitions, want 8", n)
+	}
+	data, err := storedData(pl.digest, pl.inputIDs, pl.parts, pl.assignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(data) == pl.stored.sum {
+		t.Error("the new assignment's bytes are the node's")
+	}
+}
