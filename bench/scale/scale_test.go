@@ -275,14 +275,19 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 	res.closes = make([]time.Duration, M-1)
 	var wg sync.WaitGroup
 	var lastLeave time.Time
-	stopTrace := func() {} // the last leave's trace, with $ZKGROUP_BENCH_TRACE
+	stopTrace := func() {} // the last leave's trace and profile, with $ZKGROUP_BENCH_TRACE, $ZKGROUP_BENCH_LEAVE_CPU
 	if !res.leaveSkipped {
 		for i := 0; i < M-1; i++ {
 			sleepUntil(t2.Add(time.Duration(i) * every))
 			if i == M-2 {
 				env.tr.openWindow()
 				su.prod.TakeMaxAck()
-				stopTrace = startTrace(fmt.Sprintf("leave-%s-r%d", sd.name, round+1))
+				name := fmt.Sprintf("leave-%s-r%d", sd.name, round+1)
+				endTrace := startTrace(name)
+				// With $ZKGROUP_BENCH_LEAVE_CPU, a CPU profile of the last
+				// leave (not with $ZKGROUP_BENCH_CPU: one at a time).
+				stopCPU := diagnostic("ZKGROUP_BENCH_LEAVE_CPU", name+".pprof", "   cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+				stopTrace = func() { stopCPU(); endTrace() }
 			}
 			lastLeave = time.Now()
 			open[i] = false

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -189,6 +190,10 @@ func clientConfig(env *runEnv, clientID string) *sarama.Config {
 type zkMember struct {
 	c    *manager.Consumer
 	read sync.WaitGroup
+	// logBuf and logFile: the member's log with $ZKGROUP_BENCH_LOG (nil
+	// without), flushed and closed by Close.
+	logBuf  *bufio.Writer
+	logFile *os.File
 }
 
 func joinZkgroup(env *runEnv, idx int) (member, error) {
@@ -198,13 +203,24 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 	if env.static > 0 {
 		cfg.InstanceID, cfg.RestartGrace = env.instanceID(idx), env.static
 	}
+	var logBuf *bufio.Writer
+	var logFile *os.File
 	if dir := os.Getenv("ZKGROUP_BENCH_LOG"); dir != "" {
-		// A diagnostic: each member's log, at info, in a file of its own.
+		// A diagnostic: each member's log, at info (debug with
+		// $ZKGROUP_BENCH_LOG_DEBUG), in a file of its own.
 		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", env.group, idx)))
 		if err != nil {
 			return nil, err
 		}
-		cfg.Logger = slog.New(slog.NewTextHandler(f, nil))
+		opts := &slog.HandlerOptions{}
+		if os.Getenv("ZKGROUP_BENCH_LOG_DEBUG") != "" {
+			opts.Level = slog.LevelDebug
+		}
+		// Buffered (a write per line would slow the member down): the
+		// handler serializes the writes; Close flushes.
+		logBuf = bufio.NewWriterSize(f, 1<<20)
+		logFile = f
+		cfg.Logger = slog.New(slog.NewTextHandler(logBuf, opts))
 	}
 	if *flagZkJoinSettle > 0 {
 		cfg.JoinSettle = *flagZkJoinSettle
@@ -230,7 +246,7 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &zkMember{c: c}
+	m := &zkMember{c: c, logBuf: logBuf, logFile: logFile}
 	m.read.Add(2)
 	go func() {
 		defer m.read.Done()
@@ -257,6 +273,10 @@ func (m *zkMember) Close() time.Duration {
 	_ = m.c.Close() // an error was reported on Errors() too
 	d := time.Since(start)
 	m.read.Wait()
+	if m.logBuf != nil { // nothing of the consumer logs after Close
+		_ = m.logBuf.Flush()
+		_ = m.logFile.Close()
+	}
 	return d
 }
 
