@@ -126,6 +126,7 @@ func (c *Consumer) shutdown() error {
 	// No routine commit starts any more: every partition's final commit
 	// comes, and would wait for it (one round more) were it started.
 	c.commits.Halt()
+	began := time.Now()
 	c.stopAllSlots()
 	defer c.final.release()
 	done := make(chan struct{})
@@ -141,9 +142,10 @@ func (c *Consumer) shutdown() error {
 	}()
 	err := c.awaitSlots()
 	close(done)
+	stopped := time.Since(began)
 	if err == nil {
 		c.session.Close() // deletes the registration and every owner node
-		c.log.Info("left group")
+		c.log.Info("left group", "partitions_stopped_in", stopped, "session_closed_in", time.Since(began)-stopped)
 		return nil
 	}
 	// Past CloseTimeout: wait for ZooKeeper no more (closing the session,
@@ -153,7 +155,7 @@ func (c *Consumer) shutdown() error {
 	if derr := within(min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10), func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
 		c.log.Warn("deregistering failed", "error", derr)
 	}
-	c.log.Info("left group")
+	c.log.Info("left group", "partitions_stopped_in", stopped)
 	return err
 }
 
