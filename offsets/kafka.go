@@ -108,9 +108,12 @@ type KafkaStore struct {
 	base   context.Context // canceled by Close: ends a round's retries
 	cancel context.CancelFunc
 	link   *commitLink   // the batcher's connection for commits (kafka_fence.go)
-	t      tomb.Tomb     // the batcher (loop)
-	wake   chan struct{} // buffered 1: something was queued
-	takes  atomic.Uint64 // the batcher's scans of the queue (for tests)
+	t      tomb.Tomb     // the batcher (loop) and the reader (fetchLoop)
+	wake   chan struct{} // buffered 1: a write was queued
+	// fetchWake (buffered 1): a Fetch was queued, or a round that
+	// deferred one ended.
+	fetchWake chan struct{}
+	takes     atomic.Uint64 // the batcher's scans of the queue (for tests)
 
 	mu        sync.Mutex
 	closed    bool
@@ -119,6 +122,8 @@ type KafkaStore struct {
 	partsPeak shrink.Peak
 	sending   map[TopicPartition]struct{} // written by the round under way
 	sendPeak  shrink.Peak                 // of sending
+	reading   map[TopicPartition]struct{} // read by the reader's round under way (fetchLoop)
+	readPeak  shrink.Peak                 // of reading
 	roundDone chan struct{}               // closed when the round under way ends
 	hold      *kafkaHold                  // while set, no Commit or Reset is taken into a round (kafka_hold.go)
 
@@ -126,8 +131,11 @@ type KafkaStore struct {
 
 	// tokens holds, per partition, the highest fencing token this store
 	// wrote or read (kept across Release: a partition claimed again is
-	// checked against what was seen before). Batcher only.
-	tokens map[TopicPartition]int64
+	// checked against what was seen before), under tokensMu (the batcher
+	// and the reader). A partition is never written and read at once
+	// (sending, reading), so a read never races a write of its token.
+	tokensMu sync.Mutex
+	tokens   map[TopicPartition]int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -209,18 +217,21 @@ func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &KafkaStore{
-		client:  client,
-		group:   group,
-		cfg:     cfg,
-		log:     logger.With("store", "kafka", "group", group),
-		wake:    make(chan struct{}, 1),
-		parts:   map[TopicPartition]*kpart{},
-		sending: map[TopicPartition]struct{}{},
-		tokens:  map[TopicPartition]int64{},
-		link:    newCommitLink(*client.Config()),
+		client:    client,
+		group:     group,
+		cfg:       cfg,
+		log:       logger.With("store", "kafka", "group", group),
+		wake:      make(chan struct{}, 1),
+		fetchWake: make(chan struct{}, 1),
+		parts:     map[TopicPartition]*kpart{},
+		sending:   map[TopicPartition]struct{}{},
+		reading:   map[TopicPartition]struct{}{},
+		tokens:    map[TopicPartition]int64{},
+		link:      newCommitLink(*client.Config()),
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.t.Go(s.loop)
+	s.t.Go(s.fetchLoop)
 	return s, nil
 }
 
@@ -452,9 +463,11 @@ func isDone(ch <-chan struct{}) bool {
 
 // sawToken records a fencing token of the partition's commit that this
 // store wrote or read (how: "written", "read") and counts and logs a
-// regression when one it read is older than the highest seen. Batcher
-// only.
+// regression when one it read is older than the highest seen. Safe for
+// concurrent use.
 func (s *KafkaStore) sawToken(tp TopicPartition, token, next int64, how string) {
+	s.tokensMu.Lock()
+	defer s.tokensMu.Unlock()
 	seen := s.tokens[tp]
 	if token >= seen {
 		s.tokens[tp] = token

@@ -100,7 +100,10 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 		heldBack = s.hold != nil
 	}
 	s.mu.Unlock()
-	if !heldBack {
+	switch {
+	case o.kind == kopFetch:
+		s.pokeReader()
+	case !heldBack:
 		s.poke()
 	}
 	select {
@@ -131,7 +134,7 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 	return ctx.Err()
 }
 
-// loop is the batcher: it runs a round whenever something is queued.
+// loop is the batcher: it runs a round whenever a write is queued.
 func (s *KafkaStore) loop() error {
 	defer s.link.close()
 	for {
@@ -147,12 +150,13 @@ func (s *KafkaStore) loop() error {
 	}
 }
 
-// take moves what is queued into a new round: every operation not
+// take moves the writes queued into a new round: every one not
 // abandoned, except writes of a partition another operation of the round
-// writes, which stay queued for the next round, and, while a hold is in
-// force, its Commit and Reset calls and the later writes of their
-// partitions (so that a partition's writes never overtake one another).
-// It marks the written partitions as sending and managed.
+// writes or the reader's round reads, which stay queued for the next
+// round, and, while a hold is in force, its Commit and Reset calls and
+// the later writes of their partitions (so that a partition's writes
+// never overtake one another). It marks the written partitions as
+// sending and managed. Fetches are the reader's (takeFetches).
 func (s *KafkaStore) take() []*kop {
 	s.takes.Add(1)
 	s.mu.Lock()
@@ -168,7 +172,11 @@ func (s *KafkaStore) take() []*kop {
 		if o.state.Load() == kopAbandoned {
 			continue
 		}
-		if held && o.kind != kopFetch && (o.single || writesAny(o, heldParts)) {
+		if o.kind == kopFetch {
+			rest = append(rest, o)
+			continue
+		}
+		if held && (o.single || writesAny(o, heldParts)) {
 			if heldParts == nil {
 				heldParts = map[TopicPartition]struct{}{}
 			}
@@ -178,27 +186,25 @@ func (s *KafkaStore) take() []*kop {
 			rest = append(rest, o)
 			continue
 		}
-		if o.kind != kopFetch && writesAny(o, s.sending) {
+		if writesAny(o, s.sending) || writesAny(o, s.reading) {
 			rest = append(rest, o)
 			continue
 		}
 		if !o.state.CompareAndSwap(kopQueued, kopTaken) {
 			continue // abandoned meanwhile
 		}
-		if o.kind != kopFetch {
-			for i := range o.items {
-				it := &o.items[i]
-				p := s.parts[it.tp]
-				if p == nil {
-					p = &kpart{floor: -1}
-					s.parts[it.tp] = p
-					s.partsPeak.Note(len(s.parts))
-				}
-				it.part = p
-				s.sending[it.tp] = struct{}{}
+		for i := range o.items {
+			it := &o.items[i]
+			p := s.parts[it.tp]
+			if p == nil {
+				p = &kpart{floor: -1}
+				s.parts[it.tp] = p
+				s.partsPeak.Note(len(s.parts))
 			}
-			s.sendPeak.Note(len(s.sending))
+			it.part = p
+			s.sending[it.tp] = struct{}{}
 		}
+		s.sendPeak.Note(len(s.sending))
 		taken = append(taken, o)
 	}
 	clear(s.queue[len(rest):])
@@ -220,7 +226,8 @@ func writesAny(o *kop, parts map[TopicPartition]struct{}) bool {
 }
 
 // endRound clears the round's partitions, tells Release, and wakes the
-// loop again if operations were deferred or queued meanwhile.
+// batcher and the reader again if operations were deferred or queued
+// meanwhile.
 func (s *KafkaStore) endRound() {
 	s.mu.Lock()
 	clear(s.sending)
@@ -230,16 +237,108 @@ func (s *KafkaStore) endRound() {
 	more := len(s.queue) > 0
 	s.mu.Unlock()
 	if more {
+		s.poke()
+		s.pokeReader()
+	}
+}
+
+// fetchLoop is the reader: it answers the queued Fetch calls, all of them
+// in one OffsetFetch per round, beside the batcher's rounds of writes, so
+// that a partition's start does not wait for a round of commits of the
+// others (a write round and its read-back take two round trips, and more
+// while the coordinator is busy). A partition is never read while the
+// batcher writes it, nor written while read: a Fetch of a partition in
+// the write round under way waits for its end, which sees every write
+// that returned before it.
+func (s *KafkaStore) fetchLoop() error {
+	for {
 		select {
-		case s.wake <- struct{}{}:
-		default:
+		case <-s.t.Dying():
+			return nil
+		case <-s.fetchWake:
+		}
+		if ops := s.takeFetches(); len(ops) > 0 {
+			s.fetchRound(ops)
+			s.endFetchRound()
 		}
 	}
 }
 
-// round runs one round for ops: one commit of every written entry (not
-// below its floor), the read-back of those to verify or that failed, one
-// fetch of the Fetch entries; then it hands the results over.
+// takeFetches moves the queued Fetch calls not abandoned into the
+// reader's round, except those reading a partition the write round under
+// way writes, and marks their partitions as reading.
+func (s *KafkaStore) takeFetches() []*kop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	var taken []*kop
+	rest := s.queue[:0]
+	for _, o := range s.queue {
+		if o.state.Load() == kopAbandoned {
+			continue
+		}
+		if o.kind != kopFetch || writesAny(o, s.sending) {
+			rest = append(rest, o)
+			continue
+		}
+		if !o.state.CompareAndSwap(kopQueued, kopTaken) {
+			continue // abandoned meanwhile
+		}
+		for i := range o.items {
+			s.reading[o.items[i].tp] = struct{}{}
+		}
+		s.readPeak.Note(len(s.reading))
+		taken = append(taken, o)
+	}
+	clear(s.queue[len(rest):])
+	s.queue = rest
+	return taken
+}
+
+// endFetchRound clears the partitions read and wakes the batcher for
+// writes deferred meanwhile, and the reader for what was queued.
+func (s *KafkaStore) endFetchRound() {
+	s.mu.Lock()
+	clear(s.reading)
+	s.reading = shrink.Map(s.reading, &s.readPeak)
+	more := len(s.queue) > 0
+	s.mu.Unlock()
+	if more {
+		s.poke()
+		s.pokeReader()
+	}
+}
+
+// fetchRound answers ops, Fetch calls, with one OffsetFetch per attempt.
+func (s *KafkaStore) fetchRound(ops []*kop) {
+	s.stats.rounds.Add(1)
+	ctx, cancel := s.roundContext(ops)
+	defer cancel()
+	live := func() bool {
+		for _, o := range ops {
+			if o.ctx.Err() == nil {
+				return true
+			}
+		}
+		return false
+	}
+	var items []*kitem
+	for _, o := range ops {
+		for i := range o.items {
+			items = append(items, &o.items[i])
+		}
+	}
+	s.fetchItems(ctx, live, items)
+	for _, o := range ops {
+		close(o.done)
+	}
+}
+
+// round runs one round for ops, writes: one commit of every written
+// entry (not below its floor) and the read-back of those to verify or
+// that failed; then it hands the results over.
 func (s *KafkaStore) round(ops []*kop) {
 	s.stats.rounds.Add(1)
 	ctx, cancel := s.roundContext(ops)
@@ -252,19 +351,15 @@ func (s *KafkaStore) round(ops []*kop) {
 		}
 		return false
 	}
-	var writes, fetches []*kitem
+	var writes []*kitem
 	var writeBy time.Time // the earliest deadline of the round's writes: none is sent after it
 	for _, o := range ops {
-		if o.kind != kopFetch {
-			if d, ok := o.ctx.Deadline(); ok && (writeBy.IsZero() || d.Before(writeBy)) {
-				writeBy = d
-			}
+		if d, ok := o.ctx.Deadline(); ok && (writeBy.IsZero() || d.Before(writeBy)) {
+			writeBy = d
 		}
 		for i := range o.items {
 			it := &o.items[i]
 			switch {
-			case o.kind == kopFetch:
-				fetches = append(fetches, it)
 			case o.kind == kopCommit && it.next < it.part.floor:
 				s.log.Debug("commit below committed offset skipped", "topic", it.tp.Topic, "partition", it.tp.Partition, "offset", it.next, "committed", it.part.floor)
 			default:
@@ -286,18 +381,12 @@ func (s *KafkaStore) round(ops []*kop) {
 		s.verify(ctx, live, check, writeBy)
 	}
 	for _, o := range ops {
-		if o.kind == kopFetch {
-			continue
-		}
 		for i := range o.items {
 			it := &o.items[i]
 			if it.err == nil && (o.kind == kopReset || it.next > it.part.floor) {
 				it.part.floor = it.next
 			}
 		}
-	}
-	if len(fetches) > 0 {
-		s.fetchItems(ctx, live, fetches)
 	}
 	for _, o := range ops {
 		close(o.done)

@@ -90,3 +90,11 @@ func (s *KafkaStore) poke() {
 	default:
 	}
 }
+
+// pokeReader wakes the reader (fetchLoop).
+func (s *KafkaStore) pokeReader() {
+	select {
+	case s.fetchWake <- struct{}{}:
+	default:
+	}
+}

@@ -3,8 +3,10 @@ package offsets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -648,4 +650,61 @@ func TestKafkaStoreMockHungCoordinator(t *testing.T) {
 		t.Fatal("the batcher still runs after Close")
 	}
 	m.b.Close()
+}
+
+// TestKafkaStoreMockFetchBesideWrites: a Fetch does not wait for the write
+// round under way (a commit and its read-back, two round trips): it is
+// answered before the commit returns. A Fetch of a partition that round
+// writes waits for it, and is answered after the commit returns.
+func TestKafkaStoreMockFetchBesideWrites(t *testing.T) {
+	verifyNoLeaks(t)
+	m := newMockKafka(t, -1)
+	defer m.b.Close()
+	m.setCommitted(t, map[int32]int64{0: 7, 1: 3})
+	s, client := newMockStore(t, m, mockConfig(), fastRetries()) // Verify: read back
+	defer client.Close()
+	defer s.Close()
+	ctx := context.Background()
+	if _, _, err := s.Fetch(ctx, "t", 1); err != nil { // finds the coordinator
+		t.Fatal(err)
+	}
+	for _, p := range []int32{1, 0} { // another partition's Fetch, then the written one's
+		m.b.SetLatency(time.Second)
+		sent := s.Stats().CommitRequests
+		var order []string
+		var mu sync.Mutex
+		note := func(what string) {
+			mu.Lock()
+			order = append(order, what)
+			mu.Unlock()
+		}
+		done := make(chan error, 2)
+		go func() {
+			err := s.Commit(ctx, "t", 0, 7)
+			note("commit")
+			done <- err
+		}()
+		testcluster.Await(t, 10*time.Second, time.Millisecond, "the commit sent", func() bool { return s.Stats().CommitRequests > sent })
+		go func() {
+			next, ok, err := s.Fetch(ctx, "t", p)
+			if err == nil && (!ok || next != map[int32]int64{0: 7, 1: 3}[p]) {
+				err = fmt.Errorf("fetch of partition %d: %d %v", p, next, ok)
+			}
+			note("fetch")
+			done <- err
+		}()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []string{"fetch", "commit"}
+		if p == 0 {
+			want = []string{"commit", "fetch"}
+		}
+		if !slices.Equal(order, want) {
+			t.Errorf("fetch of partition %d while partition 0 is committed: answered in the order %v, want %v", p, order, want)
+		}
+		m.b.SetLatency(0)
+	}
 }
