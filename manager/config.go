@@ -174,6 +174,9 @@ type Config struct {
 	// get if the group stayed as it is and nobody owns (nothing is handed
 	// out before the claim), so that their start-up overlaps the settle.
 	//
+	// (Whatever the settle, a partition its plan saw unowned opens its
+	// fetcher while it is being claimed, with offsets in Kafka.)
+	//
 	// Default 0: no settle, no prefetch; the first assignment is computed
 	// once the members were quiet for RebalanceDelay (see there), much as
 	// Kafka's group coordinator does with

@@ -124,3 +124,44 @@ func (c *Consumer) dropPrefetched() {
 		pre.FP.Close()
 	}
 }
+
+// claimPrefetch opens, while a slot's claim is being made, the fetch of a
+// partition its plan saw unowned (its previous owner released it, or
+// left): the read of the committed offset and the first fetch, which a
+// partition otherwise begins only once the claim is made and OnAssigned
+// returned, then overlap the claim's ZooKeeper requests and the callback.
+// As with prefetch, nothing is handed out before the claim: the manager
+// reads the committed offset again once it holds the claim and uses the
+// fetch only if it starts there. Only with offsets in Kafka (in
+// ZooKeeper the read would queue on the member's session, ahead of the
+// claims). Its goroutine is the slot goroutine's: take waits for it, and
+// hands its result over (the slot closes it if no manager takes it).
+type claimPrefetch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	pre    *partition.Prefetched // set before done is closed
+}
+
+// startClaimPrefetch starts tp's prefetch, bounded by CommitTimeout.
+func (c *Consumer) startClaimPrefetch(tp TopicPartition) *claimPrefetch {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Partition.CommitTimeout)
+	p := &claimPrefetch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.pre = c.prefetchOne(ctx, tp)
+	}()
+	return p
+}
+
+// take waits for the prefetch to end, cutting it short once stop is
+// closed (nil: never), and returns what it opened (nil: nothing).
+func (p *claimPrefetch) take(stop <-chan struct{}) *partition.Prefetched {
+	select {
+	case <-p.done:
+	case <-stop:
+		p.cancel()
+		<-p.done
+	}
+	p.cancel()
+	return p.pre
+}

@@ -81,3 +81,39 @@ func TestPrefetchedStart(t *testing.T) {
 	d.close(t)
 	led2.CheckExactlyOnce(t, topic, 2*n)
 }
+
+// TestClaimPrefetchAfterLeave: when a member leaves, the member that takes
+// its partitions (unowned when its plan saw them) opens their fetches
+// while it claims them and starts each of them on its fetch; every
+// message, also those produced after the leave, is read exactly once.
+func TestClaimPrefetchAfterLeave(t *testing.T) {
+	c := testcluster.Shared(t)
+	const parts, n = 6, 300
+	topic, group, _ := newTopic(t, c, parts)
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used atomic.Int64
+	led := newRecorder(t)
+	a := joinPool(t, c, group, sub, "a", led, poolOpts{noHooks: true})
+	b := joinPool(t, c, group, sub, "b", led, poolOpts{noHooks: true, configure: func(cfg *manager.Config) {
+		cfg.Logger = slog.New(countingHandler{cfg.Logger.Handler(), "using the fetch opened before the claim", &used})
+	}})
+	await(t, 60*time.Second, "both members own partitions", func() bool {
+		sa, sb := a.c.Stats(), b.c.Stats()
+		return sa.Ready && sb.Ready && len(sa.Assigned) > 0 && len(sb.Assigned) > 0 && len(sa.Assigned)+len(sb.Assigned) == parts
+	})
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
+	await(t, 60*time.Second, "the first batch consumed", func() bool { return led.Count(topic, n) == n })
+	moving := len(a.c.Stats().Assigned)
+	before := used.Load()
+	a.close(t)
+	testcluster.MustProduce(t, c, topic, parts, n, n)
+	await(t, 60*time.Second, "both batches consumed", func() bool { return led.Count(topic, 2*n) == 2*n })
+	if got := used.Load() - before; got != int64(moving) {
+		t.Errorf("%d of the %d partitions taken over started on the fetch opened during the claim", got, moving)
+	}
+	b.close(t)
+	led.CheckExactlyOnce(t, topic, 2*n)
+}

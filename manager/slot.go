@@ -71,7 +71,10 @@ type slot struct {
 	// pre is the partition's consumer opened before the claim, or nil;
 	// the slot goroutine owns it (hands it to the manager or closes it).
 	pre *partition.Prefetched
-	pm  atomic.Pointer[partition.Manager]
+	// claimPre: the prefetch started with the claim (nil: none), whose
+	// result becomes pre; the slot goroutine's.
+	claimPre *claimPrefetch
+	pm       atomic.Pointer[partition.Manager]
 	// waitingSince: unix nanos since the claim waits for another owner;
 	// 0 while not waiting. holder: that owner's id (nil while not waiting).
 	waitingSince atomic.Int64
@@ -212,6 +215,12 @@ func (c *Consumer) stepSlot(sl *slot) {
 // to run.
 func (c *Consumer) openSlot(sl *slot) (*claim, *partition.Manager, *slog.Logger) {
 	log := c.log.With("topic", sl.tp.Topic, "partition", sl.tp.Partition)
+	c.mu.Lock()
+	unowned := sl.seenSet && sl.seen == "" && sl.delay == 0
+	c.mu.Unlock()
+	if unowned && sl.pre == nil && c.cfg.OffsetStorage == StorageKafka {
+		sl.claimPre = c.startClaimPrefetch(sl.tp)
+	}
 	cl := c.claimSlot(sl, log)
 	if cl == nil {
 		return nil, nil, log
@@ -232,6 +241,11 @@ func (c *Consumer) endSlot(sl *slot) {
 	defer c.slotsWG.Done()
 	defer c.send(slotEvent{sl: sl, done: true})
 	defer c.final.done(sl.tp)
+	if sl.claimPre != nil { // not taken: cut short
+		sl.claimPre.cancel()
+		sl.pre = sl.claimPre.take(nil)
+		sl.claimPre = nil
+	}
 	if sl.pre != nil { // not handed to a partition manager
 		sl.pre.FP.Close() // stop fetching it
 		sl.pre = nil
@@ -374,6 +388,10 @@ func (st *slotTable) claimWaiter(sl *slot) func(holder string) {
 // ModePartitions its stream; on failure it reports, lets the claim go and
 // returns false.
 func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partition.Manager, *PartitionStream, bool) {
+	if sl.claimPre != nil {
+		sl.pre = sl.claimPre.take(sl.revoke)
+		sl.claimPre = nil
+	}
 	params := partition.Params{
 		Topic: sl.tp.Topic, Partition: sl.tp.Partition,
 		Client: c.lister, Fetcher: partition.FetcherOf(c.fetcher), Store: partitionStore{c.store, &c.final}, Committer: c.commits, Fence: cl,
