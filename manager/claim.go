@@ -454,13 +454,16 @@ func (c *claim) recheck() {
 // the node ended (and the node with it): a node left behind would stay
 // for the session's whole life, and the partition's next owner would wait
 // for it until then.
-func (c *claim) release() error {
+func (c *claim) release() error { return c.releaseVia(nil) }
+
+// releaseVia is release with the delete sent through b (nil: on its own).
+func (c *claim) releaseVia(b *deleteBatcher) error {
 	c.abandon()
 	bound := c.session.Status().Timeout
 	deadline := time.Now().Add(bound)
 	bo := retry.New(20*time.Millisecond, time.Second)
 	for {
-		err := within(max(time.Until(deadline), time.Millisecond), c.deleteIfOurs)
+		err := within(max(time.Until(deadline), time.Millisecond), func() error { return c.deleteIfOurs(b) })
 		if err == nil {
 			return nil
 		}
@@ -492,8 +495,9 @@ func (c *claim) abandon() {
 	c.markLost("released")
 }
 
-// deleteIfOurs deletes the owner node if this claim's session created it.
-func (c *claim) deleteIfOurs() error {
+// deleteIfOurs deletes the owner node if this claim's session created it,
+// through b (nil: on its own).
+func (c *claim) deleteIfOurs(b *deleteBatcher) error {
 	_, stat, err := c.session.Get(c.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
@@ -504,7 +508,11 @@ func (c *claim) deleteIfOurs() error {
 	if stat.EphemeralOwner != c.sessionID {
 		return nil // not ours any more
 	}
-	if err := c.session.Delete(c.path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	del := c.session.Delete
+	if b != nil {
+		del = func(p string, version int32) error { return b.delete(c.session, p, version) }
+	}
+	if err := del(c.path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("manager: release %s: %w", c.path, err)
 	}
 	return nil

@@ -31,6 +31,8 @@ type slotTable struct {
 	unseenLogged   time.Time
 	unseenCount    int
 	restartBackoff map[TopicPartition]*retry.Backoff // lost partitions claimed again
+	// deletes batches the deletes of the owner nodes the slots release.
+	deletes deleteBatcher
 	// prefetched holds the consumers opened before the first assignment
 	// (see prefetch) until a slot takes them or dropPrefetched closes them.
 	prefetched map[TopicPartition]*partition.Prefetched
@@ -437,14 +439,14 @@ func (c *Consumer) newPartition(sl *slot, cl *claim, log *slog.Logger) (*partiti
 // to the session's close when the consumer is closing: Close deletes
 // every claim in the one transaction that ends the session, not one
 // delete each.
-func (cs *closing) letGo(cl *claim, log *slog.Logger, drained bool) {
-	if cs.leaving.Load() {
+func (c *Consumer) letGo(cl *claim, log *slog.Logger, drained bool) {
+	if c.leaving.Load() {
 		// Close: the session's close deletes the node (shutdown).
 		cl.abandon()
 		log.Debug("partition let go; its claim goes with the session", "drained", drained)
 		return
 	}
-	if err := cl.release(); err != nil {
+	if err := cl.releaseVia(&c.deletes); err != nil {
 		log.Warn("releasing the claim failed", "error", err)
 	}
 	log.Debug("partition released", "drained", drained)
