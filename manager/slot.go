@@ -329,7 +329,12 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	switch {
 	case batch != nil && batch.await(c.session, c.group, c.id, sl.tp, log):
 		start = claimCreated
-	case unowned:
+	case unowned && batch == nil:
+		// Alone, it creates at once. A batch that failed found nodes held
+		// that its plan saw unowned (the view is behind, as while members
+		// come and go faster than the group's writer stores the
+		// assignment): its claims read first, since a create that fails
+		// is a ZooKeeper transaction, and a read is not.
 		start = claimCreate
 	}
 	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), start)
