@@ -137,16 +137,35 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 // loop is the batcher: it runs a round whenever a write is queued.
 func (s *KafkaStore) loop() error {
 	defer s.link.close()
+	return s.serve(s.wake, s.take, s.round, s.endRound)
+}
+
+// serve runs, each time wake fires until the store dies, a round (run,
+// then end) of what take moves out of the queue, if anything.
+func (s *KafkaStore) serve(wake <-chan struct{}, take func() []*kop, run func([]*kop), end func()) error {
 	for {
 		select {
 		case <-s.t.Dying():
 			return nil
-		case <-s.wake:
+		case <-wake:
 		}
-		if ops := s.take(); len(ops) > 0 {
-			s.round(ops)
-			s.endRound()
+		if ops := take(); len(ops) > 0 {
+			run(ops)
+			end()
 		}
+	}
+}
+
+// waiting reports whether a caller of ops still waits for them: a round's
+// retries end once none does.
+func waiting(ops []*kop) func() bool {
+	return func() bool {
+		for _, o := range ops {
+			if o.ctx.Err() == nil {
+				return true
+			}
+		}
+		return false
 	}
 }
 
@@ -251,17 +270,7 @@ func (s *KafkaStore) endRound() {
 // the write round under way waits for its end, which sees every write
 // that returned before it.
 func (s *KafkaStore) fetchLoop() error {
-	for {
-		select {
-		case <-s.t.Dying():
-			return nil
-		case <-s.fetchWake:
-		}
-		if ops := s.takeFetches(); len(ops) > 0 {
-			s.fetchRound(ops)
-			s.endFetchRound()
-		}
-	}
+	return s.serve(s.fetchWake, s.takeFetches, s.fetchRound, s.endFetchRound)
 }
 
 // takeFetches moves the queued Fetch calls not abandoned into the
@@ -316,14 +325,7 @@ func (s *KafkaStore) fetchRound(ops []*kop) {
 	s.stats.rounds.Add(1)
 	ctx, cancel := s.roundContext(ops)
 	defer cancel()
-	live := func() bool {
-		for _, o := range ops {
-			if o.ctx.Err() == nil {
-				return true
-			}
-		}
-		return false
-	}
+	live := waiting(ops)
 	var items []*kitem
 	for _, o := range ops {
 		for i := range o.items {
@@ -343,14 +345,7 @@ func (s *KafkaStore) round(ops []*kop) {
 	s.stats.rounds.Add(1)
 	ctx, cancel := s.roundContext(ops)
 	defer cancel()
-	live := func() bool {
-		for _, o := range ops {
-			if o.ctx.Err() == nil {
-				return true
-			}
-		}
-		return false
-	}
+	live := waiting(ops)
 	var writes []*kitem
 	var writeBy time.Time // the earliest deadline of the round's writes: none is sent after it
 	for _, o := range ops {
