@@ -669,7 +669,9 @@ func TestKafkaStoreMockFetchBesideWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []int32{1, 0} { // another partition's Fetch, then the written one's
-		m.b.SetLatency(time.Second)
+		// Long enough that the Fetch is sent before the commit is answered,
+		// also on a busy machine.
+		m.b.SetLatency(2 * time.Second)
 		sent := s.Stats().CommitRequests
 		var order []string
 		var mu sync.Mutex
