@@ -71,14 +71,16 @@ func (c KafkaConfig) Validate() error {
 // OffsetCommit and OffsetFetch requests itself, to the group's coordinator
 // (sarama's Client.Coordinator), without sarama's OffsetManager.
 //
-// Group commit: every operation is queued for one goroutine of the store
-// (the batcher), which takes everything queued at once and sends it as one
+// Group commit: every write is queued for one goroutine of the store (the
+// batcher), which takes everything queued at once and sends it as one
 // round: one OffsetCommit request for every partition written (CommitBatch
 // entries, Commit and Reset calls alike; one per maxCommitBytes of offset
 // records, which Kafka appends in one batch), then, for what must be read back
-// (Commit and Reset with Verify, and whatever failed), one OffsetFetch, and
-// one OffsetFetch for the Fetch calls. What arrives while a round is under
-// way goes into the next one. So a consumer's commits cost one request per
+// (Commit and Reset with Verify, and whatever failed), one OffsetFetch. The
+// Fetch calls go to another goroutine (the reader), one OffsetFetch per
+// round beside the batcher's, never for a partition being written. What
+// arrives while a round is under way goes into the next one. So a
+// consumer's commits cost one request per
 // interval however many partitions it owns, and the final commits of many
 // partitions stopping together share their requests too. A partition is
 // written at most once per round; a second write waits for the next.
@@ -236,8 +238,9 @@ func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *
 }
 
 // Fetch reads the partition's committed offset from the group coordinator
-// (not from a cache), in the next round together with the other Fetch
-// calls. ok is false when nothing is committed. Errors wrap ErrFetchOffset (or
+// (not from a cache), in the reader's next round together with the other
+// Fetch calls (after the write round under way, if that writes the
+// partition). ok is false when nothing is committed. Errors wrap ErrFetchOffset (or
 // ErrClosed). Safe for concurrent use; blocks until the coordinator
 // answers, CommitTimeout or ctx.
 func (s *KafkaStore) Fetch(ctx context.Context, topic string, partition int32) (int64, bool, error) {
