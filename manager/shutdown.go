@@ -155,7 +155,7 @@ func (c *Consumer) shutdown() error {
 	if derr := within(min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10), func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
 		c.log.Warn("deregistering failed", "error", derr)
 	}
-	c.log.Info("left group", "partitions_stopped_in", stopped)
+	c.log.Info("left group", "partitions_cut_after", stopped)
 	return err
 }
 
