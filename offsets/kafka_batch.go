@@ -256,8 +256,7 @@ func (s *KafkaStore) endRound() {
 	more := len(s.queue) > 0
 	s.mu.Unlock()
 	if more {
-		s.poke()
-		s.pokeReader()
+		s.pokeBoth()
 	}
 }
 
@@ -315,8 +314,7 @@ func (s *KafkaStore) endFetchRound() {
 	more := len(s.queue) > 0
 	s.mu.Unlock()
 	if more {
-		s.poke()
-		s.pokeReader()
+		s.pokeBoth()
 	}
 }
 

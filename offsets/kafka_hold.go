@@ -91,6 +91,13 @@ func (s *KafkaStore) poke() {
 	}
 }
 
+// pokeBoth wakes the batcher and the reader: at the end of either's round,
+// what was queued or deferred meanwhile may be either's.
+func (s *KafkaStore) pokeBoth() {
+	s.poke()
+	s.pokeReader()
+}
+
 // pokeReader wakes the reader (fetchLoop).
 func (s *KafkaStore) pokeReader() {
 	select {
