@@ -302,6 +302,7 @@ func runScale(su scaleSetup, sd side, round int) (res scaleResult) {
 		benchkit.Say("   last leave -> remaining member consumes all: %s (owned: %v)", flow(res.leaveFlow, P), ownedList(env.tr, M))
 		time.Sleep(time.Second)
 		res.pauseLeave = env.tr.closeWindow(time.Now(), only(M-1))
+		sayWorstKept(env, time.Now(), only(M-1))
 		res.waitLeave = env.tr.longestWaits(only(M - 1))
 		env.tr.waits.print()
 		res.ackLeave = su.prod.TakeMaxAck()
@@ -691,4 +692,25 @@ func dumpGoroutines(name string) func() {
 		}
 	}()
 	return func() { close(stop); <-done }
+}
+
+// sayWorstKept prints the partition kept through the window with the
+// longest pause, when that pause began and ended, and the partition's last
+// assigns (+) and revokes (-), for reading beside the members' logs.
+func sayWorstKept(env *runEnv, end time.Time, ok func(int) bool) {
+	p, from, to, hist := env.tr.worstKept(end, ok)
+	if p < 0 {
+		return
+	}
+	const clock = "15:04:05.000"
+	var b strings.Builder
+	for _, e := range hist {
+		sign := "-"
+		if e.assign {
+			sign = "+"
+		}
+		fmt.Fprintf(&b, " %sm%d %s", sign, e.m, time.Unix(0, e.at).Format(clock))
+	}
+	benchkit.Say("   longest pause on a kept partition: %s, %s -> %s (%.0f ms); its owners:%s",
+		env.partName(p), from.Format(clock), to.Format(clock), to.Sub(from).Seconds()*1000, b.String())
 }

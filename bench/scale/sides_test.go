@@ -80,6 +80,18 @@ func (env *runEnv) gp(topic string, p int32) int32 {
 	return b + p
 }
 
+// partName names the tracker's partition g as topic/partition.
+func (env *runEnv) partName(g int) string {
+	if env.base == nil || env.perTopic <= 0 {
+		return fmt.Sprintf("%s/%d", env.topic, g)
+	}
+	i, p := g/int(env.perTopic), g%int(env.perTopic)
+	if i >= len(env.topics) {
+		return fmt.Sprintf("#%d", g)
+	}
+	return fmt.Sprintf("%s/%d", env.topics[i], p)
+}
+
 // eachPart calls f with the tracker's number of every partition of m.
 func (env *runEnv) eachPart(m map[string][]int32, f func(int32)) {
 	for t, ps := range m {
@@ -244,6 +256,10 @@ func joinZkgroup(env *runEnv, idx int) (member, error) {
 	}
 	c, err := manager.Join(context.Background(), env.group, env.sub, zc, cfg)
 	if err != nil {
+		if logBuf != nil { // what it logged on the way tells why
+			_ = logBuf.Flush()
+			_ = logFile.Close()
+		}
 		return nil, err
 	}
 	m := &zkMember{c: c, logBuf: logBuf, logFile: logFile}

@@ -115,6 +115,26 @@ type part struct {
 	// gap it holds nothing of the producer's own stalls: a pause with short
 	// waits is a pause in production, not in consumption.
 	wMaxWait int64
+	// hist: the partition's last assigns and revokes, for the report on
+	// the longest pause (worstKept).
+	hist []ownEvent
+}
+
+// ownEvent is one assign (or revoke) of a partition to member m (unix ns).
+type ownEvent struct {
+	at     int64
+	m      int
+	assign bool
+}
+
+// histKept bounds part.hist.
+const histKept = 24
+
+func (x *part) noteOwn(m int, assign bool) {
+	if len(x.hist) == histKept {
+		x.hist = append(x.hist[:0], x.hist[1:]...)
+	}
+	x.hist = append(x.hist, ownEvent{time.Now().UnixNano(), m, assign})
 }
 
 // gapRec is one gap between two deliveries by the same member (unix ns).
@@ -158,6 +178,7 @@ func (t *tracker) assign(m int, p int32) {
 		x.wMoved = true
 	}
 	x.owner, x.prevOwner = m, m
+	x.noteOwn(m, true)
 	x.ownerSince = time.Now().UnixNano()
 	x.ownerProduced = 0
 }
@@ -169,6 +190,7 @@ func (t *tracker) revoke(m int, p int32) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.noteOwn(m, false)
 	if x.owner == m {
 		x.owner = -1
 	}
@@ -294,6 +316,31 @@ func (t *tracker) longestWaits(ok func(int) bool) map[int]time.Duration {
 		out[x.wOwner] = max(out[x.wOwner], time.Duration(x.wMaxWait))
 	})
 	return out
+}
+
+// worstKept describes the partition kept through the window (by a member
+// ok accepts) with the longest pause as closeWindow counts it: its number,
+// when that gap began and ended, and its last assigns and revokes.
+func (t *tracker) worstKept(end time.Time, ok func(int) bool) (p int, from, to time.Time, hist []ownEvent) {
+	p = -1
+	var best int64
+	e := end.UnixNano()
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) {
+			gap, gEnd := x.wMaxGap, x.wGapEnd
+			if x.lastBy == x.wOwner && x.lastAt > 0 && e-x.lastAt > gap {
+				gap, gEnd = e-x.lastAt, e
+			}
+			if gap > best {
+				best, p, hist = gap, i, slices.Clone(x.hist)
+				from, to = time.Unix(0, gEnd-gap), time.Unix(0, gEnd)
+			}
+		}
+		x.mu.Unlock()
+	}
+	return p, from, to, hist
 }
 
 // eachKept calls f, under the partition's lock, for every partition kept
