@@ -67,6 +67,9 @@ func (c *Consumer) findSquatsLocked(now time.Time, squats, seen map[string]bool)
 			c.nonMembers[*h] = now
 		}
 		wait := c.cfg.ClaimWaitCheck
+		if _, ok := c.departed[*h]; ok {
+			wait = max(wait, c.departedGrace())
+		}
 		if now.Sub(time.Unix(0, since)) < wait || now.Sub(first) < wait {
 			continue
 		}
@@ -74,6 +77,35 @@ func (c *Consumer) findSquatsLocked(now time.Time, squats, seen map[string]bool)
 		squats[path] = true
 		c.noteNodeLocked(path, fmt.Errorf("%w: held by %q", ErrSquatted, *h),
 			"partition held by an id that is not a member of the group; it cannot be claimed until that node goes")
+	}
+}
+
+// departedGrace is how long a member that left may keep its owner nodes
+// before a claim waiting on one reports it squatted: a member deletes its
+// registration before its partitions drain (deregisterEarly) and its
+// owner nodes when its session closes, bounded by its CloseTimeout, or
+// they expire with its session if it dies meanwhile.
+func (c *Consumer) departedGrace() time.Duration {
+	return c.cfg.CloseTimeout + c.cfg.SessionTimeout
+}
+
+// noteDepartedLocked notes when each member of c.members that is not in
+// members was first seen gone (at), and forgets those back in the group
+// or gone for longer than departedGrace. c.mu must be held.
+func (c *Consumer) noteDepartedLocked(members []string, at time.Time) {
+	in := make(map[string]bool, len(members))
+	for _, id := range members {
+		in[id] = true
+	}
+	for id, since := range c.departed {
+		if in[id] || at.Sub(since) > c.departedGrace() {
+			delete(c.departed, id)
+		}
+	}
+	for _, id := range c.members {
+		if _, ok := c.departed[id]; !ok && !in[id] {
+			c.departed[id] = at
+		}
 	}
 }
 

@@ -443,9 +443,12 @@ func (c *Consumer) claimWaitTooLong() bool {
 		return false
 	}
 	for _, sl := range c.slots {
-		since := sl.waitingSince.Load()
-		if sl.holder.Load() == nil || since == 0 {
+		since, h := sl.waitingSince.Load(), sl.holder.Load()
+		if h == nil || since == 0 {
 			continue // not waiting
+		}
+		if _, ok := c.departed[*h]; ok {
+			continue // a member that left, draining: no plan of it to read
 		}
 		if now.Sub(time.Unix(0, since)) >= c.cfg.ClaimWaitCheck {
 			c.lastClaimWaitCheck = now

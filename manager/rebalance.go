@@ -88,7 +88,9 @@ func (c *Consumer) noteViewLocked(pl *plan, began time.Time) (graceEnd time.Time
 			memberIDs = append(memberIDs, m.id)
 		}
 	}
+	c.noteDepartedLocked(memberIDs, began)
 	c.members = memberIDs
+	c.allFollow, _, _ = followers(pl.members)
 	graceEnd = c.noteAwayLocked(pl.members, began)
 	c.kept = pl.kept
 	c.memberSubs = nil

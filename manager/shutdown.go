@@ -18,11 +18,13 @@ import (
 //  2. The loop sees the tomb dying and runs shutdown: leaving is set (a
 //     slot that stops keeps its owner node), Leave's restart marker is
 //     deleted, routine commits halt, every slot is revoked with its final
-//     commit held for one round (stopAllSlots), and shutdown waits for
-//     the slots (awaitSlots, slotsWG) until CloseTimeout; past it, the
-//     drains are cut short (cutDrains) and the registration deleted at
-//     once. Otherwise closing the session deletes the registration and
-//     every owner node in one transaction. The loop returns and closes
+//     commit held for one round (stopAllSlots), the registration is
+//     deleted when every member follows the assignment node
+//     (deregisterEarly), and shutdown waits for the slots (awaitSlots,
+//     slotsWG) until CloseTimeout; past it, the drains are cut short
+//     (cutDrains) and the registration deleted at once. Otherwise closing
+//     the session deletes the registration (if still there) and every
+//     owner node in one transaction. The loop returns and closes
 //     loopDone.
 //  3. The tomb's other goroutines follow: watchHealth returns on loopDone,
 //     dispatchCallbacks once loopDone is closed and slotsWG is done (no
@@ -107,11 +109,14 @@ func (c *Consumer) finish() {
 
 // shutdown revokes every slot, waits for them (bounded by CloseTimeout,
 // counted from Close: see closeDeadline) and leaves the group. The slots
-// stop fetching, drain and commit, but keep their owner nodes: once every slot has stopped, closing the session
-// deletes the owner nodes and the registration at once, in the one
-// transaction that ends the session, where deleting each would take a
-// transaction of its own (101 for a member of 100 partitions). The peers
-// see the member and its claims go together. If CloseTimeout passes first,
+// stop fetching, drain and commit, but keep their owner nodes: once every
+// slot has stopped, closing the session deletes the owner nodes (and the
+// registration, if still there) at once, in the one transaction that ends
+// the session, where deleting each would take a transaction of its own
+// (101 for a member of 100 partitions). When every member follows the
+// assignment node the registration goes first (deregisterEarly), so that
+// the peers rebalance while the partitions drain; otherwise the peers see
+// the member and its claims go together. If CloseTimeout passes first,
 // the registration is deleted at once, so that the peers start their
 // rebalance, and the remaining owner nodes go when the session is closed,
 // after the last slot stopped (finish): a claim is never given up before
@@ -128,6 +133,7 @@ func (c *Consumer) shutdown() error {
 	c.commits.Halt()
 	began := time.Now()
 	c.stopAllSlots()
+	c.deregisterEarly()
 	defer c.final.release()
 	done := make(chan struct{})
 	go func() {
@@ -162,6 +168,29 @@ func (c *Consumer) shutdown() error {
 // stopAllSlots revokes every slot not stopping yet, with Close's
 // OnRevoked, their final commits held to share one round
 // (finalcommits.go) from before the first can come.
+// deregisterEarly deletes the member's registration while its
+// partitions drain, when every member of its last view computes from the
+// group's assignment node (followers): the peers then rebalance beside
+// the drain, their claims waiting on the owner nodes this member keeps
+// until its session closes, and the oldest member that is not leaving
+// writes the assignment (a leaving member writes nothing, and with
+// members leaving oldest first, as deploys do, the writer would otherwise
+// always be one). In a group with members that read the owners instead
+// (Kafka's own consumer, older zkgroups) the registration goes with the
+// session as before: those would fail their claims on the nodes still
+// held and back off.
+func (c *Consumer) deregisterEarly() {
+	c.mu.Lock()
+	all := c.allFollow
+	c.mu.Unlock()
+	if !all {
+		return
+	}
+	if err := deregister(c.session, c.group, c.id); err != nil {
+		c.log.Warn("deregistering before the drain failed; the registration goes with the session", "error", err)
+	}
+}
+
 func (c *Consumer) stopAllSlots() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

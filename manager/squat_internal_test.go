@@ -71,3 +71,67 @@ func TestSquatNeedsNonMemberForClaimWaitCheck(t *testing.T) {
 		t.Errorf("after the wait: non-members %v, nodes reported %v; want none", c.nonMembers, c.badNodes)
 	}
 }
+
+// TestSquatGraceForDepartedMember: a member that left the group while its
+// partitions drain (it deletes its registration first, see
+// deregisterEarly) keeps its owner nodes for up to CloseTimeout plus
+// SessionTimeout before a claim waiting on one reports it squatted, and
+// its wait does not make the member recompute.
+func TestSquatGraceForDepartedMember(t *testing.T) {
+	cfg := NewConfig()
+	cfg.ClaimWaitCheck, cfg.CloseTimeout, cfg.SessionTimeout = 2*time.Second, 10*time.Second, 6*time.Second
+	c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), group: "g",
+		outputs: newOutputs(cfg), groupView: newGroupView(), slotTable: newSlotTable()}
+	t0 := time.Now()
+	sl := &slot{tp: TopicPartition{Topic: "t", Partition: 0}}
+	holder := "leaver"
+	sl.holder.Store(&holder)
+	sl.seen, sl.seenSet = holder, true
+	sl.waitingSince.Store(t0.UnixNano())
+	c.waitingClaims.Add(1)
+	c.slots[sl.tp] = sl
+
+	c.mu.Lock()
+	c.noteDepartedLocked([]string{"leaver", "me"}, t0)
+	c.members = []string{"leaver", "me"}
+	c.noteDepartedLocked([]string{"me"}, t0) // it deregistered; it drains
+	c.members = []string{"me"}
+	c.mu.Unlock()
+
+	check := func(at time.Duration, want int) {
+		t.Helper()
+		c.mu.Lock()
+		c.noteSquatsLocked(t0.Add(at))
+		got := c.squatted
+		c.mu.Unlock()
+		if got != want {
+			t.Errorf("at %v: %d squatted, want %d", at, got, want)
+		}
+	}
+	check(0, 0)
+	check(3*time.Second, 0) // past ClaimWaitCheck: still draining
+	c.lastClaimWaitCheck = t0.Add(-time.Minute)
+	if c.claimWaitTooLong() {
+		t.Error("a claim waiting on a member that left makes the member recompute; want it not to")
+	}
+	check(15*time.Second, 0) // within CloseTimeout + SessionTimeout
+	check(16*time.Second, 1) // past it: squatted
+	if len(c.errors) != 1 {
+		t.Errorf("reported %d errors, want 1", len(c.errors))
+	}
+
+	// Gone for longer than the grace, it is forgotten; back in the group,
+	// too.
+	c.mu.Lock()
+	c.noteDepartedLocked([]string{"me"}, t0.Add(17*time.Second))
+	gone := len(c.departed)
+	c.noteDepartedLocked([]string{"me", "other"}, t0.Add(18*time.Second))
+	c.members = []string{"me", "other"}
+	c.noteDepartedLocked([]string{"me"}, t0.Add(19*time.Second))
+	c.noteDepartedLocked([]string{"me", "other"}, t0.Add(20*time.Second))
+	back := len(c.departed)
+	c.mu.Unlock()
+	if gone != 0 || back != 0 {
+		t.Errorf("departed after the grace: %d, after coming back: %d; want 0 and 0", gone, back)
+	}
+}

@@ -17,6 +17,9 @@ import (
 type groupView struct {
 	regEpoch uint64 // the session epoch the member registered under
 	members  []string
+	// allFollow: every member of the last plan computes from the group's
+	// assignment node (see followers).
+	allFollow bool
 	// away: the members away that the last plan kept in the group (see
 	// static.go); kept: the partitions it held for them.
 	away     map[string]awayMember
@@ -35,6 +38,9 @@ type groupView struct {
 	// nonMembers: when each holder a claim waits on was first seen not a
 	// member (see noteSquatsLocked).
 	nonMembers map[string]time.Time
+	// departed: when each member that left lately was first missing from
+	// a plan's members (see noteDepartedLocked).
+	departed map[string]time.Time
 	// malformedTopics counts the topic nodes reported malformed (atomic:
 	// the metadata reader reports them).
 	malformedTopics atomic.Uint64
@@ -73,5 +79,5 @@ type groupView struct {
 
 func newGroupView() groupView {
 	return groupView{badNodes: map[string]string{}, away: map[string]awayMember{}, nonMembers: map[string]time.Time{},
-		regs: newRegistrations()}
+		departed: map[string]time.Time{}, regs: newRegistrations()}
 }
