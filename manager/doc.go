@@ -191,11 +191,17 @@
 // ID, Group and Interrupt, but not Close, which waits for it.
 //
 // Leaving: Close stops every partition (drain, final commit), then closes
-// the ZooKeeper session, which deletes the registration and every owner
-// node in one transaction; the peers see the member and its claims go
-// together. Close returns once ZooKeeper has read the session's close
-// request, without waiting for that transaction's commit: the nodes go
-// moments after Close returns (nothing of the member runs by then).
+// the ZooKeeper session, which deletes every owner node in one
+// transaction. When every member of the group follows the assignment node,
+// the registration is deleted first, as the partitions begin to drain: the
+// peers rebalance meanwhile, their claims waiting on the owner nodes, and
+// a member that left keeps those for up to CloseTimeout + SessionTimeout
+// before a peer reports them squatted. Otherwise (Kafka's own consumer or
+// an older zkgroup in the group) the registration goes in that same
+// transaction, and the peers see the member and its claims go together.
+// Close returns once ZooKeeper has read the session's close request,
+// without waiting for that transaction's commit: the nodes go moments
+// after Close returns (nothing of the member runs by then).
 //
 // What an owned partition costs: no goroutine while it is idle (its slot
 // claims it on a goroutine, runs its partition manager's loop there while
