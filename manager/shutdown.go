@@ -191,17 +191,27 @@ func (c *Consumer) deregisterEarly() {
 	}
 }
 
+// finalCommittersLocked lists the partitions whose final commits Close's
+// hold waits for: those whose partition manager runs. A slot claiming or
+// reading its committed offset (a ZooKeeper or Kafka request under way,
+// slow while the group rebalances) has handed nothing out, so it has
+// nothing to commit, and would keep the others' final commits waiting.
+// c.mu must be held.
+func (c *Consumer) finalCommittersLocked() []TopicPartition {
+	var tps []TopicPartition
+	for _, sl := range c.slots {
+		if sl.state != stopping && sl.pm.Load() != nil {
+			tps = append(tps, sl.tp)
+		}
+	}
+	return tps
+}
+
 func (c *Consumer) stopAllSlots() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.cb.newGroupLocked(cbRevoked) // Close's OnRevoked
-	var tps []TopicPartition
-	for _, sl := range c.slots {
-		if sl.state != stopping {
-			tps = append(tps, sl.tp)
-		}
-	}
-	c.final.begin(c.store, tps)
+	c.final.begin(c.store, c.finalCommittersLocked())
 	for _, sl := range c.slots {
 		if sl.state != stopping {
 			sl.stopLocked(g)
