@@ -15,8 +15,7 @@ import (
 func TestSquatNeedsNonMemberForClaimWaitCheck(t *testing.T) {
 	cfg := NewConfig()
 	cfg.ClaimWaitCheck = 2 * time.Second
-	c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), group: "g",
-		outputs: newOutputs(cfg), groupView: newGroupView(), slotTable: newSlotTable()}
+	c := squatConsumer(cfg)
 	t0 := time.Now()
 	sl := &slot{tp: TopicPartition{Topic: "t", Partition: 0}}
 	holder := "left"
@@ -26,16 +25,7 @@ func TestSquatNeedsNonMemberForClaimWaitCheck(t *testing.T) {
 	c.slots[sl.tp] = sl
 	c.members = []string{"left", "me"}
 
-	check := func(at time.Duration, want int) {
-		t.Helper()
-		c.mu.Lock()
-		c.noteSquatsLocked(t0.Add(at))
-		got := c.squatted
-		c.mu.Unlock()
-		if got != want {
-			t.Errorf("at %v: %d squatted, want %d", at, got, want)
-		}
-	}
+	check := squatChecker(t, c, t0)
 	check(0, 0)                // a member: never a squat
 	c.members = []string{"me"} // it left; its nodes go with its session
 	check(time.Second, 0)
@@ -80,8 +70,7 @@ func TestSquatNeedsNonMemberForClaimWaitCheck(t *testing.T) {
 func TestSquatGraceForDepartedMember(t *testing.T) {
 	cfg := NewConfig()
 	cfg.ClaimWaitCheck, cfg.CloseTimeout, cfg.SessionTimeout = 2*time.Second, 10*time.Second, 6*time.Second
-	c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), group: "g",
-		outputs: newOutputs(cfg), groupView: newGroupView(), slotTable: newSlotTable()}
+	c := squatConsumer(cfg)
 	t0 := time.Now()
 	sl := &slot{tp: TopicPartition{Topic: "t", Partition: 0}}
 	holder := "leaver"
@@ -98,16 +87,7 @@ func TestSquatGraceForDepartedMember(t *testing.T) {
 	c.members = []string{"me"}
 	c.mu.Unlock()
 
-	check := func(at time.Duration, want int) {
-		t.Helper()
-		c.mu.Lock()
-		c.noteSquatsLocked(t0.Add(at))
-		got := c.squatted
-		c.mu.Unlock()
-		if got != want {
-			t.Errorf("at %v: %d squatted, want %d", at, got, want)
-		}
-	}
+	check := squatChecker(t, c, t0)
 	check(0, 0)
 	check(3*time.Second, 0) // past ClaimWaitCheck: still draining
 	c.lastClaimWaitCheck = t0.Add(-time.Minute)
@@ -133,5 +113,26 @@ func TestSquatGraceForDepartedMember(t *testing.T) {
 	c.mu.Unlock()
 	if gone != 0 || back != 0 {
 		t.Errorf("departed after the grace: %d, after coming back: %d; want 0 and 0", gone, back)
+	}
+}
+
+// squatConsumer is a consumer with just what the squat checks use.
+func squatConsumer(cfg *Config) *Consumer {
+	return &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler), group: "g",
+		outputs: newOutputs(cfg), groupView: newGroupView(), slotTable: newSlotTable()}
+}
+
+// squatChecker returns a check that runs c's squat check at t0 + at and
+// wants want partitions squatted.
+func squatChecker(t *testing.T, c *Consumer, t0 time.Time) func(at time.Duration, want int) {
+	return func(at time.Duration, want int) {
+		t.Helper()
+		c.mu.Lock()
+		c.noteSquatsLocked(t0.Add(at))
+		got := c.squatted
+		c.mu.Unlock()
+		if got != want {
+			t.Errorf("at %v: %d squatted, want %d", at, got, want)
+		}
 	}
 }
