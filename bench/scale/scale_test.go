@@ -695,22 +695,28 @@ func dumpGoroutines(name string) func() {
 }
 
 // sayWorstKept prints the partition kept through the window with the
-// longest pause, when that pause began and ended, and the partition's last
-// assigns (+) and revokes (-), for reading beside the members' logs.
+// longest pause (when that pause began and ended) and the one whose record
+// waited longest in the log, each with its last assigns (+) and revokes
+// (-), for reading beside the members' logs.
 func sayWorstKept(env *runEnv, end time.Time, ok func(int) bool) {
-	p, from, to, hist := env.tr.worstKept(end, ok)
-	if p < 0 {
-		return
-	}
 	const clock = "15:04:05.000"
-	var b strings.Builder
-	for _, e := range hist {
-		sign := "-"
-		if e.assign {
-			sign = "+"
+	owners := func(hist []ownEvent) string {
+		var b strings.Builder
+		for _, e := range hist {
+			sign := "-"
+			if e.assign {
+				sign = "+"
+			}
+			fmt.Fprintf(&b, " %sm%d %s", sign, e.m, time.Unix(0, e.at).Format(clock))
 		}
-		fmt.Fprintf(&b, " %sm%d %s", sign, e.m, time.Unix(0, e.at).Format(clock))
+		return b.String()
 	}
-	benchkit.Say("   longest pause on a kept partition: %s, %s -> %s (%.0f ms); its owners:%s",
-		env.partName(p), from.Format(clock), to.Format(clock), to.Sub(from).Seconds()*1000, b.String())
+	if p, from, to, hist := env.tr.worstKept(end, ok); p >= 0 {
+		benchkit.Say("   longest pause on a kept partition: %s, %s -> %s (%.0f ms); its owners:%s",
+			env.partName(p), from.Format(clock), to.Format(clock), to.Sub(from).Seconds()*1000, owners(hist))
+	}
+	if p, wait, hist := env.tr.longestWaitKept(ok); p >= 0 {
+		benchkit.Say("   longest wait in the log on a kept partition: %s, %.0f ms; its owners:%s",
+			env.partName(p), wait.Seconds()*1000, owners(hist))
+	}
 }

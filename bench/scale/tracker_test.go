@@ -343,6 +343,26 @@ func (t *tracker) worstKept(end time.Time, ok func(int) bool) (p int, from, to t
 	return p, from, to, hist
 }
 
+// longestWaitKept describes the partition kept through the window (by a
+// member ok accepts) whose record waited longest in the log before it was
+// delivered: its number, that wait, when its owner delivered first in the
+// window, and its last assigns and revokes. A long wait with no long
+// pause is a partition whose owner began delivering late (it was assigned
+// before the window, with a backlog since its last owner's last delivery).
+func (t *tracker) longestWaitKept(ok func(int) bool) (p int, wait time.Duration, hist []ownEvent) {
+	p = -1
+	var best int64
+	for i := range t.parts {
+		x := &t.parts[i]
+		x.mu.Lock()
+		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) && x.wMaxWait > best {
+			best, p, hist = x.wMaxWait, i, slices.Clone(x.hist)
+		}
+		x.mu.Unlock()
+	}
+	return p, time.Duration(best), hist
+}
+
 // eachKept calls f, under the partition's lock, for every partition kept
 // through the window by a member that ok accepts.
 func (t *tracker) eachKept(ok func(int) bool, f func(x *part)) {
