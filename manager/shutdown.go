@@ -133,7 +133,6 @@ func (c *Consumer) shutdown() error {
 	c.commits.Halt()
 	began := time.Now()
 	c.stopAllSlots()
-	c.deregisterEarly()
 	defer c.final.release()
 	done := make(chan struct{})
 	go func() {
@@ -146,6 +145,7 @@ func (c *Consumer) shutdown() error {
 			}
 		}
 	}()
+	c.deregisterEarly()
 	err := c.awaitSlots()
 	close(done)
 	stopped := time.Since(began)
@@ -165,9 +165,6 @@ func (c *Consumer) shutdown() error {
 	return err
 }
 
-// stopAllSlots revokes every slot not stopping yet, with Close's
-// OnRevoked, their final commits held to share one round
-// (finalcommits.go) from before the first can come.
 // deregisterEarly deletes the member's registration while its
 // partitions drain, when every member of its last view computes from the
 // group's assignment node (followers): the peers then rebalance beside
@@ -178,15 +175,19 @@ func (c *Consumer) shutdown() error {
 // always be one). In a group with members that read the owners instead
 // (Kafka's own consumer, older zkgroups) the registration goes with the
 // session as before: those would fail their claims on the nodes still
-// held and back off.
+// held and back off. It runs once the slots stop and their events are
+// swallowed, so that none waits on it.
 func (c *Consumer) deregisterEarly() {
 	c.mu.Lock()
 	all := c.allFollow
 	c.mu.Unlock()
-	if !all {
-		return
+	if _, _, ok := c.session.Lease(); !all || !ok {
+		return // without a lease the session is interrupted: nothing to ask
 	}
-	if err := deregister(c.session, c.group, c.id); err != nil {
+	// Bounded as on the CloseTimeout path: the drains go on meanwhile,
+	// but the wait for them (awaitSlots) begins after this.
+	bound := min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10)
+	if err := within(bound, func() error { return deregister(c.session, c.group, c.id) }); err != nil {
 		c.log.Warn("deregistering before the drain failed; the registration goes with the session", "error", err)
 	}
 }
@@ -207,6 +208,9 @@ func (c *Consumer) finalCommittersLocked() []TopicPartition {
 	return tps
 }
 
+// stopAllSlots revokes every slot not stopping yet, with Close's
+// OnRevoked, their final commits held to share one round
+// (finalcommits.go) from before the first can come.
 func (c *Consumer) stopAllSlots() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
