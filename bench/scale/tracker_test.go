@@ -296,7 +296,7 @@ func (t *tracker) openWindow() {
 func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Duration {
 	out := map[int]time.Duration{}
 	e := end.UnixNano()
-	t.eachKept(ok, func(x *part) {
+	t.eachKept(ok, func(_ int, x *part) {
 		gap := x.wMaxGap
 		if x.lastBy == x.wOwner && x.lastAt > 0 {
 			gap = max(gap, e-x.lastAt)
@@ -312,7 +312,7 @@ func (t *tracker) closeWindow(end time.Time, ok func(int) bool) map[int]time.Dur
 // openWindow.
 func (t *tracker) longestWaits(ok func(int) bool) map[int]time.Duration {
 	out := map[int]time.Duration{}
-	t.eachKept(ok, func(x *part) {
+	t.eachKept(ok, func(_ int, x *part) {
 		out[x.wOwner] = max(out[x.wOwner], time.Duration(x.wMaxWait))
 	})
 	return out
@@ -325,21 +325,16 @@ func (t *tracker) worstKept(end time.Time, ok func(int) bool) (p int, from, to t
 	p = -1
 	var best int64
 	e := end.UnixNano()
-	for i := range t.parts {
-		x := &t.parts[i]
-		x.mu.Lock()
-		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) {
-			gap, gEnd := x.wMaxGap, x.wGapEnd
-			if x.lastBy == x.wOwner && x.lastAt > 0 && e-x.lastAt > gap {
-				gap, gEnd = e-x.lastAt, e
-			}
-			if gap > best {
-				best, p, hist = gap, i, slices.Clone(x.hist)
-				from, to = time.Unix(0, gEnd-gap), time.Unix(0, gEnd)
-			}
+	t.eachKept(ok, func(i int, x *part) {
+		gap, gEnd := x.wMaxGap, x.wGapEnd
+		if x.lastBy == x.wOwner && x.lastAt > 0 && e-x.lastAt > gap {
+			gap, gEnd = e-x.lastAt, e
 		}
-		x.mu.Unlock()
-	}
+		if gap > best {
+			best, p, hist = gap, i, slices.Clone(x.hist)
+			from, to = time.Unix(0, gEnd-gap), time.Unix(0, gEnd)
+		}
+	})
 	return p, from, to, hist
 }
 
@@ -352,25 +347,22 @@ func (t *tracker) worstKept(end time.Time, ok func(int) bool) (p int, from, to t
 func (t *tracker) longestWaitKept(ok func(int) bool) (p int, wait time.Duration, hist []ownEvent) {
 	p = -1
 	var best int64
-	for i := range t.parts {
-		x := &t.parts[i]
-		x.mu.Lock()
-		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) && x.wMaxWait > best {
+	t.eachKept(ok, func(i int, x *part) {
+		if x.wMaxWait > best {
 			best, p, hist = x.wMaxWait, i, slices.Clone(x.hist)
 		}
-		x.mu.Unlock()
-	}
+	})
 	return p, time.Duration(best), hist
 }
 
-// eachKept calls f, under the partition's lock, for every partition kept
-// through the window by a member that ok accepts.
-func (t *tracker) eachKept(ok func(int) bool, f func(x *part)) {
+// eachKept calls f, under the partition's lock, with the number of every
+// partition kept through the window by a member that ok accepts.
+func (t *tracker) eachKept(ok func(int) bool, f func(i int, x *part)) {
 	for i := range t.parts {
 		x := &t.parts[i]
 		x.mu.Lock()
 		if x.wOwner >= 0 && !x.wMoved && ok(x.wOwner) {
-			f(x)
+			f(i, x)
 		}
 		x.mu.Unlock()
 	}
@@ -383,7 +375,7 @@ func (t *tracker) eachKept(ok func(int) bool, f func(x *part)) {
 func (t *tracker) pauseDuring(from, to, now time.Time, ok func(int) bool) time.Duration {
 	f, e, n := from.UnixNano(), to.UnixNano(), now.UnixNano()
 	var out int64
-	t.eachKept(ok, func(x *part) {
+	t.eachKept(ok, func(_ int, x *part) {
 		gaps := x.wGaps
 		if x.lastBy == x.wOwner && x.lastAt > 0 {
 			gaps = append(gaps[:len(gaps):len(gaps)], gapRec{x.lastAt, n})
