@@ -126,7 +126,7 @@ func (c *Consumer) noteAwayLocked(members []member, now time.Time) time.Time {
 		a, ok := c.away[m.id]
 		if !ok {
 			a = awayMember{since: now}
-			c.log.Info("member away: its partitions are kept for its restart", "member", m.id, "grace", m.grace)
+			c.log.Info("member away: its partitions are kept for its restart", "peer", m.id, "grace", m.grace)
 		}
 		a.grace, a.version = m.grace, m.version
 		c.away[m.id] = a
@@ -171,12 +171,12 @@ func (c *Consumer) expireAway(now time.Time) time.Time {
 		gone, err := expireMarker(c.session, c.group, d.id, d.version)
 		switch {
 		case err != nil:
-			c.log.Warn("deleting the restart marker of a member away failed; retrying", "member", d.id, "error", err)
+			c.log.Warn("deleting the restart marker of a member away failed; retrying", "peer", d.id, "error", err)
 			if r := now.Add(time.Second); next.IsZero() || r.Before(next) {
 				next = r
 			}
 		case gone:
-			c.log.Info("member away past its restart grace: its partitions move", "member", d.id)
+			c.log.Info("member away past its restart grace: its partitions move", "peer", d.id)
 		}
 	}
 	return next
