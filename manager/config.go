@@ -165,7 +165,9 @@ type Config struct {
 	// together, or again), the first assignment waits for that member to
 	// store it, at most SessionTimeout (a writer that neither writes nor
 	// loses its session by then is stuck), so that the members follow
-	// one view of the group instead of each claiming by its own.
+	// one view of the group instead of each claiming by its own. Any
+	// later plan that reads a node stored from another view than its own
+	// waits for the writer likewise, at most ClaimWaitCheck.
 	RebalanceDelay time.Duration
 	// JoinSettle delays a new member's first assignment, so that members
 	// started together see each other before claiming anything (instead
@@ -204,7 +206,9 @@ type Config struct {
 	// whatever this setting. It also bounds how long OnAssigned waits for
 	// claims under way, and how long a claim must wait on a holder that
 	// is not a member, and has not been for as long, before the
-	// partition is reported (ErrSquatted).
+	// partition is reported (ErrSquatted), and how long a rebalance
+	// waits for the group's assignment of its view from the writer (see
+	// RebalanceDelay).
 	ClaimWaitCheck time.Duration
 	// UnownedCheck is how often the owners are checked to catch a
 	// partition nobody claims (the owners nodes' stats, one multiRead

@@ -48,9 +48,11 @@
 // ZooKeeper state, with no leader: the members, the subscribed partitions
 // and the group's last assignment, which the oldest member stores with a
 // digest of what it was computed from. A member takes the stored
-// assignment as it is while that digest is the one of what it reads, and
-// otherwise computes the next one with the stored owners as the current
-// ones, as every member reading the same node does. Where a member
+// assignment as it is while that digest is the one of what it reads;
+// otherwise it waits for the oldest member to store the assignment of
+// what it reads (at most Config.ClaimWaitCheck), and then computes the
+// next one itself with the stored owners as the current ones, as every
+// member reading the same node does. Where a member
 // publishes a strategy but not "zkgroup_assignment" in its registration
 // (an older zkgroup), or the node is missing, malformed or older than the
 // oldest member's registration, members compute from the owner nodes

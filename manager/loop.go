@@ -141,7 +141,7 @@ func (l *loopState) wait(check, unowned <-chan time.Time) (int, func()) {
 	case <-l.staticWatch:
 		return workRun, func() { l.staticWatch = nil; l.trigger(CauseMembership) }
 	case <-l.assignWatch:
-		return workRun, func() { l.assignWatch = nil; l.trigger(CauseAssignment) }
+		return workRun, l.onAssignment
 	case <-c.regs.changed:
 		return workRun, func() { l.trigger(CauseMembership) }
 	case <-l.grace.C:
@@ -188,10 +188,11 @@ type loopState struct {
 	// RebalanceDelays later) bound its wait (startDelay).
 	started                 bool
 	settleUntil, quietUntil time.Time
-	// writerUntil: when the first assignment stops waiting for the
-	// writer's stored assignment (zero: not waiting; see
-	// plan.awaitWriter).
+	// writerUntil: when a plan stops waiting for the writer's stored
+	// assignment (zero: not waiting; see plan.awaitWriter); notOn: the
+	// node's last write a wait ended on (writerWait.notOn).
 	writerUntil time.Time
+	notOn       int64
 	// unownedBefore: the partitions without owner at the last check.
 	unownedBefore map[TopicPartition]bool
 }
@@ -243,6 +244,17 @@ func (l *loopState) armGrace(at time.Time) {
 	l.grace.Stop()
 	if !at.IsZero() {
 		l.grace.Reset(time.Until(at))
+	}
+}
+
+// onAssignment follows the group's assignment node's change: at once
+// while a plan awaits the writer (which debounced the changes it stored
+// already), otherwise after RebalanceDelay.
+func (l *loopState) onAssignment() {
+	l.assignWatch = nil
+	l.trigger(CauseAssignment)
+	if !l.writerUntil.IsZero() {
+		l.debounce.Reset(0)
 	}
 }
 
@@ -355,30 +367,41 @@ func (l *loopState) onDebounce() {
 		}
 	}
 	now := time.Now()
-	mayWait := !l.started && (l.writerUntil.IsZero() || now.Before(l.writerUntil))
-	w, graceEnd, awaiting, err := c.rebalance(l.pending, mayWait)
+	waiting := l.writerUntil.IsZero() || now.Before(l.writerUntil)
+	res, err := c.rebalance(l.pending, writerWait{first: !l.started && waiting, input: waiting, notOn: l.notOn})
 	if err != nil {
 		c.log.Warn("rebalance failed; retrying", "error", err)
 		l.retryAt = time.After(l.failures.Next())
 		return
 	}
 	l.failures.Reset()
-	if awaiting {
+	l.idsWatch, l.staticWatch, l.assignWatch = res.ids, res.static, res.assignment
+	if res.awaiting {
 		// The writer stores the assignment this member will follow
 		// (the watch on its node fires then), or the wait ends at
-		// writerUntil and the member computes from the owners. A
-		// writer gone ends it sooner: the members' watch fires.
-		if l.writerUntil.IsZero() {
+		// writerUntil and the member computes: at most SessionTimeout
+		// for a first plan from the owners, ClaimWaitCheck otherwise
+		// (the writer stores within its RebalanceDelay; one that does
+		// not is busy or stuck). A writer gone ends it sooner: the
+		// members' watch fires.
+		switch until := now.Add(c.cfg.ClaimWaitCheck); {
+		case res.firstWait && l.writerUntil.IsZero():
 			l.writerUntil = now.Add(c.cfg.SessionTimeout)
 			c.log.Info("waiting for the group's assignment from its writer", "wait", c.cfg.SessionTimeout)
+		case !res.firstWait && (l.writerUntil.IsZero() || until.Before(l.writerUntil)):
+			l.writerUntil = until
+			c.log.Debug("waiting for the writer to store the assignment of this view", "wait", c.cfg.ClaimWaitCheck)
 		}
-		l.idsWatch, l.staticWatch, l.assignWatch = w.ids, w.static, w.assignment
 		l.debounce.Reset(l.writerUntil.Sub(now))
 		return
 	}
+	if !waiting {
+		l.notOn = res.storedMzxid // not awaited again
+		c.log.Info("the writer stored no assignment for this view in time; computed one")
+	}
+	l.writerUntil = time.Time{}
 	l.started = true
-	l.idsWatch, l.staticWatch, l.assignWatch = w.ids, w.static, w.assignment
-	l.armGrace(graceEnd)
+	l.armGrace(res.graceEnd)
 	clear(l.pending)
 	c.dropPrefetched() // the first assignment took what it starts
 }

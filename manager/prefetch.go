@@ -37,7 +37,7 @@ func (c *Consumer) prefetch() {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), prefetchBudget*c.cfg.JoinSettle)
 	defer cancel()
-	pl, err := c.computePlan(false, false)
+	pl, err := c.computePlan(false, writerWait{})
 	if err != nil {
 		c.log.Debug("no prefetch", "error", err)
 		return

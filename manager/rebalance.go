@@ -24,21 +24,35 @@ type watches struct {
 	ids, static, assignment <-chan zk.Event
 }
 
+// rebalanced is what a rebalance leaves the loop.
+type rebalanced struct {
+	watches
+	// graceEnd: when the first grace of a member away ends (zero: none).
+	graceEnd time.Time
+	// awaiting: nothing was applied; the plan awaits the writer's
+	// assignment (plan.awaitWriter), firstWait telling which wait.
+	awaiting, firstWait bool
+	// storedMzxid: the last write of the group's assignment node as the
+	// plan read it (0: none).
+	storedMzxid int64
+}
+
 // rebalance reads the members and the group's assignment (or the owners
 // of the subscribed partitions) and the metadata, computes the assignment
 // and starts or revokes slots. It returns the new watches and when the
-// first grace of a member away ends (zero: none). causes are what
-// triggered it. With mayWait, a member that would compute from the
-// owners while the group's writer stores the assignment does nothing and
-// returns awaiting (see plan.awaitWriter) with the watches.
-func (c *Consumer) rebalance(causes map[RebalanceCause]bool, mayWait bool) (w watches, graceEnd time.Time, awaiting bool, err error) {
+// first grace of a member away ends. causes are what triggered it. A plan
+// that awaits the writer as wait allows (see plan.awaitWriter) applies
+// nothing and returns awaiting with the watches.
+func (c *Consumer) rebalance(causes map[RebalanceCause]bool, wait writerWait) (rebalanced, error) {
 	began := time.Now()
-	pl, err := c.computePlan(true, mayWait)
+	pl, err := c.computePlan(true, wait)
 	if err != nil {
-		return watches{}, time.Time{}, false, err
+		return rebalanced{}, err
 	}
+	res := rebalanced{watches: pl.watches, storedMzxid: pl.stored.mzxid}
 	if pl.awaitWriter {
-		return pl.watches, time.Time{}, true, nil
+		res.awaiting, res.firstWait = true, !pl.fromStored
+		return res, nil
 	}
 	c.rebalances.Add(1)
 	c.lastFromOwners = !pl.fromStored
@@ -63,7 +77,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool, mayWait bool) (w wa
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	graceEnd = c.noteViewLocked(pl, began)
+	res.graceEnd = c.noteViewLocked(pl, began)
 	added, revoked := c.applyPlanLocked(pl)
 	c.noteRebalance(causes, len(added), len(revoked))
 	c.checkAppliedLocked()
@@ -74,7 +88,7 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool, mayWait bool) (w wa
 	c.log.Info("rebalanced", "members", len(c.members), "away", len(c.away), "partitions", len(pl.parts), "assigned", len(pl.mine),
 		"added", len(added), "revoked", len(revoked), "causes", causeList(causes), "read", time.Since(began),
 		"from", from, "owner_reads", pl.ownerReads)
-	return pl.watches, graceEnd, false, nil
+	return res, nil
 }
 
 // noteViewLocked records what plan pl saw of the group: the members (and
@@ -245,14 +259,23 @@ type plan struct {
 	write      bool
 	rewrite    bool
 	asStored   bool // assignment is the stored one, taken as it is
-	// awaitWriter: nothing computed; every member follows the group's
-	// assignment node, this member does not write it, and the node is
-	// not fresh (the writer has not stored one since it registered). A
-	// new member's first plan waits for it: members started together
-	// that each computed from the owners would decide from different
-	// views of the members and owners, claim by them, and hand much back
-	// once the writer's assignment comes.
+	// awaitWriter: nothing computed or applied; every member follows the
+	// group's assignment node, and this member does not write it. Two
+	// plans wait for the writer (as writerWait allows):
+	//   - a new member's first, while the node is not fresh (the writer
+	//     has not stored one since it registered): members started
+	//     together that each computed from the owners would decide from
+	//     different views of the members and owners, claim by them, and
+	//     hand much back once the writer's assignment comes;
+	//   - any, while the node was computed from another input than this
+	//     plan's (follow): each member would place the partitions of
+	//     members gone, or give some to members new, from the stale
+	//     node by its own view of the members, which changes at a
+	//     different moment for each during a rolling join or leave; it
+	//     claimed what the writer then gave elsewhere (a partition went
+	//     unconsumed for seconds, handed from member to member).
 	awaitWriter bool
+	follow      bool // the second wait is allowed (see awaitWriter)
 	mine        map[TopicPartition]bool
 	// expected: every partition's member in the assignment (nil: none
 	// computed), which the owners cache checks first at the next read.
@@ -260,15 +283,27 @@ type plan struct {
 	strategy strategyChoice // what mine was computed with
 }
 
+// writerWait is what a plan may await instead of computing (see
+// plan.awaitWriter); the zero value awaits nothing.
+type writerWait struct {
+	// first: a new member's first plan awaits a node that is not fresh.
+	first bool
+	// input: a plan awaits a node computed from another input, unless
+	// the node's last write is notOn: a wait already ended on that write
+	// (a writer that does not store, one whose assignment grew past
+	// ZooKeeperMaxReply say, costs one wait per write, not per plan).
+	input bool
+	notOn int64
+}
+
 // computePlan reads the members and the group's assignment node, and the
 // owners of the subscribed partitions unless it computes from that node
 // (see storedAssignment), and computes this member's partitions. With
 // createDirs it creates the owners node of every topic that has none
 // when it read the owners (the only write; a claim creates the owners
-// node it finds missing). With mayWait it returns a plan that only
-// awaits the writer (plan.awaitWriter) instead of computing from the
-// owners when the writer is another member.
-func (c *Consumer) computePlan(createDirs, mayWait bool) (*plan, error) {
+// node it finds missing). It returns a plan that only awaits the writer
+// (plan.awaitWriter) instead when wait allows.
+func (c *Consumer) computePlan(createDirs bool, wait writerWait) (*plan, error) {
 	st := c.session.Status()
 	if !st.HasSession {
 		return nil, errors.New("no zookeeper session")
@@ -306,10 +341,11 @@ func (c *Consumer) computePlan(createDirs, mayWait bool) (*plan, error) {
 		snap: snap, withParts: withParts, stored: stored}
 	all, writer, writerCzxid := followers(members)
 	pl.fromStored = all && stored.freshFor(writerCzxid)
-	if mayWait && all && !pl.fromStored && writer != c.id {
+	if wait.first && all && !pl.fromStored && writer != c.id {
 		pl.awaitWriter = true
 		return pl, nil
 	}
+	pl.follow = wait.input && all && pl.fromStored && writer != c.id && stored.mzxid != wait.notOn
 	if stored.err != nil && all && !c.storedErrNoted {
 		c.storedErrNoted = true
 		c.log.Warn("the group's assignment node is not used; computing from the owners", "error", stored.err)
@@ -342,6 +378,9 @@ func (c *Consumer) computePlan(createDirs, mayWait bool) (*plan, error) {
 	}
 	pl.fillParts()
 	c.assignPlan(pl, topics)
+	if pl.awaitWriter {
+		return pl, nil
+	}
 	pl.write = all && writer == c.id && pl.assignment != nil &&
 		(!pl.fromStored || stored.a.Digest != pl.digest || pl.rewrite)
 	c.ownerCache.expectOwners(pl.expected)
@@ -386,7 +425,8 @@ func (pl *plan) ownerOf(tp TopicPartition) string {
 // assignPlan computes pl's assignment from its members and partitions:
 // this member's partitions (mine), the strategy used, and the partitions
 // kept for members away. From the stored assignment, when it was computed
-// from the same input (its digest), it is taken as it is.
+// from the same input (its digest), it is taken as it is; when it was not
+// and pl.follow, nothing is computed (pl.awaitWriter).
 func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	// Members publishing different strategies would never agree:
 	// compute with the oldest one's, or claim nothing when it is not
@@ -399,6 +439,10 @@ func (c *Consumer) assignPlan(pl *plan, topics []string) {
 	}
 	input := assignMembers(withoutExcluded(pl.members, choice.exclude), topics)
 	pl.digest = assignmentDigest(choice.use.Name(), input, pl.parts)
+	if pl.follow && pl.stored.a.Digest != pl.digest {
+		pl.awaitWriter = true
+		return
+	}
 	pl.inputIDs = make([]string, len(input))
 	for i, m := range input {
 		pl.inputIDs[i] = m.ID

@@ -44,6 +44,9 @@ import (
 // follows, writes the node), except a new member's first assignment: it
 // waits, at most SessionTimeout, for the writer to store one
 // (plan.awaitWriter), so that members started together follow one view.
+// A member other than the writer that reads a node whose digest is not
+// its input's waits likewise, at most ClaimWaitCheck, for the writer to
+// store the next one, rather than place partitions by its own view.
 type storedAssignment struct {
 	a       zkdata.GroupAssignment
 	exists  bool     // the node exists

@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -236,5 +237,62 @@ func TestFirstAssignmentWaitsForWriter(t *testing.T) {
 	// The silent writer goes: a is the writer now, and stores it.
 	leave()
 	awaitStored(t, conn, root, parts, a)
+	rec.checkViolations(t)
+}
+
+// TestLaterPlanWaitsForWriter: a member that is not the writer and reads
+// a node stored from another view than its own waits for the writer to
+// store the assignment of its view, at most ClaimWaitCheck, instead of
+// placing partitions by its own view at once (members whose views change
+// at different moments of a rolling leave passed partitions from one to
+// another). The writer here is a registration whose node the test writes
+// with a digest of no view: each wait ends at ClaimWaitCheck.
+func TestLaterPlanWaitsForWriter(t *testing.T) {
+	const parts = 6
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, parts)
+	rec := newRecorder(t)
+	conn := testcluster.ZooKeeper(t, c)
+	root := c.Chroot() + "/consumers/" + group
+	reg := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced","zkgroup_assignment":%d}`,
+		topic, zkdata.GroupAssignmentVersion)
+	plantMember(t, conn, root, "writer", reg)
+	// A node written after the writer registered (fresh), of no view.
+	store := func(owner string) {
+		t.Helper()
+		row := make([]int32, parts)
+		data, err := zkdata.GroupAssignment{Digest: "of-no-view", Members: []string{owner}, Topics: map[string][]int32{topic: row}}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Set(root+"/assignment", data, -1); errors.Is(err, zk.ErrNoNode) {
+			_, err = conn.Create(root+"/assignment", data, 0, zk.WorldACL(zk.PermAll))
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	store("writer")
+	const wait = 3 * time.Second
+	began := time.Now()
+	a := join(t, c, group, sub, "a", rec, joinOpts{configure: func(cfg *manager.Config) { cfg.ClaimWaitCheck = wait }})
+	await(t, 60*time.Second, "a holding its share", func() bool { return len(a.c.Stats().Partitions) == parts/2 })
+	if took := time.Since(began); took < wait {
+		t.Errorf("a held its share %v after joining, before ClaimWaitCheck (%v): it did not wait for the writer", took, wait)
+	}
+	// The writer stores again, still of no view, and a member joins: a
+	// waits for the writer again before it gives the newcomer anything.
+	before := a.c.Stats().Rebalances
+	store("writer")
+	rewritten := time.Now()
+	plantMember(t, conn, root, "x", reg)
+	await(t, 60*time.Second, "a rebalanced with x", func() bool {
+		return a.c.Stats().Rebalances > before && len(a.c.Stats().Partitions) == parts/3
+	})
+	if took := time.Since(rewritten); took < wait {
+		t.Errorf("a rebalanced %v after the writer's node changed, before ClaimWaitCheck (%v): it did not wait for the writer", took, wait)
+	}
 	rec.checkViolations(t)
 }
