@@ -178,9 +178,8 @@ var afterCreate, beforeRead atomic.Pointer[func(path string)]
 type claimStart int
 
 const (
-	claimRead    claimStart = iota // read the owner node first
-	claimCreate                    // create it at once (the plan saw the partition unowned)
-	claimCreated                   // created already (createBatch): read it back
+	claimRead   claimStart = iota // read the owner node first
+	claimCreate                   // create it at once (the plan saw the partition unowned)
 )
 
 // acquire creates the owner node, waiting on a watch of an existing node
@@ -190,20 +189,20 @@ const (
 // that assigned the partition saw it unowned): then it creates at once
 // and reads the node back, two requests where reading first takes three;
 // a node that is there after all fails the create and is read as it
-// would have been. With claimCreated a createBatch made the node: it is
-// read back, canceled or not (a canceled claim then lets it go). A claim is one create, its release one delete. A node left by this instance id under an older
-// session (a restart with a stable id) is deleted and taken at once.
+// would have been. A wait for another owner ends with a create too, once
+// its node is deleted. The creates go through creates (nil: one request
+// each), which sends those made at about the same time in one
+// transaction. A claim is one create, its release one delete. A node left
+// by this instance id under an older session (a restart with a stable id)
+// is deleted and taken at once.
 // waiting, when set, is told who holds the node when a wait for another
 // owner begins or the holder changes, and "" when the wait ends; waits
 // counts the waits.
 func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
-	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string), start claimStart) (*claim, error) {
+	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string), creates *opBatcher, start claimStart) (*claim, error) {
 	a := &acquirer{s: s, path: zkdata.OwnerPath(group, tp.Topic, tp.Partition), tp: tp, owner: owner, health: health,
-		log: log, cancel: cancel, waits: waits, waiting: waiting, bo: retry.New(50*time.Millisecond, 2*time.Second)}
-	createFirst := start == claimCreate
-	// Created already (a createBatch): read back, even when canceled, so
-	// that the node is let go.
-	a.created = start == claimCreated
+		log: log, cancel: cancel, waits: waits, waiting: waiting, creates: creates, bo: retry.New(50*time.Millisecond, 2*time.Second)}
+	a.createNext = start == claimCreate
 	defer a.setWaiting("")
 	for {
 		canceled := false
@@ -223,8 +222,8 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			}
 			continue
 		}
-		if createFirst {
-			createFirst = false
+		if a.createNext {
+			a.createNext = false
 			if !a.create() {
 				return nil, errClaimCanceled
 			}
@@ -259,6 +258,10 @@ type acquirer struct {
 	// waiting, when set, is told of the holder waited for ("" none).
 	waiting func(holder string)
 	bo      *retry.Backoff
+	creates *opBatcher // nil: each create on its own
+	// createNext: create the node before reading it (the plan saw the
+	// partition unowned, or the holder's node was just deleted).
+	createNext bool
 	// logged: the wait for another owner was logged; waitingFor: the
 	// holder last told to waiting.
 	logged     bool
@@ -299,7 +302,12 @@ func (a *acquirer) readFailed(err error, canceled bool) bool {
 // create creates the owner node (its parents first when missing); it
 // returns false when canceled during a backoff.
 func (a *acquirer) create() bool {
-	_, err := a.s.Create(a.path, zkdata.FormatOwner(a.owner), zk.FlagEphemeral, nil)
+	var err error
+	if a.creates != nil {
+		err = a.creates.create(a.s, a.path, zkdata.FormatOwner(a.owner), zk.FlagEphemeral)
+	} else {
+		_, err = a.s.Create(a.path, zkdata.FormatOwner(a.owner), zk.FlagEphemeral, nil)
+	}
 	if f := afterCreate.Load(); f != nil {
 		(*f)(a.path)
 	}
@@ -367,7 +375,10 @@ func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDon
 	select {
 	case <-a.cancel:
 		return nil, errClaimCanceled
-	case <-ch:
+	case ev := <-ch:
+		// Deleted: most likely nobody else claims it, so create at
+		// once (a read would find no node: a request for nothing).
+		a.createNext = ev.Type == zk.EventNodeDeleted
 	case <-epochDone:
 	}
 	return nil, nil
@@ -457,7 +468,7 @@ func (c *claim) recheck() {
 func (c *claim) release() error { return c.releaseVia(nil) }
 
 // releaseVia is release with the delete sent through b (nil: on its own).
-func (c *claim) releaseVia(b *deleteBatcher) error {
+func (c *claim) releaseVia(b *opBatcher) error {
 	c.abandon()
 	bound := c.session.Status().Timeout
 	deadline := time.Now().Add(bound)
@@ -497,7 +508,7 @@ func (c *claim) abandon() {
 
 // deleteIfOurs deletes the owner node if this claim's session created it,
 // through b (nil: on its own).
-func (c *claim) deleteIfOurs(b *deleteBatcher) error {
+func (c *claim) deleteIfOurs(b *opBatcher) error {
 	_, stat, err := c.session.Get(c.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil

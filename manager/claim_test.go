@@ -131,7 +131,7 @@ func claimOn(tb testing.TB, s *zkconn.Session, group string, p int32) *claim {
 	health := newGate()
 	health.set(true)
 	var waits atomic.Int64
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil, claimRead)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil, nil, claimRead)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	}
 	afterCreate.Store(&hook)
 	defer afterCreate.Store(nil)
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, claimRead)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, nil, claimRead)
 	afterCreate.Store(nil)
 	if err == nil {
 		if err := cl.release(); err != nil {
@@ -196,7 +196,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	cancel = make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, claimRead)
+		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, nil, claimRead)
 		done <- err
 	}()
 	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return waits.Load() == 1 })
@@ -247,7 +247,7 @@ func TestClaimCreatesFirstWhenSeenUnowned(t *testing.T) {
 		if createFirst {
 			start = claimCreate
 		}
-		return acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel, waits, nil, start)
+		return acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel, waits, nil, nil, start)
 	}
 	for _, tc := range []struct {
 		createFirst bool
@@ -291,7 +291,7 @@ func TestClaimCreatesFirstWhenSeenUnowned(t *testing.T) {
 	if err := recvWithin(t, done, "claim once the holder went"); err != nil {
 		t.Fatalf("claim after the holder went: %v", err)
 	}
-	if got, want := strings.Join(taken(), " "), "create read read create read"; got != want {
+	if got, want := strings.Join(taken(), " "), "create read create read"; got != want {
 		t.Errorf("held after all: %q, want %q", got, want)
 	}
 }
@@ -330,84 +330,129 @@ func TestReleaseRetried(t *testing.T) {
 	}
 }
 
-// TestCreateBatch: a batch creates the owner nodes of its partitions in
-// one request, and each claim then only reads its node back (the claims
-// of one multi share its zxid as their fencing token); a claim canceled
-// after the batch still reads its node back, and lets it go. A batch with
-// a partition held by another creates nothing, and its claims create
-// their own nodes, the held one waiting for its holder.
-func TestCreateBatch(t *testing.T) {
+// TestClaimCreatesBatched: the creates of claims made at about the same
+// time go in multi requests of batchMax nodes (the claims of one multi
+// share its zxid as their fencing token), and each claim then reads its
+// node back; a claim canceled while its create was queued still reads
+// its node back, and lets it go. In a multi with a partition held by
+// another, each create is sent on its own: the others are made, the held
+// one waits for its holder, then creates its node without reading first.
+func TestClaimCreatesBatched(t *testing.T) {
 	c, zc, group, s, health := claimFixture(t)
 	log := slog.New(slog.DiscardHandler)
-	tp := func(p int32) TopicPartition { return TopicPartition{Topic: "t", Partition: p} }
 	full := func(p int32) string { return c.Chroot() + zkdata.OwnerPath(group, "t", p) }
-	b := newCreateBatch([]TopicPartition{tp(0), tp(1), tp(2)})
-	for p := range int32(3) {
-		if !b.await(s, group, "me", tp(p), log) {
-			t.Fatalf("partition %d: not created by the batch", p)
+	var b opBatcher
+	type result struct {
+		p     int32
+		cl    *claim
+		err   error
+		waits *atomic.Int64
+	}
+	// claimAll queues the claims' creates behind a batch under way, then
+	// sends them, and returns the claims once each has returned.
+	claimAll := func(ps []int32, cancel map[int32]chan struct{}, release func(waits map[int32]*atomic.Int64)) map[int32]result {
+		t.Helper()
+		b.mu.Lock()
+		b.busy = true
+		b.mu.Unlock()
+		out := make(chan result, len(ps))
+		waits := map[int32]*atomic.Int64{}
+		for _, p := range ps {
+			waits[p] = new(atomic.Int64)
 		}
-	}
-	var tokens []int64
-	for p := range int32(2) {
-		cl, err := acquire(s, group, tp(p), "me", health, log, nil, new(atomic.Int64), nil, claimCreated)
-		if err != nil {
-			t.Fatal(err)
+		for _, p := range ps {
+			go func() {
+				w := waits[p]
+				cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel[p], w, nil, &b, claimCreate)
+				out <- result{p, cl, err, w}
+			}()
 		}
-		tokens = append(tokens, cl.token)
-		defer func() { _ = cl.release() }()
+		testcluster.Await(t, 30*time.Second, time.Millisecond, "the creates queued", func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.queue) == len(ps)
+		})
+		for _, ch := range cancel {
+			close(ch)
+		}
+		b.send(s)
+		if release != nil {
+			release(waits)
+		}
+		got := map[int32]result{}
+		for range ps {
+			r := <-out
+			got[r.p] = r
+		}
+		return got
 	}
-	if tokens[0] != tokens[1] || tokens[0] == 0 {
-		t.Fatalf("fencing tokens %v: want the multi's zxid for both", tokens)
+
+	var ps []int32
+	for p := range int32(batchMax + 1) {
+		ps = append(ps, p)
 	}
-	canceled := make(chan struct{})
-	close(canceled)
-	cl, err := acquire(s, group, tp(2), "me", health, log, canceled, new(atomic.Int64), nil, claimCreated)
-	if err != nil || cl == nil {
-		t.Fatalf("canceled claim of a created node: %v, %v; want the claim, to let go", cl, err)
+	zxids := map[int64]int{}
+	for p, r := range claimAll(ps, nil, nil) {
+		if r.err != nil || r.cl == nil {
+			t.Fatalf("partition %d: %v", p, r.err)
+		}
+		zxids[r.cl.token]++
+		defer func() { _ = r.cl.release() }()
 	}
-	if err := cl.release(); err != nil {
+	if len(zxids) != 2 {
+		t.Fatalf("%d claims made in %d transactions (%v), want 2", len(ps), len(zxids), zxids)
+	}
+
+	// Canceled while queued: read back, returned, let go.
+	const canceled = 1000
+	r := claimAll([]int32{canceled}, map[int32]chan struct{}{canceled: make(chan struct{})}, nil)[canceled]
+	if r.err != nil || r.cl == nil {
+		t.Fatalf("canceled claim of a created node: %v, %v; want the claim, to let go", r.cl, r.err)
+	}
+	if err := r.cl.release(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _, _ := zc.Exists(full(2)); ok {
+	if ok, _, _ := zc.Exists(full(canceled)); ok {
 		t.Fatal("the canceled claim's node is still there")
 	}
 
-	// Partition 4 is held: nothing is created.
-	if _, err := zc.Create(full(4), zkdata.FormatOwner("other"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	// 2001 is held: the multi fails, 2000 and 2002 are made on their own,
+	// 2001 waits, and is made once its holder lets go.
+	const held = 2001
+	if _, err := zc.Create(full(held), zkdata.FormatOwner("other"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	b = newCreateBatch([]TopicPartition{tp(3), tp(4)})
-	if b.await(s, group, "me", tp(3), log) || b.await(s, group, "me", tp(4), log) {
-		t.Fatal("a batch with a held partition created something")
-	}
-	if ok, _, _ := zc.Exists(full(3)); ok {
-		t.Fatal("partition 3's node exists after the failed batch")
-	}
-	cl, err = acquire(s, group, tp(3), "me", health, log, nil, new(atomic.Int64), nil, claimCreate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = cl.release()
-
-	// More than one multi's worth: every node is made, in two requests
-	// (two creation zxids).
-	var many []TopicPartition
-	for p := range int32(createBatchMax + 1) {
-		many = append(many, tp(100+p))
-	}
-	b = newCreateBatch(many)
-	zxids := map[int64]bool{}
-	for _, x := range many {
-		if !b.await(s, group, "me", x, log) {
-			t.Fatalf("%v: not created", x)
+	var creates atomic.Int64
+	counted := func(p string) {
+		if p == zkdata.OwnerPath(group, "t", held) {
+			creates.Add(1)
 		}
-		_, st, err := zc.Get(full(x.Partition))
-		if err != nil {
+	}
+	afterCreate.Store(&counted)
+	defer afterCreate.Store(nil)
+	got := claimAll([]int32{2000, held, 2002}, nil, func(waits map[int32]*atomic.Int64) {
+		testcluster.Await(t, 30*time.Second, time.Millisecond, "the held partition's claim waiting", func() bool {
+			return waits[held].Load() == 1
+		})
+		for _, p := range []int32{2000, 2002} {
+			if ok, _, err := zc.Exists(full(p)); err != nil || !ok {
+				t.Errorf("partition %d's node after the failed multi: exists %v, %v", p, ok, err)
+			}
+		}
+		if err := zc.Delete(full(held), -1); err != nil {
 			t.Fatal(err)
 		}
-		zxids[st.Czxid] = true
+	})
+	for p, r := range got {
+		if r.err != nil || r.cl == nil {
+			t.Fatalf("partition %d: %v", p, r.err)
+		}
+		_ = r.cl.release()
 	}
-	if len(zxids) != 2 {
-		t.Fatalf("%d nodes made in %d requests, want 2", len(many), len(zxids))
+	if w := got[held].waits.Load(); w != 1 {
+		t.Errorf("the held partition's claim waited %d times, want 1", w)
+	}
+	if n := creates.Load(); n != 2 {
+		t.Errorf("the held partition's claim sent %d creates, want 2 (one failed, one once its holder went)", n)
 	}
 }

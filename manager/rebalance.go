@@ -136,7 +136,6 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 			delete(c.restartBackoff, tp)
 		}
 	}
-	var free []*slot // started for partitions the plan saw unowned
 	for tp := range pl.mine {
 		if sl, ok := c.slots[tp]; ok {
 			if sl.state == claiming && !pl.fromStored {
@@ -148,21 +147,8 @@ func (c *Consumer) applyPlanLocked(pl *plan) (added, revoked []TopicPartition) {
 			continue // running, claiming, or stopping (restarted when done)
 		}
 		sl := c.startSlotLocked(tp, 0)
-		sl.seen, sl.seenSet = pl.ownerOf(tp), true
-		if sl.seen == "" {
-			free = append(free, sl)
-		}
+		sl.seen, sl.seenSet = c.seenOwnerLocked(pl, tp), true
 		added = append(added, tp)
-	}
-	if len(free) > 1 {
-		tps := make([]TopicPartition, len(free))
-		for i, sl := range free {
-			tps[i] = sl.tp
-		}
-		b := newCreateBatch(tps)
-		for _, sl := range free {
-			sl.batch = b
-		}
 	}
 	return added, revoked
 }
@@ -407,6 +393,23 @@ func (pl *plan) fillParts() {
 			pl.parts = append(pl.parts, assign.Partition{Topic: t, ID: p.ID, Leader: p.Leader, Owner: owner})
 		}
 	}
+}
+
+// seenOwnerLocked returns who pl saw holding tp, as ownerOf does, or,
+// computed from the stored assignment, the member it gave tp to if that
+// member departed (c.departed, which noteViewLocked updated for pl): one
+// that left holds its owner nodes until its session closes, so a claim
+// of its partition reads first and waits, where a create would fail (and
+// fail every create sent with it in one transaction).
+func (c *Consumer) seenOwnerLocked(pl *plan, tp TopicPartition) string {
+	if id := pl.ownerOf(tp); id != "" || !pl.fromStored {
+		return id
+	}
+	id := pl.stored.a.Owner(tp.Topic, tp.Partition)
+	if _, ok := c.departed[id]; ok {
+		return id
+	}
+	return ""
 }
 
 // ownerOf returns who pl saw holding tp ("" nobody): the owner read, or,

@@ -31,8 +31,9 @@ type slotTable struct {
 	unseenLogged   time.Time
 	unseenCount    int
 	restartBackoff map[TopicPartition]*retry.Backoff // lost partitions claimed again
-	// deletes batches the deletes of the owner nodes the slots release.
-	deletes deleteBatcher
+	// creates and deletes batch the creates of the owner nodes the slots
+	// claim and the deletes of those they release.
+	creates, deletes opBatcher
 	// prefetched holds the consumers opened before the first assignment
 	// (see prefetch) until a slot takes them or dropPrefetched closes them.
 	prefetched map[TopicPartition]*partition.Prefetched
@@ -87,9 +88,6 @@ type slot struct {
 	// owners that has changed since (claimWaitTooLong).
 	seen    string
 	seenSet bool
-	// batch: the owner nodes created together for the partitions of the
-	// plan that started the slot (nil: none); under Consumer.mu.
-	batch *createBatch
 	// lose: revoked because Kafka is unreachable (leaveForKafka): stop
 	// without a drain or a final commit, as a lost partition does.
 	lose atomic.Bool
@@ -218,7 +216,10 @@ func (c *Consumer) stepSlot(sl *slot) {
 func (c *Consumer) openSlot(sl *slot) (*claim, *partition.Manager, *slog.Logger) {
 	log := c.log.With("topic", sl.tp.Topic, "partition", sl.tp.Partition)
 	c.mu.Lock()
-	unowned := sl.seenSet && sl.seen == "" && sl.delay == 0
+	// Unowned, or held by a member that left and is draining (it lets
+	// go once its final commit is made, which the manager reads again).
+	_, departed := c.departed[sl.seen]
+	unowned := sl.seenSet && (sl.seen == "" || departed) && sl.delay == 0
 	c.mu.Unlock()
 	if unowned && sl.pre == nil && c.cfg.OffsetStorage == StorageKafka {
 		sl.claimPre = c.startClaimPrefetch(sl.tp)
@@ -322,22 +323,12 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	}
 	c.mu.Lock()
 	unowned := sl.seenSet && sl.seen == "" // as the plan that assigned it saw it
-	batch := sl.batch
-	sl.batch = nil // the batch's memory goes once every slot is past it
 	c.mu.Unlock()
 	start := claimRead
-	switch {
-	case batch != nil && batch.await(c.session, c.group, c.id, sl.tp, log):
-		start = claimCreated
-	case unowned && batch == nil:
-		// Alone, it creates at once. A batch that failed found nodes held
-		// that its plan saw unowned (the view is behind, as while members
-		// come and go faster than the group's writer stores the
-		// assignment): its claims read first, since a create that fails
-		// is a ZooKeeper transaction, and a read is not.
+	if unowned {
 		start = claimCreate
 	}
-	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), start)
+	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), &c.creates, start)
 	if err != nil {
 		return nil
 	}

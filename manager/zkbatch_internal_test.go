@@ -14,7 +14,7 @@ import (
 )
 
 // TestDeleteBatcher: deletes queued while a batch is under way go in the
-// next one, in multi requests of deleteBatchMax nodes: three ZooKeeper
+// next one, in multi requests of batchMax nodes: three ZooKeeper
 // transactions for 1,010 nodes, not 1,010. In a multi that fails (a node
 // already gone, another version), each delete is sent on its own and
 // gets the error Delete gives; the others' nodes go.
@@ -39,7 +39,7 @@ func TestDeleteBatcher(t *testing.T) {
 	}
 	// run queues the deletes (path -> version) behind a batch under way,
 	// then sends them, and returns their errors.
-	run := func(b *deleteBatcher, dels map[string]int32) map[string]error {
+	run := func(b *opBatcher, dels map[string]int32) map[string]error {
 		t.Helper()
 		b.mu.Lock()
 		b.busy = true // a batch under way: the deletes queue
@@ -68,13 +68,13 @@ func TestDeleteBatcher(t *testing.T) {
 		return out
 	}
 
-	const n = 2*deleteBatchMax + 10
+	const n = 2*batchMax + 10
 	dels := map[string]int32{}
 	for i := range n {
 		dels[mk(fmt.Sprintf("n%04d", i))] = 0
 	}
 	before := czxid(mk("before"))
-	var b deleteBatcher
+	var b opBatcher
 	for p, err := range run(&b, dels) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
