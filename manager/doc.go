@@ -139,6 +139,13 @@
 // sets no watch on the owner nodes. On an older server it reads them one
 // by one.
 //
+// Writes: a claim is one create of its owner node (read back with a
+// watch) and a release one delete; the creates (and the deletes) a
+// member makes at about the same time go to ZooKeeper in multi requests
+// of up to 500 nodes, one transaction each. A multi that fails (a node
+// held after all) is sent each on its own. The oldest member writes the
+// assignment node when the group changes.
+//
 // Commits: every Config.Partition.CommitInterval, one request per
 // coordinator carries the acked offsets of every owned partition; the
 // final commit before a partition is released is read back.
