@@ -127,6 +127,13 @@ const (
 // workRun, the function that does it.
 func (l *loopState) wait(check, unowned <-chan time.Time) (int, func()) {
 	c := l.c
+	// Closing first: a select picks at random among what is ready, and a
+	// rebalance at 10,000 partitions can take a second.
+	select {
+	case <-c.t.Dying():
+		return workDying, nil
+	default:
+	}
 	select {
 	case <-c.t.Dying():
 		return workDying, nil
@@ -376,6 +383,9 @@ func (l *loopState) onDebounce() {
 	}
 	l.failures.Reset()
 	l.idsWatch, l.staticWatch, l.assignWatch = res.ids, res.static, res.assignment
+	if res.dropped {
+		return // closing: shutdown is next
+	}
 	if res.awaiting {
 		// The writer stores the assignment this member will follow
 		// (the watch on its node fires then), or the wait ends at

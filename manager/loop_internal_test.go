@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 )
 
@@ -46,5 +48,26 @@ func TestIdleLoopSleeps(t *testing.T) {
 	cons.loopBusy.CompareAndSwap(took.UnixNano(), 0)
 	if !busyAt.Equal(took) {
 		t.Errorf("LoopAt of a busy loop is %v; want when it took its work up, %v", busyAt, took)
+	}
+}
+
+// TestLoopWaitClosingFirst: once Close began, the loop's wait returns the
+// shutdown even when other work is ready too (a select picks at random
+// among what is ready, and each rebalance at 10,000 partitions delayed
+// Close by up to a second).
+func TestLoopWaitClosingFirst(t *testing.T) {
+	cons, _ := joinOne(t, 2, nil)
+	if err := cons.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan zk.Event)
+	close(ready) // a watch that fired
+	idle := time.NewTimer(time.Hour)
+	defer idle.Stop()
+	l := &loopState{c: cons, idsWatch: ready, assignWatch: ready, grace: idle, debounce: idle}
+	for i := range 200 {
+		if kind, _ := l.wait(nil, nil); kind != workDying {
+			t.Fatalf("wait %d returned work of kind %d while closing; want the shutdown", i, kind)
+		}
 	}
 }

@@ -32,6 +32,9 @@ type rebalanced struct {
 	// awaiting: nothing was applied; the plan awaits the writer's
 	// assignment (plan.awaitWriter), firstWait telling which wait.
 	awaiting, firstWait bool
+	// dropped: nothing was applied; Close began while the plan was
+	// computed (its claims would be revoked at once).
+	dropped bool
 	// storedMzxid: the last write of the group's assignment node as the
 	// plan read it (0: none).
 	storedMzxid int64
@@ -53,6 +56,12 @@ func (c *Consumer) rebalance(causes map[RebalanceCause]bool, wait writerWait) (r
 	if pl.awaitWriter {
 		res.awaiting, res.firstWait = true, !pl.fromStored
 		return res, nil
+	}
+	select {
+	case <-c.t.Dying():
+		res.dropped = true
+		return res, nil
+	default:
 	}
 	c.rebalances.Add(1)
 	c.lastFromOwners = !pl.fromStored

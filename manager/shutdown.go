@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -132,6 +133,8 @@ func (c *Consumer) shutdown() error {
 	// comes, and would wait for it (one round more) were it started.
 	c.commits.Halt()
 	began := time.Now()
+	// What the loop was doing when Close came (a rebalance, a check).
+	after := began.Sub(time.Unix(0, cmp.Or(c.closeBegun.Load(), began.UnixNano())))
 	c.stopAllSlots()
 	defer c.final.release()
 	done := make(chan struct{})
@@ -151,7 +154,7 @@ func (c *Consumer) shutdown() error {
 	stopped := time.Since(began)
 	if err == nil {
 		c.session.Close() // deletes the registration and every owner node
-		c.log.Info("left group", "partitions_stopped_in", stopped, "session_closed_in", time.Since(began)-stopped)
+		c.log.Info("left group", "began_after", after, "partitions_stopped_in", stopped, "session_closed_in", time.Since(began)-stopped)
 		return nil
 	}
 	// Past CloseTimeout: wait for ZooKeeper no more (closing the session,
@@ -161,7 +164,7 @@ func (c *Consumer) shutdown() error {
 	if derr := within(min(c.cfg.SessionTimeout, c.cfg.CloseTimeout/10), func() error { return deregister(c.session, c.group, c.id) }); derr != nil {
 		c.log.Warn("deregistering failed", "error", derr)
 	}
-	c.log.Info("left group", "partitions_cut_after", stopped)
+	c.log.Info("left group", "began_after", after, "partitions_cut_after", stopped)
 	return err
 }
 
