@@ -12,6 +12,7 @@ import (
 	"github.com/zkgroup/zkgroup/internal/testcluster"
 	"github.com/zkgroup/zkgroup/internal/zkdata"
 	"github.com/zkgroup/zkgroup/manager"
+	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // TestStoredAssignment: the oldest member stores the group's assignment
@@ -154,11 +155,8 @@ func TestStoredAssignment(t *testing.T) {
 // the owner nodes: nobody writes the node, and the group still balances.
 func TestStoredAssignmentOlderMember(t *testing.T) {
 	const parts = 6
-	c := testcluster.Shared(t)
-	topic, group, sub := newTopic(t, c, parts)
-	rec := newRecorder(t)
-	conn := testcluster.ZooKeeper(t, c)
-	root := c.Chroot() + "/consumers/" + group
+	f := newStoredFixture(t, parts)
+	c, topic, group, sub, rec, conn, root := f.c, f.topic, f.group, f.sub, f.rec, f.conn, f.root
 	// An older zkgroup's registration, holding nothing (it would compute
 	// Balanced too; here it only has to be there).
 	old := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced"}`, topic)
@@ -218,21 +216,14 @@ func awaitStored(t *testing.T, conn *zk.Conn, root string, parts int, ins ...*in
 // the writer is a registration that never writes.
 func TestFirstAssignmentWaitsForWriter(t *testing.T) {
 	const parts = 6
-	c := testcluster.Shared(t)
-	topic, group, sub := newTopic(t, c, parts)
-	rec := newRecorder(t)
-	conn := testcluster.ZooKeeper(t, c)
-	root := c.Chroot() + "/consumers/" + group
-	silent := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced","zkgroup_assignment":%d}`,
-		topic, zkdata.GroupAssignmentVersion)
-	leave := plantMember(t, conn, root, "silent", silent)
+	f := newStoredFixture(t, parts)
+	c, topic, group, sub, rec, conn, root := f.c, f.topic, f.group, f.sub, f.rec, f.conn, f.root
+	leave := plantMember(t, conn, root, "silent", followerRegistration(topic))
 	const wait = manager.MinSessionTimeout
 	began := time.Now()
 	a := join(t, c, group, sub, "a", rec, joinOpts{configure: func(cfg *manager.Config) { cfg.SessionTimeout = wait }})
 	await(t, 60*time.Second, "a holding its share", func() bool { return len(a.c.Stats().Partitions) == parts/2 })
-	if took := time.Since(began); took < wait {
-		t.Errorf("a held its share %v after joining, before SessionTimeout (%v): it did not wait for the writer", took, wait)
-	}
+	checkWaited(t, "a held its share after joining", began, wait)
 	checkNotStored(t, conn, root, "by a member that is not the writer")
 	// The silent writer goes: a is the writer now, and stores it.
 	leave()
@@ -249,13 +240,9 @@ func TestFirstAssignmentWaitsForWriter(t *testing.T) {
 // with a digest of no view: each wait ends at ClaimWaitCheck.
 func TestLaterPlanWaitsForWriter(t *testing.T) {
 	const parts = 6
-	c := testcluster.Shared(t)
-	topic, group, sub := newTopic(t, c, parts)
-	rec := newRecorder(t)
-	conn := testcluster.ZooKeeper(t, c)
-	root := c.Chroot() + "/consumers/" + group
-	reg := fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced","zkgroup_assignment":%d}`,
-		topic, zkdata.GroupAssignmentVersion)
+	f := newStoredFixture(t, parts)
+	c, topic, group, sub, rec, conn, root := f.c, f.topic, f.group, f.sub, f.rec, f.conn, f.root
+	reg := followerRegistration(topic)
 	plantMember(t, conn, root, "writer", reg)
 	// A node written after the writer registered (fresh), of no view.
 	store := func(owner string) {
@@ -279,9 +266,7 @@ func TestLaterPlanWaitsForWriter(t *testing.T) {
 	began := time.Now()
 	a := join(t, c, group, sub, "a", rec, joinOpts{configure: func(cfg *manager.Config) { cfg.ClaimWaitCheck = wait }})
 	await(t, 60*time.Second, "a holding its share", func() bool { return len(a.c.Stats().Partitions) == parts/2 })
-	if took := time.Since(began); took < wait {
-		t.Errorf("a held its share %v after joining, before ClaimWaitCheck (%v): it did not wait for the writer", took, wait)
-	}
+	checkWaited(t, "a held its share after joining", began, wait)
 	// The writer stores again, still of no view, and a member joins: a
 	// waits for the writer again before it gives the newcomer anything.
 	before := a.c.Stats().Rebalances
@@ -291,8 +276,40 @@ func TestLaterPlanWaitsForWriter(t *testing.T) {
 	await(t, 60*time.Second, "a rebalanced with x", func() bool {
 		return a.c.Stats().Rebalances > before && len(a.c.Stats().Partitions) == parts/3
 	})
-	if took := time.Since(rewritten); took < wait {
-		t.Errorf("a rebalanced %v after the writer's node changed, before ClaimWaitCheck (%v): it did not wait for the writer", took, wait)
-	}
+	checkWaited(t, "a rebalanced after the writer's node changed", rewritten, wait)
 	rec.checkViolations(t)
+}
+
+// followerRegistration is the registration of a zkgroup member of topic
+// that follows the group's assignment node (and writes it when oldest).
+func followerRegistration(topic string) string {
+	return fmt.Sprintf(`{"version":1,"subscription":{%q:1},"pattern":"static","timestamp":"1","zkgroup_strategy":"balanced","zkgroup_assignment":%d}`,
+		topic, zkdata.GroupAssignmentVersion)
+}
+
+// checkWaited fails t when what happened less than wait after since: the
+// member did not wait for the writer.
+func checkWaited(t *testing.T, what string, since time.Time, wait time.Duration) {
+	t.Helper()
+	if took := time.Since(since); took < wait {
+		t.Errorf("%s %v later, before the wait for the writer (%v) ended: it did not wait", what, took, wait)
+	}
+}
+
+// storedFixture is a test's topic and group on the shared cluster, with
+// a recorder, the test's own ZooKeeper connection and the group's path
+// in it (root).
+type storedFixture struct {
+	c                  *testcluster.Cluster
+	topic, group, root string
+	sub                *subscription.Subscription
+	rec                *recorder
+	conn               *zk.Conn
+}
+
+func newStoredFixture(t *testing.T, parts int32) storedFixture {
+	c := testcluster.Shared(t)
+	topic, group, sub := newTopic(t, c, parts)
+	return storedFixture{c: c, topic: topic, group: group, sub: sub, rec: newRecorder(t),
+		conn: testcluster.ZooKeeper(t, c), root: c.Chroot() + "/consumers/" + group}
 }
