@@ -158,9 +158,13 @@
 //
 //   - OnAssigned: the partitions a rebalance gave this member, once it
 //     holds their claims (owner nodes) and before the first message of any
-//     of them is handed out: they start delivering when it returns (the
-//     partitions' fetchers start then too, unless opened ahead during
-//     Config.JoinSettle before the member's first assignment). A claim waits for the previous owner to
+//     of them is handed out: they start delivering when it returns. With
+//     offsets in Kafka each partition's committed offset is read, and its
+//     fetch opened there, as soon as its claim is held, while the call
+//     waits for the others and runs: a commit another client makes from
+//     OnAssigned is not seen (use Consumer.Seek once the partition runs).
+//     With offsets in ZooKeeper the read and the fetch come after the
+//     call. A claim waits for the previous owner to
 //     release the partition, which it does after its OnRevoked returned:
 //     the next owner's OnAssigned comes after the previous owner's
 //     OnRevoked. The partitions claimed wait at most Config.ClaimWaitCheck

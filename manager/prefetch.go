@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -89,6 +90,13 @@ func (c *Consumer) prefetchOne(ctx context.Context, tp TopicPartition) *partitio
 	if err != nil {
 		return nil
 	}
+	return c.openAt(ctx, tp, next, ok)
+}
+
+// openAt opens tp's fetch at next (ok: the committed offset), or at the
+// Initial position when there is none; nil when that fails.
+func (c *Consumer) openAt(ctx context.Context, tp TopicPartition, next int64, ok bool) *partition.Prefetched {
+	var err error
 	pre := &partition.Prefetched{Offset: next}
 	if !ok {
 		pre.Initial = partition.InitialOffset(c.cfg.Partition)
@@ -164,4 +172,61 @@ func (p *claimPrefetch) take(stop <-chan struct{}) *partition.Prefetched {
 	}
 	p.cancel()
 	return p.pre
+}
+
+// readAfterClaim reads, once sl's claim is made and while its OnAssigned
+// waits for the rest of its rebalance's claims, the partition's committed
+// offset, and opens its fetch there: the fetch opened before the claim
+// is kept when it starts there (partition.Prefetched.Read), and closed
+// and opened again otherwise (its previous owner committed since). The
+// partition's manager then starts at once instead of reading the offset
+// after OnAssigned returned; with thousands of partitions claimed at
+// once those reads, and the first fetch of a partition whose previous
+// owner committed after the fetch before the claim opened, came after
+// the last claim. The read comes after the claim, as the manager's own
+// would; when it fails, the manager reads again. Only with offsets in
+// Kafka: in ZooKeeper the reads would queue on the member's session,
+// ahead of the claims still under way. Its goroutine, as claimPrefetch's,
+// is the slot's: take waits for it.
+func (c *Consumer) readAfterClaim(sl *slot, log *slog.Logger) {
+	if c.cfg.OffsetStorage != StorageKafka {
+		return
+	}
+	before, held := sl.claimPre, sl.pre
+	sl.claimPre, sl.pre = nil, nil
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Partition.CommitTimeout)
+	p := &claimPrefetch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		pre := held
+		if before != nil {
+			pre = before.take(ctx.Done())
+		}
+		p.pre = c.reopenAtCommitted(ctx, sl.tp, pre, log)
+	}()
+	sl.claimPre = p
+}
+
+// reopenAtCommitted reads tp's committed offset and returns pre marked
+// Read if it starts there, or else a fetch opened there (pre closed).
+// When the read fails, pre as it is (the manager reads again).
+func (c *Consumer) reopenAtCommitted(ctx context.Context, tp TopicPartition, pre *partition.Prefetched, log *slog.Logger) *partition.Prefetched {
+	next, ok, err := c.store.Fetch(ctx, tp.Topic, tp.Partition)
+	if err != nil {
+		return pre
+	}
+	kept := pre != nil && (ok && pre.Initial == 0 && pre.Offset == next || !ok && pre.Initial == partition.InitialOffset(c.cfg.Partition))
+	log.Debug("read the committed offset after the claim", "offset", next, "committed", ok, "fetch_kept", kept)
+	if kept {
+		pre.Read = true
+		return pre
+	}
+	if pre != nil {
+		pre.FP.Close()
+	}
+	pre = c.openAt(ctx, tp, next, ok)
+	if pre != nil {
+		pre.Read = true
+	}
+	return pre
 }

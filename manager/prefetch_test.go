@@ -117,3 +117,87 @@ func TestClaimPrefetchAfterLeave(t *testing.T) {
 	b.close(t)
 	led.CheckExactlyOnce(t, topic, 2*n)
 }
+
+// readsSeen is what OnAssigned saw of the committed-offset reads (see
+// assignedReads).
+type readsSeen struct {
+	read, used atomic.Int64 // log records counted
+	// named: the partitions named in the calls that returned; during: the
+	// reads counted when the last call returned.
+	named, during atomic.Int64
+}
+
+// assignedReads returns an OnAssigned that waits (at most a minute) until
+// r.read counts one committed-offset read for each partition named so
+// far: the reads run beside the call.
+func assignedReads(topic string, r *readsSeen) func(context.Context, *manager.Consumer, map[string][]int32) {
+	var seen int64
+	return func(ctx context.Context, _ *manager.Consumer, ps map[string][]int32) {
+		seen += int64(len(ps[topic]))
+		deadline := time.Now().Add(time.Minute)
+		for r.read.Load() < seen && ctx.Err() == nil && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // polling a log count
+		}
+		r.during.Store(r.read.Load())
+		r.named.Store(seen)
+	}
+}
+
+// TestCommittedReadWhileAssigned: with offsets in Kafka a member reads
+// each partition's committed offset as soon as its claim is held, while
+// OnAssigned waits and runs, and starts the partition there on the fetch
+// opened then, without reading it again. A member joining a group whose
+// last member left keeps the fetch it opened during JoinSettle (it starts
+// there); one whose partitions another member releases opens it after
+// the claim. Every message is read exactly once.
+func TestCommittedReadWhileAssigned(t *testing.T) {
+	c := testcluster.Shared(t)
+	const parts, n = 4, 200
+	topic, group, _ := newTopic(t, c, parts)
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := newRecorder(t)
+	first := joinPool(t, c, group, sub, "first", led, poolOpts{noHooks: true})
+	testcluster.MustProduce(t, c, topic, parts, 0, n)
+	await(t, 60*time.Second, "the first batch consumed", func() bool { return led.Count(topic, n) == n })
+	first.close(t)
+
+	join := func(name string, r *readsSeen) *poolInstance {
+		return joinPool(t, c, group, sub, name, led, poolOpts{noHooks: true, configure: func(cfg *manager.Config) {
+			h := countingHandler{cfg.Logger.Handler(), "read the committed offset after the claim", &r.read}
+			cfg.Logger = slog.New(countingHandler{h, "using the fetch opened before the claim", &r.used})
+			cfg.OnAssigned = assignedReads(topic, r)
+		}})
+	}
+	var ra readsSeen
+	a := join("a", &ra)
+	await(t, 90*time.Second, "a told of every partition", func() bool { return ra.named.Load() == parts })
+	if got := ra.during.Load(); got != parts {
+		t.Errorf("a: %d of %d committed offsets read while OnAssigned ran", got, parts)
+	}
+	testcluster.MustProduce(t, c, topic, parts, n, n)
+	await(t, 60*time.Second, "the second batch consumed", func() bool { return led.Count(topic, 2*n) == 2*n })
+	if got := ra.used.Load(); got != parts {
+		t.Errorf("a: %d of %d partitions started on the fetch opened before they started", got, parts)
+	}
+
+	var rb readsSeen
+	b := join("b", &rb)
+	await(t, 90*time.Second, "b told of the partitions it took", func() bool {
+		return rb.named.Load() > 0 && rb.named.Load() == int64(len(b.c.Stats().Assigned)) && len(a.c.Stats().Assigned)+len(b.c.Stats().Assigned) == parts
+	})
+	moved := rb.named.Load()
+	if got := rb.during.Load(); got != moved {
+		t.Errorf("b: %d of %d committed offsets read while OnAssigned ran", got, moved)
+	}
+	testcluster.MustProduce(t, c, topic, parts, 2*n, n)
+	await(t, 60*time.Second, "the third batch consumed", func() bool { return led.Count(topic, 3*n) == 3*n })
+	if got := rb.used.Load(); got != moved {
+		t.Errorf("b: %d of %d partitions started on the fetch opened after the claim", got, moved)
+	}
+	a.close(t)
+	b.close(t)
+	led.CheckExactlyOnce(t, topic, 3*n)
+}

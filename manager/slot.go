@@ -339,7 +339,9 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	default:
 	}
 	// Claimed, not yet fetching: the embedder is told first (OnAssigned),
-	// with the rest of this rebalance's partitions.
+	// with the rest of this rebalance's partitions; meanwhile the
+	// committed offset is read.
+	c.readAfterClaim(sl, log)
 	if !c.awaitAssigned(sl, cl) {
 		c.letGo(cl, log, false)
 		return nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,6 +164,57 @@ func TestManagerUsesPrefetched(t *testing.T) {
 			_ = m.Stop(false)
 			if n := f.openFetches(); n != 0 {
 				t.Errorf("%d Fetches open after Stop", n)
+			}
+		})
+	}
+}
+
+// readCounter counts a Store's Fetch calls.
+type readCounter struct {
+	Store
+	n *atomic.Int64
+}
+
+func (s readCounter) Fetch(ctx context.Context, topic string, partition int32) (int64, bool, error) {
+	s.n.Add(1)
+	return s.Store.Fetch(ctx, topic, partition)
+}
+
+// TestManagerStartsWhereReadAfterClaim: a Prefetched marked Read (its
+// slot read the committed offset after the claim and opened it there)
+// starts the Manager on it without reading the store again, and that
+// offset counts as committed: nothing is committed until something is
+// acked. Not marked, the Manager reads the store and starts where it says
+// (here below where the Fetch was opened, so on a Fetch of its own).
+func TestManagerStartsWhereReadAfterClaim(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	for _, read := range []bool{true, false} {
+		t.Run(fmt.Sprint("read ", read), func(t *testing.T) {
+			var reads atomic.Int64
+			m, store, _, out := setupBatches(t, 10, NewConfig(), func(p *Params) {
+				p.Store = readCounter{p.Store, &reads}
+				fp, err := fakeOf(*p).Add("t", 0, 8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Prefetched = &Prefetched{FP: fp, Offset: 8, Read: read}
+			})
+			from, wantReads := int64(8), int64(0)
+			if !read {
+				from, wantReads = 5, 1 // the store's committed offset
+			}
+			if got := offsetsOf(recvBatch(t, out)); !slices.Equal(got, span(from, 14)) {
+				t.Errorf("handed out %v, want %d..14", got, from)
+			}
+			if got := reads.Load(); got != wantReads {
+				t.Errorf("%d reads of the committed offset, want %d", got, wantReads)
+			}
+			_ = m.Stop(false)
+			store.mu.Lock()
+			commits := slices.Clone(store.commits)
+			store.mu.Unlock()
+			if len(commits) != 0 {
+				t.Errorf("nothing acked, yet committed %v", commits)
 			}
 		})
 	}

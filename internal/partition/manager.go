@@ -18,7 +18,8 @@ import (
 // Store is where a partition's committed offset lives (offsets.Store
 // satisfies it; see it for the contract of each method). Offsets follow
 // Kafka's convention: the next offset to read. A Manager reads the
-// committed offset with Fetch when it starts, makes its final commit with
+// committed offset with Fetch when it starts (unless its Prefetched says
+// where a read after the claim found it), makes its final commit with
 // Commit (synchronous, read back by the store) and calls Release when it
 // stops; the Committer makes the routine commits of every Manager with
 // CommitBatch. Implementations must be safe for concurrent use.
@@ -498,9 +499,19 @@ func (m *Manager) run() (parked bool) {
 			return false
 		default:
 		}
-		var ok bool
-		if pos, ok = m.startPosition(); !ok {
-			return false
+		if at, committed, ok := pre.start(); ok {
+			// Read after the claim, while the embedder was told.
+			pos = at
+			if committed >= 0 {
+				m.mu.Lock()
+				m.committed, m.verified = committed, true
+				m.mu.Unlock()
+			}
+		} else {
+			var ok bool
+			if pos, ok = m.startPosition(); !ok {
+				return false
+			}
 		}
 		m.backoff = m.newBackoff()
 	}

@@ -6,7 +6,9 @@ package partition
 // settle. Nothing of it is handed out before the claim: the Manager that
 // receives it (Params.Prefetched) reads the committed offset again once
 // it holds the claim, and uses FP only if it starts there; otherwise it
-// closes it.
+// closes it. A Prefetched opened where the committed offset read after
+// the claim was made says so (Read), and the Manager does not read it
+// again.
 type Prefetched struct {
 	FP Fetch
 	// Offset is where FP starts.
@@ -14,6 +16,23 @@ type Prefetched struct {
 	// Initial is the position Offset was resolved from when the partition
 	// had no committed offset (sarama.OffsetOldest or OffsetNewest), or 0.
 	Initial int64
+	// Read: Offset is the committed offset (Initial 0), or the partition
+	// had none (Initial set), as read from the store after the claim was
+	// made: the Manager starts there.
+	Read bool
+}
+
+// start is where pre's partition starts, when pre was opened where the
+// committed offset read after the claim says (ok), and that offset (-1:
+// none, the Initial policy applies).
+func (pre *Prefetched) start() (pos, committed int64, ok bool) {
+	if pre == nil || !pre.Read || pre.FP == nil {
+		return 0, 0, false
+	}
+	if pre.Initial != 0 {
+		return pre.Initial, -1, true
+	}
+	return pre.Offset, pre.Offset, true
 }
 
 // close stops fetching pre's partition.
