@@ -1,12 +1,15 @@
 package manager
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkgroup/zkgroup/internal/testcluster"
+	"github.com/zkgroup/zkgroup/subscription"
 )
 
 // TestIdleLoopSleeps: once a member owns its partitions and no claim
@@ -69,5 +72,87 @@ func TestLoopWaitClosingFirst(t *testing.T) {
 		if kind, _ := l.wait(nil, nil); kind != workDying {
 			t.Fatalf("wait %d returned work of kind %d while closing; want the shutdown", i, kind)
 		}
+	}
+}
+
+// TestCloseDuringPlan: a Close that comes while a rebalance computes its
+// plan (here held before its reads) begins the shutdown at once: Close's
+// OnRevoked comes and the partitions are let go while the plan is still
+// held. The plan is dropped; Close returns once its goroutine ended.
+func TestCloseDuringPlan(t *testing.T) {
+	c := testcluster.Shared(t)
+	topic := testcluster.Name(t, "t")
+	group := testcluster.Name(t, "g")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.CreateTopic(ctx, topic, 4, 1); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := subscription.Static(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := make(chan struct{}, 1)
+	join := func(onRevoked func(context.Context, *Consumer, map[string][]int32)) *Consumer {
+		cfg := NewConfig()
+		cfg.SessionTimeout = 6 * time.Second
+		cfg.OnRevoked = onRevoked
+		cons, err := Join(ctx, group, sub, c.ZooKeeperConnect(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cons.Close() })
+		return cons
+	}
+	a := join(func(context.Context, *Consumer, map[string][]int32) {
+		select {
+		case revoked <- struct{}{}:
+		default:
+		}
+	})
+	testcluster.Await(t, 60*time.Second, 10*time.Millisecond, "a owns every partition", func() bool {
+		st := a.Stats()
+		return st.Ready && len(st.Assigned) == 4
+	})
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold := func(cons *Consumer) {
+		if cons == a {
+			once.Do(func() { close(held) })
+			<-release
+		}
+	}
+	beforePlan.Store(&hold)
+	defer beforePlan.Store(nil)
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+
+	join(nil) // a rebalances: its plan is held
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("a computed no plan after b joined")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	select {
+	case <-revoked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close's OnRevoked did not come while a rebalance's plan was held")
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while the plan's goroutine was held", err)
+	default:
+	}
+	releaseOnce.Do(func() { close(release) })
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return once the plan went on")
 	}
 }

@@ -16,9 +16,11 @@ import (
 //  1. Close, Leave (which first sets leaveForGood) or Interrupt calls
 //     beginClose: closeBegun notes when (CloseTimeout counts from it), a
 //     suspended session is interrupted, and the tomb t is killed.
-//  2. The loop sees the tomb dying and runs shutdown: leaving is set (a
-//     slot that stops keeps its owner node), Leave's restart marker is
-//     deleted, routine commits halt, every slot is revoked with its final
+//  2. The loop sees the tomb dying (also while a rebalance computes its
+//     plan, which is then dropped: planUnlessClosing) and runs shutdown:
+//     leaving is set (a slot that stops keeps its owner node), Leave's
+//     restart marker is deleted, routine commits halt, every slot is
+//     revoked with its final
 //     commit held for one round (stopAllSlots), the registration is
 //     deleted when every member follows the assignment node
 //     (deregisterEarly), and shutdown waits for the slots (awaitSlots,
@@ -30,15 +32,17 @@ import (
 //  3. The tomb's other goroutines follow: watchHealth returns on loopDone,
 //     dispatchCallbacks once loopDone is closed and slotsWG is done (no
 //     slot starts after the loop returned), runKafkaWatch on the tomb
-//     dying.
+//     dying, a plan left by the loop once its reads return (at the latest
+//     when the session is closed).
 //  4. finish, the one goroutine outside the tomb (started by Join), waits
 //     for the tomb; when shutdown timed out it cuts the drains again (for
 //     partitions started meanwhile), waits for slotsWG, closes conns, sets
 //     closeErr, closes the outputs' channels, and closes finished last:
 //     Close returns.
 //
-// The consumer's goroutines are the tomb's four, finish, and one per slot
-// (slotsWG); nothing of the consumer runs after finished is closed.
+// The consumer's goroutines are the tomb's four (and a rebalance's plan
+// while it is computed), finish, and one per slot (slotsWG); nothing of
+// the consumer runs after finished is closed.
 type closing struct {
 	t       tomb.Tomb
 	slotsWG sync.WaitGroup // one per slot goroutine
