@@ -60,7 +60,12 @@ const (
 // without owner.
 func (c *Consumer) loop(regData []byte) error {
 	defer close(c.loopDone)
-	defer c.regs.close()
+	defer func() {
+		if c.planLeft != nil {
+			<-c.planLeft // it reads through the registrations' cache
+		}
+		c.regs.close()
+	}()
 	l := &loopState{c: c, regData: regData,
 		pending:  map[RebalanceCause]bool{CauseStart: true},
 		failures: retry.New(100*time.Millisecond, 5*time.Second),

@@ -114,14 +114,17 @@ var beforePlan atomic.Pointer[func(*Consumer)]
 // and releases, took up to 0.7 s at 10,000 partitions and 50 members,
 // which the shutdown (drains, final commits) then waited for. The
 // computation goes on by itself until its reads return (at the latest
-// when the shutdown closes the session); nothing of it is applied.
+// when the shutdown closes the session); nothing of it is applied. The
+// loop waits for it before it closes the caches the plan reads through
+// (planLeft).
 func (c *Consumer) planUnlessClosing(wait writerWait) (pl *plan, closing bool, err error) {
 	type result struct {
 		pl  *plan
 		err error
 	}
-	done := make(chan result, 1)
+	done, ended := make(chan result, 1), make(chan struct{})
 	c.t.Go(func() error {
+		defer close(ended)
 		if f := beforePlan.Load(); f != nil {
 			(*f)(c)
 		}
@@ -133,6 +136,7 @@ func (c *Consumer) planUnlessClosing(wait writerWait) (pl *plan, closing bool, e
 	case r := <-done:
 		return r.pl, false, r.err
 	case <-c.t.Dying():
+		c.planLeft = ended
 		return nil, true, nil
 	}
 }

@@ -32,8 +32,9 @@ import (
 //  3. The tomb's other goroutines follow: watchHealth returns on loopDone,
 //     dispatchCallbacks once loopDone is closed and slotsWG is done (no
 //     slot starts after the loop returned), runKafkaWatch on the tomb
-//     dying, a plan left by the loop once its reads return (at the latest
-//     when the session is closed).
+//     dying. A plan left by the loop ends once its reads return (at the
+//     latest when the session is closed); the loop waits for it before it
+//     returns.
 //  4. finish, the one goroutine outside the tomb (started by Join), waits
 //     for the tomb; when shutdown timed out it cuts the drains again (for
 //     partitions started meanwhile), waits for slotsWG, closes conns, sets
@@ -63,6 +64,9 @@ type closing struct {
 	closeBegun atomic.Int64
 	// leaveForGood: Leave was called; shutdown deletes the restart marker.
 	leaveForGood atomic.Bool
+	// planLeft: closed once the plan a rebalance left when Close came
+	// (planUnlessClosing) ended; nil if none. The loop's only.
+	planLeft <-chan struct{}
 }
 
 func newClosing() closing {
