@@ -215,9 +215,16 @@ func (c *Consumer) reopenAtCommitted(ctx context.Context, tp TopicPartition, pre
 	if err != nil {
 		return pre
 	}
-	kept := pre != nil && (ok && pre.Initial == 0 && pre.Offset == next || !ok && pre.Initial == partition.InitialOffset(c.cfg.Partition))
+	pos := next
+	if !ok {
+		pos = partition.InitialOffset(c.cfg.Partition)
+	}
+	kept := pre.StartsAt(pos)
 	log.Debug("read the committed offset after the claim", "offset", next, "committed", ok, "fetch_kept", kept)
 	if kept {
+		if ok {
+			pre.Initial = 0 // it starts at the committed offset now
+		}
 		pre.Read = true
 		return pre
 	}

@@ -61,7 +61,7 @@ func (a fetcherOf) Add(topic string, partition int32, offset int64) (Fetch, erro
 // only.
 func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
 	if pre != nil && pre.FP != nil {
-		if (pos >= 0 && pos == pre.Offset) || (pos < 0 && pos == pre.Initial) {
+		if pre.StartsAt(pos) {
 			m.log.Debug("using the fetch opened before the claim", "offset", pre.Offset)
 			return pre.FP, pre.Offset, nil
 		}

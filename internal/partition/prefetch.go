@@ -22,6 +22,14 @@ type Prefetched struct {
 	Read bool
 }
 
+// StartsAt reports whether pre's fetch starts where a partition whose
+// position is pos must: pos an offset (the committed offset) equal to
+// Offset, or the Initial position Offset was resolved from when none is
+// committed.
+func (pre *Prefetched) StartsAt(pos int64) bool {
+	return pre != nil && pre.FP != nil && (pos >= 0 && pos == pre.Offset || pos < 0 && pos == pre.Initial)
+}
+
 // start is where pre's partition starts, when pre was opened where the
 // committed offset read after the claim says (ok), and that offset (-1:
 // none, the Initial policy applies).
