@@ -67,6 +67,7 @@ func TestParseTxn(t *testing.T) {
 		{"12/1/26, 12:33:28 AM UTC session 0x100000c3d420001 cxid 0x2 zxid 0x3 create /kafka,,[31,s{'world,'anyone}", "create", "/kafka", 3},
 		{"12/1/26, 12:33:28 AM UTC session 0x1 cxid 0x3 zxid 0x1f delete '/kafka/consumers/g/owners/t/5", "delete", "/kafka/consumers/g/owners/t/5", 31},
 		{"12/1/26, 12:33:29 AM UTC session 0x1 cxid 0x2 zxid 0x7 error -101", "error", "-101", 7},
+		{"12/7/26, 11:44:09 AM UTC session 0x1 cxid 0x9 zxid 0x8 multi create:   ]/kafka/consumers/g/owners/t/32   9g_m-1         world   anyone   \x01;create:   \\/kafka/consumers/g/owners/t/4   9g_m-1 world", "multi", "/kafka/consumers/g/owners/t/32", 8},
 	} {
 		got, ok := parseTxn(c.line)
 		if !ok || got.Type != c.typ || got.Path != c.path || got.Zxid != c.zxid {

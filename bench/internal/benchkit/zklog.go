@@ -94,6 +94,17 @@ func parseTxn(line string) (Txn, bool) {
 				return Txn{}, false
 			}
 			t.Zxid, t.Type = z, f[i+2]
+			if t.Type == "multi" {
+				// "multi create:  <len>/path  <data> ...;create: ...": the
+				// first operation's path (each preceded by its length byte).
+				for _, g := range f[i+3:] {
+					if k := strings.Index(g, "/"); k >= 0 {
+						t.Path = g[k:]
+						break
+					}
+				}
+				return t, true
+			}
 			if i+3 < len(f) {
 				t.Path, _, _ = strings.Cut(strings.TrimLeft(f[i+3], "'"), ",")
 			}
