@@ -323,7 +323,7 @@ func (k *clock) message(n int) {
 func (k *clock) stop() { k.end, k.cpuEnd = time.Now(), cpuTime() }
 
 // passZkgroup consumes the topic to its end with one zkgroup instance
-// (default config: commits every second) and a fresh group, reading with
+// (default config: commits every 5 s) and a fresh group, reading with
 // read, then closes it (not timed).
 func passZkgroup(b *testing.B, c *testcluster.Cluster, sub *subscription.Subscription, pc *passCounter, k *clock,
 	read func(*manager.Consumer, *passCounter, *clock) error) error {

@@ -16,7 +16,12 @@ type Config struct {
 	// handing out messages until acks arrive; other partitions go on.
 	MaxUnacked int
 	// CommitInterval is how often acked offsets are committed, for every
-	// owned partition in one request (default 1 s).
+	// owned partition in one request (default 5 s, as Kafka's Java consumer
+	// and franz-go). It bounds what a member that crashes leaves
+	// uncommitted, to be read again by the next owner; a rebalance or
+	// Close commits what was acked whatever it is. Each interval costs
+	// the group's coordinator one offset record per owned partition that
+	// moved: 10,000 a second at 10,000 partitions with 1 s.
 	CommitInterval time.Duration
 	// DrainTimeout bounds how long a revoke (or Close) waits for the acks
 	// of what was handed out before it commits what was acked (default
@@ -49,12 +54,12 @@ const (
 )
 
 // NewConfig returns the defaults: 10,000 unacked messages per partition,
-// commits every second, a 10 s drain and a 10 s commit timeout, the
+// commits every 5 s, a 10 s drain and a 10 s commit timeout, the
 // oldest message as initial position, retries from 100 ms up to 5 s apart.
 func NewConfig() Config {
 	return Config{
 		MaxUnacked:      10000,
-		CommitInterval:  time.Second,
+		CommitInterval:  5 * time.Second,
 		DrainTimeout:    10 * time.Second,
 		CommitTimeout:   10 * time.Second,
 		Initial:         InitialOldest,

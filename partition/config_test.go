@@ -17,7 +17,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := def.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	want := partition.Config{MaxUnacked: 10000, CommitInterval: time.Second, DrainTimeout: 10 * time.Second,
+	want := partition.Config{MaxUnacked: 10000, CommitInterval: 5 * time.Second, DrainTimeout: 10 * time.Second,
 		CommitTimeout: 10 * time.Second, Initial: partition.InitialOldest,
 		RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second}
 	if def != want {

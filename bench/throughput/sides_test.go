@@ -60,7 +60,7 @@ func awaitDone(c *counter) error {
 	}
 }
 
-// zkgroupConfig is the library's defaults (commits every second, oldest
+// zkgroupConfig is the library's defaults (commits every 5 s, oldest
 // offset first) with Kafka 3.9 set in sarama's config, as on the other
 // sarama side.
 func zkgroupConfig() *manager.Config {
