@@ -20,8 +20,8 @@ type Config struct {
 	// and franz-go). It bounds what a member that crashes leaves
 	// uncommitted, to be read again by the next owner; a rebalance or
 	// Close commits what was acked whatever it is. Each interval costs
-	// the group's coordinator one offset record per owned partition that
-	// moved: 10,000 a second at 10,000 partitions with 1 s.
+	// the group's coordinator an offset record per owned partition that
+	// moved.
 	CommitInterval time.Duration
 	// DrainTimeout bounds how long a revoke (or Close) waits for the acks
 	// of what was handed out before it commits what was acked (default
