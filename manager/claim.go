@@ -47,6 +47,7 @@ type claim struct {
 	// removes the node event hook, unhookEpoch the session epoch's.
 	unhook      func()
 	unhookEpoch func() bool
+	raw         bool          // the node's watch is the session's own (GetManyW): Unwatch at the end
 	stop        chan struct{} // closed by abandon: ends a recheck
 	mu          sync.Mutex
 	abandoned   bool           // guards wg.Add against abandon's Wait
@@ -199,9 +200,9 @@ const (
 // owner begins or the holder changes, and "" when the wait ends; waits
 // counts the waits.
 func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, health *gate,
-	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string), creates *opBatcher, start claimStart) (*claim, error) {
+	log *slog.Logger, cancel <-chan struct{}, waits *atomic.Int64, waiting func(holder string), creates *opBatcher, reads *readBatcher, start claimStart) (*claim, error) {
 	a := &acquirer{s: s, path: zkdata.OwnerPath(group, tp.Topic, tp.Partition), tp: tp, owner: owner, health: health,
-		log: log, cancel: cancel, waits: waits, waiting: waiting, creates: creates, bo: retry.New(50*time.Millisecond, 2*time.Second)}
+		log: log, cancel: cancel, waits: waits, waiting: waiting, creates: creates, reads: reads, bo: retry.New(50*time.Millisecond, 2*time.Second)}
 	a.createNext = start == claimCreate
 	defer a.setWaiting("")
 	for {
@@ -214,6 +215,7 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		if canceled && !a.created {
 			return nil, errClaimCanceled
 		}
+		justCreated := a.created
 		a.created = false // canceled now: read back once, create nothing
 		st, epochDone := s.Epoch()
 		if !st.HasSession {
@@ -231,6 +233,16 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		}
 		if f := beforeRead.Load(); f != nil {
 			(*f)(a.path)
+		}
+		if justCreated && a.reads != nil {
+			c, done, err := a.readBack(epochDone, canceled)
+			if done {
+				return c, err
+			}
+			if a.reads != nil {
+				continue
+			}
+			// This session has no batched reads: read the node on its own.
 		}
 		data, stat, ch, err := s.GetWFull(a.path)
 		if err != nil {
@@ -259,6 +271,9 @@ type acquirer struct {
 	waiting func(holder string)
 	bo      *retry.Backoff
 	creates *opBatcher // nil: each create on its own
+	// reads batches the read-back after a create (nil, or the session
+	// cannot: a read of its own, GetWFull).
+	reads *readBatcher
 	// createNext: create the node before reading it (the plan saw the
 	// partition unowned, or the holder's node was just deleted).
 	createNext bool
@@ -342,14 +357,7 @@ func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDon
 	cur, _ := s.Epoch()
 	holder := zkdata.ParseOwner(data)
 	if stat.EphemeralOwner == cur.SessionID && holder == a.owner {
-		c := &claim{tp: a.tp, path: p, owner: a.owner, session: s, health: a.health, log: log,
-			sessionID: cur.SessionID, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{})}
-		c.lostCh = make(chan struct{})
-		c.hook(ch, epochDone)
-		if a.logged {
-			log.Debug("partition claimed after waiting", "path", p)
-		}
-		return c, nil
+		return a.claimed(cur.SessionID, stat, ch, epochDone, false), nil
 	}
 	if holder == a.owner {
 		// Ours, from a session that is gone or going: take it back.
@@ -384,6 +392,52 @@ func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDon
 	return nil, nil
 }
 
+// claimed returns the claim of the node read with stat, watched by ch,
+// or by the session's own watch (raw).
+func (a *acquirer) claimed(session int64, stat *zk.Stat, ch <-chan zk.Event, epochDone <-chan struct{}, raw bool) *claim {
+	c := &claim{tp: a.tp, path: a.path, owner: a.owner, session: a.s, health: a.health, log: a.log,
+		sessionID: session, epochDone: epochDone, token: stat.Czxid, stop: make(chan struct{}), raw: raw}
+	c.lostCh = make(chan struct{})
+	c.hook(ch, epochDone)
+	if a.logged {
+		a.log.Debug("partition claimed after waiting", "path", a.path)
+	}
+	return c
+}
+
+// readBack reads the node this acquire just created back through the
+// read batcher (one watched read of many nodes). It returns the claim
+// (done) when the node is this session's and this instance's; otherwise
+// done is false and the caller reads again on its own (the watch is
+// dropped), or, after a failed read, as readFailed says (done with
+// errClaimCanceled when canceled). When the session cannot batch, a.reads
+// is set to nil and done is false.
+func (a *acquirer) readBack(epochDone <-chan struct{}, canceled bool) (*claim, bool, error) {
+	nd, err := a.reads.read(a.s, a.path)
+	if errors.Is(err, zkconn.ErrNoRawWatches) {
+		a.reads = nil
+		return nil, false, nil
+	}
+	if err == nil {
+		err = nd.Err // no watch kept
+	}
+	if err != nil {
+		if !a.readFailed(err, canceled) {
+			return nil, true, errClaimCanceled
+		}
+		return nil, false, nil
+	}
+	cur, _ := a.s.Epoch()
+	if nd.Stat.EphemeralOwner == cur.SessionID && zkdata.ParseOwner(nd.Data) == a.owner {
+		return a.claimed(cur.SessionID, &nd.Stat, nil, epochDone, true), true, nil
+	}
+	// Another owner won, or a node of this instance's older session:
+	// read it again on its own, with a watch to wait on.
+	a.s.Unwatch(a.path)
+	a.createNext = false
+	return nil, false, nil
+}
+
 // hook watches the claim without a goroutine: the session calls onEvent
 // with the events of the watch set by the read that proved the claim (ch
 // is that watch's channel), and marks the claim lost when its epoch
@@ -392,6 +446,12 @@ func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDon
 func (c *claim) hook(ch <-chan zk.Event, epochDone <-chan struct{}) {
 	c.unhook = c.session.OnNodeEvent(c.path, c.onEvent)
 	c.unhookEpoch = c.session.AfterEpoch(epochDone, func() { c.markLost("zookeeper session ended") })
+	if c.raw {
+		if ev, ok := c.session.Fired(c.path); ok {
+			c.onEvent(ev)
+		}
+		return
+	}
 	select {
 	case ev, ok := <-ch:
 		if !ok {
@@ -498,6 +558,9 @@ func (c *claim) releaseVia(b *opBatcher) error {
 func (c *claim) abandon() {
 	c.unhook()
 	c.unhookEpoch()
+	if c.raw {
+		c.session.Unwatch(c.path)
+	}
 	c.mu.Lock()
 	c.abandoned = true
 	c.mu.Unlock()

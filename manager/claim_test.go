@@ -131,7 +131,7 @@ func claimOn(tb testing.TB, s *zkconn.Session, group string, p int32) *claim {
 	health := newGate()
 	health.set(true)
 	var waits atomic.Int64
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil, nil, claimRead)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, slog.New(slog.DiscardHandler), nil, &waits, nil, nil, nil, claimRead)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	}
 	afterCreate.Store(&hook)
 	defer afterCreate.Store(nil)
-	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, nil, claimRead)
+	cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, nil, nil, claimRead)
 	afterCreate.Store(nil)
 	if err == nil {
 		if err := cl.release(); err != nil {
@@ -196,7 +196,7 @@ func TestClaimCanceledAfterCreate(t *testing.T) {
 	cancel = make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, nil, claimRead)
+		_, err := acquire(s, group, TopicPartition{Topic: "t", Partition: 0}, "me", health, log, cancel, &waits, nil, nil, nil, claimRead)
 		done <- err
 	}()
 	testcluster.Poll(10*time.Second, time.Millisecond, func() bool { return waits.Load() == 1 })
@@ -247,7 +247,7 @@ func TestClaimCreatesFirstWhenSeenUnowned(t *testing.T) {
 		if createFirst {
 			start = claimCreate
 		}
-		return acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel, waits, nil, nil, start)
+		return acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel, waits, nil, nil, nil, start)
 	}
 	for _, tc := range []struct {
 		createFirst bool
@@ -342,6 +342,7 @@ func TestClaimCreatesBatched(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	full := func(p int32) string { return c.Chroot() + zkdata.OwnerPath(group, "t", p) }
 	var b opBatcher
+	var rb readBatcher
 	type result struct {
 		p     int32
 		cl    *claim
@@ -363,7 +364,7 @@ func TestClaimCreatesBatched(t *testing.T) {
 		for _, p := range ps {
 			go func() {
 				w := waits[p]
-				cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel[p], w, nil, &b, claimCreate)
+				cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, cancel[p], w, nil, &b, &rb, claimCreate)
 				out <- result{p, cl, err, w}
 			}()
 		}
@@ -454,5 +455,85 @@ func TestClaimCreatesBatched(t *testing.T) {
 	}
 	if n := creates.Load(); n != 2 {
 		t.Errorf("the held partition's claim sent %d creates, want 2 (one failed, one once its holder went)", n)
+	}
+}
+
+// TestClaimReadBackBatched: claims made at once read their nodes back in
+// batched watched reads (readBatcher): each holds its node's czxid as its
+// token and a watch of the session's own, and is lost when another
+// session deletes its node or takes it over (delete and create: the
+// watch fires on the delete); the others stay. Released, a claim drops
+// its watch.
+func TestClaimReadBackBatched(t *testing.T) {
+	c, zc, group, s, health := claimFixture(t)
+	log := slog.New(slog.DiscardHandler)
+	var b opBatcher
+	var rb readBatcher
+	const n = 300
+	claims := make([]*claim, n)
+	errs := make(chan error, n)
+	for p := range int32(n) {
+		go func() {
+			cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: p}, "me", health, log, nil, new(atomic.Int64), nil, &b, &rb, claimCreate)
+			claims[p] = cl
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := func(p int32) string { return c.Chroot() + zkdata.OwnerPath(group, "t", p) }
+	for p, cl := range claims {
+		if !cl.raw {
+			t.Fatalf("partition %d: read back on its own, not in a batch", p)
+		}
+		_, st, err := zc.Get(full(int32(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.token != st.Czxid {
+			t.Fatalf("partition %d: token %d, node's czxid %d", p, cl.token, st.Czxid)
+		}
+	}
+	lost := func(p int) bool {
+		select {
+		case <-claims[p].Lost():
+			return true
+		default:
+			return false
+		}
+	}
+	if err := zc.Delete(full(7), -1); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.Await(t, 20*time.Second, 5*time.Millisecond, "partition 7's claim lost", func() bool { return lost(7) })
+	// Taken over: deleted and created again by another session.
+	if _, err := zc.Multi(&zk.DeleteRequest{Path: full(8), Version: -1},
+		&zk.CreateRequest{Path: full(8), Data: zkdata.FormatOwner("other"), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral}); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.Await(t, 20*time.Second, 5*time.Millisecond, "partition 8's claim lost", func() bool { return lost(8) })
+	// The session's own read orders after the events of what came before.
+	if _, _, err := s.Get(zkdata.OwnerPath(group, "t", 9)); err != nil {
+		t.Fatal(err)
+	}
+	for p := range n {
+		if p != 7 && p != 8 && lost(p) {
+			t.Fatalf("partition %d's claim lost; only 7 and 8 were touched", p)
+		}
+	}
+	for p, cl := range claims {
+		if p == 8 {
+			cl.abandon() // not ours any more: nothing to delete
+			continue
+		}
+		if err := cl.release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := s.OwnWatches(); w != 0 {
+		t.Fatalf("%d watches kept after every claim ended; want none", w)
 	}
 }

@@ -142,7 +142,9 @@
 // Writes: a claim is one create of its owner node (read back with a
 // watch) and a release one delete; the creates (and the deletes) a
 // member makes at about the same time go to ZooKeeper in multi requests
-// of up to 500 nodes, one transaction each. A multi that fails (a node
+// of up to 500 nodes, one transaction each, and the read-backs after
+// them in batched watched reads (a multiRead and a setWatches request per
+// 256 nodes; a getData with a watch each on a server older than 3.6). A multi that fails (a node
 // held after all) is sent each on its own. The oldest member writes the
 // assignment node when the group changes.
 //

@@ -34,6 +34,7 @@ type slotTable struct {
 	// creates and deletes batch the creates of the owner nodes the slots
 	// claim and the deletes of those they release.
 	creates, deletes opBatcher
+	readBacks        readBatcher // the claims' read-backs after their creates
 	// prefetched holds the consumers opened before the first assignment
 	// (see prefetch) until a slot takes them or dropPrefetched closes them.
 	prefetched map[TopicPartition]*partition.Prefetched
@@ -328,7 +329,7 @@ func (c *Consumer) claimSlot(sl *slot, log *slog.Logger) *claim {
 	if unowned {
 		start = claimCreate
 	}
-	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), &c.creates, start)
+	cl, err := acquire(c.session, c.group, sl.tp, c.id, c.health, log, sl.revoke, &c.claimWaits, c.claimWaiter(sl), &c.creates, &c.readBacks, start)
 	if err != nil {
 		return nil
 	}

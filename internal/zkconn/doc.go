@@ -70,6 +70,17 @@
 // reply cap. A server that answers "unimplemented" gets one getData per
 // node from then on.
 //
+// Session.GetManyW reads nodes so and watches them too: one setWatches
+// request per batch, relative to the zxid of the batch's read, so that a
+// node changed or deleted after the read fires at once. These watches
+// are the session's own (go-zookeeper does not know of them): their
+// events reach the node hooks (OnNodeEvent), and the session sets them
+// again, relative to the highest zxid of its own replies, as the first
+// request on each new connection of a live session (sideConn, at the
+// connect reply), before anything of go-zookeeper's. A claim read back
+// this way costs its member two requests per 256 nodes where a getData
+// with a watch each cost one per node.
+//
 // # go-zookeeper versions
 //
 // sideConn, replyGuard, gatedConn and cappedConn speak ZooKeeper's wire
@@ -84,7 +95,8 @@
 //
 //   - GetMany reads each node with its own getData (the same results, a
 //     round trip per node: about 100 ms for 1,000 nodes where multiRead
-//     takes a few).
+//     takes a few), and GetManyW returns ErrNoRawWatches (its callers
+//     read each node with GetWFull).
 //   - A reply over the cap (Config.MaxReply) is go-zookeeper's own
 //     affair: v1.0.4 drops the connection, failing what was in flight
 //     with zk.ErrConnectionClosed, each time the node is read; no

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -165,54 +164,33 @@ func (s *Session) multiRead(op int32, paths []string, out []NodeData) error {
 	for i, p := range paths {
 		fulls[i] = s.full(p)
 	}
+	_, err := s.multiReadZxid(op, fulls, out)
+	return err
+}
+
+// multiReadZxid is multiRead of full paths; it also returns the zxid of
+// the reply (the last transaction the server had applied when it read).
+func (s *Session) multiReadZxid(op int32, fulls []string, out []NodeData) (int64, error) {
 	for try := 0; ; try++ {
-		sent, err := s.await()
-		if err != nil {
-			return err
-		}
-		if s.lines.closing.Load() {
-			return ErrClosed
-		}
-		sc := s.lines.side.Load()
-		if sc == nil {
-			return errSideClosed
-		}
 		xid := nextSideXid()
-		timeout := s.timeout()
-		ch, err := sc.send(xid, encodeMultiRead(xid, op, fulls), time.Now().Add(timeout))
+		frame, err := s.sideRequest(xid, encodeMultiRead(xid, op, fulls), "multiRead")
 		if errors.Is(err, errSideClosed) && try == 0 {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("zkconn: multiRead: %w", err)
+			return 0, err
 		}
-		t := time.NewTimer(timeout)
-		var r sideReply
-		select {
-		case r = <-ch:
-		case <-t.C:
-			sc.forget(xid)
-			r.err = fmt.Errorf("%w: no multiRead reply in %v", ErrTimeout, timeout)
-		case <-s.t.Dying():
-			sc.forget(xid)
-			r.err = ErrClosed
-		}
-		t.Stop()
-		if r.err != nil {
-			return fmt.Errorf("zkconn: multiRead: %w", r.err)
-		}
-		s.answeredAt(sent)
-		code, err := decodeMultiRead(r.frame, out)
+		code, err := decodeMultiRead(frame, out)
 		if code == errCodeUnimpl {
-			return errMultiReadUnimplemented
+			return 0, errMultiReadUnimplemented
 		}
 		if code != 0 {
-			return fmt.Errorf("zkconn: multiRead: %w", codeError(code))
+			return 0, fmt.Errorf("zkconn: multiRead: %w", codeError(code))
 		}
 		if err != nil {
-			return fmt.Errorf("zkconn: multiRead: %w", err)
+			return 0, fmt.Errorf("zkconn: multiRead: %w", err)
 		}
-		return nil
+		return int64(binary.BigEndian.Uint64(frame[4:12])), nil
 	}
 }
 

@@ -53,7 +53,7 @@ func readFrame(c net.Conn, step int) ([]byte, error) {
 func TestSideConnStripsSideReplies(t *testing.T) {
 	for _, step := range []int{1, 3, 7, 64, 1 << 16} {
 		client, server := net.Pipe()
-		sc := newSideConn(client, 1<<20, nil)
+		sc := newSideConn(client, 1<<20, nil, nil)
 		x1, x2 := nextSideXid(), nextSideXid()
 		connect := append(binary.BigEndian.AppendUint32(nil, 36), make([]byte, 36)...)
 		normal := [][]byte{frameOf(1, []byte("one")), frameOf(-1, []byte("watch event")), frameOf(2, bytes.Repeat([]byte("b"), 300))}
@@ -107,7 +107,7 @@ func TestSideConnStripsSideReplies(t *testing.T) {
 func TestSideConnFailsWaiters(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	sc := newSideConn(client, 1<<20, nil)
+	sc := newSideConn(client, 1<<20, nil, nil)
 	x := nextSideXid()
 	if _, err := sc.send(x, packet(x, opMultiRead, 4), time.Now().Add(time.Second)); !errors.Is(err, errSideClosed) {
 		t.Fatalf("send before the connect reply: %v; want errSideClosed", err)

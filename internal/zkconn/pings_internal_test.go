@@ -17,7 +17,7 @@ import (
 // closed once the connection is. The test's end closes it.
 func connectedSideConn(t *testing.T, client, server net.Conn, log *pingLog) (*sideConn, <-chan []byte) {
 	t.Helper()
-	sc := newSideConn(client, 1<<20, log)
+	sc := newSideConn(client, 1<<20, log, nil)
 	t.Cleanup(func() { sc.Close() })
 	go server.Write(append(binary.BigEndian.AppendUint32(nil, 4), 0, 0, 0, 0))
 	if _, err := readFrame(sc, 8); err != nil {

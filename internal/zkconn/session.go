@@ -225,6 +225,7 @@ type Session struct {
 	epochFuncs map[*epochFunc]struct{}
 	epochPeak  shrink.Peak // of epochFuncs
 	hooks      *nodeHooks  // OnNodeEvent's
+	raw        *rawWatches // GetManyW's watches
 	replies    *replyRefusals
 	lines      *connLine // the connections dialled: see Close
 	hosts      *pacedHosts
@@ -312,6 +313,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 	hadSession := &atomic.Bool{}
 	replies := &replyRefusals{limit: cfg.recvBuffer(), field: cmp.Or(cfg.MaxReplyField, "MaxReply"), chroot: cfg.Chroot, log: log}
 	lines := &connLine{}
+	raw := &rawWatches{}
 	answered := &atomic.Int64{}
 	now := func() int64 { return int64(time.Since(base)) }
 	// A ping's reply renews the lease, then lets the monitor sleep on
@@ -336,7 +338,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 			lines.latest.Store(&conn)
 			return conn, nil
 		}
-		sc := newSideConn(&cappedConn{Conn: conn, limit: limit}, replies.limit, newPingLog(now, credit))
+		sc := newSideConn(&cappedConn{Conn: conn, limit: limit}, replies.limit, newPingLog(now, credit), raw)
 		g := newGatedConn(newReplyGuard(sc, replies.limit, replies.note), conn, hadSession.Load())
 		var line net.Conn = g
 		lines.latest.Store(&line)
@@ -351,6 +353,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 			advance(answered, dialed.Load()) // the connect request was written after the dial
 			hadSession.Store(true)
 		}
+		raw.fire(ev) // before the hooks: see Fired
 		hooks.dispatch(ev)
 	}
 	hosts := newPacedHosts(func() time.Duration { return sessionTimeout(negotiated, cfg.SessionTimeout) })
@@ -369,6 +372,7 @@ func DialContext(ctx context.Context, cfg Config) (*Session, error) {
 		lastAnswered: answered,
 		epochDone:    make(chan struct{}),
 		hooks:        hooks,
+		raw:          raw,
 		replies:      replies,
 		lines:        lines,
 		hosts:        hosts,

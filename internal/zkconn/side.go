@@ -42,8 +42,11 @@ const sideXidTop = -1 << 16
 // xids).
 //
 // A side request is written only once the connect reply has passed: the
-// session exists on this connection. When the connection fails or
-// closes, every side request still waiting gets errSideClosed.
+// session exists on this connection. The first ones are the setWatches
+// requests that set the session's own watches again (rawWatches), written
+// as soon as the connect reply says the session lives. When the
+// connection fails or closes, every side request still waiting gets
+// errSideClosed.
 //
 // Pings, go-zookeeper's and the Session's own (ping), are noted in pings
 // as they are written and credited as their replies are read: see
@@ -52,6 +55,7 @@ type sideConn struct {
 	net.Conn
 	limit int // the largest side reply read; a longer one is skipped and fails its request
 	pings *pingLog
+	raw   *rawWatches // set again first thing on a connection of a live session
 
 	wmu       sync.Mutex
 	wdl       time.Time // go-zookeeper's write deadline, restored after a side request
@@ -68,6 +72,10 @@ type sideConn struct {
 	relay framerelay.Relay // what of the frame being read goes on to go-zookeeper
 }
 
+// rawRewatchWrite bounds the write of the raw watches' setWatches
+// requests on a new connection.
+const rawRewatchWrite = 5 * time.Second
+
 // sideReply is a side request's reply: its frame after the length (xid,
 // zxid, error, body), or why none came.
 type sideReply struct {
@@ -82,8 +90,8 @@ func nextSideXid() int32 {
 	return sideXidTop - int32(sideXids.Add(1)&0x3fff_ffff)
 }
 
-func newSideConn(c net.Conn, limit int, pings *pingLog) *sideConn {
-	return &sideConn{Conn: c, limit: limit, pings: pings, pending: map[int32]chan sideReply{}}
+func newSideConn(c net.Conn, limit int, pings *pingLog, raw *rawWatches) *sideConn {
+	return &sideConn{Conn: c, limit: limit, pings: pings, raw: raw, pending: map[int32]chan sideReply{}}
 }
 
 // Write writes p, one go-zookeeper request, whole; a ping is noted first.
@@ -235,8 +243,29 @@ func (c *sideConn) nextFrame() error {
 		if _, err := io.ReadFull(c.Conn, c.head[:4]); err != nil {
 			return err
 		}
-		c.relay.Out, c.relay.Left = c.head[:4], int(binary.BigEndian.Uint32(c.head[:4]))
+		size := int(binary.BigEndian.Uint32(c.head[:4]))
+		if size < 16 || size > 1024 { // not a connect reply of ours to look into: pass it on
+			c.relay.Out, c.relay.Left = c.head[:4], size
+			c.connected.Store(true)
+			return nil
+		}
+		reply := make([]byte, 4+size)
+		copy(reply, c.head[:4])
+		if _, err := io.ReadFull(c.Conn, reply[4:]); err != nil {
+			return err
+		}
+		c.relay.Out = reply
 		c.connected.Store(true)
+		// protocol version, timeout, session id: a live session has both
+		// of the latter. Its raw watches go first, before anything of
+		// go-zookeeper's or ours.
+		if timeout, id := binary.BigEndian.Uint32(reply[8:12]), binary.BigEndian.Uint64(reply[12:20]); timeout > 0 && id != 0 && c.raw != nil {
+			for _, f := range c.raw.frames() {
+				if err := c.writeOwn(f, time.Now().Add(rawRewatchWrite), nil); err != nil {
+					break // the connection is closed: the next one sets them
+				}
+			}
+		}
 		return nil
 	}
 	if _, err := io.ReadFull(c.Conn, c.head[:8]); err != nil {
@@ -275,6 +304,9 @@ func (c *sideConn) take(xid int32, size int) error {
 	if _, err := io.ReadFull(c.Conn, frame[4:]); err != nil {
 		ch <- sideReply{err: fmt.Errorf("%w: %w", errSideClosed, err)}
 		return err
+	}
+	if c.raw != nil && size >= 12 {
+		c.raw.sawZxid(int64(binary.BigEndian.Uint64(frame[4:12])))
 	}
 	ch <- sideReply{frame: frame}
 	return nil

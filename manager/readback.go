@@ -1,0 +1,97 @@
+package manager
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkgroup/zkgroup/internal/zkconn"
+)
+
+// readBatcher puts the read-backs of owner nodes just created (each claim
+// reads its node once, for its fencing token and to watch it) into
+// batched watched reads (zkconn's GetManyW): a multiRead and a setWatches
+// request per 256 nodes, where each read was a request of its own. A
+// member that claims thousands of partitions at once (a holder's nodes
+// gone at its session's end) spent as many ZooKeeper requests on these
+// reads as on everything else of the handover.
+//
+// The read-backs queued while a batch is under way go in the next one,
+// sent by the first of them (as opBatcher's writes). When the session
+// cannot (zkconn.ErrNoRawWatches), every read-back gets that error, and
+// its caller reads the node on its own. The zero value is ready; safe for
+// concurrent use.
+type readBatcher struct {
+	mu    sync.Mutex
+	queue []*readReq
+	busy  bool
+	off   atomic.Bool // the session has no batched watched reads
+}
+
+// readReq is one queued read-back.
+type readReq struct {
+	path string
+	nd   zkconn.NodeData
+	err  error         // set before done is closed
+	done chan struct{} // closed once read (and watched) or failed
+	lead chan struct{} // closed when this caller is to send the next batch
+}
+
+// read reads the node at path and watches it (see zkconn.GetManyW) in the
+// next batch. On an error of the request no watch is kept; otherwise the
+// caller must Unwatch path once it no longer needs the watch.
+func (b *readBatcher) read(s *zkconn.Session, path string) (zkconn.NodeData, error) {
+	if b.off.Load() {
+		return zkconn.NodeData{}, zkconn.ErrNoRawWatches
+	}
+	r := &readReq{path: path, done: make(chan struct{}), lead: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	leader := !b.busy
+	b.busy = true
+	b.mu.Unlock()
+	if !leader {
+		select {
+		case <-r.done:
+			return r.nd, r.err
+		case <-r.lead:
+		}
+	}
+	b.send(s)
+	<-r.done
+	return r.nd, r.err
+}
+
+// send reads everything queued in one GetManyW, then hands the sending
+// over to the first read-back queued meanwhile.
+func (b *readBatcher) send(s *zkconn.Session) {
+	b.mu.Lock()
+	batch := b.queue
+	b.queue = nil
+	b.mu.Unlock()
+	paths := make([]string, len(batch))
+	for i, r := range batch {
+		paths[i] = r.path
+	}
+	out, err := s.GetManyW(paths)
+	if errors.Is(err, zkconn.ErrNoRawWatches) {
+		b.off.Store(true)
+	}
+	for i, r := range batch {
+		if err != nil {
+			r.err = err
+		} else {
+			r.nd = out[i]
+		}
+		close(r.done)
+	}
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.busy = false
+		b.mu.Unlock()
+		return
+	}
+	next := b.queue[0]
+	b.mu.Unlock()
+	close(next.lead)
+}
