@@ -215,7 +215,6 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		if canceled && !a.created {
 			return nil, errClaimCanceled
 		}
-		justCreated := a.created
 		a.created = false // canceled now: read back once, create nothing
 		st, epochDone := s.Epoch()
 		if !st.HasSession {
@@ -234,24 +233,16 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 		if f := beforeRead.Load(); f != nil {
 			(*f)(a.path)
 		}
-		if justCreated && a.reads != nil {
-			c, done, err := a.readBack(epochDone, canceled)
-			if done {
-				return c, err
-			}
-			if a.reads != nil {
-				continue
-			}
-			// This session has no batched reads: read the node on its own.
-		}
-		data, stat, ch, err := s.GetWFull(a.path)
+		r, err := a.readNode()
 		if err != nil {
 			if !a.readFailed(err, canceled) {
 				return nil, errClaimCanceled
 			}
 			continue
 		}
-		if c, err := a.read(data, stat, ch, epochDone, canceled); c != nil || err != nil {
+		c, err := a.read(r, epochDone, canceled)
+		r.done(s, a.path, c != nil)
+		if c != nil || err != nil {
 			return c, err
 		}
 	}
@@ -271,8 +262,8 @@ type acquirer struct {
 	waiting func(holder string)
 	bo      *retry.Backoff
 	creates *opBatcher // nil: each create on its own
-	// reads batches the read-back after a create (nil, or the session
-	// cannot: a read of its own, GetWFull).
+	// reads batches the reads of the owner node with those of other
+	// claims (nil, or the session cannot: a read of its own, GetWFull).
 	reads *readBatcher
 	// createNext: create the node before reading it (the plan saw the
 	// partition unowned, or the holder's node was just deleted).
@@ -352,12 +343,13 @@ func (a *acquirer) create() bool {
 // claim when the node is this session's and this instance's, deletes a
 // node of this instance left by an older session, and otherwise waits
 // for the other owner's node to go. Nil and nil: read again.
-func (a *acquirer) read(data []byte, stat *zk.Stat, ch <-chan zk.Event, epochDone <-chan struct{}, canceled bool) (*claim, error) {
+func (a *acquirer) read(r nodeRead, epochDone <-chan struct{}, canceled bool) (*claim, error) {
 	s, p, log := a.s, a.path, a.log
+	data, stat, ch := r.data, r.stat, r.ch
 	cur, _ := s.Epoch()
 	holder := zkdata.ParseOwner(data)
 	if stat.EphemeralOwner == cur.SessionID && holder == a.owner {
-		return a.claimed(cur.SessionID, stat, ch, epochDone, false), nil
+		return a.claimed(cur.SessionID, stat, ch, epochDone, r.raw), nil
 	}
 	if holder == a.owner {
 		// Ours, from a session that is gone or going: take it back.
@@ -405,37 +397,59 @@ func (a *acquirer) claimed(session int64, stat *zk.Stat, ch <-chan zk.Event, epo
 	return c
 }
 
-// readBack reads the node this acquire just created back through the
-// read batcher (one watched read of many nodes). It returns the claim
-// (done) when the node is this session's and this instance's; otherwise
-// done is false and the caller reads again on its own (the watch is
-// dropped), or, after a failed read, as readFailed says (done with
-// errClaimCanceled when canceled). When the session cannot batch, a.reads
-// is set to nil and done is false.
-func (a *acquirer) readBack(epochDone <-chan struct{}, canceled bool) (*claim, bool, error) {
-	nd, err := a.reads.read(a.s, a.path)
-	if errors.Is(err, zkconn.ErrNoRawWatches) {
-		a.reads = nil
-		return nil, false, nil
-	}
-	if err == nil {
-		err = nd.Err // no watch kept
-	}
-	if err != nil {
-		if !a.readFailed(err, canceled) {
-			return nil, true, errClaimCanceled
+// nodeRead is one read of the owner node, with a watch whose events come
+// on ch.
+type nodeRead struct {
+	data []byte
+	stat *zk.Stat
+	ch   <-chan zk.Event
+	// raw: read through the read batcher, watched by the session's own
+	// watch; unhook removes the node hook that feeds ch.
+	raw    bool
+	unhook func()
+}
+
+// readNode reads the owner node with a watch: through the read batcher
+// (with many others: see readBatcher) when the session can, else on its
+// own (GetWFull). A batched read's events come on a channel fed by a node
+// hook set before the read, so none is missed.
+func (a *acquirer) readNode() (nodeRead, error) {
+	if a.reads != nil {
+		ch := make(chan zk.Event, 1)
+		unhook := a.s.OnNodeEvent(a.path, func(ev zk.Event) {
+			select {
+			case ch <- ev:
+			default: // one is enough: the watch fires once
+			}
+		})
+		nd, err := a.reads.read(a.s, a.path)
+		if err == nil {
+			err = nd.Err // no watch kept
 		}
-		return nil, false, nil
+		if !errors.Is(err, zkconn.ErrNoRawWatches) {
+			if err != nil {
+				unhook()
+				return nodeRead{}, err
+			}
+			return nodeRead{data: nd.Data, stat: &nd.Stat, ch: ch, raw: true, unhook: unhook}, nil
+		}
+		unhook()
+		a.reads = nil // this session cannot: read on its own from now on
 	}
-	cur, _ := a.s.Epoch()
-	if nd.Stat.EphemeralOwner == cur.SessionID && zkdata.ParseOwner(nd.Data) == a.owner {
-		return a.claimed(cur.SessionID, &nd.Stat, nil, epochDone, true), true, nil
+	data, stat, ch, err := a.s.GetWFull(a.path)
+	return nodeRead{data: data, stat: stat, ch: ch}, err
+}
+
+// done ends a batched read's hook, and its watch unless a claim holds it
+// now (claimed).
+func (r nodeRead) done(s *zkconn.Session, path string, claimed bool) {
+	if !r.raw {
+		return
 	}
-	// Another owner won, or a node of this instance's older session:
-	// read it again on its own, with a watch to wait on.
-	a.s.Unwatch(a.path)
-	a.createNext = false
-	return nil, false, nil
+	r.unhook()
+	if !claimed {
+		s.Unwatch(path)
+	}
 }
 
 // hook watches the claim without a goroutine: the session calls onEvent
@@ -446,12 +460,6 @@ func (a *acquirer) readBack(epochDone <-chan struct{}, canceled bool) (*claim, b
 func (c *claim) hook(ch <-chan zk.Event, epochDone <-chan struct{}) {
 	c.unhook = c.session.OnNodeEvent(c.path, c.onEvent)
 	c.unhookEpoch = c.session.AfterEpoch(epochDone, func() { c.markLost("zookeeper session ended") })
-	if c.raw {
-		if ev, ok := c.session.Fired(c.path); ok {
-			c.onEvent(ev)
-		}
-		return
-	}
 	select {
 	case ev, ok := <-ch:
 		if !ok {

@@ -458,13 +458,14 @@ func TestClaimCreatesBatched(t *testing.T) {
 	}
 }
 
-// TestClaimReadBackBatched: claims made at once read their nodes back in
-// batched watched reads (readBatcher): each holds its node's czxid as its
-// token and a watch of the session's own, and is lost when another
-// session deletes its node or takes it over (delete and create: the
-// watch fires on the delete); the others stay. Released, a claim drops
-// its watch.
-func TestClaimReadBackBatched(t *testing.T) {
+// TestClaimReadsBatched: claims made at once read their nodes in batched
+// watched reads (readBatcher): each holds its node's czxid as its token
+// and a watch of the session's own, and is lost when another session
+// deletes its node or takes it over (delete and create: the watch fires
+// on the delete); the others stay. A claim of a node held by another
+// waits on such a watch and claims once the holder's node goes. Released,
+// a claim drops its watch.
+func TestClaimReadsBatched(t *testing.T) {
 	c, zc, group, s, health := claimFixture(t)
 	log := slog.New(slog.DiscardHandler)
 	var b opBatcher
@@ -532,6 +533,40 @@ func TestClaimReadBackBatched(t *testing.T) {
 		if err := cl.release(); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// Held by another: the claim waits on its batched read's watch.
+	held := int32(n)
+	if _, err := zc.Create(full(held), zkdata.FormatOwner("other"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	waits := new(atomic.Int64)
+	got := make(chan *claim, 1)
+	go func() {
+		cl, err := acquire(s, group, TopicPartition{Topic: "t", Partition: held}, "me", health, log, nil, waits, nil, &b, &rb, claimRead)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- cl
+	}()
+	testcluster.Await(t, 20*time.Second, 5*time.Millisecond, "the claim waiting", func() bool { return waits.Load() == 1 })
+	if err := zc.Delete(full(held), -1); err != nil {
+		t.Fatal(err)
+	}
+	var cl *claim
+	select {
+	case cl = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no claim after the holder's node went")
+	}
+	if cl == nil || !cl.raw {
+		t.Fatalf("claim %+v; want one read in a batch", cl)
+	}
+	if _, st, err := zc.Get(full(held)); err != nil || st.Czxid != cl.token {
+		t.Fatalf("the claimed node: %+v, %v; token %d", st, err, cl.token)
+	}
+	if err := cl.release(); err != nil {
+		t.Fatal(err)
 	}
 	if w := s.OwnWatches(); w != 0 {
 		t.Fatalf("%d watches kept after every claim ended; want none", w)

@@ -8,18 +8,20 @@ import (
 	"github.com/zkgroup/zkgroup/internal/zkconn"
 )
 
-// readBatcher puts the read-backs of owner nodes just created (each claim
-// reads its node once, for its fencing token and to watch it) into
-// batched watched reads (zkconn's GetManyW): a multiRead and a setWatches
-// request per 256 nodes, where each read was a request of its own. A
-// member that claims thousands of partitions at once (a holder's nodes
-// gone at its session's end) spent as many ZooKeeper requests on these
-// reads as on everything else of the handover.
+// readBatcher puts the claims' reads of their owner nodes (with a watch:
+// of another owner's node, to wait for it to go; of their own after the
+// create, for the fencing token and to see the claim's loss) made at
+// about the same time into batched watched reads (zkconn's GetManyW): a
+// multiRead and a setWatches request per 256 nodes, where each read was a
+// request of its own. A member that claimed thousands of partitions at
+// once (a holder's nodes gone at its session's end) spent two requests
+// per partition on these reads, more than on everything else of the
+// handover.
 //
-// The read-backs queued while a batch is under way go in the next one,
-// sent by the first of them (as opBatcher's writes). When the session
-// cannot (zkconn.ErrNoRawWatches), every read-back gets that error, and
-// its caller reads the node on its own. The zero value is ready; safe for
+// The reads queued while a batch is under way go in the next one, sent by
+// the first of them (as opBatcher's writes). When the session cannot
+// (zkconn.ErrNoRawWatches), every read gets that error, and its caller
+// reads the node on its own. The zero value is ready; safe for
 // concurrent use.
 type readBatcher struct {
 	mu    sync.Mutex
@@ -28,7 +30,7 @@ type readBatcher struct {
 	off   atomic.Bool // the session has no batched watched reads
 }
 
-// readReq is one queued read-back.
+// readReq is one queued read.
 type readReq struct {
 	path string
 	nd   zkconn.NodeData
@@ -38,8 +40,9 @@ type readReq struct {
 }
 
 // read reads the node at path and watches it (see zkconn.GetManyW) in the
-// next batch. On an error of the request no watch is kept; otherwise the
-// caller must Unwatch path once it no longer needs the watch.
+// next batch: set the node's hook first. No watch is kept on an error,
+// the request's or the node's (NodeData.Err); otherwise the caller must
+// Unwatch path once it no longer needs the watch.
 func (b *readBatcher) read(s *zkconn.Session, path string) (zkconn.NodeData, error) {
 	if b.off.Load() {
 		return zkconn.NodeData{}, zkconn.ErrNoRawWatches

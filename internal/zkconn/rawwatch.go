@@ -23,14 +23,12 @@ const setWatchesMax = 128 << 10
 // with its replies, so an event it sent before that reply was read, and
 // one it may have lost with the connection fires again.
 //
-// A watch leaves the set when it fires (its event is kept for the holder
-// to see, see Fired) or its holder drops it (Unwatch). Safe for
-// concurrent use.
+// A watch leaves the set when it fires or its holder drops it (Unwatch).
+// Safe for concurrent use.
 type rawWatches struct {
 	mu    sync.Mutex
-	paths map[string]int      // full path: holders
-	fired map[string]zk.Event // full path: the event its watch fired, until unwatched
-	zxid  int64               // the highest zxid of a side reply read
+	paths map[string]int // full path: holders
+	zxid  int64          // the highest zxid of a side reply read
 }
 
 func (w *rawWatches) add(fulls []string) {
@@ -41,7 +39,6 @@ func (w *rawWatches) add(fulls []string) {
 	}
 	for _, f := range fulls {
 		w.paths[f]++
-		delete(w.fired, f)
 	}
 }
 
@@ -53,7 +50,6 @@ func (w *rawWatches) remove(full string) {
 		return
 	}
 	delete(w.paths, full)
-	delete(w.fired, full)
 }
 
 // fire notes a data watch's event: the server dropped the watch.
@@ -63,21 +59,7 @@ func (w *rawWatches) fire(ev zk.Event) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.paths[ev.Path]; !ok {
-		return
-	}
 	delete(w.paths, ev.Path)
-	if w.fired == nil {
-		w.fired = map[string]zk.Event{}
-	}
-	w.fired[ev.Path] = ev
-}
-
-func (w *rawWatches) firedEvent(full string) (zk.Event, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ev, ok := w.fired[full]
-	return ev, ok
 }
 
 // sawZxid notes the zxid of a side reply.
@@ -155,9 +137,9 @@ var ErrNoRawWatches = errors.New("zkconn: no batched watched reads on this sessi
 // exists with one setWatches request per batch, relative to the zxid the
 // read saw: a node changed or deleted after the read fires at once. The
 // watches' events go to the session's node hooks (OnNodeEvent) only:
-// there is no channel. Each watch is set again on every new connection
-// of the session until it fires or Unwatch drops it; an event that fired
-// before the caller hooked the node is kept (Fired). A node read without
+// there is no channel, so set the hook before the read. Each watch is set
+// again on every new connection of the session until it fires or Unwatch
+// drops it. A node read without
 // error must be passed to Unwatch once its holder no longer needs the
 // watch; no watch is kept of a node not read (its NodeData.Err), nor of
 // any when GetManyW returns an error (a watch the server set may still
@@ -240,10 +222,6 @@ func (s *Session) readWatched(fulls []string, out []NodeData) error {
 // Unwatch drops the watch GetManyW set on the node at p: it is no longer
 // set again on a new connection (the server keeps it until it fires).
 func (s *Session) Unwatch(p string) { s.raw.remove(s.fullKept(p)) }
-
-// Fired returns the event the watch GetManyW set on the node at p fired,
-// if it fired since.
-func (s *Session) Fired(p string) (zk.Event, bool) { return s.raw.firedEvent(s.fullKept(p)) }
 
 // setWatches sends one setWatches request for fulls relative to zxid and
 // waits for its reply; the events it fires come before it.
