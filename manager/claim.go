@@ -533,16 +533,17 @@ func (c *claim) recheck() {
 // the node ended (and the node with it): a node left behind would stay
 // for the session's whole life, and the partition's next owner would wait
 // for it until then.
-func (c *claim) release() error { return c.releaseVia(nil) }
+func (c *claim) release() error { return c.releaseVia(nil, nil) }
 
-// releaseVia is release with the delete sent through b (nil: on its own).
-func (c *claim) releaseVia(b *opBatcher) error {
+// releaseVia is release with the read of the node through rb (a plain
+// one) and the delete through b (nil: each on its own).
+func (c *claim) releaseVia(b *opBatcher, rb *readBatcher) error {
 	c.abandon()
 	bound := c.session.Status().Timeout
 	deadline := time.Now().Add(bound)
 	bo := retry.New(20*time.Millisecond, time.Second)
 	for {
-		err := within(max(time.Until(deadline), time.Millisecond), func() error { return c.deleteIfOurs(b) })
+		err := within(max(time.Until(deadline), time.Millisecond), func() error { return c.deleteIfOurs(b, rb) })
 		if err == nil {
 			return nil
 		}
@@ -578,9 +579,19 @@ func (c *claim) abandon() {
 }
 
 // deleteIfOurs deletes the owner node if this claim's session created it,
-// through b (nil: on its own).
-func (c *claim) deleteIfOurs(b *opBatcher) error {
-	_, stat, err := c.session.Get(c.path)
+// read through rb and deleted through b (nil: each on its own).
+func (c *claim) deleteIfOurs(b *opBatcher, rb *readBatcher) error {
+	var stat *zk.Stat
+	var err error
+	if rb != nil {
+		var nd zkconn.NodeData
+		nd, err = rb.read(c.session, c.path)
+		if err == nil {
+			stat, err = &nd.Stat, nd.Err
+		}
+	} else {
+		_, stat, err = c.session.Get(c.path)
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

@@ -462,9 +462,10 @@ func TestClaimCreatesBatched(t *testing.T) {
 // watched reads (readBatcher): each holds its node's czxid as its token
 // and a watch of the session's own, and is lost when another session
 // deletes its node or takes it over (delete and create: the watch fires
-// on the delete); the others stay. A claim of a node held by another
-// waits on such a watch and claims once the holder's node goes. Released,
-// a claim drops its watch.
+// on the delete); the others stay. Released together, their reads and
+// deletes batched, they delete their own nodes and not another's. A
+// claim of a node held by another waits on such a watch and claims once
+// the holder's node goes. Released, a claim drops its watch.
 func TestClaimReadsBatched(t *testing.T) {
 	c, zc, group, s, health := claimFixture(t)
 	log := slog.New(slog.DiscardHandler)
@@ -525,13 +526,25 @@ func TestClaimReadsBatched(t *testing.T) {
 			t.Fatalf("partition %d's claim lost; only 7 and 8 were touched", p)
 		}
 	}
-	for p, cl := range claims {
-		if p == 8 {
-			cl.abandon() // not ours any more: nothing to delete
-			continue
-		}
-		if err := cl.release(); err != nil {
+	// Released at once, their reads batched too (plain) and their deletes
+	// in multis; 8's node is another's now: it stays.
+	prb := readBatcher{plain: true}
+	rerrs := make(chan error, n)
+	for _, cl := range claims {
+		go func() { rerrs <- cl.releaseVia(&b, &prb) }()
+	}
+	for range n {
+		if err := <-rerrs; err != nil {
 			t.Fatal(err)
+		}
+	}
+	for p := range int32(n) {
+		ok, _, err := zc.Exists(full(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != (p == 8) {
+			t.Fatalf("partition %d's node there: %v after the releases; want only 8's (another's)", p, ok)
 		}
 	}
 

@@ -23,7 +23,12 @@ import (
 // (zkconn.ErrNoRawWatches), every read gets that error, and its caller
 // reads the node on its own. The zero value is ready; safe for
 // concurrent use.
+//
+// With plain set it reads without watches (zkconn's GetMany, which has
+// its own fallback), for the releases' reads of their nodes before the
+// delete.
 type readBatcher struct {
+	plain bool
 	mu    sync.Mutex
 	queue []*readReq
 	busy  bool
@@ -76,7 +81,11 @@ func (b *readBatcher) send(s *zkconn.Session) {
 	for i, r := range batch {
 		paths[i] = r.path
 	}
-	out, err := s.GetManyW(paths)
+	read := s.GetManyW
+	if b.plain {
+		read = s.GetMany
+	}
+	out, err := read(paths)
 	if errors.Is(err, zkconn.ErrNoRawWatches) {
 		b.off.Store(true)
 	}

@@ -34,7 +34,10 @@ type slotTable struct {
 	// creates and deletes batch the creates of the owner nodes the slots
 	// claim and the deletes of those they release.
 	creates, deletes opBatcher
-	readBacks        readBatcher // the claims' read-backs after their creates
+	// readBacks batches the claims' reads of their owner nodes, and
+	// releaseReads (plain) the releases' reads before the deletes.
+	readBacks    readBatcher
+	releaseReads readBatcher
 	// prefetched holds the consumers opened before the first assignment
 	// (see prefetch) until a slot takes them or dropPrefetched closes them.
 	prefetched map[TopicPartition]*partition.Prefetched
@@ -55,6 +58,7 @@ func newSlotTable() slotTable {
 		events:         make(chan slotEvent, 1024),
 		claimWaiting:   make(chan struct{}, 1),
 		restartBackoff: map[TopicPartition]*retry.Backoff{},
+		releaseReads:   readBatcher{plain: true},
 	}
 }
 
@@ -445,7 +449,7 @@ func (c *Consumer) letGo(cl *claim, log *slog.Logger, drained bool) {
 		log.Debug("partition let go; its claim goes with the session", "drained", drained)
 		return
 	}
-	if err := cl.releaseVia(&c.deletes); err != nil {
+	if err := cl.releaseVia(&c.deletes, &c.releaseReads); err != nil {
 		log.Warn("releasing the claim failed", "error", err)
 	}
 	log.Debug("partition released", "drained", drained)
