@@ -2,7 +2,6 @@ package manager
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 
 	"github.com/zkgroup/zkgroup/internal/zkconn"
@@ -19,7 +18,7 @@ import (
 // handover.
 //
 // The reads queued while a batch is under way go in the next one, sent by
-// the first of them (as opBatcher's writes). When the session cannot
+// the first of them (batchQueue). When the session cannot
 // (zkconn.ErrNoRawWatches), every read gets that error, and its caller
 // reads the node on its own. The zero value is ready; safe for
 // concurrent use.
@@ -28,10 +27,8 @@ import (
 // its own fallback), for the releases' reads of their nodes before the
 // delete.
 type readBatcher struct {
+	batchQueue[*readReq]
 	plain bool
-	mu    sync.Mutex
-	queue []*readReq
-	busy  bool
 	off   atomic.Bool // the session has no batched watched reads
 }
 
@@ -53,12 +50,7 @@ func (b *readBatcher) read(s *zkconn.Session, path string) (zkconn.NodeData, err
 		return zkconn.NodeData{}, zkconn.ErrNoRawWatches
 	}
 	r := &readReq{path: path, done: make(chan struct{}), lead: make(chan struct{})}
-	b.mu.Lock()
-	b.queue = append(b.queue, r)
-	leader := !b.busy
-	b.busy = true
-	b.mu.Unlock()
-	if !leader {
+	if !b.push(r) {
 		select {
 		case <-r.done:
 			return r.nd, r.err
@@ -73,10 +65,7 @@ func (b *readBatcher) read(s *zkconn.Session, path string) (zkconn.NodeData, err
 // send reads everything queued in one GetManyW, then hands the sending
 // over to the first read-back queued meanwhile.
 func (b *readBatcher) send(s *zkconn.Session) {
-	b.mu.Lock()
-	batch := b.queue
-	b.queue = nil
-	b.mu.Unlock()
+	batch := b.take()
 	paths := make([]string, len(batch))
 	for i, r := range batch {
 		paths[i] = r.path
@@ -97,13 +86,5 @@ func (b *readBatcher) send(s *zkconn.Session) {
 		}
 		close(r.done)
 	}
-	b.mu.Lock()
-	if len(b.queue) == 0 {
-		b.busy = false
-		b.mu.Unlock()
-		return
-	}
-	next := b.queue[0]
-	b.mu.Unlock()
-	close(next.lead)
+	b.handOver(func(next *readReq) { close(next.lead) })
 }

@@ -32,9 +32,7 @@ const batchMax = 500
 // its writes are then sent each on its own, with its own outcome, as
 // without a batch. The zero value is ready; safe for concurrent use.
 type opBatcher struct {
-	mu    sync.Mutex
-	queue []*opReq
-	busy  bool // a caller is sending a batch
+	batchQueue[*opReq]
 }
 
 // opReq is one queued write: op in a multi, alone on its own.
@@ -66,12 +64,7 @@ func (b *opBatcher) delete(s *zkconn.Session, path string, version int32) error 
 
 func (b *opBatcher) do(s *zkconn.Session, r *opReq) error {
 	r.done, r.lead = make(chan struct{}), make(chan struct{})
-	b.mu.Lock()
-	b.queue = append(b.queue, r)
-	leader := !b.busy
-	b.busy = true
-	b.mu.Unlock()
-	if !leader {
+	if !b.push(r) {
 		select {
 		case <-r.done:
 			return r.err
@@ -85,22 +78,13 @@ func (b *opBatcher) do(s *zkconn.Session, r *opReq) error {
 
 // send sends what is queued and hands the sending over.
 func (b *opBatcher) send(s *zkconn.Session) {
-	b.mu.Lock()
-	batch := b.queue
-	b.queue = nil
-	b.mu.Unlock()
+	batch := b.take()
 	var wg sync.WaitGroup
 	for part := range slices.Chunk(batch, batchMax) {
 		wg.Go(func() { sendChunk(s, part) })
 	}
 	wg.Wait()
-	b.mu.Lock()
-	if len(b.queue) == 0 {
-		b.busy = false
-	} else {
-		close(b.queue[0].lead)
-	}
-	b.mu.Unlock()
+	b.handOver(func(next *opReq) { close(next.lead) })
 }
 
 // sendChunk writes part in one multi, or each on its own if it fails,
