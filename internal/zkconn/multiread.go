@@ -116,35 +116,41 @@ var errMultiReadUnimplemented = errors.New("zkconn: ZooKeeper has no multiRead")
 
 // multiReadAll reads paths into out in batches, all sent at once.
 func (s *Session) multiReadAll(op int32, paths []string, out []NodeData) error {
-	if len(paths) == 0 {
-		return nil
+	return eachBatch(len(paths), func(lo, hi int) error {
+		err := s.multiRead(op, paths[lo:hi], out[lo:hi])
+		if errors.Is(err, ErrReplyTooLarge) { // nodes of unusual size
+			err = s.getEach(op, paths[lo:hi], out[lo:hi])
+		}
+		return err
+	})
+}
+
+// eachBatch calls f for each batch [lo, hi) of multiReadOps of n items,
+// all at once (a single batch in the caller's goroutine, which would only
+// wait for another's), and returns errMultiReadUnimplemented if a batch
+// did, else the first error.
+func eachBatch(n int, f func(lo, hi int) error) error {
+	if n <= multiReadOps {
+		if n == 0 {
+			return nil
+		}
+		return f(0, n)
 	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	read := func(lo, hi int) {
-		err := s.multiRead(op, paths[lo:hi], out[lo:hi])
-		if errors.Is(err, ErrReplyTooLarge) { // nodes of unusual size
-			err = s.getEach(op, paths[lo:hi], out[lo:hi])
-		}
-		if err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
+	for lo := 0; lo < n; lo += multiReadOps {
+		wg.Go(func() {
+			if err := f(lo, min(lo+multiReadOps, n)); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
 	}
-	if len(paths) <= multiReadOps {
-		// One request: read in the caller's goroutine, which would
-		// only wait for another's.
-		read(0, len(paths))
-	} else {
-		for lo := 0; lo < len(paths); lo += multiReadOps {
-			wg.Go(func() { read(lo, min(lo+multiReadOps, len(paths))) })
-		}
-		wg.Wait()
-	}
+	wg.Wait()
 	for _, err := range errs {
 		if errors.Is(err, errMultiReadUnimplemented) {
 			return err

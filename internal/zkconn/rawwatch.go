@@ -170,30 +170,13 @@ func (s *Session) GetManyW(paths []string) ([]NodeData, error) {
 // at once; each batch's setWatches follows its read.
 func (s *Session) getManyW(fulls []string) ([]NodeData, error) {
 	out := make([]NodeData, len(fulls))
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for lo := 0; lo < len(fulls); lo += multiReadOps {
-		hi := min(lo+multiReadOps, len(fulls))
-		wg.Go(func() {
-			if err := s.readWatched(fulls[lo:hi], out[lo:hi]); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+	err := eachBatch(len(fulls), func(lo, hi int) error { return s.readWatched(fulls[lo:hi], out[lo:hi]) })
+	if errors.Is(err, errMultiReadUnimplemented) {
+		s.noMultiRead.Store(true)
+		return nil, ErrNoRawWatches
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if errors.Is(err, errMultiReadUnimplemented) {
-			s.noMultiRead.Store(true)
-			return nil, ErrNoRawWatches
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errs[0]
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
