@@ -372,7 +372,10 @@ func (r *ensembleRun) finish() {
 // healthWatch samples each member's session health every 10 ms and
 // records each suspension (a run of samples with SessionHealthy false):
 // how long it lasted, and how many messages the member received, and its
-// consumer handed out, from the first of its samples to the last.
+// consumer handed out, from the second of its samples to the last. Not
+// from the first: a hand-off whose lease check passed just before the
+// lease ended may complete just after (see partition's offer and Pass);
+// one that completes a whole sample later was let through after the end.
 type healthWatch struct {
 	stopc chan struct{}
 	done  chan struct{}
@@ -388,7 +391,8 @@ func watchHealth(rec *recorder, ins []*instance) *healthWatch {
 	w := &healthWatch{stopc: make(chan struct{}), done: make(chan struct{}), eps: map[string][]episode{}}
 	type open struct {
 		first, last         time.Time
-		received, delivered [2]int // at the first and the last suspended sample
+		samples             int
+		received, delivered [2]int // at the second and the last suspended sample
 	}
 	cur := map[string]*open{}
 	end := func(name string) {
@@ -422,7 +426,9 @@ func watchHealth(rec *recorder, ins []*instance) *healthWatch {
 				o := cur[in.name]
 				switch {
 				case !s.SessionHealthy && o == nil:
-					cur[in.name] = &open{first: now, last: now, received: [2]int{got1, got1}, delivered: [2]int{handed1, handed1}}
+					cur[in.name] = &open{first: now, last: now, samples: 1, received: [2]int{got1, got1}, delivered: [2]int{handed1, handed1}}
+				case !s.SessionHealthy && o.samples == 1:
+					o.last, o.samples, o.received, o.delivered = now, 2, [2]int{got1, got1}, [2]int{handed1, handed1}
 				case !s.SessionHealthy:
 					o.last, o.received[1], o.delivered[1] = now, max(got0, o.received[0]), max(handed0, o.delivered[0])
 				case o != nil:

@@ -145,8 +145,8 @@ type Manager struct {
 	tracker   *tracker.Tracker // nil until the start position is known
 	abandoned map[int64]bool   // handed out, will never be acked (see Abandon)
 	stopped   bool             // acks are stale from now on
-	committed int64            // last committed next-offset (-1: unknown)
 	verified  bool             // committed was read from the store, or written and read back
+	committed int64            // last committed next-offset (-1: unknown)
 	idleSeen  uint64           // delivered count when the Committer last found nothing outstanding
 	acks      uint64           // acks counted
 	dupAcks   uint64           // duplicate and unknown acks
@@ -172,6 +172,10 @@ type Manager struct {
 	// healthy: that channel stays open until the suspension begins. Used
 	// by the run only; nil when not cached.
 	suspended <-chan struct{}
+	// leaseEnd fires at the end of the lease a blocking send in offer
+	// was made under (Timer.Reset per send, one timer per manager). Used
+	// by the run only; nil until the first blocking send.
+	leaseEnd *time.Timer
 
 	// commitMu is held by a commit from taking the offset until the store
 	// answered (the Committer's batch, the final commit), so that two
@@ -197,8 +201,8 @@ type Manager struct {
 	ctlMu        sync.Mutex
 	ctlWake      atomic.Pointer[chan struct{}]
 	wakeClosed   bool
-	seekReq      *seekRequest
 	paused       bool
+	seekReq      *seekRequest
 	pauseWaiters []chan struct{}
 	pausedNow    atomic.Bool
 
@@ -593,16 +597,18 @@ func (m *Manager) ensureTracker(start int64) {
 }
 
 // offer sends b (a tracked batch) on Batches once the fence allows it. A
-// send under way is withdrawn when the session is suspended, and made
-// again once it is healthy: none is skipped, and none is handed out once
-// the suspension has been seen (a send that races with its start may still
-// complete: the session, and so the ownership, is still ours then). It
-// returns false, having sent nothing, when the manager is stopping or a
-// control request (seek, pause) is waiting.
+// send under way is withdrawn when the lease it was made under ends or
+// the session is seen suspended, and made again once it is healthy: none
+// is skipped, and none is handed out after its lease's end, but for a
+// send that races with that end (a timer's latency; the session, and so
+// the ownership, is still ours then, and Pass checks the lease again
+// before the receiver yields a message). It returns false, having sent
+// nothing, when the manager is stopping or a control request (seek,
+// pause) is waiting.
 //
 // Its common path is lean: single-channel non-blocking checks (no channel
-// lock when they pass), no call into the fence while healthy, and a
-// blocking send that watches three other channels.
+// lock when they pass), and a blocking send that watches four other
+// channels.
 func (m *Manager) offer(b *Handout) bool {
 	out := m.p.Batches
 	for {
@@ -640,7 +646,8 @@ func (m *Manager) offer(b *Handout) bool {
 		// The channel says healthy; the clock must agree (a pause ends
 		// the lease before any goroutine notices). Lease then shuts the
 		// fence: the next round finds Suspended closed and waits above.
-		if _, ok := m.p.Fence.Lease(); !ok {
+		until, ok := m.p.Fence.Lease()
+		if !ok {
 			m.suspended = nil
 			continue
 		}
@@ -649,17 +656,38 @@ func (m *Manager) offer(b *Handout) bool {
 			return true
 		default:
 		}
+		// The gate shuts a goroutine or two after the lease's end (the
+		// session's monitor, then the consumer's health watch); the timer
+		// ends the wait at the end itself.
+		end := m.leaseTimer(until)
 		select {
 		case out <- b:
+			end.Stop()
 			return true
 		case <-suspended:
+			end.Stop()
 			continue // hold it until the session is healthy again
+		case <-end.C:
+			continue // Lease, above, now shuts the gate
 		case <-m.halt:
+			end.Stop()
 			return false
 		case <-wake:
+			end.Stop()
 			return false
 		}
 	}
+}
+
+// leaseTimer returns the manager's lease timer, set to fire at until.
+func (m *Manager) leaseTimer(until time.Time) *time.Timer {
+	d := time.Until(until)
+	if m.leaseEnd == nil {
+		m.leaseEnd = time.NewTimer(d)
+	} else {
+		m.leaseEnd.Reset(d)
+	}
+	return m.leaseEnd
 }
 
 // beginCommit is the Committer's visit: it releases the tracker's memory

@@ -96,6 +96,9 @@ type testFence struct {
 	// Ready, as the contract asks. leaseCalls counts Lease calls.
 	expired    atomic.Bool
 	leaseCalls atomic.Int64
+	// leaseEnd, when set, is the lease's end: Lease says true until then
+	// with that end, and afterwards acts as expired does.
+	leaseEnd atomic.Pointer[time.Time]
 }
 
 func newFence() *testFence {
@@ -127,7 +130,7 @@ func (f *testFence) Lost() <-chan struct{}      { return f.lost }
 func (f *testFence) Token() int64 { return 0 }
 
 // Lease holds while the fence is up and not lost; its end is an hour
-// away (these tests switch the fence by hand).
+// away (these tests switch the fence by hand), or leaseEnd.
 func (f *testFence) Lease() (time.Time, bool) {
 	f.leaseCalls.Add(1)
 	select {
@@ -135,7 +138,8 @@ func (f *testFence) Lease() (time.Time, bool) {
 		return time.Time{}, false
 	default:
 	}
-	if f.expired.Load() {
+	end := f.leaseEnd.Load()
+	if f.expired.Load() || end != nil && !time.Now().Before(*end) {
 		f.mu.Lock()
 		select {
 		case <-f.up: // still open: shut it
@@ -148,6 +152,9 @@ func (f *testFence) Lease() (time.Time, bool) {
 	}
 	select {
 	case <-f.Ready():
+		if end != nil {
+			return *end, true
+		}
 		return time.Now().Add(time.Hour), true
 	default:
 		return time.Time{}, false

@@ -132,6 +132,35 @@ func TestPassLeaseExpired(t *testing.T) {
 	}
 }
 
+// TestOfferEndsAtLeaseEnd: a batch hand-off waiting for the receiver when
+// its lease ends is withdrawn at that end, not when the session's
+// suspension is noticed (the gate shuts a goroutine or two later; here,
+// never by itself): nothing is handed out after the end, and the batch
+// comes whole once the session has answered again.
+func TestOfferEndsAtLeaseEnd(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	end := time.Now().Add(300 * time.Millisecond)
+	m, _, fence, out := setupBatches(t, 4, NewConfig(), func(p *Params) {
+		p.Fence.(*testFence).leaseEnd.Store(&end) // before the first hand-off
+	})
+	defer m.Stop(false)
+	waitFor(t, "the hand-off withdrawn at the lease's end", func() bool { return m.Stats().Suspended })
+	if now := time.Now(); now.Before(end) {
+		t.Fatalf("withdrawn %v before the lease's end", end.Sub(now))
+	}
+	select {
+	case b := <-out: // Suspended: the hand-off waits for Ready, it sends nothing
+		t.Fatalf("offset %d handed out after the lease's end", b.Messages[0].Offset)
+	default:
+	}
+	fence.leaseEnd.Store(nil)
+	fence.resume() // the session answered again
+	b := receive(t, out, "batch after the lease came back")
+	if first := b.Messages[0].Offset; first != 5 {
+		t.Errorf("first offset handed out %d, want 5 (nothing skipped)", first)
+	}
+}
+
 // passWaits calls h.Pass(ctx, 1) in a goroutine and fails the test (state
 // says why it must wait) if it returns within wait; the result arrives on
 // the channel returned.
