@@ -25,7 +25,7 @@ const prefetchBudget = 3
 // the first fetch) then runs during the settle instead of after the claim.
 // Nothing is handed out before the claim: each partition's manager reads
 // the committed offset again once it holds the claim and uses the
-// prefetched fetch only if it starts there (partition.Prefetched).
+// prefetched fetch only if it covers that (partition.Prefetched.Covers).
 // What the first assignment does not take is closed (dropPrefetched).
 //
 // It blocks the loop for at most prefetchBudget × JoinSettle (starts not
@@ -140,7 +140,7 @@ func (c *Consumer) dropPrefetched() {
 // returned, then overlap the claim's ZooKeeper requests and the callback.
 // As with prefetch, nothing is handed out before the claim: the manager
 // reads the committed offset again once it holds the claim and uses the
-// fetch only if it starts there. Only with offsets in Kafka (in
+// fetch only if it covers that. Only with offsets in Kafka (in
 // ZooKeeper the read would queue on the member's session, ahead of the
 // claims). Its goroutine is the slot goroutine's: take waits for it, and
 // hands its result over (the slot closes it if no manager takes it).
@@ -177,8 +177,11 @@ func (p *claimPrefetch) take(stop <-chan struct{}) *partition.Prefetched {
 // readAfterClaim reads, once sl's claim is made and while its OnAssigned
 // waits for the rest of its rebalance's claims, the partition's committed
 // offset, and opens its fetch there: the fetch opened before the claim
-// is kept when it starts there (partition.Prefetched.Read), and closed
-// and opened again otherwise (its previous owner committed since). The
+// is kept when it starts there, or below when its previous owner
+// committed since (partition.Prefetched.Covers: the records in between
+// are skipped, and the fetch's first response, in flight or buffered
+// already, is not waited for again), and closed and opened again
+// otherwise. The
 // partition's manager then starts at once instead of reading the offset
 // after OnAssigned returned; with thousands of partitions claimed at
 // once those reads, and the first fetch of a partition whose previous
@@ -208,8 +211,11 @@ func (c *Consumer) readAfterClaim(sl *slot, log *slog.Logger) {
 }
 
 // reopenAtCommitted reads tp's committed offset and returns pre marked
-// Read if it starts there, or else a fetch opened there (pre closed).
-// When the read fails, pre as it is (the manager reads again).
+// Read if it covers it (opened there or below, see
+// partition.Prefetched.Covers: a previous owner's last commits moved the
+// offset on meanwhile, and what pre fetched from there on is used), or
+// else a fetch opened there (pre closed). When the read fails, pre as it
+// is (the manager reads again).
 func (c *Consumer) reopenAtCommitted(ctx context.Context, tp TopicPartition, pre *partition.Prefetched, log *slog.Logger) *partition.Prefetched {
 	next, ok, err := c.store.Fetch(ctx, tp.Topic, tp.Partition)
 	if err != nil {
@@ -219,11 +225,12 @@ func (c *Consumer) reopenAtCommitted(ctx context.Context, tp TopicPartition, pre
 	if !ok {
 		pos = partition.InitialOffset(c.cfg.Partition)
 	}
-	kept := pre.StartsAt(pos)
+	kept := pre.Covers(pos)
 	log.Debug("read the committed offset after the claim", "offset", next, "committed", ok, "fetch_kept", kept)
 	if kept {
 		if ok {
 			pre.Initial = 0 // it starts at the committed offset now
+			pre.At = next
 		}
 		pre.Read = true
 		return pre

@@ -55,17 +55,24 @@ func (a fetcherOf) Add(topic string, partition int32, offset int64) (Fetch, erro
 }
 
 // openFetch returns the partition's Fetch for the position pos (an
-// offset, or sarama.OffsetOldest/OffsetNewest) and the offset it starts
-// at: pre's when pre starts where this ownership must (see Prefetched),
-// otherwise a new one at pos resolved, after closing pre. The run's step
-// only.
+// offset, or sarama.OffsetOldest/OffsetNewest) and the offset this
+// ownership starts at: pre's when pre covers pos (see Prefetched.Covers;
+// the records below pos it fetches are skipped, as those of a batch
+// fetched whole are), otherwise a new one at pos resolved, after closing
+// pre. It notes whether the Fetch starts below that offset (fetchBelow).
+// The run's step only.
 func (m *Manager) openFetch(pre *Prefetched, pos int64) (Fetch, int64, error) {
+	m.fetchBelow = false
 	if pre != nil && pre.FP != nil {
-		if pre.StartsAt(pos) {
-			m.log.Debug("using the fetch opened before the claim", "offset", pre.Offset)
-			return pre.FP, pre.Offset, nil
+		if pre.Covers(pos) {
+			from := pre.Offset
+			if pos > from {
+				from, m.fetchBelow = pos, true
+			}
+			m.log.Debug("using the fetch opened before the claim", "opened_at", pre.Offset, "offset", from)
+			return pre.FP, from, nil
 		}
-		m.log.Debug("the fetch opened before the claim starts elsewhere; closing it", "opened_at", pre.Offset, "position", pos)
+		m.log.Debug("the fetch opened before the claim does not cover the position; closing it", "opened_at", pre.Offset, "position", pos)
 		pre.FP.Close()
 	}
 	abs, err := m.resolve(pos)

@@ -69,8 +69,9 @@ func (r reports) next(t *testing.T) error { t.Helper(); return receive(t, r, "re
 func fakeOf(p Params) *fakeFetcher { return p.Fetcher.(*fakeFetcher) }
 
 // TestOpenFetchPrefetched: a Fetch opened before the claim is used only
-// when it starts where the claimed partition must (the committed offset
-// read after the claim, or the same Initial position when there is none:
+// when it covers where the claimed partition must start (the committed
+// offset read after the claim, where it was opened or above: its records
+// below are skipped; or the same Initial position when there is none:
 // then at the offset it was opened at, with no new lookup), and closed
 // otherwise before the partition is added again at the position.
 func TestOpenFetchPrefetched(t *testing.T) {
@@ -82,9 +83,11 @@ func TestOpenFetchPrefetched(t *testing.T) {
 		wantFrom int64
 	}{
 		{"same committed offset", Prefetched{Offset: 42}, 42, true, 42},
-		{"committed offset moved since", Prefetched{Offset: 42}, 57, false, 57},
+		{"committed offset moved on since", Prefetched{Offset: 42}, 57, true, 57},
+		{"committed offset moved back since", Prefetched{Offset: 57}, 42, false, 42},
 		{"committed since, none before", Prefetched{Offset: 0, Initial: sarama.OffsetOldest}, 0, true, 0},
-		{"committed since, none before, elsewhere", Prefetched{Offset: 3, Initial: sarama.OffsetOldest}, 10, false, 10},
+		{"committed since, none before, above", Prefetched{Offset: 3, Initial: sarama.OffsetOldest}, 10, true, 10},
+		{"committed since, none before, below", Prefetched{Offset: 10, Initial: sarama.OffsetOldest}, 3, false, 3},
 		{"none committed, oldest", Prefetched{Offset: 7, Initial: sarama.OffsetOldest}, sarama.OffsetOldest, true, 7},
 		{"none committed, newest", Prefetched{Offset: 90, Initial: sarama.OffsetNewest}, sarama.OffsetNewest, true, 90},
 		{"committed before, none now", Prefetched{Offset: 42}, sarama.OffsetOldest, false, 0},
@@ -121,26 +124,34 @@ func TestOpenFetchPrefetched(t *testing.T) {
 			if wantCloses := map[bool]int{true: 0, false: 1}[tc.want]; closes != wantCloses {
 				t.Errorf("%d closed, want %d", closes, wantCloses)
 			}
+			if below := tc.want && from > pre.Offset; m.fetchBelow != below {
+				t.Errorf("fetchBelow %v, want %v", m.fetchBelow, below)
+			}
+			opened := from // where the Fetch returned reads from
+			if tc.want {
+				opened = pre.Offset
+			}
 			r, err := got.Poll()
 			switch {
 			case err != nil:
 				t.Errorf("the Fetch returned polls %v", err)
-			case from == 100 && r != nil:
+			case opened == 100 && r != nil:
 				t.Errorf("the Fetch returned at the log end polls records from %d", r.NextOffset-int64(r.Len()))
-			case from < 100 && (r == nil || r.NextOffset != 100 || r.Len() != int(100-from)):
-				t.Errorf("the Fetch returned polls %v, want the records from %d", r, from)
+			case opened < 100 && (r == nil || r.NextOffset != 100 || r.Len() != int(100-opened)):
+				t.Errorf("the Fetch returned polls %v, want the records from %d", r, opened)
 			}
 		})
 	}
 }
 
 // TestManagerUsesPrefetched: a Manager given a Fetch opened at its
-// committed offset hands out from it without adding the partition
-// again; one opened elsewhere is closed and the partition added at the
-// committed offset; Stop closes the Fetch in use (none is left open).
+// committed offset, or below it, hands out from the committed offset on
+// it without adding the partition again (the records below are skipped);
+// one opened above is closed and the partition added at the committed
+// offset; Stop closes the Fetch in use (none is left open).
 func TestManagerUsesPrefetched(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	for _, at := range []int64{5, 3} {
+	for _, at := range []int64{5, 3, 7} {
 		t.Run(fmt.Sprint("opened at ", at), func(t *testing.T) {
 			m, _, _, out := setupBatches(t, 10, NewConfig(), func(p *Params) {
 				fp, err := fakeOf(*p).Add("t", 0, at)
@@ -155,7 +166,7 @@ func TestManagerUsesPrefetched(t *testing.T) {
 			}
 			adds, closes, _, _ := f.state(0)
 			want := []fakeAdd{{0, at}}
-			if at != 5 {
+			if at > 5 {
 				want = append(want, fakeAdd{0, 5})
 			}
 			if !slices.Equal(adds, want) || closes != len(want)-1 {
@@ -167,6 +178,37 @@ func TestManagerUsesPrefetched(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestManagerPrefetchedBelowOutOfRange: a Fetch opened before the claim
+// below the committed offset, at an offset the log no longer has
+// (retention since), goes out of range there: the Manager fetches from
+// the committed offset itself, which the log has, and does not apply the
+// Initial policy (nothing reset, nothing skipped).
+func TestManagerPrefetchedBelowOutOfRange(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	cfg := NewConfig()
+	cfg.Initial = public.InitialNewest // a reset would skip to the log end
+	m, _, _, out := setupBatches(t, 10, cfg, func(p *Params) {
+		fp, err := fakeOf(*p).Add("t", 0, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fakeOf(*p).truncate(0, 4) // offsets 0..3 deleted; committed 5 is there
+		p.Prefetched = &Prefetched{FP: fp, Offset: 2, At: 5, Read: true}
+	})
+	f := fakeOf(m.p)
+	if got := offsetsOf(recvBatch(t, out)); !slices.Equal(got, span(5, 14)) {
+		t.Errorf("handed out %v, want 5..14", got)
+	}
+	if s := m.Stats(); s.Resets != 0 {
+		t.Errorf("%d resets, want none", s.Resets)
+	}
+	adds, closes, _, _ := f.state(0)
+	if want := []fakeAdd{{0, 2}, {0, 5}}; !slices.Equal(adds, want) || closes != 1 {
+		t.Errorf("adds %v, %d closed; want %v, 1 closed", adds, closes, want)
+	}
+	_ = m.Stop(false)
 }
 
 // readCounter counts a Store's Fetch calls.

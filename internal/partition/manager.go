@@ -127,10 +127,13 @@ type Manager struct {
 	parkedRun bool
 	runTaken  bool
 	turn      bool
-	runErr    error
-	fp        Fetch
-	next      int64
-	backoff   *retry.Backoff
+	// fetchBelow: the session's Fetch starts below the position (a
+	// prefetch that covers it, see openFetch). The run's only.
+	fetchBelow bool
+	runErr     error
+	fp         Fetch
+	next       int64
+	backoff    *retry.Backoff
 	// state is runParked while the run is parked, runWaiting while it
 	// waits for a turn (Turns); whoever makes it runActive again calls
 	// resume (Step's), set before. turn: the run holds one of Turns'.
@@ -531,7 +534,14 @@ func (m *Manager) run() (parked bool) {
 				return false
 			}
 			pos = next
-			if outOfRange {
+			switch {
+			case outOfRange && m.fetchBelow:
+				// The fetch opened before the claim, below the position,
+				// went out of range there (retention): fetch from the
+				// position itself; the policy applies if that is out of
+				// range too.
+				m.log.Debug("the fetch opened before the claim went out of range below the position; fetching from the position", "offset", next)
+			case outOfRange:
 				m.resetPosition(&pos, next)
 			}
 		}
