@@ -9,10 +9,37 @@ import "sync"
 // lead of the next one. So no caller waits for more than the batch its
 // request is in and the one before. The zero value is ready; safe for
 // concurrent use.
-type batchQueue[R any] struct {
+type batchQueue[R interface{ turn() *batchTurn }] struct {
 	mu    sync.Mutex
 	queue []R
 	busy  bool // a caller is sending a batch
+}
+
+// batchTurn is what a queued request's caller waits on; embedded in the
+// request.
+type batchTurn struct {
+	done chan struct{} // closed once the request's batch was sent and answered
+	lead chan struct{} // closed when this caller is to send the next batch
+}
+
+func newTurn() batchTurn { return batchTurn{done: make(chan struct{}), lead: make(chan struct{})} }
+
+func (t *batchTurn) turn() *batchTurn { return t }
+
+// run queues r and returns once the batch r is in was sent and answered:
+// its caller sends that batch (send: take, send, handOver) when it leads
+// or is handed the lead, else another caller does.
+func (q *batchQueue[R]) run(r R, send func()) {
+	t := r.turn()
+	if !q.push(r) {
+		select {
+		case <-t.done:
+			return
+		case <-t.lead:
+		}
+	}
+	send()
+	<-t.done // r was queued: the batch sent included it
 }
 
 // push queues r and reports whether its caller leads: it sends the next
@@ -35,15 +62,15 @@ func (q *batchQueue[R]) take() []R {
 	return batch
 }
 
-// handOver ends the leader's batch: lead is called (under the queue's
-// lock) with the first request queued meanwhile, whose caller sends the
-// next batch; with none queued, the queue is quiet again.
-func (q *batchQueue[R]) handOver(lead func(R)) {
+// handOver ends the leader's batch: the first request queued meanwhile is
+// handed the lead (its caller sends the next batch); with none queued,
+// the queue is quiet again.
+func (q *batchQueue[R]) handOver() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.queue) == 0 {
 		q.busy = false
 		return
 	}
-	lead(q.queue[0])
+	close(q.queue[0].turn().lead)
 }

@@ -181,12 +181,11 @@ func (p *claimPrefetch) take(stop <-chan struct{}) *partition.Prefetched {
 // committed since (partition.Prefetched.Covers: the records in between
 // are skipped, and the fetch's first response, in flight or buffered
 // already, is not waited for again), and closed and opened again
-// otherwise. The
-// partition's manager then starts at once instead of reading the offset
-// after OnAssigned returned; with thousands of partitions claimed at
-// once those reads, and the first fetch of a partition whose previous
-// owner committed after the fetch before the claim opened, came after
-// the last claim. The read comes after the claim, as the manager's own
+// otherwise. The partition's manager then starts at once instead of
+// reading the offset after OnAssigned returned; with thousands of
+// partitions claimed at once those reads, and the first fetch of a
+// partition whose previous owner committed after the fetch before the
+// claim opened, came after the last claim. The read comes after the claim, as the manager's own
 // would; when it fails, the manager reads again. Only with offsets in
 // Kafka: in ZooKeeper the reads would queue on the member's session,
 // ahead of the claims still under way. Its goroutine, as claimPrefetch's,

@@ -36,9 +36,8 @@ type readBatcher struct {
 type readReq struct {
 	path string
 	nd   zkconn.NodeData
-	err  error         // set before done is closed
-	done chan struct{} // closed once read (and watched) or failed
-	lead chan struct{} // closed when this caller is to send the next batch
+	err  error // set before done is closed
+	batchTurn
 }
 
 // read reads the node at path and watches it (see zkconn.GetManyW) in the
@@ -49,16 +48,8 @@ func (b *readBatcher) read(s *zkconn.Session, path string) (zkconn.NodeData, err
 	if b.off.Load() {
 		return zkconn.NodeData{}, zkconn.ErrNoRawWatches
 	}
-	r := &readReq{path: path, done: make(chan struct{}), lead: make(chan struct{})}
-	if !b.push(r) {
-		select {
-		case <-r.done:
-			return r.nd, r.err
-		case <-r.lead:
-		}
-	}
-	b.send(s)
-	<-r.done
+	r := &readReq{path: path, batchTurn: newTurn()}
+	b.run(r, func() { b.send(s) })
 	return r.nd, r.err
 }
 
@@ -86,5 +77,5 @@ func (b *readBatcher) send(s *zkconn.Session) {
 		}
 		close(r.done)
 	}
-	b.handOver(func(next *readReq) { close(next.lead) })
+	b.handOver()
 }

@@ -39,9 +39,8 @@ type opBatcher struct {
 type opReq struct {
 	op    any
 	alone func(*zkconn.Session) error
-	err   error         // set before done is closed
-	done  chan struct{} // closed once sent and answered
-	lead  chan struct{} // closed when this caller is to send the next batch
+	err   error // set before done is closed
+	batchTurn
 }
 
 // create creates the node at path with data (flags as Create's, the
@@ -63,16 +62,8 @@ func (b *opBatcher) delete(s *zkconn.Session, path string, version int32) error 
 }
 
 func (b *opBatcher) do(s *zkconn.Session, r *opReq) error {
-	r.done, r.lead = make(chan struct{}), make(chan struct{})
-	if !b.push(r) {
-		select {
-		case <-r.done:
-			return r.err
-		case <-r.lead:
-		}
-	}
-	b.send(s)
-	<-r.done // r was queued: the batch sent included it
+	r.batchTurn = newTurn()
+	b.run(r, func() { b.send(s) })
 	return r.err
 }
 
@@ -84,7 +75,7 @@ func (b *opBatcher) send(s *zkconn.Session) {
 		wg.Go(func() { sendChunk(s, part) })
 	}
 	wg.Wait()
-	b.handOver(func(next *opReq) { close(next.lead) })
+	b.handOver()
 }
 
 // sendChunk writes part in one multi, or each on its own if it fails,
