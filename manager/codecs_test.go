@@ -82,7 +82,15 @@ func TestCodecsFromKafkaProducer(t *testing.T) {
 			if err := cons.Close(); err != nil {
 				t.Fatal(err)
 			}
-			checkCommitted(t, c, group, topic, parts, hwm)
+			// The tool's partitioner may leave a partition empty: nothing
+			// read from it, nothing to commit (its manager may not even
+			// have started before Close), so none committed is right too.
+			committedAt := committed(t, c, group, topic, parts)
+			for p := int32(0); p < parts; p++ {
+				if committedAt[p] != hwm[p] && (hwm[p] != 0 || committedAt[p] != -1) {
+					t.Errorf("partition %d: committed %d, log-end %d", p, committedAt[p], hwm[p])
+				}
+			}
 		})
 	}
 }
