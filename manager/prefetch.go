@@ -174,22 +174,15 @@ func (p *claimPrefetch) take(stop <-chan struct{}) *partition.Prefetched {
 	return p.pre
 }
 
-// readAfterClaim reads, once sl's claim is made and while its OnAssigned
-// waits for the rest of its rebalance's claims, the partition's committed
-// offset, and opens its fetch there: the fetch opened before the claim
-// is kept when it starts there, or below when its previous owner
-// committed since (partition.Prefetched.Covers: the records in between
-// are skipped, and the fetch's first response, in flight or buffered
-// already, is not waited for again), and closed and opened again
-// otherwise. The partition's manager then starts at once instead of
-// reading the offset after OnAssigned returned; with thousands of
-// partitions claimed at once those reads, and the first fetch of a
-// partition whose previous owner committed after the fetch before the
-// claim opened, came after the last claim. The read comes after the claim, as the manager's own
-// would; when it fails, the manager reads again. Only with offsets in
-// Kafka: in ZooKeeper the reads would queue on the member's session,
-// ahead of the claims still under way. Its goroutine, as claimPrefetch's,
-// is the slot's: take waits for it.
+// readAfterClaim reads the partition's committed offset once sl's claim
+// is made, while its OnAssigned waits for the rest of its rebalance's
+// claims, so that the partition's manager starts at once after the
+// callback. The fetch opened before the claim is kept when it covers
+// that offset (partition.Prefetched.Covers), and closed and opened there
+// otherwise (reopenAtCommitted). When the read fails, the manager reads
+// again. Only with offsets in Kafka: in ZooKeeper the reads would queue
+// on the member's session, ahead of the claims still under way. Its
+// goroutine, as claimPrefetch's, is the slot's: take waits for it.
 func (c *Consumer) readAfterClaim(sl *slot, log *slog.Logger) {
 	if c.cfg.OffsetStorage != StorageKafka {
 		return
