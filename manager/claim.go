@@ -187,13 +187,15 @@ const (
 // of another owner until it is deleted, for as long as it takes; cancel
 // ends the wait. It reads before it writes (claimRead), so that waiting for another
 // owner costs ZooKeeper no failed create, unless claimCreate (the plan
-// that assigned the partition saw it unowned): then it creates at once
-// and reads the node back, two requests where reading first takes three;
+// that assigned the partition saw it unowned): then it creates at once;
 // a node that is there after all fails the create and is read as it
 // would have been. A wait for another owner ends with a create too, once
 // its node is deleted. The creates go through creates (nil: one request
 // each), which sends those made at about the same time in one
-// transaction. A claim is one create, its release one delete. A node left
+// transaction; with reads (the session batches watched reads) a create
+// made in such a transaction comes with its stat and watch
+// (opBatcher.createW) and is not read back, otherwise the node is read
+// back with a watch. A claim is one create, its release one delete. A node left
 // by this instance id under an older session (a restart with a stable id)
 // is deleted and taken at once.
 // waiting, when set, is told who holds the node when a wait for another
@@ -227,6 +229,14 @@ func acquire(s *zkconn.Session, group string, tp TopicPartition, owner string, h
 			a.createNext = false
 			if !a.create() {
 				return nil, errClaimCanceled
+			}
+			if r := a.made; r != nil { // made and watched: no read back
+				a.made = nil
+				c, err := a.read(*r, epochDone, canceled)
+				r.done(s, a.path, c != nil)
+				if c != nil || err != nil {
+					return c, err
+				}
 			}
 			continue // read it back
 		}
@@ -272,6 +282,9 @@ type acquirer struct {
 	// holder last told to waiting.
 	logged     bool
 	waitingFor string
+	// made: the node just created, with the session's watch on it
+	// (opBatcher.createW), to act on as a read of it; nil: read it back.
+	made *nodeRead
 	// created: a create of ours may have made the node since it was last
 	// read. Until it is read back, a cancel must not end the claim: the
 	// node would stay, ephemeral, held by this session for its whole
@@ -309,9 +322,27 @@ func (a *acquirer) readFailed(err error, canceled bool) bool {
 // returns false when canceled during a backoff.
 func (a *acquirer) create() bool {
 	var err error
-	if a.creates != nil {
+	switch {
+	case a.creates != nil && a.reads != nil:
+		// With a watch, as the batched read would set it: the hook first.
+		ch := make(chan zk.Event, 1)
+		unhook := a.s.OnNodeEvent(a.path, func(ev zk.Event) {
+			select {
+			case ch <- ev:
+			default: // one is enough: the watch fires once
+			}
+		})
+		var nd zkconn.NodeData
+		var made bool
+		nd, made, err = a.creates.createW(a.s, a.path, zkdata.FormatOwner(a.owner), zk.FlagEphemeral)
+		if made {
+			a.made = &nodeRead{data: nd.Data, stat: &nd.Stat, ch: ch, raw: true, unhook: unhook}
+		} else {
+			unhook()
+		}
+	case a.creates != nil:
 		err = a.creates.create(a.s, a.path, zkdata.FormatOwner(a.owner), zk.FlagEphemeral)
-	} else {
+	default:
 		_, err = a.s.Create(a.path, zkdata.FormatOwner(a.owner), zk.FlagEphemeral, nil)
 	}
 	if f := afterCreate.Load(); f != nil {

@@ -139,14 +139,15 @@
 // sets no watch on the owner nodes. On an older server it reads them one
 // by one.
 //
-// Writes: a claim is one create of its owner node (read back with a
-// watch) and a release one delete; the creates (and the deletes) a
-// member makes at about the same time go to ZooKeeper in multi requests
-// of up to 500 nodes, one transaction each, and the read-backs after
-// them in batched watched reads (a multiRead and a setWatches request per
-// 256 nodes; a getData with a watch each on a server older than 3.6). A multi that fails (a node
-// held after all) is sent each on its own. The oldest member writes the
-// assignment node when the group changes.
+// Writes: a claim is one create of its owner node, watched, and a
+// release one delete; the creates (and the deletes) a member makes at
+// about the same time go to ZooKeeper in multi requests of up to 500
+// nodes, one transaction each. A transaction of creates returns each
+// node's stat (create2) and is followed by one setWatches request on its
+// nodes; on a server older than 3.6 the creates are plain and each node
+// is read back with a watch (a getData each). A multi that fails (a node
+// held after all) is sent each on its own, and read back. The oldest
+// member writes the assignment node when the group changes.
 //
 // Commits: every Config.Partition.CommitInterval, one request per
 // coordinator carries the acked offsets of every owned partition; the

@@ -8,8 +8,9 @@ import (
 )
 
 // readBatcher puts the claims' reads of their owner nodes (with a watch:
-// of another owner's node, to wait for it to go; of their own after the
-// create, for the fencing token and to see the claim's loss) made at
+// of another owner's node, to wait for it to go; of their own after a
+// create that came without its stat, for the fencing token and to see
+// the claim's loss) made at
 // about the same time into batched watched reads (zkconn's GetManyW): a
 // multiRead and a setWatches request per 256 nodes, where each read was a
 // request of its own. A member that claimed thousands of partitions at

@@ -40,6 +40,12 @@ type opReq struct {
 	op    any
 	alone func(*zkconn.Session) error
 	err   error // set before done is closed
+	// watch: a create that wants its node watched (createW); made: it
+	// was, in a batch of such creates (zkconn.Session.CreateManyW), and nd
+	// is its node. Set before done is closed.
+	watch *zkconn.CreateOp
+	made  bool
+	nd    zkconn.NodeData
 	batchTurn
 }
 
@@ -51,6 +57,21 @@ func (b *opBatcher) create(s *zkconn.Session, path string, data []byte, flags in
 		_, err := s.Create(path, data, flags, nil)
 		return err
 	}})
+}
+
+// createW creates the node at path like create and, when it was made in
+// a batch of such creates that the session could watch
+// (zkconn.Session.CreateManyW), returns made with the node (its data and
+// stat) and a data watch on it, whose events go to the session's node
+// hooks only: set the hook for path first, and Unwatch the node once it
+// is not needed. Otherwise it returns create's outcome, and no watch.
+func (b *opBatcher) createW(s *zkconn.Session, path string, data []byte, flags int32) (nd zkconn.NodeData, made bool, err error) {
+	r := &opReq{op: &zk.CreateRequest{Path: path, Data: data, Flags: flags}, alone: func(s *zkconn.Session) error {
+		_, err := s.Create(path, data, flags, nil)
+		return err
+	}, watch: &zkconn.CreateOp{Path: path, Data: data, Flags: flags}}
+	err = b.do(s, r)
+	return r.nd, r.made, err
 }
 
 // delete deletes the node at path (of the version) in the next batch, and
@@ -78,17 +99,18 @@ func (b *opBatcher) send(s *zkconn.Session) {
 	b.handOver()
 }
 
-// sendChunk writes part in one multi, or each on its own if it fails,
-// and closes their done.
+// sendChunk writes part in one multi (creates that want a watch: see
+// createWatched), or each on its own if it fails, and closes their done.
 func sendChunk(s *zkconn.Session, part []*opReq) {
 	defer func() {
 		for _, r := range part {
 			close(r.done)
 		}
 	}()
-	if len(part) > 1 {
-		ops := make([]any, len(part))
-		for i, r := range part {
+	rest, multi := createWatched(s, part)
+	if multi && len(rest) > 1 {
+		ops := make([]any, len(rest))
+		for i, r := range rest {
 			ops[i] = r.op
 		}
 		if _, err := s.Multi(ops...); err == nil {
@@ -99,8 +121,36 @@ func sendChunk(s *zkconn.Session, part []*opReq) {
 	// another, 500 creates at a loaded server took seconds, and kept every
 	// claim queued behind them waiting).
 	var wg sync.WaitGroup
-	for _, r := range part {
+	for _, r := range rest {
 		wg.Go(func() { r.err = r.alone(s) })
 	}
 	wg.Wait()
+}
+
+// createWatched sends part, when every op of it is a create that wants a
+// watch, in CreateManyW, and returns what is left to write: all of part,
+// in a multi as before (multi), when the session cannot or the request
+// failed (the nodes may have been made: the creates then say so), the
+// creates of a transaction that failed, each on its own (which tells its
+// outcome), or nothing.
+func createWatched(s *zkconn.Session, part []*opReq) (rest []*opReq, multi bool) {
+	ops := make([]zkconn.CreateOp, len(part))
+	for i, r := range part {
+		if r.watch == nil {
+			return part, true
+		}
+		ops[i] = *r.watch
+	}
+	out, err := s.CreateManyW(ops)
+	if err != nil {
+		return part, true
+	}
+	for i, r := range part {
+		if out[i].Err != nil {
+			rest = append(rest, r)
+			continue
+		}
+		r.nd, r.made = out[i], true
+	}
+	return rest, false
 }

@@ -196,6 +196,7 @@ func (s *Session) multiReadZxid(op int32, fulls []string, out []NodeData) (int64
 		if err != nil {
 			return 0, fmt.Errorf("zkconn: multiRead: %w", err)
 		}
+		s.multiReadOK.Store(true)
 		return int64(binary.BigEndian.Uint64(frame[4:12])), nil
 	}
 }

@@ -241,6 +241,7 @@ type Session struct {
 	interrupted   chan struct{} // closed by Interrupt
 	interruptOnce sync.Once
 	noMultiRead   atomic.Bool // the server answered a multiRead "unimplemented": see GetMany
+	multiReadOK   atomic.Bool // a multiRead was answered: the server has create2 in multi (CreateManyW)
 
 	// plain: the build's go-zookeeper is not the one the connection shims
 	// were tested with (see checkGoZooKeeper); go-zookeeper reads and
