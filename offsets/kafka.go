@@ -109,7 +109,7 @@ type KafkaStore struct {
 
 	base   context.Context // canceled by Close: ends a round's retries
 	cancel context.CancelFunc
-	link   *commitLink   // the batcher's connection for commits (kafka_fence.go)
+	links  []*commitLink // the batcher's connections for commits (kafka_fence.go; commitLinks)
 	t      tomb.Tomb     // the batcher (loop) and the reader (fetchLoop)
 	wake   chan struct{} // buffered 1: a write was queued
 	// fetchWake (buffered 1): a Fetch was queued, or a round that
@@ -229,7 +229,9 @@ func NewKafkaStore(client sarama.Client, group string, cfg KafkaConfig, logger *
 		sending:   map[TopicPartition]struct{}{},
 		reading:   map[TopicPartition]struct{}{},
 		tokens:    map[TopicPartition]int64{},
-		link:      newCommitLink(*client.Config()),
+	}
+	for range commitLinks {
+		s.links = append(s.links, newCommitLink(*client.Config()))
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.t.Go(s.loop)
@@ -415,7 +417,9 @@ func (s *KafkaStore) Close() error {
 			}
 		}
 		s.cancel()
-		s.link.abort() // a commit under way fails now, sending nothing more
+		for _, l := range s.links {
+			l.abort() // a commit under way fails now, sending nothing more
+		}
 		s.t.Kill(nil)
 		timer := time.NewTimer(s.cfg.CloseTimeout)
 		defer timer.Stop()
@@ -439,7 +443,7 @@ func (s *KafkaStore) Stats() KafkaStats {
 		Rounds: c.rounds.Load(), CommitRequests: c.commitRequests.Load(), FetchRequests: c.fetchRequests.Load(),
 		Committed: c.committed.Load(), Verified: c.verified.Load(), Recommitted: c.recommitted.Load(), Failed: c.failed.Load(),
 		Fenced: c.fenced.Load(), Regressions: c.regressions.Load(),
-		Coordinator: s.link.coordinator(),
+		Coordinator: s.links[0].coordinator(),
 	}
 }
 

@@ -136,7 +136,11 @@ func (s *KafkaStore) submit(ctx context.Context, o *kop) error {
 
 // loop is the batcher: it runs a round whenever a write is queued.
 func (s *KafkaStore) loop() error {
-	defer s.link.close()
+	defer func() {
+		for _, l := range s.links {
+			l.close()
+		}
+	}()
 	return s.serve(s.wake, s.take, s.round, s.endRound)
 }
 

@@ -139,7 +139,7 @@ func (l *lingerDialer) Dial(network, addr string) (net.Conn, error) {
 }
 
 // commitLink is a store's connection to the coordinator for commits.
-// Used by the batcher's goroutine only (and abort, by Close).
+// Used by one of the batcher's goroutines at a time (and abort, by Close).
 type commitLink struct {
 	conf   *sarama.Config // the client's, with the link's dialer
 	dialer *lingerDialer

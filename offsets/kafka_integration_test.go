@@ -362,6 +362,15 @@ func TestKafkaStoreLargeBatch(t *testing.T) {
 	if got := s.Stats().CommitRequests - before.CommitRequests; got != want || want < 2 {
 		t.Errorf("%d commit requests, want %d (%d partitions of about %d bytes each)", got, want, n, commitRecordBytes(group, topic))
 	}
+	used := 0
+	for _, l := range s.links {
+		if l.coordinator() != "" {
+			used++
+		}
+	}
+	if want := min(commitLinks, int(want)); used != want {
+		t.Errorf("the requests went out on %d connections; want %d", used, want)
+	}
 	other := clusterKafkaStore(t, c, group)
 	for p := range int32(n) {
 		wantOffset(t, other, topic, p, 7+int64(p))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -148,10 +149,19 @@ func commitRecordBytes(group, topic string) int {
 	return 64 + len(group) + len(topic) + len(tokenPrefix) + 20
 }
 
+// commitLinks is how many connections a store commits on at once: a
+// round over maxCommitBytes (5,000 partitions of 30-character names) goes
+// out in several requests, and the coordinator answers a connection's
+// requests one at a time, each after its records were replicated.
+const commitLinks = 4
+
 // commitOnce sends the pending items in OffsetCommit requests of at most
-// maxCommitBytes of records each (at least one item each), one after the
-// other.
+// maxCommitBytes of records each (at least one item each), on up to
+// commitLinks connections at once, one after the other on each. Each
+// partition is in one request at most (a round writes a partition once:
+// take), so no two writes of one partition are in flight together.
 func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, faults []fault, writeBy time.Time) {
+	var parts [][]int
 	for len(pending) > 0 {
 		n, size := 0, 0
 		for ; n < len(pending); n++ {
@@ -160,15 +170,28 @@ func (s *KafkaStore) commitOnce(items []*kitem, pending []int, errs []error, fau
 				break
 			}
 		}
-		s.commitRequest(items, pending[:n], errs, faults, writeBy)
+		parts = append(parts, pending[:n])
 		pending = pending[n:]
 	}
+	if len(parts) == 1 {
+		s.commitRequest(s.links[0], items, parts[0], errs, faults, writeBy)
+		return
+	}
+	var wg sync.WaitGroup
+	for k, l := range s.links[:min(len(s.links), len(parts))] {
+		wg.Go(func() {
+			for i := k; i < len(parts); i += len(s.links) {
+				s.commitRequest(l, items, parts[i], errs, faults, writeBy)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // commitRequest sends the pending items in one OffsetCommit request, as a
 // simple group (generation -1, no member id), at the version the client's
-// Config.Version allows, on the store's commit link, before writeBy.
-func (s *KafkaStore) commitRequest(items []*kitem, pending []int, errs []error, faults []fault, writeBy time.Time) {
+// Config.Version allows, on the commit link l, before writeBy.
+func (s *KafkaStore) commitRequest(l *commitLink, items []*kitem, pending []int, errs []error, faults []fault, writeBy time.Time) {
 	coord, err := s.client.Coordinator(s.group)
 	if err != nil {
 		for _, i := range pending {
@@ -189,7 +212,7 @@ func (s *KafkaStore) commitRequest(items []*kitem, pending []int, errs []error, 
 	if time.Now().Before(writeBy) {
 		s.stats.commitRequests.Add(1)
 	}
-	resp, _, err := s.link.send(coord, req, writeBy)
+	resp, _, err := l.send(coord, req, writeBy)
 	if err != nil {
 		f := faultUnsure
 		if errors.Is(err, ErrLeaseExpired) {
