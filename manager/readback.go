@@ -54,10 +54,10 @@ func (b *readBatcher) read(s *zkconn.Session, path string) (zkconn.NodeData, err
 	return r.nd, r.err
 }
 
-// send reads everything queued in one GetManyW, then hands the sending
-// over to the first read-back queued meanwhile.
+// send reads everything queued in one GetManyW and hands the sending over
+// to the first read queued meanwhile (see batchQueue).
 func (b *readBatcher) send(s *zkconn.Session) {
-	batch := b.take()
+	batch, answered := b.lead()
 	paths := make([]string, len(batch))
 	for i, r := range batch {
 		paths[i] = r.path
@@ -78,5 +78,5 @@ func (b *readBatcher) send(s *zkconn.Session) {
 		}
 		close(r.done)
 	}
-	b.handOver()
+	answered()
 }

@@ -26,8 +26,8 @@ const batchMax = 500
 //
 // The writes queued while a batch is under way go in the next one: the
 // first caller sends a batch, then hands the sending over to the first
-// of those queued meanwhile, so that no caller waits for more than the
-// batch its write is in and the one before. A multi that fails writes
+// of those queued meanwhile, once the batch was answered or has been out
+// for handOverAfter (batchQueue). A multi that fails writes
 // nothing (a node there or gone, another version, a lost connection):
 // its writes are then sent each on its own, with its own outcome, as
 // without a batch. The zero value is ready; safe for concurrent use.
@@ -88,15 +88,15 @@ func (b *opBatcher) do(s *zkconn.Session, r *opReq) error {
 	return r.err
 }
 
-// send sends what is queued and hands the sending over.
+// send sends what is queued and hands the sending over (see batchQueue).
 func (b *opBatcher) send(s *zkconn.Session) {
-	batch := b.take()
+	batch, answered := b.lead()
 	var wg sync.WaitGroup
 	for part := range slices.Chunk(batch, batchMax) {
 		wg.Go(func() { sendChunk(s, part) })
 	}
 	wg.Wait()
-	b.handOver()
+	answered()
 }
 
 // sendChunk writes part in one multi (creates that want a watch: see
