@@ -134,3 +134,42 @@ func TestClaimWaitTooLongAllUnseen(t *testing.T) {
 		t.Errorf("%d INFO lines for 3 claims within a second, want 1:\n%s", n, buf.String())
 	}
 }
+
+// TestUnseenHoldersQueued: the loop woken by claims (onClaimWaiting)
+// looks at the slots whose claims found a holder since it last looked,
+// not at every slot: a slot waiting on an unseen holder it was not told
+// of is left to the check (claimWaitTooLong, once a second), and a slot
+// that is no longer the consumer's is skipped.
+func TestUnseenHoldersQueued(t *testing.T) {
+	cfg := NewConfig()
+	cfg.ClaimWaitCheck = time.Hour
+	c := &Consumer{cfg: cfg, log: slog.New(slog.DiscardHandler),
+		slotTable: slotTable{slots: map[TopicPartition]*slot{}, claimWaiting: make(chan struct{}, 1)}}
+	mk := func(p int32) *slot {
+		tp := TopicPartition{Topic: "t", Partition: p}
+		sl := &slot{tp: tp, state: claiming, seen: "a", seenSet: true}
+		c.slots[tp] = sl
+		return sl
+	}
+	told, untold, gone := mk(0), mk(1), mk(2)
+	c.claimWaiter(told)("b")
+	c.claimWaiter(gone)("b")
+	delete(c.slots, gone.tp) // ended since
+	h := "b"
+	untold.holder.Store(&h) // waits on b, the loop not told
+	untold.waitingSince.Store(time.Now().UnixNano())
+	c.waitingClaims.Add(1)
+
+	if !c.unseenHolders() {
+		t.Fatal("unseenHolders: false, want true (slot 0 found b)")
+	}
+	if told.seen != "b" || untold.seen != "a" || gone.seen != "a" {
+		t.Fatalf("seen after unseenHolders: %q %q %q; want b a a", told.seen, untold.seen, gone.seen)
+	}
+	if c.unseenHolders() {
+		t.Fatal("unseenHolders again: true, want false (nothing queued since)")
+	}
+	if !c.claimWaitTooLong() || untold.seen != "b" {
+		t.Fatalf("the check did not recheck slot 1 (seen %q)", untold.seen)
+	}
+}

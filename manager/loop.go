@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -284,7 +285,7 @@ func (l *loopState) onSlotEvent(ev slotEvent) {
 }
 
 func (l *loopState) onClaimWaiting() {
-	if l.c.claimWaitTooLong() {
+	if l.c.unseenHolders() {
 		l.trigger(CauseClaimWait)
 	}
 }
@@ -427,10 +428,12 @@ func jittered(d time.Duration) time.Duration {
 }
 
 // claimWaitTooLong reports whether the owners should be read again for a
-// claim that waits on another owner: at once (it is called once a second,
-// and as soon as a claim finds a holder) when the holder is not who the
-// plan that assigned the partition saw holding it, and otherwise once it
-// has waited ClaimWaitCheck, at most once per ClaimWaitCheck.
+// claim that waits on another owner: at once when the holder is not who
+// the plan that assigned the partition saw holding it (unseenHolders),
+// and otherwise once it has waited ClaimWaitCheck, at most once per
+// ClaimWaitCheck. The loop's check calls it once a second, over every
+// slot; a claim that finds a holder wakes the loop at once
+// (onClaimWaiting), which looks at the slots that found one since.
 //
 // A holder the plan did not see took the partition after this member read
 // the owners: the two computed from different views of overlapping
@@ -441,6 +444,7 @@ func jittered(d time.Duration) time.Duration {
 // to what the holder did). The waiting partition's node is read again
 // (ownersCache.recheck).
 func (c *Consumer) claimWaitTooLong() bool {
+	c.takeHolderQueue() // all of them are looked at here
 	now := time.Now()
 	if c.waitingClaims.Load() == 0 {
 		return false
@@ -448,33 +452,7 @@ func (c *Consumer) claimWaitTooLong() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	due := now.Sub(c.lastClaimWaitCheck) >= c.cfg.ClaimWaitCheck
-	// Every claim waiting on a holder its plan did not see is rechecked
-	// in this one pass, and logged at Info at most once a second with the
-	// count since: a rebalance of thousands of partitions can have as
-	// many, each waking the loop as it finds its holder.
-	unseen := 0
-	var first *slot
-	for _, sl := range c.slots {
-		h := sl.holder.Load()
-		if h == nil || sl.waitingSince.Load() == 0 || !sl.seenSet || *h == sl.seen {
-			continue
-		}
-		if first == nil {
-			first = sl
-		}
-		c.log.Debug("a claim waits for an owner the assignment did not see",
-			"topic", sl.tp.Topic, "partition", sl.tp.Partition, "holder", *h, "seen", sl.seen)
-		sl.seen = *h // once per holder, until a plan sees it
-		c.ownerCache.recheck(sl.tp)
-		unseen++
-	}
-	if unseen > 0 {
-		c.unseenCount += unseen
-		if now.Sub(c.unseenLogged) >= time.Second {
-			c.log.Info("claims wait for owners the assignment did not see; reading the owners again",
-				"claims", c.unseenCount, "topic", first.tp.Topic, "partition", first.tp.Partition, "holder", first.seen)
-			c.unseenLogged, c.unseenCount = now, 0
-		}
+	if c.unseenHoldersLocked(maps.Values(c.slots), now) {
 		return true
 	}
 	if !due {
@@ -497,6 +475,54 @@ func (c *Consumer) claimWaitTooLong() bool {
 		}
 	}
 	return false
+}
+
+// unseenHolders reports whether a slot whose claim found a holder since
+// the loop last looked (claimWaiter) waits on one its plan did not see:
+// see claimWaitTooLong. It looks at those slots only, not at every one:
+// a rebalance of thousands of partitions wakes the loop about as often.
+func (c *Consumer) unseenHolders() bool {
+	q := c.takeHolderQueue()
+	if len(q) == 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unseenHoldersLocked(slices.Values(q), time.Now())
+}
+
+// unseenHoldersLocked rechecks every slot of slots (each still the
+// consumer's) whose claim waits on a holder its plan did not see, once
+// per holder, and logs them at Info at most once a second with the count
+// since: a rebalance of thousands of partitions can have as many, each
+// waking the loop as it finds its holder. c.mu must be held.
+func (c *Consumer) unseenHoldersLocked(slots iter.Seq[*slot], now time.Time) bool {
+	unseen := 0
+	var first *slot
+	for sl := range slots {
+		h := sl.holder.Load()
+		if h == nil || sl.waitingSince.Load() == 0 || !sl.seenSet || *h == sl.seen || c.slots[sl.tp] != sl {
+			continue
+		}
+		if first == nil {
+			first = sl
+		}
+		c.log.Debug("a claim waits for an owner the assignment did not see",
+			"topic", sl.tp.Topic, "partition", sl.tp.Partition, "holder", *h, "seen", sl.seen)
+		sl.seen = *h // once per holder, until a plan sees it
+		c.ownerCache.recheck(sl.tp)
+		unseen++
+	}
+	if unseen == 0 {
+		return false
+	}
+	c.unseenCount += unseen
+	if now.Sub(c.unseenLogged) >= time.Second {
+		c.log.Info("claims wait for owners the assignment did not see; reading the owners again",
+			"claims", c.unseenCount, "topic", first.tp.Topic, "partition", first.tp.Partition, "holder", first.seen)
+		c.unseenLogged, c.unseenCount = now, 0
+	}
+	return true
 }
 
 // checkUnowned reads the owners through the owners cache (the owners

@@ -3,6 +3,7 @@ package manager
 import (
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +25,11 @@ type slotTable struct {
 	// the partition held by another member, so that the loop checks at
 	// once whether the plan saw that holder (claimWaitTooLong) instead of
 	// at its next second.
-	claimWaiting       chan struct{}
+	claimWaiting chan struct{}
+	// holderQueue: the slots whose claims found a holder since the loop
+	// last looked (onClaimWaiting), under holderMu.
+	holderMu           sync.Mutex
+	holderQueue        []*slot
 	lastClaimWaitCheck time.Time
 	// unseenLogged: when claims waiting on holders their plan did not see
 	// were last logged at Info; unseenCount: those rechecked since.
@@ -382,11 +387,24 @@ func (st *slotTable) claimWaiter(sl *slot) func(holder string) {
 		if sl.waitingSince.Swap(time.Now().UnixNano()) == 0 {
 			st.waitingClaims.Add(1)
 		}
+		st.holderMu.Lock()
+		st.holderQueue = append(st.holderQueue, sl)
+		st.holderMu.Unlock()
 		select {
 		case st.claimWaiting <- struct{}{}:
 		default: // the loop has one to read already
 		}
 	}
+}
+
+// takeHolderQueue returns the slots whose claims found a holder since it
+// was last called (claimWaiter), and empties the queue.
+func (st *slotTable) takeHolderQueue() []*slot {
+	st.holderMu.Lock()
+	defer st.holderMu.Unlock()
+	q := st.holderQueue
+	st.holderQueue = nil
+	return q
 }
 
 // newPartition makes sl's partition manager (not started), and in
