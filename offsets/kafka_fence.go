@@ -10,8 +10,9 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// A KafkaStore writes its OffsetCommit requests on a connection of its
-// own to the group's coordinator (a commit link), not on the client's:
+// A KafkaStore writes its OffsetCommit requests on connections of its
+// own to the group's coordinator (commit links, up to commitLinks at once
+// for a round of several requests), not on the client's:
 //
 //   - every write has a deadline, the end of the lease it was taken under
 //     (the caller's ctx deadline: see CommitBatch). The link refuses to
