@@ -443,8 +443,17 @@ func (s *KafkaStore) Stats() KafkaStats {
 		Rounds: c.rounds.Load(), CommitRequests: c.commitRequests.Load(), FetchRequests: c.fetchRequests.Load(),
 		Committed: c.committed.Load(), Verified: c.verified.Load(), Recommitted: c.recommitted.Load(), Failed: c.failed.Load(),
 		Fenced: c.fenced.Load(), Regressions: c.regressions.Load(),
-		Coordinator: s.links[0].coordinator(),
+		Coordinator: s.coordinator(),
 	}
+}
+
+// coordinator returns the address the first commit link is connected to
+// ("" when none is, and for a store not made by NewKafkaStore).
+func (s *KafkaStore) coordinator() string {
+	if len(s.links) == 0 {
+		return ""
+	}
+	return s.links[0].coordinator()
 }
 
 // check validates arguments and the store's state.
