@@ -136,10 +136,7 @@ func encodeCreates(xid int32, ops []CreateOp, fulls []string, acl []zk.ACL) []by
 	for i, f := range fulls {
 		size += 9 + 4 + len(f) + 4 + len(ops[i].Data) + aclLen + 4
 	}
-	b := make([]byte, 0, size)
-	b = binary.BigEndian.AppendUint32(b, uint32(size-4))
-	b = binary.BigEndian.AppendUint32(b, uint32(xid))
-	b = binary.BigEndian.AppendUint32(b, opMulti)
+	b := newFrame(size, xid, opMulti)
 	for i, f := range fulls {
 		b = appendMultiHeader(b, opCreate2, false, -1)
 		b = appendString(b, f)

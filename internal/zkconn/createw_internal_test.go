@@ -76,17 +76,7 @@ func TestCreateManyW(t *testing.T) {
 
 	zc := testcluster.ZooKeeper(t, c)
 	defer zc.Close()
-	next := func(want zk.EventType, q string) {
-		t.Helper()
-		select {
-		case ev := <-events:
-			if ev.Type != want || ev.Path != chroot+q {
-				t.Fatalf("event %v on %s; want %v on %s%s", ev.Type, ev.Path, want, chroot, q)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no %v event on %s", want, q)
-		}
-	}
+	next := eventWaiter(t, events, chroot)
 	if _, err := zc.Set(chroot+"/o/1", []byte("changed"), -1); err != nil {
 		t.Fatal(err)
 	}

@@ -259,10 +259,7 @@ func encodeMultiRead(xid, op int32, fulls []string) []byte {
 	for _, full := range fulls {
 		size += 9 + 4 + len(full) + 1
 	}
-	b := make([]byte, 0, size)
-	b = binary.BigEndian.AppendUint32(b, uint32(size-4))
-	b = binary.BigEndian.AppendUint32(b, uint32(xid))
-	b = binary.BigEndian.AppendUint32(b, opMultiRead)
+	b := newFrame(size, xid, opMultiRead)
 	for _, full := range fulls {
 		b = appendMultiHeader(b, op, false, -1)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(full)))
@@ -270,6 +267,15 @@ func encodeMultiRead(xid, op int32, fulls []string) []byte {
 		b = append(b, 0) // no watch
 	}
 	return appendMultiHeader(b, -1, true, -1)
+}
+
+// newFrame returns a request frame of size bytes (its length field
+// included) with its length, xid and opcode written.
+func newFrame(size int, xid, op int32) []byte {
+	b := make([]byte, 0, size)
+	b = binary.BigEndian.AppendUint32(b, uint32(size-4))
+	b = binary.BigEndian.AppendUint32(b, uint32(xid))
+	return binary.BigEndian.AppendUint32(b, uint32(op))
 }
 
 func appendMultiHeader(b []byte, typ int32, done bool, code int32) []byte {

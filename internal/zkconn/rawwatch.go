@@ -114,10 +114,7 @@ func encodeSetWatches(xid int32, rel int64, fulls []string) []byte {
 	for _, f := range fulls {
 		size += 4 + len(f)
 	}
-	b := make([]byte, 0, size)
-	b = binary.BigEndian.AppendUint32(b, uint32(size-4))
-	b = binary.BigEndian.AppendUint32(b, uint32(xid))
-	b = binary.BigEndian.AppendUint32(b, opSetWatches)
+	b := newFrame(size, xid, opSetWatches)
 	b = binary.BigEndian.AppendUint64(b, uint64(rel))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(fulls)))
 	for _, f := range fulls {

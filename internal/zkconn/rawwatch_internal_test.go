@@ -70,17 +70,7 @@ func TestGetManyW(t *testing.T) {
 
 	zc := testcluster.ZooKeeper(t, c) // another session, straight to the server
 	defer zc.Close()
-	next := func(want zk.EventType, q string) {
-		t.Helper()
-		select {
-		case ev := <-events:
-			if ev.Type != want || ev.Path != chroot+q {
-				t.Fatalf("event %v on %s; want %v on %s%s", ev.Type, ev.Path, want, chroot, q)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no %v event on %s", want, q)
-		}
-	}
+	next := eventWaiter(t, events, chroot)
 	if _, err := zc.Set(chroot+"/w/1", []byte("changed"), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +129,22 @@ func TestGetManyW(t *testing.T) {
 	case ev := <-events:
 		t.Fatalf("an unexpected event after the reconnect: %v on %s", ev.Type, ev.Path)
 	default:
+	}
+}
+
+// eventWaiter returns a function that waits for the next event of events
+// and fails the test unless it is want on the node at q (under chroot).
+func eventWaiter(t *testing.T, events <-chan zk.Event, chroot string) func(want zk.EventType, q string) {
+	return func(want zk.EventType, q string) {
+		t.Helper()
+		select {
+		case ev := <-events:
+			if ev.Type != want || ev.Path != chroot+q {
+				t.Fatalf("event %v on %s; want %v on %s%s", ev.Type, ev.Path, want, chroot, q)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %v event on %s", want, q)
+		}
 	}
 }
 
