@@ -195,9 +195,9 @@ const (
 // transaction; with reads (the session batches watched reads) a create
 // made in such a transaction comes with its stat and watch
 // (opBatcher.createW) and is not read back, otherwise the node is read
-// back with a watch. A claim is one create, its release one delete. A node left
-// by this instance id under an older session (a restart with a stable id)
-// is deleted and taken at once.
+// back with a watch. A claim is one create, its release one delete. A
+// node left by this instance id under an older session (a restart with a
+// stable id) is deleted and taken at once.
 // waiting, when set, is told who holds the node when a wait for another
 // owner begins or the holder changes, and "" when the wait ends; waits
 // counts the waits.

@@ -67,9 +67,29 @@ func (s *Session) CreateManyW(ops []CreateOp) ([]NodeData, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		// The caller reads every node back, which watches them again:
+		// the watches of the transactions that went through are not
+		// kept twice.
+		for _, p := range watchedParts(parts, errs, out) {
+			for _, f := range fulls[p.lo:p.hi] {
+				s.raw.remove(f)
+			}
+		}
 		return nil, err
 	}
 	return out, nil
+}
+
+// watchedParts returns the parts of a CreateManyW whose transaction made
+// its nodes and whose watches were set (no error, no create refused).
+func watchedParts(parts []span, errs []error, out []NodeData) []span {
+	var w []span
+	for k, p := range parts {
+		if errs[k] == nil && out[p.lo].Err == nil {
+			w = append(w, p)
+		}
+	}
+	return w
 }
 
 // span is a part [lo, hi) of a list.

@@ -173,3 +173,16 @@ func TestDecodeCreates(t *testing.T) {
 		t.Error("a reply with an error and no results decoded")
 	}
 }
+
+// TestWatchedParts: when a request of CreateManyW fails, the watches of
+// the transactions that made their nodes are the ones dropped, not those
+// of a failed transaction or a failed request.
+func TestWatchedParts(t *testing.T) {
+	parts := []span{{0, 2}, {2, 4}, {4, 6}}
+	out := []NodeData{{}, {}, {Err: zk.ErrNodeExists}, {Err: ErrRolledBack}, {}, {}}
+	errs := []error{nil, nil, errors.New("connection lost")}
+	got := watchedParts(parts, errs, out)
+	if len(got) != 1 || got[0] != (span{0, 2}) {
+		t.Fatalf("watched parts %v; want [{0 2}]", got)
+	}
+}
