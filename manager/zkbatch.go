@@ -43,7 +43,7 @@ type opReq struct {
 	// watch: a create that wants its node watched (createW); made: it
 	// was, in a batch of such creates (zkconn.Session.CreateManyW), and nd
 	// is its node. Set before done is closed.
-	watch *zkconn.CreateOp
+	watch bool
 	made  bool
 	nd    zkconn.NodeData
 	batchTurn
@@ -53,10 +53,7 @@ type opReq struct {
 // session's ACL) in the next batch, and returns its outcome as s.Create
 // would.
 func (b *opBatcher) create(s *zkconn.Session, path string, data []byte, flags int32) error {
-	return b.do(s, &opReq{op: &zk.CreateRequest{Path: path, Data: data, Flags: flags}, alone: func(s *zkconn.Session) error {
-		_, err := s.Create(path, data, flags, nil)
-		return err
-	}})
+	return b.do(s, createReq(path, data, flags))
 }
 
 // createW creates the node at path like create and, when it was made in
@@ -66,12 +63,18 @@ func (b *opBatcher) create(s *zkconn.Session, path string, data []byte, flags in
 // hooks only: set the hook for path first, and Unwatch the node once it
 // is not needed. Otherwise it returns create's outcome, and no watch.
 func (b *opBatcher) createW(s *zkconn.Session, path string, data []byte, flags int32) (nd zkconn.NodeData, made bool, err error) {
-	r := &opReq{op: &zk.CreateRequest{Path: path, Data: data, Flags: flags}, alone: func(s *zkconn.Session) error {
-		_, err := s.Create(path, data, flags, nil)
-		return err
-	}, watch: &zkconn.CreateOp{Path: path, Data: data, Flags: flags}}
+	r := createReq(path, data, flags)
+	r.watch = true
 	err = b.do(s, r)
 	return r.nd, r.made, err
+}
+
+// createReq is the queued create of the node at path.
+func createReq(path string, data []byte, flags int32) *opReq {
+	return &opReq{op: &zk.CreateRequest{Path: path, Data: data, Flags: flags}, alone: func(s *zkconn.Session) error {
+		_, err := s.Create(path, data, flags, nil)
+		return err
+	}}
 }
 
 // delete deletes the node at path (of the version) in the next batch, and
@@ -136,10 +139,11 @@ func sendChunk(s *zkconn.Session, part []*opReq) {
 func createWatched(s *zkconn.Session, part []*opReq) (rest []*opReq, multi bool) {
 	ops := make([]zkconn.CreateOp, len(part))
 	for i, r := range part {
-		if r.watch == nil {
+		c, ok := r.op.(*zk.CreateRequest)
+		if !r.watch || !ok {
 			return part, true
 		}
-		ops[i] = *r.watch
+		ops[i] = zkconn.CreateOp{Path: c.Path, Data: c.Data, Flags: c.Flags}
 	}
 	out, err := s.CreateManyW(ops)
 	if err != nil {
